@@ -1,0 +1,80 @@
+"""The generic Reflexion loop as a LangGraph ``StateGraph``.
+
+    START -> actor -> evaluator --(success or trial limit)--> END
+                        |
+                        +--(failure)--> reflector -> actor (next trial)
+
+The three parts are pluggable node functions (see ``nodes``); the builder wires them, the
+state and the runtime context together and returns the uncompiled builder, so callers choose
+the checkpointer (none for a LangGraph server, SQLite for the CLI, in-memory in tests).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from nodes import EvaluateFn, make_cot_actor, make_evaluator, make_reflector
+from reflexion.context import Context, get_context
+from reflexion.state import InputState, OutputState, State
+
+
+def route_after_evaluation(
+    state: State, runtime: Runtime[Context]
+) -> Literal["reflector", "__end__"]:
+    """Stop on success or when the trial limit is reached; otherwise reflect and retry."""
+    ctx = get_context(runtime)
+    if state.evaluations and state.evaluations[-1]["success"]:
+        return END
+    if state.trial >= ctx.max_trials:
+        return END
+    return "reflector"
+
+
+def build_reflexion_graph(
+    actor: Any,
+    evaluator: Any,
+    reflector: Any,
+    *,
+    state_schema: type[Any] = State,
+    input_schema: type[Any] = InputState,
+    output_schema: type[Any] = OutputState,
+) -> StateGraph[Any, Any, Any, Any]:
+    """Wire actor, evaluator and reflector nodes into the Reflexion loop."""
+    builder = StateGraph(
+        state_schema,
+        context_schema=Context,
+        input_schema=input_schema,
+        output_schema=output_schema,
+    )
+    builder.add_node("actor", actor)
+    builder.add_node("evaluator", evaluator)
+    builder.add_node("reflector", reflector)
+    builder.add_edge(START, "actor")
+    builder.add_edge("actor", "evaluator")
+    builder.add_conditional_edges("evaluator", route_after_evaluation)
+    builder.add_edge("reflector", "actor")
+    return builder
+
+
+def qa_builder(
+    *,
+    with_context: bool = True,
+    actor_model: BaseChatModel | None = None,
+    evaluator_model: BaseChatModel | None = None,
+    reflector_model: BaseChatModel | None = None,
+    evaluate: EvaluateFn | None = None,
+) -> StateGraph[Any, Any, Any, Any]:
+    """A question-answering Reflexion loop with a chain-of-thought actor.
+
+    Models given here override the context's model strings (tests pass scripted fakes;
+    applications pass their own chat models); ``evaluate`` replaces the built-in evaluators.
+    """
+    return build_reflexion_graph(
+        make_cot_actor(actor_model, with_context=with_context),
+        make_evaluator(evaluator_model, evaluate),
+        make_reflector(reflector_model),
+    )

@@ -1,0 +1,115 @@
+"""Actors: the node that makes one attempt (one trial) at the task.
+
+The chain-of-thought actor answers in one ``Thought`` / ``Finish[answer]`` step, with or without
+the task's context (the paper's CoT and CoT (GT) agents). Memory enters the prompt after the
+task, so the instructions, examples and task form a prefix that stays the same across trials
+(llama.cpp reuses its KV cache for it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from nodes.common import resolve_model, trajectory_text
+from reflexion.context import Context, get_context
+from reflexion.errors import ReflexionError
+from reflexion.models import EmbeddedChatModel
+from reflexion.parsing import FinishParse, parse_finish
+from reflexion.prompts import few_shot, render
+from reflexion.state import State
+
+STOP = ["\nQuestion:", "\nContext:", "\n---", "\nObservation"]
+
+COT_GRAMMAR = r"""
+root ::= "Thought: " thought "\nAction: Finish[" answer "]"
+thought ::= [^\n]{1,800}
+answer ::= [^\]\n]{1,120}
+"""
+"""Holds an embedded model to the ``Thought`` / ``Finish[answer]`` format."""
+
+FOLLOW_UP = "Now give your final answer as one line: Action: Finish[answer]"
+
+
+def memory_block(state: State, ctx: Context) -> str:
+    """What the chosen strategy carries into this trial (empty on the first trial)."""
+    parts = []
+    if ctx.uses_last_attempt and state.previous_trajectory:
+        parts.append(
+            render("memory_last_attempt", trajectory=trajectory_text(state.previous_trajectory))
+        )
+    if ctx.uses_reflections and state.reflections and ctx.memory_size > 0:
+        window = state.reflections[-ctx.memory_size :]
+        parts.append(
+            render("memory_reflections", reflections="\n".join(f"- {r}" for r in window))
+        )
+    return "\n\n".join(parts)
+
+
+def _example_turns(example: str, *, with_context: bool) -> list[BaseMessage]:
+    """A few-shot example as a user turn (context, question) and an assistant turn (reply)."""
+    head, sep, reply = example.partition("\nThought:")
+    lines = [ln for ln in head.splitlines() if with_context or not ln.startswith("Context:")]
+    return [HumanMessage("\n".join(lines).strip()), AIMessage(("Thought:" + reply).strip())]
+
+
+def cot_messages(state: State, ctx: Context, *, with_context: bool) -> list[BaseMessage]:
+    """The chain-of-thought prompt: instructions, few-shot turns, the task, then memory.
+
+    The examples are chat turns (small instruct models copy a format from turns far more
+    reliably than from examples pasted into one message).
+    """
+    rule = (
+        "\nUse the context given with the question; the answer is usually a span of it."
+        if with_context
+        else ""
+    )
+    messages: list[BaseMessage] = [SystemMessage(render("cot_system", context_rule=rule))]
+    for example in few_shot("cot_examples"):
+        messages.extend(_example_turns(example, with_context=with_context))
+    context_block = f"Context: {state.context.strip()}" if with_context and state.context else ""
+    user = render("cot_task", context_block=context_block, task=state.task.strip())
+    memory = memory_block(state, ctx)
+    if memory:
+        user = f"{user}\n\n{memory}"
+    return [*messages, HumanMessage(user)]
+
+
+def make_cot_actor(
+    model: BaseChatModel | None = None, *, with_context: bool = True
+) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+    """A chain-of-thought actor node; ``model`` overrides ``Context.actor_model``."""
+
+    def actor(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        if not state.task.strip():
+            raise ReflexionError("the task is empty: give the question to answer")
+        llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature)
+        messages = cot_messages(state, ctx, with_context=with_context)
+        options = {"gbnf": COT_GRAMMAR} if isinstance(llm, EmbeddedChatModel) else {}
+        reply = llm.invoke(messages, stop=STOP, **options)
+        parsed = parse_finish(reply.text)
+        if parsed.answer is None and reply.text.strip():
+            # One follow-up turn asking for the action alone (the paper's CoT prompts the
+            # thought and the action separately); its answer counts, the thought stays.
+            follow = llm.invoke([*messages, AIMessage(reply.text), HumanMessage(FOLLOW_UP)])
+            again = parse_finish(follow.text)
+            if again.answer is not None:
+                parsed = FinishParse(thought=parsed.thought, answer=again.answer)
+        action = (
+            f"Action: Finish[{parsed.answer}]"
+            if parsed.answer is not None
+            else f"Action: (unparseable: {parsed.error}) {reply.text.strip()[:300]}"
+        )
+        return {
+            "trial": state.trial + 1,
+            "trajectory": [f"Thought: {parsed.thought}", action],
+            "answer": parsed.answer,
+        }
+
+    actor.__name__ = "cot_gt_actor" if with_context else "cot_actor"
+    return actor

@@ -1,0 +1,134 @@
+"""Evaluators: score a finished trial.
+
+The contract every evaluator meets (here and in the task modules) is :data:`EvaluateFn`: given
+the state after the actor's trial and the run context, return an :class:`Evaluation` — a score
+in [0, 1], a success flag and feedback text. Feedback is shown to the reflector, so it must not
+reveal the reference answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from nodes.common import resolve_model, trajectory_text
+from reflexion.context import Context, get_context
+from reflexion.errors import ReflexionError
+from reflexion.metrics import exact_match
+from reflexion.models import EmbeddedChatModel
+from reflexion.parsing import Verdict, parse_verdict
+from reflexion.prompts import render
+from reflexion.state import State, TrialRecord
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """An evaluator's result for one trial."""
+
+    score: float
+    success: bool
+    feedback: str
+
+
+EvaluateFn = Callable[[State, Context], Evaluation]
+"""The evaluator contract: (state after the trial, run context) -> Evaluation."""
+
+
+def exact_match_evaluation(state: State, ctx: Context) -> Evaluation:
+    """HotPotQA exact match against ``state.reference`` (binary, as in the paper)."""
+    if state.reference is None:
+        raise ReflexionError(
+            "the exact_match evaluator needs a reference answer: pass one, or use evaluator=llm"
+        )
+    if state.answer is None:
+        return Evaluation(0.0, False, "Answer is INCORRECT: no Finish[answer] action was given")
+    ok = exact_match(state.answer, state.reference)
+    return Evaluation(1.0 if ok else 0.0, ok, "Answer is CORRECT" if ok else "Answer is INCORRECT")
+
+
+class JudgeOutput(BaseModel):
+    """Structured verdict requested from an LLM judge."""
+
+    correct: bool = Field(description="Whether the final answer is correct.")
+    score: float = Field(ge=0, le=1, description="Confidence that the answer is correct, 0-1.")
+    feedback: str = Field(description="One sentence on what is right or wrong.")
+
+
+def judge_messages(state: State) -> list[BaseMessage]:
+    context_block = f"Context: {state.context.strip()}" if state.context else ""
+    user = render(
+        "judge_task",
+        context_block=context_block,
+        task=state.task.strip(),
+        trajectory=trajectory_text(state.trajectory),
+        answer=state.answer if state.answer is not None else "(none)",
+    )
+    return [SystemMessage(render("judge_system")), HumanMessage(user)]
+
+
+def ask_judge(model: BaseChatModel, messages: list[BaseMessage]) -> Verdict:
+    """A verdict from the judge: grammar-constrained JSON on the embedded model, structured
+    output where the provider has it, robust text parsing otherwise."""
+    if isinstance(model, EmbeddedChatModel):
+        schema = JudgeOutput.model_json_schema()
+        reply = model.invoke(messages, response_format={"type": "json_object", "schema": schema})
+        return parse_verdict(reply.text)
+    try:
+        out = model.with_structured_output(JudgeOutput).invoke(messages)
+    except Exception:  # no structured output, or output that fails validation: parse text
+        return parse_verdict(model.invoke(messages).text)
+    if isinstance(out, JudgeOutput):
+        return Verdict(success=out.correct, score=out.score, feedback=out.feedback)
+    return parse_verdict(str(out))
+
+
+def verdict_to_evaluation(verdict: Verdict, ctx: Context) -> Evaluation:
+    """Apply the judge mode (binary verdict, or score against the threshold)."""
+    if verdict.success is None and verdict.score is None:
+        return Evaluation(0.0, False, "The evaluator gave no verdict; counting the trial as failed")
+    if ctx.judge_mode == "score":
+        score = verdict.score if verdict.score is not None else float(bool(verdict.success))
+        success = score >= ctx.judge_threshold
+    else:
+        success = bool(verdict.success) if verdict.success is not None else (
+            (verdict.score or 0.0) >= ctx.judge_threshold
+        )
+        score = verdict.score if verdict.score is not None else float(success)
+    label = "Answer is CORRECT" if success else "Answer is INCORRECT"
+    return Evaluation(score, success, f"{label}: {verdict.feedback}" if verdict.feedback else label)
+
+
+def make_evaluator(
+    model: BaseChatModel | None = None, evaluate: EvaluateFn | None = None
+) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+    """The evaluator node.
+
+    ``evaluate`` replaces the built-in evaluators; otherwise ``Context.evaluator`` picks
+    exact match or the LLM judge (whose model ``model`` overrides ``Context.evaluator_model``).
+    """
+
+    def evaluator(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        if evaluate is not None:
+            result = evaluate(state, ctx)
+        elif ctx.evaluator == "llm":
+            llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0)
+            result = verdict_to_evaluation(ask_judge(llm, judge_messages(state)), ctx)
+        else:
+            result = exact_match_evaluation(state, ctx)
+        record = TrialRecord(
+            trial=state.trial,
+            answer=state.answer,
+            score=float(result.score),
+            success=bool(result.success),
+            feedback=result.feedback,
+        )
+        return {"evaluations": [record], "solved": record["success"]}
+
+    return evaluator

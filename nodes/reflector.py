@@ -1,0 +1,60 @@
+"""The self-reflector: turns a failed trial into a short first-person lesson."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from nodes.common import resolve_model, trajectory_text
+from reflexion.context import Context, get_context
+from reflexion.memory import update_window
+from reflexion.parsing import clean_reflection
+from reflexion.prompts import few_shot, render
+from reflexion.state import State
+
+STOP = ["\nTask:", "\n---", "\nPrevious attempt:"]
+
+
+def reflection_messages(state: State) -> list[BaseMessage]:
+    """The reflector prompt: instructions, few-shot turns, then the failed trial."""
+    feedback = state.evaluations[-1]["feedback"] if state.evaluations else "Answer is INCORRECT"
+    messages: list[BaseMessage] = [SystemMessage(render("reflect_system"))]
+    for example in few_shot("reflect_examples"):
+        attempt, _, lesson = example.partition("\nReflection:")
+        messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
+    user = render(
+        "reflect_task",
+        task=state.task.strip(),
+        trajectory=trajectory_text(state.trajectory),
+        feedback=feedback,
+    )
+    return [*messages, HumanMessage(user)]
+
+
+def make_reflector(
+    model: BaseChatModel | None = None,
+) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+    """The reflector node; ``model`` overrides ``Context.reflector_model``.
+
+    What it writes depends on the strategy: the previous trajectory (``last_attempt``), a new
+    reflection appended to the Ω window (``reflexion``), both, or nothing (``none``).
+    """
+
+    def reflector(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        update: dict[str, Any] = {}
+        if ctx.uses_last_attempt:
+            feedback = state.evaluations[-1]["feedback"] if state.evaluations else None
+            update["previous_trajectory"] = [*state.trajectory, f"Observation: {feedback}"]
+        if ctx.uses_reflections and ctx.memory_size > 0:
+            llm = resolve_model(model, ctx.reflector_model, ctx, temperature=0.0)
+            lesson = clean_reflection(llm.invoke(reflection_messages(state), stop=STOP).text)
+            if lesson:
+                update["reflections"] = update_window(state.reflections, lesson, ctx.memory_size)
+        return update
+
+    return reflector

@@ -1,0 +1,1 @@
+"""Prompt and few-shot files (package data), loaded with :func:`reflexion.prompts.load_prompt`."""

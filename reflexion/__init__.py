@@ -1,0 +1,1 @@
+"""Reflexion on LangGraph: state, context, models, datasets and the CLI."""

@@ -1,0 +1,115 @@
+"""Runtime context of the Reflexion graphs (``context_schema``): models and loop settings.
+
+Every field has a default, so a graph runs when a caller passes no context; nodes read it with
+:func:`get_context`, which also covers ``runtime.context is None``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Annotated, Literal
+
+from langgraph.runtime import Runtime
+
+from reflexion.errors import ReflexionError
+from reflexion.models import DEFAULT_MODEL
+
+Strategy = Literal["none", "last_attempt", "reflexion", "last_attempt_and_reflexion"]
+EvaluatorKind = Literal["exact_match", "llm"]
+
+_MODEL_HELP = (
+    "A provider:model string: local:qwen2.5-coder-0.5b, local:smollm2-135m, "
+    "local:qwen2.5-coder-1.5b, local:/path/model.gguf, or e.g. openai:gpt-4o-mini."
+)
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Settings of one Reflexion run."""
+
+    actor_model: Annotated[str, {"__template_metadata__": {"kind": "llm"}}] = field(
+        default=DEFAULT_MODEL,
+        metadata={"description": "Model of the actor (M_a). " + _MODEL_HELP},
+    )
+    evaluator_model: Annotated[str, {"__template_metadata__": {"kind": "llm"}}] = field(
+        default=DEFAULT_MODEL,
+        metadata={"description": "Model of the LLM evaluator (M_e). " + _MODEL_HELP},
+    )
+    reflector_model: Annotated[str, {"__template_metadata__": {"kind": "llm"}}] = field(
+        default=DEFAULT_MODEL,
+        metadata={"description": "Model of the self-reflector (M_sr). " + _MODEL_HELP},
+    )
+    base_url: str | None = field(
+        default=None,
+        metadata={"description": "Base URL of an OpenAI-compatible server for openai:* models."},
+    )
+    max_trials: int = field(
+        default=3,
+        metadata={"description": "Most trials per task; the loop also stops on success."},
+    )
+    memory_size: int = field(
+        default=3,
+        metadata={"description": "Ω: how many of the latest reflections the actor sees (0 = none)."},
+    )
+    strategy: Strategy = field(
+        default="reflexion",
+        metadata={
+            "description": "What carries over between trials: none, last_attempt (previous "
+            "trajectory), reflexion (last Ω reflections), or last_attempt_and_reflexion."
+        },
+    )
+    evaluator: EvaluatorKind = field(
+        default="exact_match",
+        metadata={
+            "description": "exact_match (needs the reference answer) or llm (a judge model)."
+        },
+    )
+    judge_mode: Literal["binary", "score"] = field(
+        default="binary",
+        metadata={"description": "LLM judge: a yes/no verdict, or a score compared with the threshold."},
+    )
+    judge_threshold: float = field(
+        default=0.5,
+        metadata={"description": "LLM judge in score mode: success when score >= threshold."},
+    )
+    temperature: float = field(
+        default=0.7,
+        metadata={"description": "Sampling temperature of the actor (the paper uses 0.7)."},
+    )
+    max_tokens: int = field(
+        default=384,
+        metadata={"description": "Most tokens per model reply."},
+    )
+
+    def __post_init__(self) -> None:
+        if self.max_trials < 1:
+            raise ReflexionError(f"max_trials is {self.max_trials}: use 1 or more")
+        if self.memory_size < 0:
+            raise ReflexionError(f"memory_size (Ω) is {self.memory_size}: use 0 or more")
+        if not 0.0 <= self.temperature <= 2.0:
+            raise ReflexionError(f"temperature is {self.temperature}: use a value in [0, 2]")
+        if not 0.0 <= self.judge_threshold <= 1.0:
+            raise ReflexionError(
+                f"judge_threshold is {self.judge_threshold}: use a value in [0, 1]"
+            )
+
+    @property
+    def uses_reflections(self) -> bool:
+        return self.strategy in ("reflexion", "last_attempt_and_reflexion")
+
+    @property
+    def uses_last_attempt(self) -> bool:
+        return self.strategy in ("last_attempt", "last_attempt_and_reflexion")
+
+
+def get_context(runtime: Runtime[Context] | None) -> Context:
+    """The run's context, or the defaults when the caller passed none."""
+    ctx = runtime.context if runtime is not None else None
+    if ctx is None:
+        return Context()
+    if isinstance(ctx, Context):
+        return ctx
+    if isinstance(ctx, dict):  # some callers (and older servers) hand over a plain mapping
+        names = {f.name for f in fields(Context)}
+        return Context(**{k: v for k, v in ctx.items() if k in names})
+    return ctx

@@ -1,0 +1,113 @@
+"""Dataset loaders. They read any file of the format, not only the bundled sample."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from reflexion.errors import DatasetError
+
+HOTPOTQA_SAMPLE = "hotpotqa/hotpotqa_distractor_sample100.jsonl"
+
+
+def bundled(name: str) -> Path:
+    """Path of a dataset shipped with the package (``reflexion/data/<name>``)."""
+    return Path(str(resources.files("reflexion").joinpath("data", name)))
+
+
+@dataclass(frozen=True)
+class HotpotQuestion:
+    """One HotPotQA question with its paragraphs."""
+
+    id: str
+    question: str
+    answer: str
+    paragraphs: list[tuple[str, list[str]]]
+    """All context paragraphs: (title, sentences)."""
+    supporting_titles: list[str]
+    """Titles of the gold paragraphs, in order of first mention in ``supporting_facts``."""
+
+    @property
+    def gold_context(self) -> str:
+        """The gold (supporting) paragraphs as text, one per line: ``Title: sentences``."""
+        by_title = dict(self.paragraphs)
+        lines = []
+        for title in self.supporting_titles:
+            sentences = by_title.get(title)
+            if sentences:
+                lines.append(f"{title}: {''.join(sentences).strip()}")
+        return "\n".join(lines)
+
+
+def _parse_hotpot(obj: object, where: str) -> HotpotQuestion:
+    if not isinstance(obj, dict):
+        raise DatasetError(f"{where}: expected a JSON object per line, got {type(obj).__name__}")
+    missing = [k for k in ("question", "answer", "context") if k not in obj]
+    if missing:
+        raise DatasetError(
+            f"{where}: missing field(s) {', '.join(missing)}; a HotPotQA line needs "
+            "question, answer, context (and id, supporting_facts)"
+        )
+    question = obj["question"]
+    if not isinstance(question, str) or not question.strip():
+        raise DatasetError(f"{where}: the question is empty; give every line a question text")
+    try:
+        paragraphs = [(str(title), [str(s) for s in sents]) for title, sents in obj["context"]]
+        facts = obj.get("supporting_facts") or []
+        titles: list[str] = []
+        for fact in facts:
+            title = str(fact[0])
+            if title not in titles:
+                titles.append(title)
+    except (TypeError, ValueError, IndexError):
+        raise DatasetError(
+            f"{where}: 'context' must be [[title, [sentences…]]…] and 'supporting_facts' "
+            "[[title, sentence_id]…]"
+        ) from None
+    return HotpotQuestion(
+        id=str(obj.get("id") or obj.get("_id") or where),
+        question=question.strip(),
+        answer=str(obj["answer"]),
+        paragraphs=paragraphs,
+        supporting_titles=titles,
+    )
+
+
+def iter_hotpotqa(path: str | Path | None = None) -> Iterator[HotpotQuestion]:
+    """Questions of a HotPotQA JSONL file (the bundled sample by default), validated line by line."""
+    file = Path(path) if path is not None else bundled(HOTPOTQA_SAMPLE)
+    if not file.is_file():
+        raise DatasetError(f"dataset file {file} does not exist: check the path given to --dataset")
+    try:
+        handle = file.open(encoding="utf-8")
+    except OSError as exc:
+        raise DatasetError(f"cannot read dataset {file}: {exc.strerror}") from None
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            where = f"{file}:{number}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DatasetError(
+                    f"{where}: not valid JSON ({exc.msg}); each line must be one JSON object"
+                ) from None
+            yield _parse_hotpot(obj, where)
+
+
+def load_hotpotqa(
+    path: str | Path | None = None, limit: int | None = None, offset: int = 0
+) -> list[HotpotQuestion]:
+    """The questions ``offset … offset+limit`` of a HotPotQA JSONL file.
+
+    The whole file is validated first, so a bad line is reported before any work starts.
+    """
+    questions = list(iter_hotpotqa(path))
+    if not questions:
+        raise DatasetError(f"dataset {path or HOTPOTQA_SAMPLE} holds no questions")
+    end = None if limit is None else offset + limit
+    return questions[offset:end]

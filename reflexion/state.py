@@ -1,0 +1,79 @@
+"""Graph state of the Reflexion loop: what callers send, what the loop keeps, what it returns.
+
+One *trial* is one attempt by the actor. The *trajectory* is the short-term memory of the
+current trial only (the actor resets it); the *reflections* window is the long-term memory,
+holding at most Ω lessons (``Context.memory_size``); ``evaluations`` keeps one record per trial
+so a learning curve can be drawn from the state alone.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Annotated, TypedDict
+
+
+class TrialRecord(TypedDict):
+    """The evaluator's verdict on one trial."""
+
+    trial: int
+    """1-based trial number."""
+    answer: str | None
+    """The answer the actor gave, or ``None`` when it gave none it could parse."""
+    score: float
+    """Score in [0, 1]."""
+    success: bool
+    """Whether the trial solved the task (what stops the loop)."""
+    feedback: str
+    """The evaluator's feedback text (never the reference answer)."""
+
+
+@dataclass(kw_only=True)
+class InputState:
+    """What a caller provides to start a thread."""
+
+    task: str = ""
+    """The question or instruction given to the actor."""
+    context: str = ""
+    """Supporting text shown to the actor (e.g. HotPotQA's gold paragraphs); may be empty."""
+    reference: str | None = None
+    """The gold answer, used by the exact-match evaluator and never shown to the actor or
+    reflector. ``None`` when the evaluator needs none (an LLM judge)."""
+    task_id: str | None = None
+    """An identifier for the task (e.g. the dataset id), for results and logs."""
+
+
+@dataclass(kw_only=True)
+class State(InputState):
+    """The full state of a Reflexion thread."""
+
+    trial: int = 0
+    """Number of the current trial (0 before the first)."""
+    trajectory: list[str] = field(default_factory=list)
+    """Lines of the current trial (thoughts, actions, observations); reset every trial."""
+    previous_trajectory: list[str] = field(default_factory=list)
+    """The last failed trial's trajectory, kept only for the ``last_attempt`` strategies."""
+    reflections: list[str] = field(default_factory=list)
+    """The window of the last Ω self-reflections, oldest first."""
+    evaluations: Annotated[list[TrialRecord], operator.add] = field(default_factory=list)
+    """One record per finished trial, in order."""
+    answer: str | None = None
+    """The answer of the latest trial."""
+    solved: bool = False
+    """Whether the latest trial succeeded."""
+
+
+@dataclass(kw_only=True)
+class OutputState:
+    """What a finished run returns to callers."""
+
+    answer: str | None = None
+    """The final answer."""
+    solved: bool = False
+    """Whether the final trial succeeded."""
+    trial: int = 0
+    """How many trials ran."""
+    evaluations: list[TrialRecord] = field(default_factory=list)
+    """The per-trial evaluation history (the learning curve)."""
+    reflections: list[str] = field(default_factory=list)
+    """The reflections window at the end."""
