@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
 from nodes import EvaluateFn, make_cot_actor, make_evaluator, make_reflector
@@ -28,9 +28,9 @@ def route_after_evaluation(
     """Stop on success or when the trial limit is reached; otherwise reflect and retry."""
     ctx = get_context(runtime)
     if state.evaluations and state.evaluations[-1]["success"]:
-        return END
+        return "__end__"
     if state.trial >= ctx.max_trials:
-        return END
+        return "__end__"
     return "reflector"
 
 

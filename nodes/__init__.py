@@ -1,7 +1,7 @@
 """Node functions of the Reflexion graphs: actors, evaluators and the self-reflector."""
 
 from nodes.actor import make_cot_actor
-from nodes.evaluator import Evaluation, EvaluateFn, make_evaluator
+from nodes.evaluator import EvaluateFn, Evaluation, make_evaluator
 from nodes.reflector import make_reflector
 
-__all__ = ["Evaluation", "EvaluateFn", "make_cot_actor", "make_evaluator", "make_reflector"]
+__all__ = ["EvaluateFn", "Evaluation", "make_cot_actor", "make_evaluator", "make_reflector"]

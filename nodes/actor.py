@@ -44,15 +44,13 @@ def memory_block(state: State, ctx: Context) -> str:
         )
     if ctx.uses_reflections and state.reflections and ctx.memory_size > 0:
         window = state.reflections[-ctx.memory_size :]
-        parts.append(
-            render("memory_reflections", reflections="\n".join(f"- {r}" for r in window))
-        )
+        parts.append(render("memory_reflections", reflections="\n".join(f"- {r}" for r in window)))
     return "\n\n".join(parts)
 
 
 def _example_turns(example: str, *, with_context: bool) -> list[BaseMessage]:
     """A few-shot example as a user turn (context, question) and an assistant turn (reply)."""
-    head, sep, reply = example.partition("\nThought:")
+    head, _sep, reply = example.partition("\nThought:")
     lines = [ln for ln in head.splitlines() if with_context or not ln.startswith("Context:")]
     return [HumanMessage("\n".join(lines).strip()), AIMessage(("Thought:" + reply).strip())]
 
@@ -90,7 +88,9 @@ def make_cot_actor(
             raise ReflexionError("the task is empty: give the question to answer")
         llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature)
         messages = cot_messages(state, ctx, with_context=with_context)
-        options = {"gbnf": COT_GRAMMAR} if isinstance(llm, EmbeddedChatModel) else {}
+        options: dict[str, Any] = (
+            {"gbnf": COT_GRAMMAR} if isinstance(llm, EmbeddedChatModel) else {}
+        )
         reply = llm.invoke(messages, stop=STOP, **options)
         parsed = parse_finish(reply.text)
         if parsed.answer is None and reply.text.strip():

@@ -96,8 +96,10 @@ def verdict_to_evaluation(verdict: Verdict, ctx: Context) -> Evaluation:
         score = verdict.score if verdict.score is not None else float(bool(verdict.success))
         success = score >= ctx.judge_threshold
     else:
-        success = bool(verdict.success) if verdict.success is not None else (
-            (verdict.score or 0.0) >= ctx.judge_threshold
+        success = (
+            bool(verdict.success)
+            if verdict.success is not None
+            else ((verdict.score or 0.0) >= ctx.judge_threshold)
         )
         score = verdict.score if verdict.score is not None else float(success)
     label = "Answer is CORRECT" if success else "Answer is INCORRECT"

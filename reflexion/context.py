@@ -49,7 +49,9 @@ class Context:
     )
     memory_size: int = field(
         default=3,
-        metadata={"description": "Ω: how many of the latest reflections the actor sees (0 = none)."},
+        metadata={
+            "description": "Ω: how many of the latest reflections the actor sees (0 = none)."
+        },
     )
     strategy: Strategy = field(
         default="reflexion",
@@ -66,7 +68,9 @@ class Context:
     )
     judge_mode: Literal["binary", "score"] = field(
         default="binary",
-        metadata={"description": "LLM judge: a yes/no verdict, or a score compared with the threshold."},
+        metadata={
+            "description": "LLM judge: a yes/no verdict, or a score compared with the threshold."
+        },
     )
     judge_threshold: float = field(
         default=0.5,

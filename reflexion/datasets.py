@@ -77,7 +77,7 @@ def _parse_hotpot(obj: object, where: str) -> HotpotQuestion:
 
 
 def iter_hotpotqa(path: str | Path | None = None) -> Iterator[HotpotQuestion]:
-    """Questions of a HotPotQA JSONL file (the bundled sample by default), validated line by line."""
+    """Questions of a HotPotQA JSONL file (default: the bundled sample), validated per line."""
     file = Path(path) if path is not None else bundled(HOTPOTQA_SAMPLE)
     if not file.is_file():
         raise DatasetError(f"dataset file {file} does not exist: check the path given to --dataset")

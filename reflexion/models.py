@@ -12,6 +12,7 @@ serialised with a lock, since a context is not safe to share between threads.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import importlib.metadata as md
@@ -163,6 +164,9 @@ def _load_llama(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
             "CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install 'reflexion-langgraph[local]'"
         ) from None
     llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=os.cpu_count(), verbose=False)
+    # Free the context before interpreter teardown; llama.cpp's finaliser fails once the
+    # module globals it needs are gone.
+    atexit.register(llm.close)
     return llm, threading.Lock()
 
 
@@ -171,7 +175,7 @@ _SEEDS = itertools.count()
 
 @functools.lru_cache(maxsize=16)
 def _grammar(gbnf: str) -> Any:
-    from llama_cpp import LlamaGrammar
+    from llama_cpp.llama_grammar import LlamaGrammar
 
     return LlamaGrammar.from_string(gbnf, verbose=False)
 
@@ -300,7 +304,8 @@ def load_chat_model(
         kwargs["base_url"] = base_url
         kwargs["api_key"] = os.environ.get("OPENAI_API_KEY") or "not-needed"
     try:
-        return init_chat_model(spec, **kwargs)
+        chat: BaseChatModel = init_chat_model(spec, **kwargs)
+        return chat
     except ImportError as exc:
         raise ModelError(
             f"provider '{provider}' needs its integration package: {_first_line(exc)}"

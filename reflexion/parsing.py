@@ -76,7 +76,9 @@ _SCORE = re.compile(r"\bscore\b\W{0,5}(\d+(?:\.\d+)?)\s*(/\s*(\d+))?", re.IGNORE
 _NEGATIVE = re.compile(
     r"\b(incorrect|wrong|not correct|fail(?:s|ed)?|unsolved|not solved|no)\b", re.IGNORECASE
 )
-_POSITIVE = re.compile(r"\b(correct|right|solved|succe(?:ss|eded)|pass(?:es|ed)?|yes)\b", re.IGNORECASE)
+_POSITIVE = re.compile(
+    r"\b(correct|right|solved|succe(?:ss|eded)|pass(?:es|ed)?|yes)\b", re.IGNORECASE
+)
 _TRUTHY = {"true", "yes", "correct", "pass", "passed", "success", "solved", "1"}
 _FALSY = {"false", "no", "incorrect", "fail", "failed", "wrong", "unsolved", "0"}
 
@@ -110,7 +112,9 @@ def _from_json(obj: dict[str, object]) -> Verdict | None:
             score = None
     if success is None and score is None:
         return None
-    feedback = str(lowered.get("feedback") or lowered.get("reason") or lowered.get("explanation") or "")
+    feedback = str(
+        lowered.get("feedback") or lowered.get("reason") or lowered.get("explanation") or ""
+    )
     return Verdict(success=success, score=score, feedback=feedback.strip())
 
 

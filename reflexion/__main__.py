@@ -1,0 +1,5 @@
+"""``python -m reflexion`` runs the CLI."""
+
+from reflexion.cli import main
+
+main()

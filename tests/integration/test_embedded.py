@@ -1,0 +1,104 @@
+"""The loop, the CLI and the model presets with the real embedded models (no network)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graphs.builder import qa_builder
+from reflexion.context import Context
+from reflexion.datasets import load_hotpotqa
+from reflexion.models import PRESETS, TEST_MODEL, installed_presets, resolve_preset
+
+pytestmark = pytest.mark.integration
+
+SMALL = Context(
+    actor_model=TEST_MODEL,
+    evaluator_model=TEST_MODEL,
+    reflector_model=TEST_MODEL,
+    max_trials=2,
+    memory_size=1,
+    temperature=0.7,
+    max_tokens=128,
+)
+
+
+def test_two_trials_with_the_real_smallest_model():
+    q = load_hotpotqa(limit=1)[0]
+    graph = qa_builder().compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "it-two-trials"}}
+    # An answer no model will produce forces a failure, a reflection and a second trial.
+    task = {"task": q.question, "context": q.gold_context, "reference": "zq-unreachable-answer"}
+    nodes = [
+        node
+        for update in graph.stream(task, config, context=SMALL, stream_mode="updates")
+        for node in update
+    ]
+    assert nodes == ["actor", "evaluator", "reflector", "actor", "evaluator"]
+    state = graph.get_state(config).values
+    assert state["trial"] == 2
+    assert [e["trial"] for e in state["evaluations"]] == [1, 2]
+    assert all(not e["success"] for e in state["evaluations"])
+    assert len(state.get("reflections", [])) <= 1
+    assert all(isinstance(r, str) and r for r in state.get("reflections", []))
+
+
+@pytest.mark.parametrize("name", [p.name for p, ok in installed_presets() if ok])
+def test_installed_presets_assemble_and_verify(name):
+    path = resolve_preset(name)
+    assert path.is_file()
+    if PRESETS[name].size:
+        assert path.stat().st_size == PRESETS[name].size
+
+
+def test_cli_bench_prints_trials_summary_and_resumes(tmp_path):
+    out, db = tmp_path / "r.jsonl", tmp_path / "t.sqlite"
+    cmd = [
+        sys.executable,
+        "-m",
+        "reflexion",
+        "bench",
+        "hotpotqa",
+        "-n",
+        "1",
+        "-t",
+        "2",
+        "-m",
+        TEST_MODEL,
+        "--output",
+        str(out),
+        "--db",
+        str(db),
+    ]
+    env = {**os.environ, "COLUMNS": "200"}
+    first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert first.returncode == 0, first.stderr
+    assert "trial 1:" in first.stdout
+    assert "cumulative solved" in first.stdout
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    finals = [row for row in lines if row["type"] == "final"]
+    assert len(finals) == 1
+    assert len(finals[0]["evaluations"]) in (1, 2)
+    # Same command again: the finished question is skipped, nothing is appended but nothing lost.
+    second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert second.returncode == 0, second.stderr
+    assert "trial 1:" not in second.stdout
+    assert [json.loads(line) for line in out.read_text().splitlines()] == lines
+    # The thread is inspectable by id.
+    show = subprocess.run(
+        [sys.executable, "-m", "reflexion", "show", finals[0]["thread_id"], "--db", str(db)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert show.returncode == 0, show.stderr
+    assert "final answer" in show.stdout
+    assert Path(db).is_file()

@@ -1,0 +1,195 @@
+"""The Reflexion loop with scripted models: routing, memory, strategies, defaults."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphs.builder import qa_builder
+from reflexion.context import Context
+from reflexion.memory import update_window
+from tests.conftest import answer
+from tests.fake import ScriptedChatModel
+
+TASK = {
+    "task": "Which river flows through Prague?",
+    "context": "Prague lies on the Vltava.",
+    "reference": "Vltava",
+}
+
+
+def run(graph: Any, ctx: Context | None, task: dict[str, Any] = TASK) -> dict[str, Any]:
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    graph.invoke(task, config, context=ctx)
+    return dict(graph.get_state(config).values)
+
+
+def test_success_on_first_trial_stops_without_reflecting(make_graph):
+    graph, _actor, reflector = make_graph([answer("Vltava")])
+    state = run(graph, Context(max_trials=3))
+    assert state["trial"] == 1
+    assert state["solved"] is True
+    assert state["answer"] == "Vltava"
+    assert [e["success"] for e in state["evaluations"]] == [True]
+    assert reflector.prompts == []
+
+
+def test_failure_reflects_then_retries_until_success(make_graph):
+    graph, actor, reflector = make_graph(
+        [answer("Elbe"), answer("Vltava")], ["Reflection: I named the wrong river."]
+    )
+    state = run(graph, Context(max_trials=5))
+    assert state["trial"] == 2
+    assert [e["success"] for e in state["evaluations"]] == [False, True]
+    assert len(reflector.prompts) == 1
+    assert state["reflections"] == ["I named the wrong river."]
+    assert "I named the wrong river." in actor.prompt_text(1)
+
+
+def test_trial_limit_stops_the_loop(make_graph):
+    graph, actor, reflector = make_graph([answer("Elbe")])
+    state = run(graph, Context(max_trials=3))
+    assert state["trial"] == 3
+    assert state["solved"] is False
+    assert len(actor.prompts) == 3
+    assert len(reflector.prompts) == 2  # no reflection after the last trial
+
+
+def test_trajectory_is_reset_each_trial(make_graph):
+    graph, _, _ = make_graph([answer("Elbe", "first thought"), answer("Vltava", "second thought")])
+    state = run(graph, Context(max_trials=2))
+    text = "\n".join(state["trajectory"])
+    assert "second thought" in text
+    assert "first thought" not in text
+
+
+def test_reference_answer_never_reaches_actor_or_reflector(make_graph):
+    graph, actor, reflector = make_graph([answer("Elbe")], ["Reflection: wrong river."])
+    task = {**TASK, "reference": "Zzyzx-river"}
+    run(graph, Context(max_trials=3), task)
+    for model in (actor, reflector):
+        for i in range(len(model.prompts)):
+            assert "Zzyzx" not in model.prompt_text(i)
+
+
+def test_malformed_actor_output_is_a_failed_trial_not_a_crash(make_graph):
+    graph, actor, _ = make_graph(["I am not sure.", "still no action", answer("Vltava")])
+    state = run(graph, Context(max_trials=2))
+    first = state["evaluations"][0]
+    assert first["answer"] is None
+    assert first["success"] is False
+    assert "no Finish" in first["feedback"]
+    # the follow-up turn asked for the action once, then the next trial succeeded
+    assert len(actor.prompts) == 3
+    assert state["solved"] is True
+
+
+def test_follow_up_turn_recovers_an_action(make_graph):
+    graph, _actor, _ = make_graph(["Thought: it is the Vltava.", "Action: Finish[Vltava]"])
+    state = run(graph, Context(max_trials=1))
+    assert state["solved"] is True
+    assert "Thought: it is the Vltava." in state["trajectory"][0]
+
+
+def test_context_defaults_when_none_is_passed(make_graph):
+    graph, _actor, _reflector = make_graph([answer("Elbe")])
+    state = run(graph, None)
+    defaults = Context()
+    assert state["trial"] == defaults.max_trials
+    assert len(state["reflections"]) == min(defaults.memory_size, defaults.max_trials - 1)
+
+
+def test_strategy_none_carries_nothing(make_graph):
+    graph, actor, reflector = make_graph([answer("Elbe", "first attempt thought")])
+    run(graph, Context(max_trials=2, strategy="none"))
+    assert reflector.prompts == []
+    second = actor.prompt_text(1)
+    assert "first attempt thought" not in second
+    assert actor.prompt_text(0) == second  # identical prompt: nothing carried over
+
+
+def test_strategy_last_attempt_shows_previous_trajectory_only(make_graph):
+    graph, actor, reflector = make_graph([answer("Elbe", "first attempt thought")])
+    run(graph, Context(max_trials=2, strategy="last_attempt"))
+    assert reflector.prompts == []
+    second = actor.prompt_text(1)
+    assert "first attempt thought" in second
+    assert "Answer is INCORRECT" in second
+    assert "reflections are lessons" not in second
+
+
+def test_strategy_reflexion_shows_reflections_not_trajectory(make_graph):
+    graph, actor, _ = make_graph(
+        [answer("Elbe", "first attempt thought")], ["Reflection: Check the city's river."]
+    )
+    run(graph, Context(max_trials=2, strategy="reflexion"))
+    second = actor.prompt_text(1)
+    assert "Check the city's river." in second
+    assert "first attempt thought" not in second
+
+
+def test_strategy_last_attempt_and_reflexion_shows_both(make_graph):
+    graph, actor, _ = make_graph(
+        [answer("Elbe", "first attempt thought")], ["Reflection: Check the city's river."]
+    )
+    run(graph, Context(max_trials=2, strategy="last_attempt_and_reflexion"))
+    second = actor.prompt_text(1)
+    assert "Check the city's river." in second
+    assert "first attempt thought" in second
+
+
+def test_memory_comes_after_the_stable_prefix(make_graph):
+    """Memory goes after the task, so the prompt prefix is the same across trials."""
+    graph, actor, _ = make_graph([answer("Elbe")], ["Reflection: Look again."])
+    run(graph, Context(max_trials=2))
+    first, second = actor.prompt_text(0), actor.prompt_text(1)
+    assert second.startswith(first)
+
+
+@given(
+    window=st.lists(st.text(max_size=5), max_size=6),
+    new=st.text(max_size=5),
+    size=st.integers(min_value=0, max_value=5),
+)
+def test_window_never_exceeds_omega_and_keeps_newest(window, new, size):
+    result = update_window(window, new, size)
+    assert len(result) <= size
+    if size:
+        assert result[-1] == new
+        assert result == [*window, new][-size:]
+    else:
+        assert result == []
+
+
+@settings(max_examples=25, deadline=None)
+@given(omega=st.integers(min_value=0, max_value=4), trials=st.integers(min_value=1, max_value=6))
+def test_graph_window_holds_the_newest_omega_reflections(omega, trials):
+    reflector = ScriptedChatModel(replies=[f"Reflection: lesson {i}." for i in range(1, 10)])
+    actor = ScriptedChatModel(replies=[answer("Elbe")])
+    graph = qa_builder(actor_model=actor, reflector_model=reflector).compile()
+    out = graph.invoke(TASK, context=Context(max_trials=trials, memory_size=omega))
+    made = trials - 1 if omega else 0
+    expected = [f"lesson {i}." for i in range(1, made + 1)][-omega:] if omega else []
+    assert out.get("reflections", []) == expected
+    assert len(out.get("reflections", [])) <= omega
+
+
+def test_invalid_context_values_fail_clearly():
+    from reflexion.errors import ReflexionError
+
+    with pytest.raises(ReflexionError, match="max_trials"):
+        Context(max_trials=0)
+    with pytest.raises(ReflexionError, match="memory_size"):
+        Context(memory_size=-1)
+
+
+def test_empty_task_is_rejected(make_graph):
+    from reflexion.errors import ReflexionError
+
+    graph, _, _ = make_graph([answer("x")])
+    with pytest.raises(ReflexionError, match="task is empty"):
+        run(graph, Context(), {"task": "  ", "reference": "x"})

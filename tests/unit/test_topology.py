@@ -1,0 +1,31 @@
+"""Snapshot of the graph topology, as Studio and the README draw it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graphs.qa import cot_graph, graph
+
+SNAPSHOT = Path(__file__).parent.parent / "snapshots" / "reflexion_qa.mmd"
+
+
+def test_mermaid_topology_matches_snapshot():
+    drawn = graph.get_graph().draw_mermaid()
+    assert drawn == SNAPSHOT.read_text(), "topology changed: update tests/snapshots/ if intended"
+    assert cot_graph.get_graph().draw_mermaid() == drawn
+
+
+def test_router_edges_are_all_drawn():
+    edges = {(e.source, e.target, e.conditional) for e in graph.get_graph().edges}
+    assert ("evaluator", "reflector", True) in edges
+    assert ("evaluator", "__end__", True) in edges
+    assert ("reflector", "actor", False) in edges
+
+
+def test_public_schemas_are_narrow():
+    inputs = graph.get_input_jsonschema()["properties"]
+    outputs = graph.get_output_jsonschema()["properties"]
+    assert set(inputs) == {"task", "context", "reference", "task_id"}
+    assert set(outputs) == {"answer", "solved", "trial", "evaluations", "reflections"}
+    context = graph.get_context_jsonschema()["properties"]
+    assert "description" in context["memory_size"]
