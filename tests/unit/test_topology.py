@@ -29,3 +29,8 @@ def test_public_schemas_are_narrow():
     assert set(outputs) == {"answer", "solved", "trial", "evaluations", "reflections"}
     context = graph.get_context_jsonschema()["properties"]
     assert "description" in context["memory_size"]
+
+
+def test_readme_diagram_is_the_real_graph():
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    assert "```mermaid\n" + SNAPSHOT.read_text() + "\n```" in readme
