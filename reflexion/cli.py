@@ -48,6 +48,7 @@ console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DEFAULT_DB = Path(".reflexion") / "checkpoints.sqlite"
+_DEFAULTS = Context()
 Agent = Literal["cot-gt", "cot"]
 
 # ---- shared options ------------------------------------------------------------------------
@@ -238,11 +239,11 @@ def run(
         str | None, typer.Option("--reference", help="Gold answer, for the exact_match evaluator.")
     ] = None,
     model: ModelOpt = DEFAULT_MODEL,
-    trials: TrialsOpt = 3,
-    memory: MemoryOpt = 3,
-    strategy: StrategyOpt = "reflexion",
-    evaluator: EvaluatorOpt = "exact_match",
-    temperature: TempOpt = 0.7,
+    trials: TrialsOpt = _DEFAULTS.max_trials,
+    memory: MemoryOpt = _DEFAULTS.memory_size,
+    strategy: StrategyOpt = _DEFAULTS.strategy,
+    evaluator: EvaluatorOpt = _DEFAULTS.evaluator,
+    temperature: TempOpt = _DEFAULTS.temperature,
     base_url: BaseUrlOpt = None,
     thread_id: ThreadOpt = None,
     db: DbOpt = DEFAULT_DB,
@@ -374,11 +375,11 @@ def bench_hotpotqa(
         str, typer.Option("--agent", help="cot-gt (with gold context) | cot.")
     ] = "cot-gt",
     model: ModelOpt = DEFAULT_MODEL,
-    trials: TrialsOpt = 3,
-    memory: MemoryOpt = 3,
-    strategy: StrategyOpt = "reflexion",
-    evaluator: EvaluatorOpt = "exact_match",
-    temperature: TempOpt = 0.7,
+    trials: TrialsOpt = _DEFAULTS.max_trials,
+    memory: MemoryOpt = _DEFAULTS.memory_size,
+    strategy: StrategyOpt = _DEFAULTS.strategy,
+    evaluator: EvaluatorOpt = _DEFAULTS.evaluator,
+    temperature: TempOpt = _DEFAULTS.temperature,
     base_url: BaseUrlOpt = None,
     output: Annotated[
         Path | None,

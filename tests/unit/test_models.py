@@ -1,0 +1,59 @@
+"""Model strings: presets, missing packages and keys give one-line, actionable errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from reflexion import models
+from reflexion.errors import ModelError
+
+
+def test_missing_weight_package_names_the_extra(monkeypatch):
+    fake = models.Preset(
+        name="ghost-1b",
+        description="not installed",
+        parts=(("no-such-weights-dist-xyz", "x/part01.bin"),),
+        sha256="0" * 64,
+        size=1,
+        extra="ghost",
+    )
+    monkeypatch.setitem(models.PRESETS, "ghost-1b", fake)
+    with pytest.raises(
+        ModelError, match=r"needs the package 'no-such-weights-dist-xyz'.*\[ghost\]"
+    ):
+        models.load_chat_model("local:ghost-1b")
+
+
+def test_corrupt_assembled_file_is_rejected(monkeypatch, tmp_path):
+    part = tmp_path / "weights.gguf"
+    part.write_bytes(b"not a model")
+    fake = models.Preset(
+        name="corrupt", description="", parts=(("d", "p"),), sha256="0" * 64, size=0, extra="local"
+    )
+    monkeypatch.setitem(models.PRESETS, "corrupt", fake)
+    monkeypatch.setattr(models, "_part_path", lambda dist, rel, preset: part)
+    monkeypatch.setenv("REFLEXION_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(ModelError, match="SHA-256"):
+        models.resolve_preset("corrupt")
+
+
+@pytest.mark.parametrize("spec", ["gpt-4o", ":x", "openai:", "  "])
+def test_strings_without_provider(spec):
+    with pytest.raises(ModelError, match="provider:model"):
+        models.load_chat_model(spec)
+
+
+def test_base_url_only_for_openai():
+    with pytest.raises(ModelError, match="openai provider"):
+        models.load_chat_model("anthropic:claude", base_url="http://127.0.0.1:1/v1")
+
+
+def test_openai_compatible_server_needs_no_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    chat = models.load_chat_model("openai:local-model", base_url="http://127.0.0.1:9/v1")
+    assert chat.__class__.__name__ == "ChatOpenAI"
+
+
+def test_unknown_gguf_path():
+    with pytest.raises(ModelError, match="unknown embedded model"):
+        models.load_chat_model("local:/nonexistent/model.gguf")
