@@ -32,7 +32,7 @@ from graphs.builder import qa_builder
 from reflexion.context import Context
 from reflexion.datasets import load_hotpotqa
 from reflexion.errors import ReflexionError
-from reflexion.models import DEFAULT_MODEL, PRESETS, installed_presets, load_chat_model
+from reflexion.models import DEFAULT_MODEL, installed_presets, load_chat_model
 
 app = typer.Typer(
     name="reflexion",
@@ -467,4 +467,4 @@ def main() -> None:
         sys.exit(130)
 
 
-__all__ = ["PRESETS", "app", "main"]
+__all__ = ["app", "main"]
