@@ -214,14 +214,10 @@ def run_thread(
     return state
 
 
-def _thread_exists(graph: CompiledStateGraph[Any, Any, Any, Any], thread_id: str) -> bool:
+def _snapshot(graph: CompiledStateGraph[Any, Any, Any, Any], thread_id: str) -> Any | None:
+    """The thread's latest checkpoint, or ``None`` when the thread does not exist."""
     snapshot = graph.get_state({"configurable": {"thread_id": thread_id}})
-    return bool(snapshot.values)
-
-
-def _is_finished(graph: CompiledStateGraph[Any, Any, Any, Any], thread_id: str) -> bool:
-    snapshot = graph.get_state({"configurable": {"thread_id": thread_id}})
-    return bool(snapshot.values) and not snapshot.next
+    return snapshot if snapshot.values else None
 
 
 # ---- commands ---------------------------------------------------------------------------------
@@ -262,19 +258,22 @@ def run(
                 raise ReflexionError(
                     "give a question, or --thread-id to resume or inspect a thread"
                 )
-            if not _thread_exists(graph, thread_id):
+            snapshot = _snapshot(graph, thread_id)
+            if snapshot is None:
                 raise ReflexionError(
                     f"thread '{thread_id}' is not in {db}: "
                     "check the id, or give a question to start it"
                 )
-            if _is_finished(graph, thread_id):
+            if not snapshot.next:
                 _show_state(graph, thread_id)
                 return
+            # Resume with the agent the thread started with (a thread without context is CoT).
+            graph = _compile(saver, "cot-gt" if snapshot.values.get("context") else "cot")
             console.print(f"resuming thread [bold]{escape(thread_id)}[/]")
             task_input = None
         else:
             thread_id = thread_id or f"run-{int(time.time() * 1000):x}"
-            if _thread_exists(graph, thread_id):
+            if _snapshot(graph, thread_id) is not None:
                 raise ReflexionError(
                     f"thread '{thread_id}' already exists in {db}: omit the question to resume it, "
                     "or choose a new --thread-id"
@@ -312,7 +311,7 @@ def show(
         raise ReflexionError(f"thread database {db} does not exist: pass --db PATH")
     with _checkpointer(db) as saver:
         graph = _compile(saver, "cot-gt")
-        if not _thread_exists(graph, thread_id):
+        if _snapshot(graph, thread_id) is None:
             raise ReflexionError(f"thread '{thread_id}' is not in {db}: check the id")
         _show_state(graph, thread_id)
 
@@ -430,7 +429,7 @@ def bench_hotpotqa(
                     "reference": q.answer,
                     "task_id": q.id,
                 }
-                if _thread_exists(graph, thread_id):
+                if _snapshot(graph, thread_id) is not None:
                     task_input = None  # interrupted earlier: resume from the checkpoint
                 state = run_thread(graph, thread_id, task_input, ctx, sink=sink, label=label)
                 final = {
