@@ -17,9 +17,10 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
-from nodes import EvaluateFn, make_cot_actor, make_evaluator, make_reflector
+from nodes import EvaluateFn, make_cot_actor, make_evaluator, make_react_actor, make_reflector
 from reflexion.context import Context, get_context
 from reflexion.state import InputState, OutputState, State
+from reflexion.wiki import WikiBackend
 
 
 def route_after_evaluation(
@@ -77,4 +78,21 @@ def qa_builder(
         make_cot_actor(actor_model, with_context=with_context),
         make_evaluator(evaluator_model, evaluate),
         make_reflector(reflector_model),
+    )
+
+
+def react_builder(
+    *,
+    actor_model: BaseChatModel | None = None,
+    evaluator_model: BaseChatModel | None = None,
+    reflector_model: BaseChatModel | None = None,
+    evaluate: EvaluateFn | None = None,
+    backend: WikiBackend | None = None,
+) -> StateGraph[Any, Any, Any, Any]:
+    """A question-answering Reflexion loop with the ReAct actor (a subgraph searching
+    Wikipedia); ``backend`` overrides the Wikipedia chosen by the context."""
+    return build_reflexion_graph(
+        make_react_actor(actor_model, backend),
+        make_evaluator(evaluator_model, evaluate),
+        make_reflector(reflector_model, examples="reflect_examples_react"),
     )

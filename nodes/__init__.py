@@ -2,6 +2,14 @@
 
 from nodes.actor import make_cot_actor
 from nodes.evaluator import EvaluateFn, Evaluation, make_evaluator
+from nodes.react import make_react_actor
 from nodes.reflector import make_reflector
 
-__all__ = ["EvaluateFn", "Evaluation", "make_cot_actor", "make_evaluator", "make_reflector"]
+__all__ = [
+    "EvaluateFn",
+    "Evaluation",
+    "make_cot_actor",
+    "make_evaluator",
+    "make_react_actor",
+    "make_reflector",
+]

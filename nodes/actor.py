@@ -9,7 +9,7 @@ task, so the instructions, examples and task form a prefix that stays the same a
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -35,7 +35,17 @@ answer ::= [^\]\n]{1,120}
 FOLLOW_UP = "Now give your final answer as one line: Action: Finish[answer]"
 
 
-def memory_block(state: State, ctx: Context) -> str:
+class HasMemory(Protocol):
+    """The state an actor's memory comes from (the Reflexion state or a subgraph's)."""
+
+    @property
+    def previous_trajectory(self) -> list[str]: ...
+
+    @property
+    def reflections(self) -> list[str]: ...
+
+
+def memory_block(state: HasMemory, ctx: Context) -> str:
     """What the chosen strategy carries into this trial (empty on the first trial)."""
     parts = []
     if ctx.uses_last_attempt and state.previous_trajectory:
@@ -109,6 +119,7 @@ def make_cot_actor(
             "trial": state.trial + 1,
             "trajectory": [f"Thought: {parsed.thought}", action],
             "answer": parsed.answer,
+            "stop_reason": None if parsed.answer is not None else parsed.error,
         }
 
     actor.__name__ = "cot_gt_actor" if with_context else "cot_actor"

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
 
 from reflexion.context import Context
-from reflexion.models import load_chat_model
+from reflexion.models import EmbeddedChatModel, load_chat_model
+
+MESSAGE_OVERHEAD = 6
+"""Tokens a chat template adds around each message (role markers), a close upper estimate."""
 
 
 def resolve_model(
@@ -25,3 +29,12 @@ def trajectory_text(lines: list[str], feedback: str | None = None) -> str:
     if feedback:
         body.append(f"Observation: {feedback}")
     return "\n".join(body) if body else "(no steps)"
+
+
+def prompt_tokens(llm: BaseChatModel, messages: list[BaseMessage]) -> int:
+    """Tokens a prompt will take: exact for the embedded model (its own tokenizer), otherwise
+    estimated at four characters per token (no tokenizer download needed)."""
+    overhead = MESSAGE_OVERHEAD * len(messages)
+    if isinstance(llm, EmbeddedChatModel):
+        return overhead + llm.get_num_tokens("\n".join(m.text for m in messages))
+    return overhead + sum(len(m.text) for m in messages) // 4

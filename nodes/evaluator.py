@@ -47,7 +47,8 @@ def exact_match_evaluation(state: State, ctx: Context) -> Evaluation:
             "the exact_match evaluator needs a reference answer: pass one, or use evaluator=llm"
         )
     if state.answer is None:
-        return Evaluation(0.0, False, "Answer is INCORRECT: no Finish[answer] action was given")
+        reason = state.stop_reason or "no Finish[answer] action was given"
+        return Evaluation(0.0, False, f"Answer is INCORRECT: {reason}")
     ok = exact_match(state.answer, state.reference)
     return Evaluation(1.0 if ok else 0.0, ok, "Answer is CORRECT" if ok else "Answer is INCORRECT")
 

@@ -19,11 +19,12 @@ from reflexion.state import State
 STOP = ["\nTask:", "\n---", "\nPrevious attempt:"]
 
 
-def reflection_messages(state: State) -> list[BaseMessage]:
-    """The reflector prompt: instructions, few-shot turns, then the failed trial."""
+def reflection_messages(state: State, examples: str = "reflect_examples") -> list[BaseMessage]:
+    """The reflector prompt: instructions, few-shot turns (from the prompt file ``examples``),
+    then the failed trial."""
     feedback = state.evaluations[-1]["feedback"] if state.evaluations else "Answer is INCORRECT"
     messages: list[BaseMessage] = [SystemMessage(render("reflect_system"))]
-    for example in few_shot("reflect_examples"):
+    for example in few_shot(examples):
         attempt, _, lesson = example.partition("\nReflection:")
         messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
     user = render(
@@ -36,9 +37,10 @@ def reflection_messages(state: State) -> list[BaseMessage]:
 
 
 def make_reflector(
-    model: BaseChatModel | None = None,
+    model: BaseChatModel | None = None, *, examples: str = "reflect_examples"
 ) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
-    """The reflector node; ``model`` overrides ``Context.reflector_model``.
+    """The reflector node; ``model`` overrides ``Context.reflector_model``; ``examples`` names
+    the prompt file of few-shot reflections (one per agent family).
 
     What it writes depends on the strategy: the previous trajectory (``last_attempt``), a new
     reflection appended to the Ω window (``reflexion``), both, or nothing (``none``).
@@ -52,7 +54,9 @@ def make_reflector(
             update["previous_trajectory"] = [*state.trajectory, f"Observation: {feedback}"]
         if ctx.uses_reflections and ctx.memory_size > 0:
             llm = resolve_model(model, ctx.reflector_model, ctx, temperature=0.0)
-            lesson = clean_reflection(llm.invoke(reflection_messages(state), stop=STOP).text)
+            lesson = clean_reflection(
+                llm.invoke(reflection_messages(state, examples), stop=STOP).text
+            )
             if lesson:
                 update["reflections"] = update_window(state.reflections, lesson, ctx.memory_size)
         return update

@@ -16,6 +16,7 @@ from reflexion.models import DEFAULT_MODEL
 
 Strategy = Literal["none", "last_attempt", "reflexion", "last_attempt_and_reflexion"]
 EvaluatorKind = Literal["exact_match", "llm"]
+WikiKind = Literal["offline", "live"]
 
 _MODEL_HELP = (
     "A provider:model string: local:qwen2.5-coder-0.5b, local:smollm2-135m, "
@@ -84,6 +85,34 @@ class Context:
         default=384,
         metadata={"description": "Most tokens per model reply."},
     )
+    max_steps: int = field(
+        default=6,
+        metadata={
+            "description": "ReAct: most Thought/Action steps per trial; a trial that reaches "
+            "it without Finish[answer] fails (halted)."
+        },
+    )
+    context_budget: int = field(
+        default=6000,
+        metadata={
+            "description": "ReAct: most prompt tokens per step; a trial whose prompt grows past "
+            "it fails (halted), like the paper's context-window limit."
+        },
+    )
+    wiki: WikiKind = field(
+        default="offline",
+        metadata={
+            "description": "ReAct's Wikipedia: offline (a local corpus, no network) or live "
+            "(wikipedia.org through the wikipedia package)."
+        },
+    )
+    corpus: str | None = field(
+        default=None,
+        metadata={
+            "description": "Offline Wikipedia: a HotPotQA-format JSONL file whose context "
+            "paragraphs form the corpus (default: the bundled 100-question sample)."
+        },
+    )
 
     def __post_init__(self) -> None:
         if self.max_trials < 1:
@@ -92,6 +121,12 @@ class Context:
             raise ReflexionError(f"memory_size (Ω) is {self.memory_size}: use 0 or more")
         if not 0.0 <= self.temperature <= 2.0:
             raise ReflexionError(f"temperature is {self.temperature}: use a value in [0, 2]")
+        if self.max_steps < 1:
+            raise ReflexionError(f"max_steps is {self.max_steps}: use 1 or more")
+        if self.context_budget < 256:
+            raise ReflexionError(f"context_budget is {self.context_budget} tokens: use 256 or more")
+        if self.wiki not in ("offline", "live"):
+            raise ReflexionError(f"wiki is '{self.wiki}': use offline or live")
         if not 0.0 <= self.judge_threshold <= 1.0:
             raise ReflexionError(
                 f"judge_threshold is {self.judge_threshold}: use a value in [0, 1]"

@@ -209,6 +209,12 @@ class EmbeddedChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"model_name": self.model_name, "temperature": self.temperature}
 
+    def get_num_tokens(self, text: str) -> int:
+        """Exact token count with the model's own tokenizer."""
+        llm, lock = _load_llama(self.model_path, self.n_ctx)
+        with lock:
+            return len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
     def _generate(
         self,
         messages: list[BaseMessage],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Literal, cast
 
 _FINISH = re.compile(r"finish\s*\[", re.IGNORECASE)
 _THOUGHT_PREFIX = re.compile(r"^\s*thought(?:\s*\d+)?\s*:\s*", re.IGNORECASE)
@@ -176,3 +177,46 @@ def clean_reflection(text: str, max_sentences: int = 4, max_chars: int = 800) ->
     if len(text) > max_chars:
         text = text[: max_chars - 1].rstrip() + "…"
     return text
+
+
+_REACT_ACTION = re.compile(r"\b(search|lookup|finish)\s*\[", re.IGNORECASE)
+ReactAction = Literal["search", "lookup", "finish"]
+
+
+@dataclass(frozen=True)
+class ReactStepParse:
+    """One ReAct step read from model output: a thought and an action with its argument."""
+
+    thought: str
+    action: ReactAction | None
+    """``None`` when the reply holds no ``Search[...]``, ``Lookup[...]`` or ``Finish[...]``."""
+    argument: str = ""
+    error: str | None = None
+    """Why no action could be read (``None`` when ``action`` is set)."""
+
+
+def parse_react_step(reply: str) -> ReactStepParse:
+    """Read the first ``Search[..]`` / ``Lookup[..]`` / ``Finish[..]`` action of a ReAct step.
+
+    The first action wins (a model that runs on and invents its own observations has already
+    committed to its first action). The thought is the text before it, labels removed.
+    """
+    text = (reply or "")[:20000]
+    match = _REACT_ACTION.search(text)
+    head = text[: match.start()] if match else text
+    lines = [ln for ln in head.strip().splitlines() if not _ACTION_LINE.match(ln)]
+    thought = _THOUGHT_PREFIX.sub("", " ".join(" ".join(lines).split())).strip()
+    if match is None:
+        if not text.strip():
+            return ReactStepParse(thought="", action=None, error="the reply was empty")
+        return ReactStepParse(
+            thought=thought, action=None, error="no Search[...], Lookup[...] or Finish[...] action"
+        )
+    inner, _closed = _balanced(text, match.end())
+    argument = " ".join(inner.split()).strip().strip("\"'")
+    action = cast(ReactAction, match.group(1).lower())
+    if not argument:
+        return ReactStepParse(
+            thought=thought, action=None, error=f"{match.group(1).capitalize()}[] was empty"
+        )
+    return ReactStepParse(thought=thought, action=action, argument=argument)

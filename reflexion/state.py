@@ -61,6 +61,9 @@ class State(InputState):
     """One record per finished trial, in order."""
     answer: str | None = None
     """The answer of the latest trial."""
+    stop_reason: str | None = None
+    """Why the latest trial ended without an answer (unparseable reply, step limit, context
+    budget); ``None`` when it gave one."""
     solved: bool = False
     """Whether the latest trial succeeded."""
 

@@ -1,0 +1,242 @@
+"""The ReAct actor: Thought / Action / Observation steps with Wikipedia, as a subgraph.
+
+One trial is a small loop — ``begin → think → act → think → … → END`` — compiled as its own
+graph and used as the Reflexion graph's ``actor`` node, so Studio shows the steps and a
+checkpointed thread resumes mid-trial. ``think`` asks the model for one step; ``act`` runs the
+action (``Search``/``Lookup`` on a :class:`~reflexion.wiki.WikiBackend`, or ``Finish``) and adds
+the observation. A trial halts, as in the paper, at the step limit or when the prompt outgrows
+the context budget; a halted trial has no answer and a ``stop_reason`` the evaluator reports.
+An unparseable reply becomes an observation that says so, and the loop goes on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.graph import START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from typing_extensions import TypedDict
+
+from nodes.actor import memory_block
+from nodes.common import prompt_tokens, resolve_model
+from reflexion.context import Context, get_context
+from reflexion.errors import ReflexionError
+from reflexion.models import EmbeddedChatModel
+from reflexion.parsing import parse_react_step
+from reflexion.prompts import few_shot, render
+from reflexion.wiki import LookupCursor, WikiBackend, WikiTools, get_backend
+
+STOP = ["\nObservation", "\nQuestion:", "\n---"]
+
+REACT_GRAMMAR = r"""
+root ::= "Thought: " thought "\nAction: " action
+thought ::= [^\n]{1,600}
+action ::= ("Search[" arg "]") | ("Lookup[" arg "]") | ("Finish[" arg "]")
+arg ::= [^\]\n]{1,120}
+"""
+"""Holds an embedded model to one ``Thought`` line and one well-formed action per step."""
+
+INVALID_ACTION = (
+    "Invalid action ({error}). Reply with a Thought line and one Action: Search[entity], "
+    "Lookup[keyword] or Finish[answer]."
+)
+
+
+class Step(TypedDict):
+    """One finished ReAct step."""
+
+    thought: str
+    action: str
+    """The action as written, e.g. ``Search[Ed Wood]`` (or the raw reply when unparseable)."""
+    observation: str
+
+
+@dataclass(kw_only=True)
+class ReactInput:
+    """What the ReAct subgraph reads from the Reflexion state."""
+
+    task: str = ""
+    trial: int = 0
+    previous_trajectory: list[str] = field(default_factory=list)
+    reflections: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class ReactOutput:
+    """What one ReAct trial hands back to the Reflexion state."""
+
+    trial: int = 0
+    trajectory: list[str] = field(default_factory=list)
+    answer: str | None = None
+    stop_reason: str | None = None
+
+
+@dataclass(kw_only=True)
+class ReactState(ReactInput):
+    """The state of one ReAct trial."""
+
+    trajectory: list[str] = field(default_factory=list)
+    """The steps so far as lines (``Thought:``, ``Action:``, ``Observation:``)."""
+    steps: list[Step] = field(default_factory=list)
+    """The steps so far, structured (the prompt is rebuilt from them)."""
+    pending: dict[str, Any] | None = None
+    """The step ``think`` produced and ``act`` has not run yet."""
+    cursor: dict[str, Any] = field(default_factory=dict)
+    """Last page searched and lookup progress (:class:`~reflexion.wiki.LookupCursor`)."""
+    answer: str | None = None
+    stop_reason: str | None = None
+    done: bool = False
+
+
+def _example_turns(example: str) -> list[BaseMessage]:
+    """A written ReAct trajectory as chat turns: question, then step / observation pairs."""
+    turns: list[BaseMessage] = []
+    step: list[str] = []
+    for line in example.strip().splitlines():
+        if line.startswith("Question:"):
+            turns.append(HumanMessage(line))
+        elif line.startswith("Observation:"):
+            turns += [AIMessage("\n".join(step)), HumanMessage(line)]
+            step = []
+        else:
+            step.append(line)
+    if step:
+        turns.append(AIMessage("\n".join(step)))
+    return turns
+
+
+def react_messages(state: ReactState, ctx: Context) -> list[BaseMessage]:
+    """Instructions, the few-shot trajectories, the question and memory, then this trial's
+    steps. Everything before the memory is the same in every trial (a cacheable prefix)."""
+    messages: list[BaseMessage] = [
+        SystemMessage(render("react_system", max_steps=str(ctx.max_steps)))
+    ]
+    for example in few_shot("react_examples"):
+        messages += _example_turns(example)
+    user = render("react_task", task=state.task.strip())
+    memory = memory_block(state, ctx)
+    if memory:
+        user = f"{user}\n\n{memory}"
+    messages.append(HumanMessage(user))
+    for step in state.steps:
+        messages += [
+            AIMessage(f"Thought: {step['thought']}\nAction: {step['action']}"),
+            HumanMessage(f"Observation: {step['observation']}"),
+        ]
+    return messages
+
+
+def _lines(step: Step) -> list[str]:
+    return [
+        f"Thought: {step['thought']}",
+        f"Action: {step['action']}",
+        f"Observation: {step['observation']}",
+    ]
+
+
+def make_react_actor(
+    model: BaseChatModel | None = None, backend: WikiBackend | None = None
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The ReAct actor subgraph; ``model`` overrides ``Context.actor_model`` and ``backend``
+    overrides the Wikipedia chosen by ``Context.wiki`` / ``Context.corpus``."""
+
+    def tools(ctx: Context) -> WikiTools:
+        return WikiTools(backend if backend is not None else get_backend(ctx.wiki, ctx.corpus))
+
+    def begin(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
+        if not state.task.strip():
+            raise ReflexionError("the task is empty: give the question to answer")
+        tools(get_context(runtime))  # a missing corpus fails here, before any model call
+        return {
+            "trial": state.trial + 1,
+            "trajectory": [],
+            "steps": [],
+            "pending": None,
+            "cursor": {},
+            "answer": None,
+            "stop_reason": None,
+            "done": False,
+        }
+
+    def think(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature)
+        messages = react_messages(state, ctx)
+        used = prompt_tokens(llm, messages)
+        if used + ctx.max_tokens > ctx.context_budget:
+            return {
+                "done": True,
+                "pending": None,
+                "stop_reason": f"halted: the prompt reached {used} tokens, over the context "
+                f"budget of {ctx.context_budget}, before Finish[answer]",
+            }
+        options: dict[str, Any] = (
+            {"gbnf": REACT_GRAMMAR} if isinstance(llm, EmbeddedChatModel) else {}
+        )
+        reply = llm.invoke(messages, stop=STOP, **options).text
+        parsed = parse_react_step(reply)
+        return {
+            "pending": {
+                "thought": parsed.thought,
+                "action": parsed.action,
+                "argument": parsed.argument,
+                "error": parsed.error,
+                "raw": reply.strip()[:300],
+            }
+        }
+
+    def act(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        pending = state.pending or {}
+        action, argument = pending.get("action"), str(pending.get("argument", ""))
+        cursor = LookupCursor.from_dict(state.cursor)
+        update: dict[str, Any] = {"pending": None}
+        if action == "finish":
+            step = Step(thought=pending["thought"], action=f"Finish[{argument}]", observation="")
+            lines = [*state.trajectory, f"Thought: {step['thought']}", f"Action: {step['action']}"]
+            return {**update, "answer": argument, "done": True, "trajectory": lines}
+        if action == "search":
+            observation, cursor = tools(ctx).search(argument, cursor)
+            written = f"Search[{argument}]"
+        elif action == "lookup":
+            observation, cursor = tools(ctx).lookup(argument, cursor)
+            written = f"Lookup[{argument}]"
+        else:
+            observation = INVALID_ACTION.format(error=pending.get("error") or "no action")
+            written = pending.get("raw") or "(empty reply)"
+        step = Step(thought=pending.get("thought", ""), action=written, observation=observation)
+        steps = [*state.steps, step]
+        update |= {
+            "steps": steps,
+            "cursor": cursor.as_dict(),
+            "trajectory": [*state.trajectory, *_lines(step)],
+        }
+        if len(steps) >= ctx.max_steps:
+            update |= {
+                "done": True,
+                "stop_reason": f"halted: the step limit ({ctx.max_steps}) was reached before "
+                "Finish[answer]",
+            }
+        return update
+
+    def after_think(state: ReactState) -> Literal["act", "__end__"]:
+        return "__end__" if state.done else "act"
+
+    def after_act(state: ReactState) -> Literal["think", "__end__"]:
+        return "__end__" if state.done else "think"
+
+    builder = StateGraph(
+        ReactState, context_schema=Context, input_schema=ReactInput, output_schema=ReactOutput
+    )
+    builder.add_node("begin", begin)
+    builder.add_node("think", think)
+    builder.add_node("act", act)
+    builder.add_edge(START, "begin")
+    builder.add_edge("begin", "think")
+    builder.add_conditional_edges("think", after_think)
+    builder.add_conditional_edges("act", after_act)
+    return builder.compile(name="react-actor")
