@@ -96,7 +96,7 @@ def make_cot_actor(
         ctx = get_context(runtime)
         if not state.task.strip():
             raise ReflexionError("the task is empty: give the question to answer")
-        llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature)
+        llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature, role="actor")
         messages = cot_messages(state, ctx, with_context=with_context)
         options: dict[str, Any] = (
             {"gbnf": COT_GRAMMAR} if isinstance(llm, EmbeddedChatModel) else {}

@@ -13,13 +13,23 @@ MESSAGE_OVERHEAD = 6
 
 
 def resolve_model(
-    override: BaseChatModel | None, spec: str, ctx: Context, *, temperature: float
+    override: BaseChatModel | None,
+    spec: str,
+    ctx: Context,
+    *,
+    temperature: float,
+    role: str = "shared",
 ) -> BaseChatModel:
-    """The model a node uses: the one it was built with, else the context's model string."""
+    """The model a node uses: the one it was built with, else the context's model string
+    (an embedded model runs each ``role`` in its own llama.cpp context, keeping its cache)."""
     if override is not None:
         return override
     return load_chat_model(
-        spec, temperature=temperature, max_tokens=ctx.max_tokens, base_url=ctx.base_url
+        spec,
+        temperature=temperature,
+        max_tokens=ctx.max_tokens,
+        base_url=ctx.base_url,
+        slot=role,
     )
 
 

@@ -121,7 +121,7 @@ def make_evaluator(
         if evaluate is not None:
             result = evaluate(state, ctx)
         elif ctx.evaluator == "llm":
-            llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0)
+            llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
             result = verdict_to_evaluation(ask_judge(llm, judge_messages(state)), ctx)
         else:
             result = exact_match_evaluation(state, ctx)

@@ -40,6 +40,13 @@ arg ::= [^\]\n]{1,120}
 """
 """Holds an embedded model to one ``Thought`` line and one well-formed action per step."""
 
+FIRST_STEP_GRAMMAR = REACT_GRAMMAR.replace(
+    'action ::= ("Search[" arg "]") | ("Lookup[" arg "]") | ("Finish[" arg "]")',
+    'action ::= "Search[" arg "]"',
+)
+"""The first step of a trial must search: small models otherwise answer at once from memory
+(what the CoT agent does), which defeats the point of a retrieval agent."""
+
 INVALID_ACTION = (
     "Invalid action ({error}). Reply with a Thought line and one Action: Search[entity], "
     "Lookup[keyword] or Finish[answer]."
@@ -164,7 +171,7 @@ def make_react_actor(
 
     def think(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = get_context(runtime)
-        llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature)
+        llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature, role="actor")
         messages = react_messages(state, ctx)
         used = prompt_tokens(llm, messages)
         if used + ctx.max_tokens > ctx.context_budget:
@@ -174,9 +181,9 @@ def make_react_actor(
                 "stop_reason": f"halted: the prompt reached {used} tokens, over the context "
                 f"budget of {ctx.context_budget}, before Finish[answer]",
             }
-        options: dict[str, Any] = (
-            {"gbnf": REACT_GRAMMAR} if isinstance(llm, EmbeddedChatModel) else {}
-        )
+        options: dict[str, Any] = {}
+        if isinstance(llm, EmbeddedChatModel):
+            options["gbnf"] = FIRST_STEP_GRAMMAR if not state.steps else REACT_GRAMMAR
         reply = llm.invoke(messages, stop=STOP, **options).text
         parsed = parse_react_step(reply)
         return {

@@ -53,7 +53,7 @@ def make_reflector(
             feedback = state.evaluations[-1]["feedback"] if state.evaluations else None
             update["previous_trajectory"] = [*state.trajectory, f"Observation: {feedback}"]
         if ctx.uses_reflections and ctx.memory_size > 0:
-            llm = resolve_model(model, ctx.reflector_model, ctx, temperature=0.0)
+            llm = resolve_model(model, ctx.reflector_model, ctx, temperature=0.0, role="reflector")
             lesson = clean_reflection(
                 llm.invoke(reflection_messages(state, examples), stop=STOP).text
             )

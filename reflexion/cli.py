@@ -17,22 +17,31 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any, Literal, TextIO
+from typing import Annotated, Any, TextIO
 
 import typer
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph.state import CompiledStateGraph
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from graphs.builder import qa_builder
+from graphs.builder import qa_builder, react_builder
+from reflexion.bench import (
+    BenchTask,
+    Graph,
+    Sink,
+    finished_tasks,
+    run_benchmark,
+    snapshot,
+    solved_by_trial,
+    stream_thread,
+)
 from reflexion.context import Context
 from reflexion.datasets import load_hotpotqa
 from reflexion.errors import ReflexionError
 from reflexion.models import DEFAULT_MODEL, installed_presets, load_chat_model
+from reflexion.plots import learning_curve
 
 app = typer.Typer(
     name="reflexion",
@@ -49,7 +58,8 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DEFAULT_DB = Path(".reflexion") / "checkpoints.sqlite"
 _DEFAULTS = Context()
-Agent = Literal["cot-gt", "cot"]
+AGENTS = ("cot-gt", "cot", "react")
+STRATEGIES = ("none", "last_attempt", "reflexion", "last_attempt_and_reflexion")
 
 # ---- shared options ------------------------------------------------------------------------
 
@@ -80,6 +90,18 @@ BaseUrlOpt = Annotated[
     str | None,
     typer.Option("--base-url", help="OpenAI-compatible server for openai:* models."),
 ]
+WikiOpt = Annotated[
+    str, typer.Option("--wiki", help="react: offline (local corpus) | live (wikipedia.org).")
+]
+CorpusOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--corpus", help="react with --wiki offline: HotPotQA JSONL whose paragraphs are searched."
+    ),
+]
+StepsOpt = Annotated[
+    int, typer.Option("--max-steps", min=1, help="react: most steps per trial (halts after).")
+]
 DbOpt = Annotated[Path, typer.Option("--db", help="SQLite file holding the threads.")]
 ThreadOpt = Annotated[
     str | None, typer.Option("--thread-id", help="Thread to start, resume or inspect.")
@@ -101,12 +123,18 @@ def _context(
     temperature: float,
     base_url: str | None,
     *,
+    wiki: str = "offline",
+    corpus: str | None = None,
+    max_steps: int = 6,
     load: bool = True,
 ) -> Context:
-    strategy = _choice(
-        strategy, ("none", "last_attempt", "reflexion", "last_attempt_and_reflexion"), "--strategy"
-    )
+    strategy = _choice(strategy, STRATEGIES, "--strategy")
     evaluator = _choice(evaluator, ("exact_match", "llm"), "--evaluator")
+    wiki = _choice(wiki, ("offline", "live"), "--wiki")
+    if corpus is not None and not Path(corpus).is_file():
+        raise ReflexionError(
+            f"corpus file {corpus} does not exist: check the path given to --corpus"
+        )
     ctx = Context(
         actor_model=model,
         evaluator_model=model,
@@ -117,6 +145,9 @@ def _context(
         strategy=strategy,  # type: ignore[arg-type]
         evaluator=evaluator,  # type: ignore[arg-type]
         temperature=temperature,
+        wiki=wiki,  # type: ignore[arg-type]
+        corpus=corpus,
+        max_steps=max_steps,
     )
     if load:
         _resolve_models(ctx)
@@ -125,9 +156,18 @@ def _context(
 
 def _resolve_models(ctx: Context) -> None:
     """Load the models now: a bad string, missing package or key fails before any work."""
-    for spec in {ctx.actor_model, ctx.evaluator_model, ctx.reflector_model}:
+    roles = [(ctx.actor_model, ctx.temperature, "actor")]
+    if ctx.evaluator == "llm":
+        roles.append((ctx.evaluator_model, 0.0, "evaluator"))
+    if ctx.uses_reflections and ctx.memory_size > 0:
+        roles.append((ctx.reflector_model, 0.0, "reflector"))
+    for spec, temperature, role in roles:
         load_chat_model(
-            spec, temperature=ctx.temperature, max_tokens=ctx.max_tokens, base_url=ctx.base_url
+            spec,
+            temperature=temperature,
+            max_tokens=ctx.max_tokens,
+            base_url=ctx.base_url,
+            slot=role,
         )
 
 
@@ -147,10 +187,9 @@ def _checkpointer(db: Path) -> Iterator[SqliteSaver]:
         conn.close()
 
 
-def _compile(saver: SqliteSaver, agent: str) -> CompiledStateGraph[Any, Any, Any, Any]:
-    return qa_builder(with_context=agent == "cot-gt").compile(
-        checkpointer=saver, name=f"reflexion-{agent}"
-    )
+def _compile(saver: SqliteSaver, agent: str) -> Graph:
+    builder = react_builder() if agent == "react" else qa_builder(with_context=agent == "cot-gt")
+    return builder.compile(checkpointer=saver, name=f"reflexion-{agent}")
 
 
 def _open_output(path: Path) -> TextIO:
@@ -175,49 +214,22 @@ def _print_trial(record: dict[str, Any], label: str = "") -> None:
     )
 
 
-def run_thread(
-    graph: CompiledStateGraph[Any, Any, Any, Any],
-    thread_id: str,
-    task_input: dict[str, Any] | None,
-    ctx: Context,
-    *,
-    sink: TextIO | None = None,
-    label: str = "",
-) -> dict[str, Any]:
-    """Run (or resume, when ``task_input`` is None) a thread, printing and logging each trial.
+def _print_event(label: str) -> Any:
+    def on_event(event: str, payload: dict[str, Any]) -> None:
+        if event == "trial":
+            _print_trial(payload, label)
+        elif event == "reflection":
+            console.print(f"{label}  [cyan]reflection:[/] {escape(payload['text'])}")
 
-    Returns the thread's final state values.
-    """
-    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
-    started = time.perf_counter()
-    for update in graph.stream(task_input, config, context=ctx, stream_mode="updates"):
-        for node, values in update.items():
-            if not isinstance(values, dict):
-                continue
-            if node == "evaluator" and values.get("evaluations"):
-                record = values["evaluations"][-1]
-                _print_trial(record, label)
-                if sink:
-                    sink.write(
-                        json.dumps({"type": "trial", "thread_id": thread_id, **record}) + "\n"
-                    )
-                    sink.flush()
-            elif node == "reflector" and values.get("reflections"):
-                text = values["reflections"][-1]
-                console.print(f"{label}  [cyan]reflection:[/] {escape(text)}")
-                if sink:
-                    line = {"type": "reflection", "thread_id": thread_id, "text": text}
-                    sink.write(json.dumps(line) + "\n")
-                    sink.flush()
-    state = dict(graph.get_state(config).values)
-    state["wall_s"] = round(time.perf_counter() - started, 2)
-    return state
+    return on_event
 
 
-def _snapshot(graph: CompiledStateGraph[Any, Any, Any, Any], thread_id: str) -> Any | None:
-    """The thread's latest checkpoint, or ``None`` when the thread does not exist."""
-    snapshot = graph.get_state({"configurable": {"thread_id": thread_id}})
-    return snapshot if snapshot.values else None
+def _agent_of(snapshot: Any) -> str:
+    """The agent a thread was started with (recorded in its checkpoint metadata)."""
+    agent = (snapshot.metadata or {}).get("agent")
+    if agent in AGENTS:
+        return str(agent)
+    return "cot-gt" if snapshot.values.get("context") else "cot"
 
 
 # ---- commands ---------------------------------------------------------------------------------
@@ -234,6 +246,14 @@ def run(
     reference: Annotated[
         str | None, typer.Option("--reference", help="Gold answer, for the exact_match evaluator.")
     ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="cot-gt (uses --context) | cot | react (searches Wikipedia). "
+            "Default: cot-gt with --context, else cot.",
+        ),
+    ] = None,
     model: ModelOpt = DEFAULT_MODEL,
     trials: TrialsOpt = _DEFAULTS.max_trials,
     memory: MemoryOpt = _DEFAULTS.memory_size,
@@ -241,47 +261,66 @@ def run(
     evaluator: EvaluatorOpt = _DEFAULTS.evaluator,
     temperature: TempOpt = _DEFAULTS.temperature,
     base_url: BaseUrlOpt = None,
+    wiki: WikiOpt = _DEFAULTS.wiki,
+    corpus: CorpusOpt = None,
+    max_steps: StepsOpt = _DEFAULTS.max_steps,
     thread_id: ThreadOpt = None,
     db: DbOpt = DEFAULT_DB,
 ) -> None:
-    """Run the Reflexion loop on one question, or resume/inspect a thread."""
+    """Answer one question with Reflexion, printing each trial and reflection."""
     if question is not None and not question.strip():
-        raise ReflexionError("the question is empty: pass the question text as the argument")
+        raise ReflexionError("the question is empty: give the question text to answer")
+    if agent is not None:
+        agent = _choice(agent, AGENTS, "--agent")
     if question is not None and evaluator == "exact_match" and reference is None:
         raise ReflexionError(
             "the exact_match evaluator needs --reference ANSWER; or pass --evaluator llm"
         )
     with _checkpointer(db) as saver:
-        graph = _compile(saver, "cot-gt" if context_text or question is None else "cot")
         if question is None:
             if thread_id is None:
                 raise ReflexionError(
                     "give a question, or --thread-id to resume or inspect a thread"
                 )
-            snapshot = _snapshot(graph, thread_id)
-            if snapshot is None:
+            found = snapshot(_compile(saver, "cot"), thread_id)
+            if found is None:
                 raise ReflexionError(
                     f"thread '{thread_id}' is not in {db}: "
                     "check the id, or give a question to start it"
                 )
-            if not snapshot.next:
+            agent = _agent_of(found)
+            graph = _compile(saver, agent)
+            if not found.next:
                 _show_state(graph, thread_id)
                 return
-            # Resume with the agent the thread started with (a thread without context is CoT).
-            graph = _compile(saver, "cot-gt" if snapshot.values.get("context") else "cot")
-            console.print(f"resuming thread [bold]{escape(thread_id)}[/]")
+            console.print(f"resuming thread [bold]{escape(thread_id)}[/] ({agent})")
             task_input = None
         else:
+            agent = agent or ("cot-gt" if context_text else "cot")
+            graph = _compile(saver, agent)
             thread_id = thread_id or f"run-{int(time.time() * 1000):x}"
-            if _snapshot(graph, thread_id) is not None:
+            if snapshot(graph, thread_id) is not None:
                 raise ReflexionError(
                     f"thread '{thread_id}' already exists in {db}: omit the question to resume it, "
                     "or choose a new --thread-id"
                 )
             task_input = {"task": question, "context": context_text, "reference": reference}
-            console.print(f"thread [bold]{escape(thread_id)}[/]")
-        ctx = _context(model, trials, memory, strategy, evaluator, temperature, base_url)
-        state = run_thread(graph, thread_id, task_input, ctx)
+            console.print(f"thread [bold]{escape(thread_id)}[/] ({agent})")
+        ctx = _context(
+            model,
+            trials,
+            memory,
+            strategy,
+            evaluator,
+            temperature,
+            base_url,
+            wiki=wiki,
+            corpus=corpus,
+            max_steps=max_steps,
+        )
+        state = stream_thread(
+            graph, thread_id, task_input, ctx, _print_event(""), metadata={"agent": agent}
+        )
         verdict = "[green]solved[/]" if state.get("solved") else "[red]not solved[/]"
         console.print(
             f"{verdict} after {state.get('trial', 0)} trial(s) in {state['wall_s']:.1f}s; "
@@ -289,7 +328,7 @@ def run(
         )
 
 
-def _show_state(graph: CompiledStateGraph[Any, Any, Any, Any], thread_id: str) -> None:
+def _show_state(graph: Graph, thread_id: str) -> None:
     values = graph.get_state({"configurable": {"thread_id": thread_id}}).values
     console.print(f"thread [bold]{escape(thread_id)}[/]: {escape(values.get('task', ''))}")
     for record in values.get("evaluations", []):
@@ -310,8 +349,8 @@ def show(
     if not db.is_file():
         raise ReflexionError(f"thread database {db} does not exist: pass --db PATH")
     with _checkpointer(db) as saver:
-        graph = _compile(saver, "cot-gt")
-        if _snapshot(graph, thread_id) is None:
+        graph = _compile(saver, "cot")
+        if snapshot(graph, thread_id) is None:
             raise ReflexionError(f"thread '{thread_id}' is not in {db}: check the id")
         _show_state(graph, thread_id)
 
@@ -329,35 +368,39 @@ def models() -> None:
     console.print(table)
 
 
+# ---- benchmarks -------------------------------------------------------------------------------
+
+
 def _settings_key(settings: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
 
 
-def _finished_threads(path: Path) -> dict[str, dict[str, Any]]:
-    done: dict[str, dict[str, Any]] = {}
-    if not path.is_file():
-        return done
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut by a crash; its thread is resumed from the checkpointer
-            if isinstance(row, dict) and row.get("type") == "final":
-                done[str(row.get("thread_id"))] = row
-    return done
-
-
-def summarize(finals: list[dict[str, Any]], max_trials: int) -> Table:
-    """Accuracy per trial: solved at that trial, and cumulative proportion solved."""
-    n = len(finals)
-    table = Table("trial", "solved at this trial", "cumulative solved", "accuracy")
-    cumulative = 0
+def summarize(results: dict[str, list[dict[str, Any]]], max_trials: int) -> Table:
+    """Per trial: how many tasks were solved at that trial and the cumulative accuracy, one
+    column pair per run (e.g. per strategy)."""
+    table = Table("trial")
+    for label in results:
+        table.add_column(f"{label}: solved at trial")
+        table.add_column(f"{label}: cumulative accuracy")
+    curves = {label: solved_by_trial(finals, max_trials) for label, finals in results.items()}
     for t in range(1, max_trials + 1):
-        at_t = sum(1 for f in finals if f["solved"] and len(f["evaluations"]) == t)
-        cumulative += at_t
-        table.add_row(str(t), str(at_t), f"{cumulative}/{n}", f"{cumulative / n:.2f}" if n else "-")
+        row = [str(t)]
+        for label, finals in results.items():
+            n = len(finals)
+            at_t = sum(1 for f in finals if f["solved"] and len(f["evaluations"]) == t)
+            solved = round(curves[label][t - 1] * n)
+            row += [str(at_t), f"{curves[label][t - 1]:.2f} ({solved}/{n})" if n else "-"]
+        table.add_row(*row)
     return table
+
+
+def _strategies(value: str) -> list[str]:
+    names = [s.strip() for s in value.split(",") if s.strip()]
+    if not names:
+        raise ReflexionError("--strategy is empty: give one or more of " + ", ".join(STRATEGIES))
+    for name in names:
+        _choice(name, STRATEGIES, "--strategy")
+    return list(dict.fromkeys(names))
 
 
 @bench_app.command("hotpotqa")
@@ -371,87 +414,211 @@ def bench_hotpotqa(
         int, typer.Option("--offset", min=0, help="Skip this many questions first.")
     ] = 0,
     agent: Annotated[
-        str, typer.Option("--agent", help="cot-gt (with gold context) | cot.")
+        str,
+        typer.Option(
+            "--agent", help="cot-gt (with gold context) | cot (question only) | react (Wikipedia)."
+        ),
     ] = "cot-gt",
     model: ModelOpt = DEFAULT_MODEL,
     trials: TrialsOpt = _DEFAULTS.max_trials,
     memory: MemoryOpt = _DEFAULTS.memory_size,
-    strategy: StrategyOpt = _DEFAULTS.strategy,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy",
+            help="One or more of none, last_attempt, reflexion, last_attempt_and_reflexion, "
+            "comma-separated; each runs in turn and gets a line in the plot.",
+        ),
+    ] = _DEFAULTS.strategy,
     evaluator: EvaluatorOpt = _DEFAULTS.evaluator,
     temperature: TempOpt = _DEFAULTS.temperature,
     base_url: BaseUrlOpt = None,
+    wiki: WikiOpt = _DEFAULTS.wiki,
+    corpus: Annotated[
+        Path | None,
+        typer.Option(
+            "--corpus",
+            help="react with --wiki offline: HotPotQA JSONL whose paragraphs form the corpus "
+            "(default: the --dataset file).",
+        ),
+    ] = None,
+    max_steps: StepsOpt = _DEFAULTS.max_steps,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Questions run at once.")
+    ] = 1,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", help="Results JSONL (appended; enables resume)."),
+        typer.Option(
+            "--output", "-o", help="Results JSONL (appended; enables resume; one strategy only)."
+        ),
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Learning-curve PNG (default: next to the results)."),
     ] = None,
     db: DbOpt = DEFAULT_DB,
 ) -> None:
-    """Reflexion on HotPotQA questions: print every trial and a per-trial accuracy summary."""
-    agent = _choice(agent, ("cot-gt", "cot"), "--agent")
+    """Reflexion on HotPotQA: every trial printed and saved, a per-trial accuracy table and a
+    learning-curve PNG (one line per strategy)."""
+    agent = _choice(agent, AGENTS, "--agent")
+    strategies = _strategies(strategy)
+    if output is not None and len(strategies) > 1:
+        raise ReflexionError("--output takes one strategy: drop it to name files automatically")
     questions = load_hotpotqa(dataset, limit=limit, offset=offset)
-    ctx = _context(model, trials, memory, strategy, evaluator, temperature, base_url, load=False)
-    settings = {
-        "bench": "hotpotqa",
-        "agent": agent,
-        **asdict(ctx),
-        "dataset": str(dataset or "sample"),
-    }
-    key = _settings_key(settings)
-    output = output or Path("runs") / f"hotpotqa-{agent}-{strategy}-{key}.jsonl"
-    done = _finished_threads(output)
-    finals: list[dict[str, Any]] = []
-    with _checkpointer(db) as saver, _open_output(output) as sink:
-        _resolve_models(ctx)
-        graph = _compile(saver, agent)
-        console.print(
-            f"HotPotQA {agent} · strategy={strategy} · Ω={memory} · trials={trials} · "
-            f"model={model} · {len(questions)} question(s) → {output}"
+    if corpus is None and dataset is not None:
+        corpus = dataset
+    contexts = {
+        name: _context(
+            model,
+            trials,
+            memory,
+            name,
+            evaluator,
+            temperature,
+            base_url,
+            wiki=wiki,
+            corpus=str(corpus) if corpus else None,
+            max_steps=max_steps,
+            load=False,
         )
-        with Progress(
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-        ) as progress:
-            bar = progress.add_task("questions", total=len(questions))
-            for i, q in enumerate(questions, 1):
-                thread_id = f"hotpotqa-{key}-{q.id}"
-                if thread_id in done:
-                    finals.append(done[thread_id])
-                    progress.advance(bar)
-                    continue
-                label = f"[bold]Q{offset + i}[/] "
-                console.print(f"{label}{escape(q.question)} [dim](gold: {escape(q.answer)})[/]")
-                task_input: dict[str, Any] | None = {
-                    "task": q.question,
-                    "context": q.gold_context if agent == "cot-gt" else "",
-                    "reference": q.answer,
-                    "task_id": q.id,
-                }
-                if _snapshot(graph, thread_id) is not None:
-                    task_input = None  # interrupted earlier: resume from the checkpoint
-                state = run_thread(graph, thread_id, task_input, ctx, sink=sink, label=label)
-                final = {
-                    "type": "final",
-                    "thread_id": thread_id,
-                    "task_id": q.id,
-                    "question": q.question,
-                    "reference": q.answer,
-                    "answer": state.get("answer"),
-                    "solved": bool(state.get("solved")),
-                    "evaluations": state.get("evaluations", []),
-                    "reflections": state.get("reflections", []),
-                    "wall_s": state["wall_s"],
-                    "settings": settings,
-                }
-                sink.write(json.dumps(final) + "\n")
-                sink.flush()
-                finals.append(final)
+        for name in strategies
+    }
+    results: dict[str, list[dict[str, Any]]] = {}
+    files: list[Path] = []
+    error_count = 0
+    with _checkpointer(db) as saver:
+        graph = _compile(saver, agent)
+        for name, ctx in contexts.items():
+            settings = {
+                "bench": "hotpotqa",
+                "agent": agent,
+                **asdict(ctx),
+                "dataset": str(dataset or "sample"),
+            }
+            key = _settings_key(settings)
+            path = output or Path("runs") / f"hotpotqa-{agent}-{name}-{key}.jsonl"
+            files.append(path)
+            done = finished_tasks(path)
+            tasks = [
+                BenchTask(
+                    thread_id=f"hotpotqa-{key}-{q.id}",
+                    input={
+                        "task": q.question,
+                        "context": q.gold_context if agent == "cot-gt" else "",
+                        "reference": q.answer,
+                        "task_id": q.id,
+                    },
+                    label=f"[bold]Q{offset + i}[/] ",
+                    meta={"task_id": q.id, "question": q.question, "reference": q.answer},
+                )
+                for i, q in enumerate(questions, 1)
+            ]
+            with _open_output(path) as handle:
+                if any(t.thread_id not in done for t in tasks):
+                    _resolve_models(ctx)
+                console.print(
+                    f"HotPotQA {agent} · strategy={name} · Ω={memory} · trials={trials} · "
+                    f"model={model} · {len(questions)} question(s) · concurrency={concurrency} "
+                    f"→ {path}"
+                )
+                finals, errors = _run_with_progress(
+                    graph, tasks, ctx, Sink(handle), settings, concurrency, done, agent
+                )
+            results[f"{agent} {name}"] = finals
+            error_count += len(errors)
+    console.print(summarize(results, trials))
+    for label, finals in results.items():
+        solved = sum(f["solved"] for f in finals)
+        walls = [f["wall_s"] for f in finals if not f.get("resumed")]
+        mean = f"{sum(walls) / len(walls):.1f}s" if walls else "-"
+        console.print(
+            f"{label}: solved {solved}/{len(finals)} · mean wall time per question {mean}"
+        )
+    if error_count:
+        console.print(
+            f"[red]{error_count} question(s) failed with an error[/] (see the 'error' lines); "
+            "rerun the same command to retry them"
+        )
+    if plot is None:
+        key = _settings_key({"files": [str(f) for f in files]})
+        plot = files[0].with_name(f"hotpotqa-{agent}-{'+'.join(strategies)}-{key}.png")
+    curves = {label: solved_by_trial(f, trials) for label, f in results.items() if f}
+    if curves:
+        learning_curve(curves, plot, title=f"HotPotQA {agent}: proportion solved by trial")
+    console.print("results in " + ", ".join(str(f) for f in files) + f" · learning curve {plot}")
+
+
+def _run_with_progress(
+    graph: Graph,
+    tasks: list[BenchTask],
+    ctx: Context,
+    sink: Sink,
+    settings: dict[str, Any],
+    concurrency: int,
+    done: dict[str, dict[str, Any]],
+    agent: str,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        bar = progress.add_task("questions", total=len(tasks))
+
+        def emit(event: str, task: BenchTask, payload: dict[str, Any]) -> None:
+            if event == "trial":
+                _print_trial(payload, task.label)
+            elif event == "reflection":
+                console.print(f"{task.label}  [cyan]reflection:[/] {escape(payload['text'])}")
+            elif event == "error":
+                console.print(f"{task.label}[red]error:[/] {escape(payload['error'])}")
                 progress.advance(bar)
-    console.print(summarize(finals, trials))
-    solved = sum(f["solved"] for f in finals)
-    console.print(f"solved {solved}/{len(finals)} · results in {output}")
+            elif event in ("final", "skipped"):
+                progress.advance(bar)
+
+        return run_benchmark(
+            graph,
+            tasks,
+            ctx,
+            sink,
+            settings=settings,
+            concurrency=concurrency,
+            done=done,
+            emit=emit,
+            metadata={"agent": agent},
+        )
+
+
+@app.command("plot")
+def plot_results(
+    results: Annotated[
+        list[Path], typer.Argument(help="Results JSONL files of `reflexion bench`.")
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="PNG to write.")] = Path(
+        "learning-curve.png"
+    ),
+) -> None:
+    """Draw the learning curves of finished benchmark runs in one PNG (one line per file)."""
+    curves: dict[str, list[float]] = {}
+    for path in results:
+        if not path.is_file():
+            raise ReflexionError(f"results file {path} does not exist: check the path")
+        finals = list(finished_tasks(path).values())
+        if not finals:
+            raise ReflexionError(f"{path} holds no finished tasks: run the benchmark first")
+        settings = finals[0].get("settings", {})
+        label = f"{settings.get('agent', path.stem)} {settings.get('strategy', '')}".strip()
+        if label in curves:
+            label = f"{label} ({path.stem})"
+        trials = int(settings.get("max_trials") or max(len(f["evaluations"]) for f in finals))
+        curves[label] = solved_by_trial(finals, trials)
+        console.print(
+            f"{label}: {len(finals)} task(s), " + " ".join(f"{v:.2f}" for v in curves[label])
+        )
+    learning_curve(curves, output)
+    console.print(f"learning curve {output}")
 
 
 def main() -> None:

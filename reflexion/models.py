@@ -155,7 +155,9 @@ def resolve_preset(name: str) -> Path:
 
 
 @functools.cache
-def _load_llama(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
+def _load_llama(path: str, n_ctx: int, slot: str = "shared") -> tuple[Any, threading.Lock]:
+    """One llama.cpp context per (file, size, slot). Each slot keeps its own prompt (KV) cache;
+    the weights are memory-mapped, so extra slots share their pages."""
     try:
         from llama_cpp import Llama
     except ImportError:
@@ -200,6 +202,10 @@ class EmbeddedChatModel(BaseChatModel):
     n_ctx: int = 8192
     seed: int | None = None
     """Sampling seed; ``None`` draws a fresh, process-deterministic seed for every call."""
+    slot: str = "shared"
+    """The llama.cpp context that runs the calls. Give each role (actor, reflector, judge) its
+    own slot: llama.cpp reuses the longest prompt prefix it evaluated last in that context, so a
+    role's stable prefix (instructions, examples) is not re-evaluated after another role ran."""
 
     @property
     def _llm_type(self) -> str:
@@ -211,7 +217,7 @@ class EmbeddedChatModel(BaseChatModel):
 
     def get_num_tokens(self, text: str) -> int:
         """Exact token count with the model's own tokenizer."""
-        llm, lock = _load_llama(self.model_path, self.n_ctx)
+        llm, lock = _load_llama(self.model_path, self.n_ctx, self.slot)
         with lock:
             return len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
@@ -222,7 +228,7 @@ class EmbeddedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        llm, lock = _load_llama(self.model_path, self.n_ctx)
+        llm, lock = _load_llama(self.model_path, self.n_ctx, self.slot)
         params: dict[str, Any] = {
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
@@ -270,7 +276,7 @@ def embedded_model(name_or_path: str, **kwargs: Any) -> EmbeddedChatModel:
                 "or local:/path/to/model.gguf"
             )
         path, name = candidate, candidate.name
-    _load_llama(str(path), kwargs.get("n_ctx", 8192))  # fail early, load once
+    _load_llama(str(path), kwargs.get("n_ctx", 8192), kwargs.get("slot", "shared"))  # fail early
     return EmbeddedChatModel(model_path=str(path), model_name=name, **kwargs)
 
 
@@ -281,8 +287,12 @@ def load_chat_model(
     temperature: float = 0.0,
     max_tokens: int = 512,
     base_url: str | None = None,
+    slot: str = "shared",
 ) -> BaseChatModel:
     """Turn a ``provider:model`` string into a chat model (cached per argument set).
+
+    ``slot`` names the llama.cpp context of an embedded model (see ``EmbeddedChatModel.slot``);
+    other providers ignore it.
 
     Raises :class:`ModelError` with a one-line fix for unknown strings, missing packages and
     missing API keys.
@@ -290,7 +300,7 @@ def load_chat_model(
     spec = spec.strip()
     if spec.startswith(LOCAL_PREFIX):
         return embedded_model(
-            spec[len(LOCAL_PREFIX) :], temperature=temperature, max_tokens=max_tokens
+            spec[len(LOCAL_PREFIX) :], temperature=temperature, max_tokens=max_tokens, slot=slot
         )
     provider, sep, model = spec.partition(":")
     if not sep or not provider or not model:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -42,3 +44,28 @@ class ScriptedChatModel(BaseChatModel):
     def prompt_text(self, call: int) -> str:
         """All message contents of one recorded call, joined."""
         return "\n".join(m.text for m in self.prompts[call])
+
+
+class RuleChatModel(BaseChatModel):
+    """Replies with ``rule(messages)``; thread-safe, for concurrent runs. ``rule`` may raise
+    to simulate a failing provider or an interruption."""
+
+    rule: Callable[[list[BaseMessage]], str]
+    calls: int = 0
+    lock: Any = Field(default_factory=threading.Lock, exclude=True)
+
+    @property
+    def _llm_type(self) -> str:
+        return "rule-fake"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        with self.lock:
+            self.calls += 1
+        text = self.rule(list(messages))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
