@@ -34,9 +34,9 @@ STOP = ["\nObservation", "\nQuestion:", "\n---"]
 
 REACT_GRAMMAR = r"""
 root ::= "Thought: " thought "\nAction: " action
-thought ::= [^\n]{1,600}
+thought ::= [^\n]+
 action ::= ("Search[" arg "]") | ("Lookup[" arg "]") | ("Finish[" arg "]")
-arg ::= [^\]\n]{1,120}
+arg ::= [^\]\n]+
 """
 """Holds an embedded model to one ``Thought`` line and one well-formed action per step."""
 

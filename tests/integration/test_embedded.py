@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs.builder import qa_builder
+from graphs.builder import qa_builder, react_builder
 from reflexion.context import Context
 from reflexion.datasets import load_hotpotqa
-from reflexion.models import PRESETS, TEST_MODEL, installed_presets, resolve_preset
+from reflexion.models import DEFAULT_MODEL, PRESETS, TEST_MODEL, installed_presets, resolve_preset
 
 pytestmark = pytest.mark.integration
 
@@ -47,6 +47,52 @@ def test_two_trials_with_the_real_smallest_model():
     assert all(not e["success"] for e in state["evaluations"])
     assert len(state.get("reflections", [])) <= 1
     assert all(isinstance(r, str) and r for r in state.get("reflections", []))
+
+
+def test_react_with_reflexion_for_two_trials_on_the_default_model():
+    q = load_hotpotqa(limit=1, offset=3)[0]
+    graph = react_builder().compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "it-react"}}
+    ctx = Context(max_trials=2, max_steps=3, strategy="reflexion", max_tokens=160)
+    assert ctx.actor_model == DEFAULT_MODEL
+    task = {"task": q.question, "reference": "zq-unreachable-answer"}
+    top = [
+        node
+        for update in graph.stream(task, config, context=ctx, stream_mode="updates")
+        for node in update
+    ]
+    assert top == ["actor", "evaluator", "reflector", "actor", "evaluator"]
+    state = graph.get_state(config).values
+    assert [e["trial"] for e in state["evaluations"]] == [1, 2]
+    # Each trial searched the offline corpus first (the embedded grammar makes step 1 a Search).
+    trajectory = state["trajectory"]
+    assert trajectory[1].startswith("Action: Search[")
+    assert trajectory[2].startswith("Observation: ")
+    assert len(state["reflections"]) == 1 and state["reflections"][0]
+    for record in state["evaluations"]:
+        assert record["success"] is False
+        assert record["feedback"].startswith("Answer is INCORRECT")
+
+
+def test_cli_react_bench_two_strategies_writes_results_and_a_plot(tmp_path):
+    cmd = [
+        sys.executable, "-m", "reflexion", "bench", "hotpotqa", "--agent", "react",
+        "-n", "1", "-t", "1", "--max-steps", "2", "-m", TEST_MODEL,
+        "--strategy", "none,reflexion", "--plot", str(tmp_path / "curve.png"),
+        "--db", str(tmp_path / "t.sqlite"),
+    ]  # fmt: skip
+    env = {**os.environ, "COLUMNS": "200"}
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, env=env, timeout=600, check=False, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert "react none: solved" in done.stdout and "react reflexion: solved" in done.stdout
+    assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"
+    results = sorted((tmp_path / "runs").glob("hotpotqa-react-*.jsonl"))
+    assert len(results) == 2
+    for path in results:
+        finals = [json.loads(x) for x in path.read_text().splitlines() if '"final"' in x]
+        assert len(finals) == 1 and finals[0]["settings"]["agent"] == "react"
 
 
 @pytest.mark.parametrize("name", [p.name for p, ok in installed_presets() if ok])

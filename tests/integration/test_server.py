@@ -77,7 +77,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_every_graph_is_served_with_its_description(server):
     assistants = httpx.post(f"{server}/assistants/search", json={"limit": 50}, timeout=30).json()
     graphs = {a["graph_id"] for a in assistants}
-    assert {"reflexion_qa", "reflexion_qa_cot"} <= graphs
+    assert {"reflexion_qa", "reflexion_qa_cot", "reflexion_react"} <= graphs
     schemas = httpx.get(
         f"{server}/assistants/{assistants[0]['assistant_id']}/schemas", timeout=30
     ).json()
@@ -106,3 +106,25 @@ def test_a_run_on_the_embedded_model(server):
     ).json()
     assert result["trial"] in (1, 2), result
     assert len(result["evaluations"]) == result["trial"]
+
+
+def test_a_react_run_on_the_offline_corpus(server):
+    thread = httpx.post(f"{server}/threads", json={}, timeout=30).json()
+    body = {
+        "assistant_id": "reflexion_react",
+        "input": {"task": "What is VIVA Media AG called since 2004?", "reference": "VIVA Media"},
+        "context": {
+            "actor_model": TEST_MODEL,
+            "max_trials": 1,
+            "max_steps": 2,
+            "max_tokens": 96,
+        },
+    }
+    result = httpx.post(
+        f"{server}/threads/{thread['thread_id']}/runs/wait", json=body, timeout=600
+    ).json()
+    assert result["trial"] == 1, result
+    state = httpx.get(f"{server}/threads/{thread['thread_id']}/state", timeout=30).json()
+    trajectory = state["values"]["trajectory"]
+    assert trajectory[1].startswith("Action: Search["), trajectory
+    assert trajectory[2].startswith("Observation: "), trajectory

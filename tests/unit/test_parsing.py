@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reflexion.metrics import exact_match, normalize_answer
-from reflexion.parsing import clean_reflection, parse_finish, parse_verdict
+from reflexion.parsing import clean_reflection, parse_finish, parse_react_step, parse_verdict
 
 
 @pytest.mark.parametrize(
@@ -122,3 +122,52 @@ def test_reflection_is_cleaned():
 def test_reflection_is_bounded():
     assert len(clean_reflection("word " * 1000)) <= 800
     assert clean_reflection("") == ""
+
+
+@pytest.mark.parametrize(
+    ("reply", "action", "argument", "thought"),
+    [
+        ("Thought: I need it.\nAction: Search[Ed Wood]", "search", "Ed Wood", "I need it."),
+        ("Thought 3: look.\nAction 3: lookup[born in]", "lookup", "born in", "look."),
+        ("Thought: done\nAction: FINISH[ 'yes' ]", "finish", "yes", "done"),
+        ("Search[Mercury (planet)]", "search", "Mercury (planet)", ""),
+        ("Thought: a\nsecond line\nAction: Search[x]", "search", "x", "a second line"),
+        ("Thought: cut\nAction: Search[Ada Lovel", "search", "Ada Lovel", "cut"),
+        # A model that runs on and invents observations: its first action counts.
+        (
+            "Thought: t\nAction: Search[A]\nObservation: made up\nAction: Finish[B]",
+            "search",
+            "A",
+            "t",
+        ),
+        ("Thought: I will Finish[it] now", "finish", "it", "I will"),
+    ],
+)
+def test_react_step_reads_the_first_action(reply, action, argument, thought):
+    parsed = parse_react_step(reply)
+    assert (parsed.action, parsed.argument, parsed.thought) == (action, argument, thought)
+    assert parsed.error is None
+
+
+@pytest.mark.parametrize(
+    ("reply", "error"),
+    [
+        ("", "the reply was empty"),
+        ("   \n ", "the reply was empty"),
+        ("Thought: I am thinking.", "no Search[...], Lookup[...] or Finish[...] action"),
+        ("Action: Jump[high]", "no Search[...], Lookup[...] or Finish[...] action"),
+        ("Thought: x\nAction: Lookup[]", "Lookup[] was empty"),
+        ("Action: Finish[   ]", "Finish[] was empty"),
+    ],
+)
+def test_react_step_without_an_action_says_why(reply, error):
+    parsed = parse_react_step(reply)
+    assert parsed.action is None and parsed.error == error
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(), max_size=400))
+def test_react_step_parser_never_raises(text):
+    parsed = parse_react_step(text)
+    assert (parsed.action is None) == (parsed.error is not None)
+    assert "\n" not in parsed.argument
