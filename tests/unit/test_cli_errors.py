@@ -180,3 +180,31 @@ def test_bundled_sample_loads():
     assert len(qs) == 100
     assert all(q.gold_context for q in qs)
     assert Path(__file__).exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["run", "Q?", "--reference", "a", "--agent", "toolformer"], ["--agent 'toolformer'"]),
+        (["bench", "hotpotqa", "--wiki", "dbpedia"], ["--wiki 'dbpedia'", "offline, live"]),
+        (["bench", "hotpotqa", "--agent", "react", "--corpus", "nope.jsonl"], ["nope.jsonl"]),
+        (["bench", "hotpotqa", "--strategy", "none,best"], ["--strategy 'best'"]),
+        (["bench", "hotpotqa", "--strategy", " , "], ["--strategy is empty"]),
+        (
+            ["bench", "hotpotqa", "--strategy", "none,reflexion", "-o", "x.jsonl"],
+            ["--output takes one strategy"],
+        ),
+        (["plot", "missing.jsonl"], ["missing.jsonl does not exist"]),
+    ],
+)
+def test_bad_react_and_bench_options(monkeypatch, capsys, args, needles):
+    code, err = cli(monkeypatch, capsys, *args)
+    one_line_error(code, err, *needles)
+
+
+def test_plot_of_a_results_file_without_finished_tasks(monkeypatch, capsys, tmp_path):
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text('{"type": "trial", "thread_id": "t", "trial": 1}\n{"type": "fin')
+    code, err = cli(monkeypatch, capsys, "plot", str(partial))
+    one_line_error(code, err, "holds no finished tasks")
+    assert partial.read_text().endswith('{"type": "fin')
