@@ -34,11 +34,13 @@ STOP = ["\nObservation", "\nQuestion:", "\n---"]
 
 REACT_GRAMMAR = r"""
 root ::= "Thought: " thought "\nAction: " action
-thought ::= [^\n]+
+thought ::= [^\n]{1,300}
 action ::= ("Search[" arg "]") | ("Lookup[" arg "]") | ("Finish[" arg "]")
-arg ::= [^\]\n]+
+arg ::= [^\]\n]{1,100}
 """
-"""Holds an embedded model to one ``Thought`` line and one well-formed action per step."""
+"""Holds an embedded model to one ``Thought`` line and one well-formed action per step. The
+thought is capped at 300 characters: a small model that rambles (often restating its
+reflections) would otherwise spend ``max_tokens`` before reaching the action."""
 
 FIRST_STEP_GRAMMAR = REACT_GRAMMAR.replace(
     'action ::= ("Search[" arg "]") | ("Lookup[" arg "]") | ("Finish[" arg "]")',

@@ -158,7 +158,7 @@ _REFLECTION_PREFIX = re.compile(r"^\s*(?:reflection|lesson)\s*:\s*", re.IGNORECA
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-def clean_reflection(text: str, max_sentences: int = 4, max_chars: int = 800) -> str:
+def clean_reflection(text: str, max_sentences: int = 3, max_chars: int = 800) -> str:
     """Trim a reflector reply to the lesson itself: no label, no repeats, no trailing chatter."""
     text = _REFLECTION_PREFIX.sub("", (text or "").strip())
     # A small model may go on to invent a new trial; keep only the lesson.
