@@ -126,7 +126,7 @@ def test_cli_bench_prints_trials_summary_and_resumes(tmp_path):
     first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
     assert first.returncode == 0, first.stderr
     assert "trial 1:" in first.stdout
-    assert "cumulative solved" in first.stdout
+    assert "cumulative accuracy" in first.stdout
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     finals = [row for row in lines if row["type"] == "final"]
     assert len(finals) == 1

@@ -117,7 +117,7 @@ def test_a_react_run_on_the_offline_corpus(server):
             "actor_model": TEST_MODEL,
             "max_trials": 1,
             "max_steps": 2,
-            "max_tokens": 96,
+            "max_tokens": 192,  # room for a capped thought and the action
         },
     }
     result = httpx.post(
