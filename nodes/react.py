@@ -205,9 +205,13 @@ def make_react_actor(
         cursor = LookupCursor.from_dict(state.cursor)
         update: dict[str, Any] = {"pending": None}
         if action == "finish":
-            step = Step(thought=pending["thought"], action=f"Finish[{argument}]", observation="")
-            lines = [*state.trajectory, f"Thought: {step['thought']}", f"Action: {step['action']}"]
-            return {**update, "answer": argument, "done": True, "trajectory": lines}
+            lines = [f"Thought: {pending['thought']}", f"Action: Finish[{argument}]"]
+            return {
+                **update,
+                "answer": argument,
+                "done": True,
+                "trajectory": state.trajectory + lines,
+            }
         if action == "search":
             observation, cursor = tools(ctx).search(argument, cursor)
             written = f"Search[{argument}]"

@@ -16,7 +16,7 @@ from graphs.qa import react_graph
 from nodes.react import REACT_GRAMMAR
 from reflexion.context import Context
 from reflexion.wiki import OfflineCorpus
-from tests.fake import ScriptedChatModel
+from tests.fake import RuleChatModel, ScriptedChatModel
 from tests.unit.test_wiki import PAGES, write_hotpotqa
 
 TASK = {
@@ -197,11 +197,18 @@ def test_prompt_prefix_is_stable_across_trials(corpus):
 def test_resume_after_a_crash_mid_trial_keeps_the_finished_steps(corpus, tmp_path):
     conn = sqlite3.connect(tmp_path / "threads.sqlite", check_same_thread=False)
     saver = SqliteSaver(conn)
-    crashing = ScriptedChatModel(replies=SOLVING[:2])
-    # A model call that fails (a killed process, a lost connection) on the third step.
-    broken = react_builder(actor_model=_FailingAfter(crashing, calls=2), backend=corpus).compile(
-        checkpointer=saver
-    )
+    calls: list[int] = []
+
+    def fail_on_third_step(_messages: Any) -> str:
+        # A model call that fails (a killed process, a lost connection) on the third step.
+        calls.append(1)
+        if len(calls) > 2:
+            raise ConnectionError("the model server went away")
+        return SOLVING[len(calls) - 1]
+
+    broken = react_builder(
+        actor_model=RuleChatModel(rule=fail_on_third_step), backend=corpus
+    ).compile(checkpointer=saver)
     config = {"configurable": {"thread_id": "t1"}}
     with pytest.raises(ConnectionError):
         broken.invoke(TASK, config, context=Context(max_trials=1))
@@ -217,19 +224,6 @@ def test_resume_after_a_crash_mid_trial_keeps_the_finished_steps(corpus, tmp_pat
         "Action: Finish[London]",
     ]
     conn.close()
-
-
-class _FailingAfter(ScriptedChatModel):
-    """Answers like ``inner`` for ``calls`` calls, then raises ConnectionError."""
-
-    def __init__(self, inner: ScriptedChatModel, calls: int) -> None:
-        super().__init__(replies=inner.replies[:calls])
-        self._calls = calls
-
-    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
-        if len(self.prompts) >= self._calls:
-            raise ConnectionError("the model server went away")
-        return super()._generate(messages, stop, run_manager, **kw)
 
 
 def test_react_topology_matches_snapshot():
