@@ -18,8 +18,21 @@ from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
 from nodes import EvaluateFn, make_cot_actor, make_evaluator, make_react_actor, make_reflector
+from nodes.coder import (
+    code_reflection_messages,
+    make_code_actor,
+    make_test_writer,
+    make_unit_test_evaluator,
+)
 from reflexion.context import Context, get_context
-from reflexion.state import InputState, OutputState, State
+from reflexion.state import (
+    CodeInputState,
+    CodeOutputState,
+    CodeState,
+    InputState,
+    OutputState,
+    State,
+)
 from reflexion.wiki import WikiBackend
 
 
@@ -43,8 +56,10 @@ def build_reflexion_graph(
     state_schema: type[Any] = State,
     input_schema: type[Any] = InputState,
     output_schema: type[Any] = OutputState,
+    setup: tuple[str, Any] | None = None,
 ) -> StateGraph[Any, Any, Any, Any]:
-    """Wire actor, evaluator and reflector nodes into the Reflexion loop."""
+    """Wire actor, evaluator and reflector nodes into the Reflexion loop; ``setup`` is an
+    optional ``(name, node)`` run once before the first trial (e.g. the test writer)."""
     builder = StateGraph(
         state_schema,
         context_schema=Context,
@@ -54,7 +69,13 @@ def build_reflexion_graph(
     builder.add_node("actor", actor)
     builder.add_node("evaluator", evaluator)
     builder.add_node("reflector", reflector)
-    builder.add_edge(START, "actor")
+    if setup is not None:
+        name, node = setup
+        builder.add_node(name, node)
+        builder.add_edge(START, name)
+        builder.add_edge(name, "actor")
+    else:
+        builder.add_edge(START, "actor")
     builder.add_edge("actor", "evaluator")
     builder.add_conditional_edges("evaluator", route_after_evaluation)
     builder.add_edge("reflector", "actor")
@@ -95,4 +116,24 @@ def react_builder(
         make_react_actor(actor_model, backend),
         make_evaluator(evaluator_model, evaluate),
         make_reflector(reflector_model, examples="reflect_examples_react"),
+    )
+
+
+def programming_builder(
+    *,
+    actor_model: BaseChatModel | None = None,
+    evaluator_model: BaseChatModel | None = None,
+    reflector_model: BaseChatModel | None = None,
+) -> StateGraph[Any, Any, Any, Any]:
+    """The programming Reflexion loop: the test writer runs once, then the code actor, the
+    unit-test evaluator (sandboxed) and the code reflector take turns. ``evaluator_model``
+    writes the tests."""
+    return build_reflexion_graph(
+        make_code_actor(actor_model),
+        make_unit_test_evaluator(),
+        make_reflector(reflector_model, messages=code_reflection_messages),
+        state_schema=CodeState,
+        input_schema=CodeInputState,
+        output_schema=CodeOutputState,
+        setup=("test_writer", make_test_writer(evaluator_model)),
     )

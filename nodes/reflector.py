@@ -37,16 +37,25 @@ def reflection_messages(state: State, examples: str = "reflect_examples") -> lis
 
 
 def make_reflector(
-    model: BaseChatModel | None = None, *, examples: str = "reflect_examples"
-) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+    model: BaseChatModel | None = None,
+    *,
+    examples: str = "reflect_examples",
+    messages: Callable[[Any], list[BaseMessage]] | None = None,
+) -> Callable[[Any, Runtime[Context]], dict[str, Any]]:
     """The reflector node; ``model`` overrides ``Context.reflector_model``; ``examples`` names
-    the prompt file of few-shot reflections (one per agent family).
+    the prompt file of few-shot reflections (one per agent family); ``messages`` replaces the
+    whole prompt (a function of the state, e.g. the programming reflector's).
 
     What it writes depends on the strategy: the previous trajectory (``last_attempt``), a new
     reflection appended to the Ω window (``reflexion``), both, or nothing (``none``).
     """
 
-    def reflector(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    def prompt(state: Any) -> list[BaseMessage]:
+        return messages(state) if messages is not None else reflection_messages(state, examples)
+
+    # ``state`` is left untyped: LangGraph reads a node's input schema from its annotation, and
+    # the node serves every graph's own state class (QA, programming…).
+    def reflector(state: Any, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = get_context(runtime)
         update: dict[str, Any] = {}
         if ctx.uses_last_attempt:
@@ -54,9 +63,7 @@ def make_reflector(
             update["previous_trajectory"] = [*state.trajectory, f"Observation: {feedback}"]
         if ctx.uses_reflections and ctx.memory_size > 0:
             llm = resolve_model(model, ctx.reflector_model, ctx, temperature=0.0, role="reflector")
-            lesson = clean_reflection(
-                llm.invoke(reflection_messages(state, examples), stop=STOP).text
-            )
+            lesson = clean_reflection(llm.invoke(prompt(state), stop=STOP).text)
             if lesson:
                 update["reflections"] = update_window(state.reflections, lesson, ctx.memory_size)
         return update

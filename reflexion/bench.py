@@ -142,8 +142,12 @@ def run_benchmark(
     done: dict[str, dict[str, Any]] | None = None,
     emit: Emit | None = None,
     metadata: dict[str, Any] | None = None,
+    finalize: Callable[[BenchTask, dict[str, Any]], dict[str, Any]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Run every task not already in ``done``; return (finals in task order, errors).
+
+    ``finalize(task, final_state)`` may add fields to a task's ``final`` line (e.g. the
+    programming benchmark's hidden-test scores); it runs in the task's worker.
 
     At most ``concurrency`` threads run at once (each task is one LangGraph thread; the
     checkpointer and the results file are shared). A task that raises is recorded as an
@@ -184,6 +188,8 @@ def run_benchmark(
             "resumed": resume,
             "settings": settings,
         }
+        if finalize is not None:
+            final.update(finalize(task, state))
         sink.write(final)
         report("final", task, final)
         return final

@@ -26,7 +26,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from graphs.builder import qa_builder, react_builder
+from graphs.builder import programming_builder, qa_builder, react_builder
 from reflexion.bench import (
     BenchTask,
     Graph,
@@ -37,11 +37,20 @@ from reflexion.bench import (
     solved_by_trial,
     stream_thread,
 )
+from reflexion.codebench import (
+    confusion,
+    pass_at_1,
+    pass_curve,
+    score_thread,
+    write_human_eval_files,
+)
 from reflexion.context import Context
 from reflexion.datasets import load_hotpotqa
 from reflexion.errors import ReflexionError
 from reflexion.models import DEFAULT_MODEL, installed_presets, load_chat_model
 from reflexion.plots import learning_curve
+from reflexion.programming import language_of, load_problems
+from reflexion.sandbox import rustc_path
 
 app = typer.Typer(
     name="reflexion",
@@ -188,7 +197,12 @@ def _checkpointer(db: Path) -> Iterator[SqliteSaver]:
 
 
 def _compile(saver: SqliteSaver, agent: str) -> Graph:
-    builder = react_builder() if agent == "react" else qa_builder(with_context=agent == "cot-gt")
+    if agent == "programming":
+        builder = programming_builder()
+    elif agent == "react":
+        builder = react_builder()
+    else:
+        builder = qa_builder(with_context=agent == "cot-gt")
     return builder.compile(checkpointer=saver, name=f"reflexion-{agent}")
 
 
@@ -588,6 +602,275 @@ def _run_with_progress(
             done=done,
             emit=emit,
             metadata={"agent": agent},
+        )
+
+
+PROGRAMMING_STRATEGIES = ("simple", "reflexion")
+
+
+@bench_app.command("programming")
+def bench_programming(
+    dataset: Annotated[
+        str,
+        typer.Option(
+            "--dataset",
+            help="humaneval (the human-eval package's 164 problems), humaneval-py or "
+            "humaneval-rs (bundled MultiPL-E files), or a path to a HumanEval or MultiPL-E "
+            "JSONL file (Python or Rust; MBPP in MultiPL-E form works too).",
+        ),
+    ] = "humaneval",
+    language: Annotated[
+        str | None,
+        typer.Option("--language", "-l", help="py | rs (default: the file's own language)."),
+    ] = None,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy",
+            help="simple (one sample, no tests) and/or reflexion (self-written tests, "
+            "reflection, up to --max-iters), comma-separated.",
+        ),
+    ] = "simple,reflexion",
+    max_iters: Annotated[
+        int, typer.Option("--max-iters", min=1, help="reflexion: most implementations per problem.")
+    ] = 5,
+    no_tests: Annotated[
+        bool,
+        typer.Option("--no-tests", help="Ablation: no test generation (every iteration runs)."),
+    ] = False,
+    no_reflection: Annotated[
+        bool,
+        typer.Option(
+            "--no-reflection",
+            help="Ablation: no self-reflection (the actor still sees its code and test results).",
+        ),
+    ] = False,
+    max_tests: Annotated[
+        int, typer.Option("--max-tests", min=1, help="Most self-written tests kept per problem.")
+    ] = _DEFAULTS.max_tests,
+    test_timeout: Annotated[
+        float, typer.Option("--test-timeout", min=0.1, help="Seconds per unit test.")
+    ] = _DEFAULTS.test_timeout,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many problems.")] = 5,
+    offset: Annotated[int, typer.Option("--offset", min=0, help="Skip this many problems.")] = 0,
+    model: ModelOpt = DEFAULT_MODEL,
+    memory: Annotated[
+        int, typer.Option("--memory", "-k", min=1, help="Ω: reflections the actor sees.")
+    ] = 1,
+    temperature: Annotated[
+        float,
+        typer.Option("--temperature", min=0.0, max=2.0, help="Actor sampling temperature."),
+    ] = 0.0,
+    base_url: BaseUrlOpt = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Problems run at once.")
+    ] = 1,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Results JSONL (appended; enables resume; one strategy only)."
+        ),
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="pass@1-per-iteration PNG (default: next to the results)."),
+    ] = None,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
+    (internal tests × hidden tests), pass@1 per iteration as a PNG, and a human-eval samples
+    file for Python."""
+    names = [s.strip() for s in strategy.split(",") if s.strip()]
+    if not names:
+        raise ReflexionError("--strategy is empty: give simple, reflexion or both")
+    for name in names:
+        _choice(name, PROGRAMMING_STRATEGIES, "--strategy")
+    names = list(dict.fromkeys(names))
+    if output is not None and len(names) > 1:
+        raise ReflexionError("--output takes one strategy: drop it to name files automatically")
+    lang = language_of(language) if language is not None else None
+    problems = load_problems(dataset, language=lang, limit=limit, offset=offset)
+    if any(p.language == "rs" for p in problems) and rustc_path() is None:
+        raise ReflexionError(
+            "Rust problems need rustc: install Rust (rustup, or Debian's rustc package)"
+        )
+    by_id = {p.task_id: p for p in problems}
+    suffix = "".join(["-notests" if no_tests else "", "-noreflection" if no_reflection else ""])
+    results: dict[str, list[dict[str, Any]]] = {}
+    iterations: dict[str, int] = {}
+    files: list[Path] = []
+    error_count = 0
+    with _checkpointer(db) as saver:
+        graph = _compile(saver, "programming")
+        for name in names:
+            simple = name == "simple"
+            ctx = Context(
+                actor_model=model,
+                evaluator_model=model,
+                reflector_model=model,
+                base_url=base_url,
+                max_trials=1 if simple else max_iters,
+                memory_size=memory,
+                strategy="none" if simple or no_reflection else "reflexion",
+                temperature=temperature,
+                max_tokens=768,
+                max_tests=max_tests,
+                generate_tests=not (simple or no_tests),
+                test_timeout=test_timeout,
+            )
+            label = name if simple else f"{name}{suffix}"
+            settings = {
+                "bench": "programming",
+                "strategy_name": label,
+                **asdict(ctx),
+                "dataset": dataset,
+                "language": problems[0].language,
+            }
+            key = _settings_key(settings)
+            out = output or Path("runs") / f"programming-{problems[0].language}-{label}-{key}.jsonl"
+            files.append(out)
+            done = finished_tasks(out)
+            tasks = [
+                BenchTask(
+                    thread_id=f"programming-{key}-{p.task_id}",
+                    input={
+                        "task": p.prompt,
+                        "entry_point": p.entry_point,
+                        "language": p.language,
+                        "task_id": p.task_id,
+                    },
+                    label=f"[bold]{escape(p.task_id)}[/] ",
+                    meta={"task_id": p.task_id, "entry_point": p.entry_point},
+                )
+                for p in problems
+            ]
+            iterations[label] = ctx.max_trials
+
+            def finalize(
+                task: BenchTask, state: dict[str, Any], n: int = ctx.max_trials
+            ) -> dict[str, Any]:
+                problem = by_id[task.meta["task_id"]]
+                extra = score_thread(problem, state.get("evaluations", []), n)
+                extra["tests"] = state.get("tests", [])
+                return extra
+
+            with _open_output(out) as handle:
+                if any(t.thread_id not in done for t in tasks):
+                    _resolve_models(ctx)
+                console.print(
+                    f"programming {problems[0].language} · strategy={label} · "
+                    f"iterations={ctx.max_trials} · Ω={memory} · model={model} · "
+                    f"{len(problems)} problem(s) · concurrency={concurrency} → {out}"
+                )
+                finals, errors = _run_code_with_progress(
+                    graph, tasks, ctx, Sink(handle), settings, concurrency, done, finalize
+                )
+            results[label] = finals
+            error_count += len(errors)
+            if problems[0].language == "py" and finals:
+                samples = out.with_name(out.stem + "-samples.jsonl")
+                problem_file = write_human_eval_files(finals, by_id, samples)
+                console.print(
+                    f"human-eval files: evaluate_functional_correctness {samples} "
+                    f"--problem_file={problem_file}"
+                )
+    console.print(code_summary(results))
+    if error_count:
+        console.print(
+            f"[red]{error_count} problem(s) failed with an error[/] (see the 'error' lines); "
+            "rerun the same command to retry them"
+        )
+    most = max(iterations.values())
+    curves = {label: pass_curve(f, most) for label, f in results.items() if f}
+    if plot is None:
+        key = _settings_key({"files": [str(f) for f in files]})
+        plot = files[0].with_name(f"programming-{'+'.join(results)}-{key}.png")
+    if curves:
+        learning_curve(
+            curves,
+            plot,
+            title=f"{problems[0].language}: pass@1 by iteration",
+            ylabel="pass@1 (hidden tests)",
+            xlabel="iteration",
+        )
+    console.print("results in " + ", ".join(str(f) for f in files) + f" · pass@1 plot {plot}")
+
+
+def code_summary(results: dict[str, list[dict[str, Any]]]) -> Table:
+    """pass@1, the paper's Table 2 counts and the mean wall time, one row per strategy."""
+    table = Table("strategy", "problems", "pass@1", "TP", "FN", "FP", "TN", "mean wall time")
+    for label, finals in results.items():
+        counts = confusion(finals)
+        walls = [f["wall_s"] for f in finals if not f.get("resumed")]
+        mean = f"{sum(walls) / len(walls):.1f}s" if walls else "-"
+        tested = any(f.get("tests") for f in finals)
+        cells = (
+            [str(counts.tp), str(counts.fn), str(counts.fp), str(counts.tn)]
+            if tested
+            else ["-"] * 4
+        )
+        solved = sum(bool(f.get("hidden_pass")) for f in finals)
+        table.add_row(
+            label,
+            str(len(finals)),
+            f"{pass_at_1(finals):.2f} ({solved}/{len(finals)})",
+            *cells,
+            mean,
+        )
+    return table
+
+
+def _run_code_with_progress(
+    graph: Graph,
+    tasks: list[BenchTask],
+    ctx: Context,
+    sink: Sink,
+    settings: dict[str, Any],
+    concurrency: int,
+    done: dict[str, dict[str, Any]],
+    finalize: Any,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        bar = progress.add_task("problems", total=len(tasks))
+
+        def emit(event: str, task: BenchTask, payload: dict[str, Any]) -> None:
+            if event == "trial":
+                mark = "[green]✓[/]" if payload["success"] else "[red]✗[/]"
+                head = payload["feedback"].splitlines()[0] if payload["feedback"] else ""
+                console.print(
+                    f"{task.label}iteration {payload['trial']}: {mark} internal "
+                    f"score={payload['score']:.2f} [dim]{escape(head[:100])}[/]"
+                )
+            elif event == "reflection":
+                console.print(f"{task.label}  [cyan]reflection:[/] {escape(payload['text'])}")
+            elif event == "error":
+                console.print(f"{task.label}[red]error:[/] {escape(payload['error'])}")
+                progress.advance(bar)
+            elif event == "final":
+                mark = "[green]pass[/]" if payload.get("hidden_pass") else "[red]fail[/]"
+                detail = escape((payload.get("hidden_detail") or "")[:120])
+                console.print(f"{task.label}hidden tests: {mark} [dim]{detail}[/]")
+                progress.advance(bar)
+            elif event == "skipped":
+                progress.advance(bar)
+
+        return run_benchmark(
+            graph,
+            tasks,
+            ctx,
+            sink,
+            settings=settings,
+            concurrency=concurrency,
+            done=done,
+            emit=emit,
+            metadata={"agent": "programming"},
+            finalize=finalize,
         )
 
 

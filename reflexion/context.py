@@ -114,6 +114,25 @@ class Context:
         },
     )
 
+    max_tests: int = field(
+        default=6,
+        metadata={
+            "description": "Programming: most self-written unit tests kept per problem (sampled "
+            "from the valid ones; the paper keeps at most 6)."
+        },
+    )
+    generate_tests: bool = field(
+        default=True,
+        metadata={
+            "description": "Programming: have the model write unit tests. Off (the paper's "
+            "ablation), nothing can tell a trial succeeded, so every trial runs."
+        },
+    )
+    test_timeout: float = field(
+        default=5.0,
+        metadata={"description": "Programming: seconds each unit test may run in the sandbox."},
+    )
+
     def __post_init__(self) -> None:
         if self.max_trials < 1:
             raise ReflexionError(f"max_trials is {self.max_trials}: use 1 or more")
@@ -127,6 +146,10 @@ class Context:
             raise ReflexionError(f"context_budget is {self.context_budget} tokens: use 256 or more")
         if self.wiki not in ("offline", "live"):
             raise ReflexionError(f"wiki is '{self.wiki}': use offline or live")
+        if self.max_tests < 1:
+            raise ReflexionError(f"max_tests is {self.max_tests}: use 1 or more")
+        if self.test_timeout <= 0:
+            raise ReflexionError(f"test_timeout is {self.test_timeout}: use a positive number")
         if not 0.0 <= self.judge_threshold <= 1.0:
             raise ReflexionError(
                 f"judge_threshold is {self.judge_threshold}: use a value in [0, 1]"

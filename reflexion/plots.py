@@ -13,6 +13,7 @@ def learning_curve(
     *,
     title: str = "Proportion of tasks solved",
     ylabel: str = "proportion solved",
+    xlabel: str = "trial",
 ) -> Path:
     """Draw one line per series (label -> cumulative proportion solved at trial 1, 2, …)."""
     if not series:
@@ -29,7 +30,7 @@ def learning_curve(
             trials = list(range(1, len(values) + 1))
             longest = max(longest, len(values))
             ax.plot(trials, values, marker="o", label=label)
-        ax.set_xlabel("trial")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(title)
         ax.set_xticks(list(range(1, longest + 1)))

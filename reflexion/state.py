@@ -82,3 +82,31 @@ class OutputState:
     """The per-trial evaluation history (the learning curve)."""
     reflections: list[str] = field(default_factory=list)
     """The reflections window at the end."""
+
+
+@dataclass(kw_only=True)
+class CodeInputState(InputState):
+    """What a caller provides to start a programming thread: ``task`` is the function's
+    signature and documentation (the benchmark prompt)."""
+
+    language: str = "py"
+    """``py`` (Python) or ``rs`` (Rust)."""
+    entry_point: str = ""
+    """Name of the function to implement."""
+    tests: list[str] = field(default_factory=list)
+    """Internal unit tests (one statement each). Leave empty to have the model write them;
+    tests given here are used as they are."""
+
+
+@dataclass(kw_only=True)
+class CodeState(State, CodeInputState):
+    """The state of a programming thread: the Reflexion state plus the problem and its
+    internal tests. ``answer`` holds the latest implementation."""
+
+
+@dataclass(kw_only=True)
+class CodeOutputState(OutputState):
+    """What a finished programming run returns."""
+
+    tests: list[str] = field(default_factory=list)
+    """The internal unit tests the implementation was checked against."""

@@ -148,3 +148,40 @@ def test_cli_bench_prints_trials_summary_and_resumes(tmp_path):
     assert show.returncode == 0, show.stderr
     assert "final answer" in show.stdout
     assert Path(db).is_file()
+
+
+def test_programming_solves_an_easy_humaneval_problem_with_the_default_model():
+    from graphs.builder import programming_builder
+    from reflexion.codebench import score_thread
+    from reflexion.programming import load_problems
+
+    problem = next(p for p in load_problems("humaneval") if p.task_id == "HumanEval/53")  # add
+    graph = programming_builder().compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "it-code"}}
+    ctx = Context(max_trials=2, memory_size=1, temperature=0.0, max_tokens=512)
+    task = {"task": problem.prompt, "entry_point": problem.entry_point, "language": "py"}
+    graph.invoke(task, config, context=ctx)
+    state = graph.get_state(config).values
+    assert state["tests"], "the model wrote no valid test"
+    assert all(t.startswith("assert add(") for t in state["tests"])
+    scored = score_thread(problem, state["evaluations"], 2)
+    assert scored["hidden_pass"], state["evaluations"]
+
+
+def test_cli_programming_bench_reports_pass_at_1_and_table_two(tmp_path):
+    cmd = [
+        sys.executable, "-m", "reflexion", "bench", "programming", "--dataset", "humaneval",
+        "--offset", "53", "-n", "1", "--max-iters", "2", "--strategy", "simple,reflexion",
+        "--plot", str(tmp_path / "pass.png"), "--db", str(tmp_path / "t.sqlite"),
+    ]  # fmt: skip
+    env = {**os.environ, "COLUMNS": "200"}
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, env=env, timeout=600, check=False, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pass@1" in done.stdout and "TP" in done.stdout
+    assert (tmp_path / "pass.png").read_bytes()[:4] == b"\x89PNG"
+    samples = sorted((tmp_path / "runs").glob("programming-py-*-samples.jsonl"))
+    assert len(samples) == 2
+    row = json.loads(samples[0].read_text().splitlines()[0])
+    assert row["task_id"] == "HumanEval/53" and "def add" in row["completion"]

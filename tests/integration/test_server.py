@@ -77,7 +77,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_every_graph_is_served_with_its_description(server):
     assistants = httpx.post(f"{server}/assistants/search", json={"limit": 50}, timeout=30).json()
     graphs = {a["graph_id"] for a in assistants}
-    assert {"reflexion_qa", "reflexion_qa_cot", "reflexion_react"} <= graphs
+    assert {
+        "reflexion_qa",
+        "reflexion_qa_cot",
+        "reflexion_react",
+        "reflexion_programming",
+    } <= graphs
     schemas = httpx.get(
         f"{server}/assistants/{assistants[0]['assistant_id']}/schemas", timeout=30
     ).json()

@@ -34,3 +34,17 @@ def test_public_schemas_are_narrow():
 def test_readme_diagram_is_the_real_graph():
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     assert "```mermaid\n" + SNAPSHOT.read_text().rstrip("\n") + "\n```" in readme
+
+
+def test_programming_topology_and_schemas():
+    from graphs.programming import graph as programming
+
+    drawn = programming.get_graph().draw_mermaid()
+    snapshot = SNAPSHOT.with_name("reflexion_programming.mmd")
+    assert drawn == snapshot.read_text(), "topology changed: update tests/snapshots/ if intended"
+    edges = {(e.source, e.target) for e in programming.get_graph().edges}
+    assert ("__start__", "test_writer") in edges and ("test_writer", "actor") in edges
+    inputs = programming.get_input_jsonschema()["properties"]
+    assert {"task", "entry_point", "language", "tests"} <= set(inputs)
+    assert "tests" in programming.get_output_jsonschema()["properties"]
+    assert "description" in programming.get_context_jsonschema()["properties"]["max_tests"]

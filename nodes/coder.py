@@ -1,0 +1,278 @@
+"""Programming nodes (the paper's §4.3): a test writer, a code actor, a unit-test evaluator and
+the prompt of the code reflector.
+
+* ``test_writer`` runs once per problem: the evaluator model writes unit tests for the
+  signature and documentation; only statements that parse (Python ``ast``) or compile against
+  the signature (Rust) are kept, deduplicated, and at most ``Context.max_tests`` are sampled.
+* ``code_actor`` writes a complete implementation; from the second trial on it sees its previous
+  implementation, the internal test results and (strategy ``reflexion``) the last Ω reflections.
+* ``unit_test_evaluator`` runs the internal tests in the sandbox and reports, in the paper's
+  format, which passed and, for each failure, the actual value or the error.
+
+The benchmark's hidden tests are not part of the graph state: nothing here can show them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from nodes.common import resolve_model
+from reflexion.context import Context, get_context
+from reflexion.errors import ReflexionError
+from reflexion.programming import (
+    LANGUAGE_NAMES,
+    CodeProblem,
+    assemble,
+    candidate_tests,
+    extract_code,
+    language_of,
+    sample_tests,
+    stub,
+)
+from reflexion.prompts import few_shot, render
+from reflexion.sandbox import (
+    Limits,
+    SuiteResult,
+    check_rust_tests,
+    run_python_tests,
+    run_rust_tests,
+)
+from reflexion.state import CodeState, TrialRecord
+
+FENCES = {"py": "python", "rs": "rust"}
+TEST_FORMS = {
+    "py": "assert add(2, 3) == 5",
+    "rs": "assert_eq!(add(2, 3), 5);",
+}
+
+
+STOPS = {
+    "py": ["\n```\n", "\nprint(", "\n# Test", "\n# Example", "\nif __name__", "\nassert "],
+    "rs": ["\n```\n", "\nfn main"],
+}
+"""Where a code reply is complete: the closing fence, or the demo code small models append
+after the function (cut here instead of spending tokens on it)."""
+
+
+def problem_of(state: CodeState) -> CodeProblem:
+    """The problem a programming state describes (without hidden tests: it has none)."""
+    if not state.task.strip():
+        raise ReflexionError("the task is empty: give the function signature and documentation")
+    if not state.entry_point.strip():
+        raise ReflexionError("entry_point is empty: give the name of the function to implement")
+    return CodeProblem(
+        task_id=state.task_id or state.entry_point,
+        language=language_of(state.language),
+        prompt=state.task,
+        entry_point=state.entry_point.strip(),
+        test="",
+        kind="multipl-e",
+    )
+
+
+def _fenced(code: str, language: str) -> str:
+    return f"```{FENCES[language]}\n{code.strip()}\n```"
+
+
+def _names(language: str) -> dict[str, str]:
+    return {"language": LANGUAGE_NAMES[language], "fence": FENCES[language]}
+
+
+# ---- test writer ------------------------------------------------------------------------------
+
+
+def test_messages(problem: CodeProblem, count: int) -> list[BaseMessage]:
+    names = _names(problem.language)
+    system = render(
+        "code_tests_system", count=str(count), form=TEST_FORMS[problem.language], **names
+    )
+    user = render("code_tests_task", prompt=problem.prompt.strip(), **names)
+    return [SystemMessage(system), HumanMessage(user)]
+
+
+def valid_tests(reply: str, problem: CodeProblem, ctx: Context) -> list[str]:
+    """The tests of a reply that parse (Python) or compile against the signature (Rust),
+    deduplicated; at most ``ctx.max_tests``, sampled reproducibly."""
+    tests = candidate_tests(reply, problem)
+    if problem.language == "rs" and tests:
+        limits = Limits(test_timeout_s=ctx.test_timeout)
+        tests = check_rust_tests(stub(problem), tests, limits, entry_point=problem.entry_point)
+    return sample_tests(tests, ctx.max_tests, seed=problem.task_id)
+
+
+def make_test_writer(
+    model: BaseChatModel | None = None,
+) -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
+    """The test-writer node; ``model`` overrides ``Context.evaluator_model`` (the tests are the
+    evaluator's instrument). Tests given in the input are kept as they are."""
+
+    def test_writer(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        problem = problem_of(state)
+        if state.tests or not ctx.generate_tests:
+            return {}
+        llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
+        count = ctx.max_tests + 2
+        reply = llm.invoke(test_messages(problem, count), stop=["\n```\n", "\n\n\n"])
+        return {"tests": valid_tests(reply.text, problem, ctx)}
+
+    return test_writer
+
+
+# ---- actor ------------------------------------------------------------------------------------
+
+
+def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
+    """The actor prompt: instructions and the problem (a prefix that stays the same across
+    trials), then, after a failed trial, the previous implementation as the assistant's turn
+    and the test results, the reflections (strategy ``reflexion``) and the request to fix it."""
+    problem = problem_of(state)
+    names = _names(problem.language)
+    messages: list[BaseMessage] = [
+        SystemMessage(render("code_system", **names)),
+        HumanMessage(render("code_task", prompt=problem.prompt.strip(), **names)),
+    ]
+    if state.trial == 0 or not state.evaluations:
+        return messages
+    previous = (
+        _fenced(state.answer, problem.language)
+        if state.answer
+        else "\n".join(state.trajectory) or "(no reply)"
+    )
+    reflection_block = ""
+    if ctx.uses_reflections and ctx.memory_size > 0 and state.reflections:
+        window = state.reflections[-ctx.memory_size :]
+        reflection_block = "\nYour reflection on it:\n" + "\n".join(f"- {r}" for r in window) + "\n"
+    retry = render(
+        "code_retry",
+        feedback=state.evaluations[-1]["feedback"],
+        reflection_block=reflection_block,
+        entry_point=problem.entry_point,
+        **names,
+    )
+    return [*messages, AIMessage(previous), HumanMessage(retry)]
+
+
+def make_code_actor(
+    model: BaseChatModel | None = None,
+) -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
+    """The code actor node; ``model`` overrides ``Context.actor_model``."""
+
+    def code_actor(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        problem = problem_of(state)
+        llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature, role="actor")
+        # No grammar: llama.cpp's grammar sampling halves the token rate on this vocabulary;
+        # the parser copes with whatever format comes back.
+        reply = llm.invoke(code_messages(state, ctx), stop=STOPS[problem.language])
+        parsed = extract_code(reply.text, problem)
+        return {
+            "trial": state.trial + 1,
+            "trajectory": [parsed.code if parsed.code is not None else reply.text.strip()[:2000]],
+            "answer": parsed.code,
+            "stop_reason": parsed.error,
+        }
+
+    return code_actor
+
+
+# ---- evaluator --------------------------------------------------------------------------------
+
+
+def run_tests(
+    program: str, tests: list[str], language: str, limits: Limits, entry_point: str
+) -> SuiteResult:
+    """Run internal tests against a program in the sandbox."""
+    if language == "rs":
+        return run_rust_tests(program, tests, limits, entry_point=entry_point)
+    return run_python_tests(program, tests, limits)
+
+
+def format_feedback(result: SuiteResult, language: str) -> str:
+    """Test results in the paper's format: the passed tests, then each failed test with the
+    actual value or the error as a comment."""
+    if result.compile_error is not None:
+        return f"The implementation does not compile:\n{result.compile_error.strip()}"
+    comment = "#" if language == "py" else "//"
+    passed = [o.test for o in result.outcomes if o.passed]
+    failed = [f"{o.test} {comment} {o.detail}" for o in result.outcomes if not o.passed]
+    return (
+        "Tests passed:\n"
+        + ("\n".join(passed) if passed else "(none)")
+        + "\n\nTests failed:\n"
+        + ("\n".join(failed) if failed else "(none)")
+    )
+
+
+def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
+    """The evaluator node: success when every internal test passes. Without internal tests it
+    can only check that the code compiles, so it never reports success and every trial runs
+    (the paper's "no test generation" ablation)."""
+
+    def unit_test_evaluator(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        problem = problem_of(state)
+        limits = Limits(
+            test_timeout_s=ctx.test_timeout,
+            suite_timeout_s=ctx.test_timeout * (len(state.tests) + 2) + 30,
+        )
+        if state.answer is None:
+            score, success = 0.0, False
+            feedback = f"No implementation: {state.stop_reason or 'no code block was found'}"
+        else:
+            program = assemble(problem, state.answer)
+            result = run_tests(
+                program, list(state.tests), problem.language, limits, problem.entry_point
+            )
+            if state.tests:
+                passed = sum(o.passed for o in result.outcomes)
+                score = passed / len(state.tests) if result.compile_error is None else 0.0
+                success = result.passed
+                feedback = format_feedback(result, problem.language)
+            else:
+                score, success = 0.0, False
+                status = (
+                    f"The implementation does not compile:\n{result.compile_error.strip()}"
+                    if result.compile_error is not None
+                    else "The implementation compiles."
+                )
+                feedback = f"No unit tests were run (there are no internal tests). {status}"
+        record = TrialRecord(
+            trial=state.trial,
+            answer=state.answer,
+            score=score,
+            success=success,
+            feedback=feedback,
+        )
+        return {"evaluations": [record], "solved": success}
+
+    return unit_test_evaluator
+
+
+# ---- reflector prompt -------------------------------------------------------------------------
+
+
+def code_reflection_messages(state: CodeState) -> list[BaseMessage]:
+    """The code reflector prompt: instructions, two worked examples as turns, then the problem,
+    the failed implementation and its test results."""
+    problem = problem_of(state)
+    names = _names(problem.language)
+    messages: list[BaseMessage] = [SystemMessage(render("code_reflect_system", **names))]
+    for example in few_shot("code_reflect_examples"):
+        attempt, _, lesson = example.partition("\nReflection:")
+        messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
+    feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The tests failed."
+    implementation = state.answer if state.answer else "(no implementation was produced)"
+    user = render(
+        "code_reflect_task",
+        prompt=problem.prompt.strip(),
+        implementation=implementation.strip(),
+        feedback=feedback,
+        **names,
+    )
+    return [*messages, HumanMessage(user)]

@@ -1,0 +1,474 @@
+"""The sandbox with real processes and (when installed) the real rustc: results and details of
+passing and failing tests, and hostile code (loops, fork bombs, memory hogs, early exits,
+stdin, writes outside the sandbox, network, floods of output) that must fail only its own test,
+return promptly and leave nothing behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import time
+from pathlib import Path
+
+import pytest
+
+from reflexion.errors import ReflexionError
+from reflexion.sandbox import (
+    Limits,
+    ProgramResult,
+    SuiteResult,
+    check_rust_tests,
+    run_python_program,
+    run_python_tests,
+    run_rust_program,
+    run_rust_tests,
+    rustc_path,
+)
+
+FAST = Limits(test_timeout_s=1.0, suite_timeout_s=20.0)
+LOOP = Limits(test_timeout_s=0.5, suite_timeout_s=20.0)  # for tests that must time out
+ADD = "def add(a, b):\n    return a + b\n"
+# A test that reports the sandbox's uid and working directory as its "actual value".
+WHERE = "import os; assert (os.getuid(), os.getcwd()) == None"
+
+needs_rustc = pytest.mark.skipif(rustc_path() is None, reason="rustc is not installed")
+
+
+def details(result: SuiteResult) -> list[str]:
+    return [o.detail for o in result.outcomes]
+
+
+def where(detail: str) -> tuple[int, Path]:
+    """The (uid, working directory) a ``WHERE`` test reported."""
+    match = re.fullmatch(r"output: \((\d+), '(.+)'\)", detail)
+    assert match, detail
+    return int(match.group(1)), Path(match.group(2))
+
+
+def processes(uid: int | None = None, marker: bytes | None = None) -> list[int]:
+    """Live processes with that real uid and/or that marker in their command line."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        state = re.search(r"^State:\s*(\S)", status, re.M)
+        real_uid = re.search(r"^Uid:\s*(\d+)", status, re.M)
+        if state is None or real_uid is None or state.group(1) in "ZX":
+            continue
+        if uid is not None and int(real_uid.group(1)) != uid:
+            continue
+        if marker is not None and marker not in cmdline:
+            continue
+        found.append(int(entry))
+    return found
+
+
+def assert_cleaned_up(uid: int, workdir: Path) -> None:
+    """The sandbox directory is gone and, when a dedicated uid was used, none of its
+    processes survive."""
+    assert not workdir.parent.exists()
+    if os.geteuid() == 0 and uid != 0:
+        assert processes(uid=uid) == []
+
+
+# ---- Python: results --------------------------------------------------------------------------
+
+
+def test_python_passing_and_failing_tests_with_their_details() -> None:
+    result = run_python_tests(
+        ADD,
+        [
+            "assert add(1, 2) == 3",
+            "assert add(2, 2) == 5",
+            "assert add([1], [2]) == []",
+            "x = 20; assert add(x, 1) == 0",
+            "assert add(1, 'x') == 3",
+            "assert add(1, 1) > 5",
+            "assert add(1, 1) == 3, 'a message'",
+            "assert {}[add(1, 1)]",
+        ],
+    )
+    assert [o.passed for o in result.outcomes] == [True] + [False] * 7
+    assert details(result) == [
+        "",
+        "output: 4",
+        "output: [1, 2]",
+        "output: 21",
+        "TypeError: unsupported operand type(s) for +: 'int' and 'str'",
+        "AssertionError",
+        "output: 2",
+        "KeyError: 2",
+    ]
+    assert result.outcomes[0].test == "assert add(1, 2) == 3"
+    assert result.compile_error is None
+    assert not result.passed
+
+
+def test_python_all_passing_suite_passes_and_long_values_are_capped() -> None:
+    assert run_python_tests(ADD, ["assert add(1, 2) == 3", "assert add(0, 0) == 0"]).passed
+    assert not run_python_tests(ADD, []).passed  # no outcome, no pass
+    (outcome,) = run_python_tests(
+        "def f():\n    return 'x' * 10_000\n", ["assert f() == ''"]
+    ).outcomes
+    assert outcome.detail.startswith("output: 'xxx") and len(outcome.detail) <= 300
+
+
+def test_python_syntax_error_in_the_code_is_a_compile_error() -> None:
+    result = run_python_tests("def f(:\n    pass\n", ["assert f() == 1", "assert True"])
+    assert result.compile_error is not None
+    assert result.compile_error.startswith("SyntaxError")
+    assert "line 1" in result.compile_error
+    assert [o.passed for o in result.outcomes] == [False, False]
+    assert all(o.detail.startswith("SyntaxError") for o in result.outcomes)
+    assert not result.passed
+    # Without tests the code is still compiled.
+    assert run_python_tests("def f(:\n", []).compile_error is not None
+    assert run_python_tests(ADD, []).compile_error is None
+
+
+def test_python_invalid_test_statement_fails_only_itself() -> None:
+    result = run_python_tests(ADD, ["assert add(1,", "assert add(1, 1) == 2"])
+    assert details(result)[0].startswith("invalid test: SyntaxError")
+    assert result.outcomes[1].passed
+    assert result.compile_error is None
+
+
+def test_python_prints_cannot_fake_a_result() -> None:
+    code = (
+        "import os, sys\n"
+        "def f():\n"
+        '    fake = b\'{"status": "pass", "detail": ""}\\n\'\n'
+        "    print(fake.decode())\n"
+        "    print(fake.decode(), file=sys.stderr)\n"
+        "    for fd in range(3, 64):\n"
+        "        try:\n"
+        "            os.write(fd, fake)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return 1\n"
+    )
+    result = run_python_tests(code, ["assert f() == 2"])
+    assert details(result) == ["output: 1"]
+
+
+# ---- Python: hostile code ---------------------------------------------------------------------
+
+
+def test_infinite_loop_times_out_and_the_next_test_still_runs() -> None:
+    start = time.monotonic()
+    result = run_python_tests(
+        "def spin():\n    while True:\n        pass\n", ["spin()", "assert 1 + 1 == 2"], LOOP
+    )
+    assert time.monotonic() - start < 3
+    assert details(result) == ["timed out after 0.5s", ""]
+
+
+def test_fork_bomb_fails_and_nothing_survives() -> None:
+    start = time.monotonic()
+    result = run_python_tests("import os\nwhile True:\n    os.fork()\n", ["pass"], FAST)
+    assert time.monotonic() - start < 4
+    (outcome,) = result.outcomes
+    assert not outcome.passed
+    assert outcome.detail.startswith("PermissionError: creating processes is not allowed")
+    spawner = "import subprocess\ndef spawn():\n    subprocess.Popen(['sleep', '30'])\n"
+    result = run_python_tests(spawner, [WHERE, "spawn()"], FAST)
+    assert details(result)[1].startswith("PermissionError: creating processes")
+    assert_cleaned_up(*where(details(result)[0]))
+
+
+def test_memory_hog_fails_with_a_memory_reason() -> None:
+    result = run_python_tests(
+        "def hog():\n    return bytearray(10**10)\n",
+        ["hog()", "x = [0] * 10**9", "assert len(bytearray(10**6)) == 10**6"],
+        FAST,
+    )
+    first, second, third = result.outcomes
+    for outcome in (first, second):
+        assert not outcome.passed
+        assert outcome.detail in {"MemoryError", "memory limit exceeded"}
+    assert third.passed
+
+
+def test_early_exits_and_crashes_fail_only_their_own_test() -> None:
+    result = run_python_tests(
+        "import os, sys\n",
+        [
+            "sys.exit(3)",
+            "sys.exit()",
+            "os._exit(0)",
+            "os.kill(os.getpid(), 9)",
+            "assert 2 * 2 == 4",
+        ],
+        FAST,
+    )
+    assert [o.passed for o in result.outcomes] == [False, False, False, False, True]
+    assert details(result)[:4] == [
+        "exited with code 3 (sys.exit)",
+        "exited with code 0 (sys.exit)",
+        "exited with code 0 before reporting a result",
+        "process killed by signal 9 (SIGKILL)",
+    ]
+
+
+def test_stdin_is_empty_and_main_blocks_run_as_in_programs() -> None:
+    result = run_python_tests("def ask():\n    return input('x? ')\n", ["ask()"], FAST)
+    assert details(result) == ["reads stdin: EOFError: EOF when reading a line"]
+    script = ADD + "if __name__ == '__main__':\n    print(add(int(input()), 1))\n"
+    expected = "reads stdin: EOFError: EOF when reading a line"
+    assert details(run_python_tests(script, ["assert add(1, 1) == 2"], FAST)) == [expected]
+    assert run_python_program(script, FAST).detail.startswith(expected)
+
+
+def test_writing_outside_the_sandbox_fails_and_writes_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "escaped.txt"
+    result = run_python_tests(
+        "import os, pathlib, shutil\n",
+        [
+            f"open({str(target)!r}, 'w').write('x')",
+            f"pathlib.Path({str(target)!r}).write_text('x')",
+            f"os.open({str(target)!r}, os.O_WRONLY | os.O_CREAT)",
+            f"shutil.copyfile('/etc/passwd', {str(target)!r})",
+            f"os.rename({str(tmp_path)!r}, 'moved')",
+            "open('inside.txt', 'w').write('ok'); assert open('inside.txt').read() == 'ok'",
+            "import tempfile; tempfile.mkstemp()",
+        ],
+        FAST,
+    )
+    assert [o.passed for o in result.outcomes] == [False] * 5 + [True, True]
+    assert details(result)[0] == f"PermissionError: write outside the sandbox: {target}"
+    assert all(
+        d.startswith("PermissionError: write outside the sandbox") for d in details(result)[:5]
+    )
+    assert not target.exists()
+    assert tmp_path.exists()
+
+
+def test_network_is_blocked() -> None:
+    result = run_python_tests(
+        "import socket\n",
+        [
+            "socket.create_connection(('127.0.0.1', 9), timeout=0.5)",
+            "s = socket.socket(); s.connect(('10.255.255.1', 80))",
+            "s = socket.socket(); s.bind(('127.0.0.1', 0))",
+        ],
+        FAST,
+    )
+    assert not any(o.passed for o in result.outcomes)
+    assert all("network access is not allowed" in d for d in details(result))
+
+
+def test_printing_100_mb_returns_promptly_with_small_memory() -> None:
+    code = (
+        "import os\n"
+        "def chatty():\n"
+        "    print('x' * 100_000_000)\n"
+        "    return 7\n"
+        "def raw():\n"
+        "    os.write(1, b'y' * 100_000_000)\n"
+        "    return 8\n"
+    )
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.monotonic()
+    result = run_python_tests(code, ["assert chatty() == 0", "assert raw() == 8"], FAST)
+    assert time.monotonic() - start < 8
+    assert details(result) == ["output: 7", ""]
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 50_000
+
+
+def test_suite_timeout_fails_the_remaining_tests() -> None:
+    limits = Limits(test_timeout_s=0.5, suite_timeout_s=0.8)
+    start = time.monotonic()
+    result = run_python_tests(
+        "def spin():\n    while True:\n        pass\n", ["spin()"] * 4, limits
+    )
+    assert time.monotonic() - start < 3
+    assert details(result)[0] == "timed out after 0.5s"
+    assert all(d.startswith("suite timeout") for d in details(result)[1:])
+
+
+def test_sandbox_runs_unprivileged_in_its_own_directory_without_network_devices() -> None:
+    result = run_python_tests(
+        "import os\n",
+        [
+            WHERE,
+            "assert [ln.split(':')[0].strip() for ln in open('/proc/net/dev').readlines()[2:]] == ['lo']",
+            "assert os.environ.get('HOME') == os.getcwd()",
+            "assert os.listdir('.') == []",
+        ],
+        FAST,
+    )
+    uid, workdir = where(details(result)[0])
+    assert workdir.name == "work"
+    assert [o.passed for o in result.outcomes][2:] == [True, True]
+    if os.geteuid() == 0:
+        assert uid != 0
+        assert result.outcomes[1].passed, details(result)[1]
+    assert_cleaned_up(uid, workdir)
+
+
+# ---- Python: whole programs -------------------------------------------------------------------
+
+
+def test_run_python_program() -> None:
+    check = ADD + "def check(candidate):\n    assert candidate(1, 2) == 3\n"
+    assert run_python_program(check + "check(add)\n") == ProgramResult(True, "")
+    failed = run_python_program(ADD + "def check(c):\n    assert c(1, 2) == 4\ncheck(add)\n")
+    assert not failed.passed
+    assert failed.detail == "AssertionError (line 4: assert c(1, 2) == 4)"
+    early = run_python_program("import sys\nsys.exit(0)\n" + check + "check(add)\n")
+    assert early == ProgramResult(False, "exited with code 0 (sys.exit)")
+    assert not run_python_program("import os\nos._exit(0)\n").passed
+    assert run_python_program("def f(:\n").detail.startswith("SyntaxError")
+    start = time.monotonic()
+    slow = run_python_program("while True:\n    pass\n", FAST, timeout_s=0.5)
+    assert time.monotonic() - start < 3
+    assert slow == ProgramResult(False, "timed out after 0.5s")
+
+
+# ---- Rust -------------------------------------------------------------------------------------
+
+DIVISOR = "fn largest_divisor(n: isize) -> isize {\n    (1..n).rev().find(|d| n % d == 0).unwrap_or(1)\n}\n"
+WRONG_DIVISOR = "fn largest_divisor(n: isize) -> isize {\n    n - 1\n}\n"
+
+
+@needs_rustc
+def test_rust_tests_pass_fail_panic_and_time_out() -> None:
+    start = time.monotonic()
+    result = run_rust_tests(
+        "use std::collections::HashMap;\n" + DIVISOR,
+        [
+            "assert_eq!(candidate(10), 5);",
+            "assert_eq!(largest_divisor(49), 7);",
+            "assert_eq!(candidate(10), 4);",
+            'panic!("boom {}", 1);',
+            "let v: Vec<i32> = Vec::new(); let _ = v[3];",
+            "loop {}",
+            "std::process::exit(0);",
+            "assert!(candidate(3) == 1)",
+        ],
+        LOOP,
+        entry_point="largest_divisor",
+    )
+    assert time.monotonic() - start < 8
+    assert result.compile_error is None
+    assert [o.passed for o in result.outcomes] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+        False,
+        False,
+        True,
+    ]
+    assert details(result)[2:7] == [
+        "output: 5",
+        "boom 1",
+        "index out of bounds: the len is 0 but the index is 3",
+        "timed out after 0.5s",
+        "exited with code 0 before reporting a result",
+    ]
+
+
+@needs_rustc
+def test_rust_wrong_implementation_reports_the_actual_value() -> None:
+    result = run_rust_tests(
+        WRONG_DIVISOR,
+        ["assert_eq!(candidate(10), 5);", "assert_eq!(candidate(2), 1);"],
+        FAST,
+        entry_point="largest_divisor",
+    )
+    assert details(result) == ["output: 9", ""]
+    assert not result.passed
+
+
+@needs_rustc
+def test_rust_compile_error_fails_every_test() -> None:
+    result = run_rust_tests(
+        'fn largest_divisor(n: isize) -> isize {\n    n + "x"\n}\n',
+        ["assert_eq!(candidate(10), 5);", "assert_eq!(candidate(3), 1);"],
+        FAST,
+        entry_point="largest_divisor",
+    )
+    assert result.compile_error is not None
+    assert "error" in result.compile_error
+    assert "solution.rs" in result.compile_error
+    assert len(result.compile_error) <= 1600
+    assert details(result) == ["compile error", "compile error"]
+    assert not result.passed
+
+
+@needs_rustc
+def test_run_rust_program() -> None:
+    passing = run_rust_program(
+        DIVISOR + "fn main() {\n    assert_eq!(largest_divisor(10), 5);\n}\n"
+    )
+    assert passing == ProgramResult(True, "")
+    failing = run_rust_program(
+        WRONG_DIVISOR
+        + "fn main() {\n    let candidate = largest_divisor;\n    assert_eq!(candidate(10), 5);\n}\n"
+    )
+    assert failing == ProgramResult(False, "output: 9")
+    broken = run_rust_program('fn main() {\n    let x: i32 = "no";\n}\n')
+    assert not broken.passed
+    assert broken.detail.startswith("compile error: mismatched types")
+
+
+@needs_rustc
+def test_rust_processes_cannot_outlive_the_run_nor_escape() -> None:
+    marker = "31.4159"
+    spawn = "setsid" if os.geteuid() == 0 else "sleep"
+    args = '"sleep", "31.4159"' if os.geteuid() == 0 else '"31.4159"'
+    program = (
+        "fn main() {\n"
+        "    for _ in 0..100 {\n"
+        f'        let _ = std::process::Command::new("{spawn}").args([{args}]).spawn();\n'
+        "    }\n"
+        '    let _ = std::fs::write("/tmp/reflexion-sandbox-escape-test", "x");\n'
+        "    loop {}\n"
+        "}\n"
+    )
+    start = time.monotonic()
+    result = run_rust_program(program, LOOP)
+    assert time.monotonic() - start < 6
+    assert result == ProgramResult(False, "timed out after 0.5s")
+    assert processes(marker=marker.encode()) == []
+    if os.geteuid() == 0:
+        assert not Path("/tmp/reflexion-sandbox-escape-test").exists()
+
+
+@needs_rustc
+def test_check_rust_tests_keeps_only_tests_that_compile() -> None:
+    stub = "fn largest_divisor(n: isize) -> isize {\n    unimplemented!()\n}\n"
+    tests = [
+        "assert_eq!(candidate(3), 1);",
+        "assert_eq!(candidate(3, 1);",  # unbalanced
+        'assert_eq!(candidate(3), "one");',  # wrong type
+        "assert_eq!(candidate(10) 5);",  # bad macro syntax
+        "assert_eq!(candidate(10), 5);",
+        "assert_eq!(candidate(vec![1]), 1);",  # wrong argument type
+        "assert_eq!(largest_divisor(49), 7);",
+    ]
+    kept = check_rust_tests(stub, tests, FAST, entry_point="largest_divisor")
+    assert kept == [tests[0], tests[4], tests[6]]
+    assert check_rust_tests("fn broken( {", tests[:1], FAST, entry_point="largest_divisor") == []
+
+
+def test_rust_functions_need_rustc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CARGO_HOME", raising=False)
+    assert rustc_path() is None
+    with pytest.raises(ReflexionError, match="install Rust"):
+        run_rust_tests(DIVISOR, ["assert_eq!(candidate(3), 1);"], entry_point="largest_divisor")
+    with pytest.raises(ReflexionError, match="install Rust"):
+        check_rust_tests(DIVISOR, [])
+    with pytest.raises(ReflexionError, match="install Rust"):
+        run_rust_program("fn main() {}")
