@@ -29,6 +29,7 @@ from reflexion.programming import (
     CodeProblem,
     assemble,
     candidate_tests,
+    example_tests,
     extract_code,
     language_of,
     sample_tests,
@@ -97,12 +98,22 @@ def test_messages(problem: CodeProblem, count: int) -> list[BaseMessage]:
 
 def valid_tests(reply: str, problem: CodeProblem, ctx: Context) -> list[str]:
     """The tests of a reply that parse (Python) or compile against the signature (Rust),
-    deduplicated; at most ``ctx.max_tests``, sampled reproducibly."""
-    tests = candidate_tests(reply, problem)
-    if problem.language == "rs" and tests:
+    deduplicated; at most ``ctx.max_tests``. With ``ctx.example_tests`` the prompt's own
+    examples come first; the model's tests fill the rest, sampled reproducibly."""
+    examples = example_tests(problem) if ctx.example_tests else []
+    written = [t for t in candidate_tests(reply, problem) if t not in examples]
+    if problem.language == "rs" and (examples or written):
         limits = Limits(test_timeout_s=ctx.test_timeout)
-        tests = check_rust_tests(stub(problem), tests, limits, entry_point=problem.entry_point)
-    return sample_tests(tests, ctx.max_tests, seed=problem.task_id)
+        valid = set(
+            check_rust_tests(
+                stub(problem), [*examples, *written], limits, entry_point=problem.entry_point
+            )
+        )
+        examples = [t for t in examples if t in valid]
+        written = [t for t in written if t in valid]
+    examples = examples[: ctx.max_tests]
+    room = ctx.max_tests - len(examples)
+    return [*examples, *sample_tests(written, room, seed=problem.task_id)] if room else examples
 
 
 def make_test_writer(

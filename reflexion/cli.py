@@ -648,6 +648,14 @@ def bench_programming(
     max_tests: Annotated[
         int, typer.Option("--max-tests", min=1, help="Most self-written tests kept per problem.")
     ] = _DEFAULTS.max_tests,
+    no_example_tests: Annotated[
+        bool,
+        typer.Option(
+            "--no-example-tests",
+            help="Internal tests from the model only (by default the prompt's own examples "
+            "come first).",
+        ),
+    ] = False,
     test_timeout: Annotated[
         float, typer.Option("--test-timeout", min=0.1, help="Seconds per unit test.")
     ] = _DEFAULTS.test_timeout,
@@ -716,6 +724,7 @@ def bench_programming(
                 max_tokens=768,
                 max_tests=max_tests,
                 generate_tests=not (simple or no_tests),
+                example_tests=not no_example_tests,
                 test_timeout=test_timeout,
             )
             label = name if simple else f"{name}{suffix}"

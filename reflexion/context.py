@@ -128,6 +128,14 @@ class Context:
             "ablation), nothing can tell a trial succeeded, so every trial runs."
         },
     )
+    example_tests: bool = field(
+        default=True,
+        metadata={
+            "description": "Programming: turn the examples in the prompt's documentation "
+            "(>>> f(x) / y, f(x) ==> y) into the first internal tests; the model's own tests "
+            "fill up to max_tests. Off: the model's tests only, as in the paper."
+        },
+    )
     test_timeout: float = field(
         default=5.0,
         metadata={"description": "Programming: seconds each unit test may run in the sandbox."},

@@ -402,3 +402,30 @@ def test_code_replies_stop_at_the_fence_or_demo_code():
     graph, actor, *_ = build([RIGHT])
     run(graph, Context(max_trials=1))
     assert "\nprint(" in actor.kwargs_seen[0]["stop"] and "\n```\n" in actor.kwargs_seen[0]["stop"]
+
+
+def test_prompt_examples_become_the_first_tests():
+    from reflexion.programming import example_tests
+
+    prompt = (
+        'def f(x: int) -> int:\n    """Double it.\n    >>> f(2)\n    4\n    >>> f(0)\n\n'
+        '    f(3) ==> 6\n    f(-1) ➞ -2\n    """\n'
+    )
+    problem = CodeProblem("e", "py", prompt, "f", "", "multipl-e")
+    assert example_tests(problem) == ["assert f(2) == 4", "assert f(3) == 6", "assert f(-1) == -2"]
+    rust = CodeProblem(
+        "r", "rs", "/// >>> f(2)\n/// 4\nfn f(x: isize) -> isize {\n", "f", "", "multipl-e"
+    )
+    assert example_tests(rust) == ["assert_eq!(f(2), 4);"]
+
+
+def test_examples_first_then_the_models_tests_up_to_max_tests():
+    graph, *_ = build(
+        [RIGHT], tests=["assert add(7, 1) == 8\nassert add(2, 3) == 5\nassert add(9, 9) == 18\n"]
+    )
+    state = run(graph, Context(max_trials=1, max_tests=2))
+    assert state["tests"][0] == "assert add(2, 3) == 5"  # from the docstring
+    assert len(state["tests"]) == 2
+    graph, *_ = build([RIGHT], tests=["assert add(7, 1) == 8\n"])
+    state = run(graph, Context(max_trials=1, example_tests=False), thread="no-examples")
+    assert state["tests"] == ["assert add(7, 1) == 8"]
