@@ -208,3 +208,36 @@ def test_plot_of_a_results_file_without_finished_tasks(monkeypatch, capsys, tmp_
     code, err = cli(monkeypatch, capsys, "plot", str(partial))
     one_line_error(code, err, "holds no finished tasks")
     assert partial.read_text().endswith('{"type": "fin')
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["bench", "programming", "--strategy", "simple,best"], ["--strategy 'best'"]),
+        (["bench", "programming", "--language", "cobol"], ["cobol", "py", "rs"]),
+        (["bench", "programming", "--dataset", "nope.jsonl"], ["nope.jsonl does not exist"]),
+        (["bench", "programming", "--dataset", "humaneval-rs", "-l", "py"], ["--language"]),
+        (
+            ["bench", "programming", "--strategy", "simple,reflexion", "-o", "x.jsonl"],
+            ["--output takes one strategy"],
+        ),
+    ],
+)
+def test_bad_programming_bench_options(monkeypatch, capsys, args, needles):
+    code, err = cli(monkeypatch, capsys, *args)
+    one_line_error(code, err, *needles)
+
+
+def test_malformed_programming_dataset_line(monkeypatch, capsys, tmp_path):
+    bad = tmp_path / "mbpp.jsonl"
+    bad.write_text('{"name": "a", "prompt": "def f():\\n", "entry_point": "f", "test": "x"}\n{oops\n')
+    code, err = cli(monkeypatch, capsys, "bench", "programming", "--dataset", str(bad))
+    one_line_error(code, err, "mbpp.jsonl:2", "not valid JSON")
+
+
+def test_rust_problems_without_rustc(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("CARGO_HOME", raising=False)
+    code, err = cli(monkeypatch, capsys, "bench", "programming", "--dataset", "humaneval-rs")
+    one_line_error(code, err, "install Rust")
