@@ -230,7 +230,9 @@ def test_bad_programming_bench_options(monkeypatch, capsys, args, needles):
 
 def test_malformed_programming_dataset_line(monkeypatch, capsys, tmp_path):
     bad = tmp_path / "mbpp.jsonl"
-    bad.write_text('{"name": "a", "prompt": "def f():\\n", "entry_point": "f", "test": "x"}\n{oops\n')
+    bad.write_text(
+        '{"name": "a", "prompt": "def f():\\n", "entry_point": "f", "test": "x"}\n{oops\n'
+    )
     code, err = cli(monkeypatch, capsys, "bench", "programming", "--dataset", str(bad))
     one_line_error(code, err, "mbpp.jsonl:2", "not valid JSON")
 
