@@ -14,7 +14,7 @@ import json
 import sqlite3
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, TextIO
@@ -571,7 +571,13 @@ def _run_with_progress(
     concurrency: int,
     done: dict[str, dict[str, Any]],
     agent: str,
+    *,
+    unit: str = "questions",
+    print_trial: Callable[[dict[str, Any], str], None] = _print_trial,
+    print_final: Callable[[dict[str, Any], str], None] | None = None,
+    finalize: Callable[[BenchTask, dict[str, Any]], dict[str, Any]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Run a benchmark under a progress bar, printing each event with the given printers."""
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -579,17 +585,19 @@ def _run_with_progress(
         TimeElapsedColumn(),
         console=console,
     ) as progress:
-        bar = progress.add_task("questions", total=len(tasks))
+        bar = progress.add_task(unit, total=len(tasks))
 
         def emit(event: str, task: BenchTask, payload: dict[str, Any]) -> None:
             if event == "trial":
-                _print_trial(payload, task.label)
+                print_trial(payload, task.label)
             elif event == "reflection":
                 console.print(f"{task.label}  [cyan]reflection:[/] {escape(payload['text'])}")
             elif event == "error":
                 console.print(f"{task.label}[red]error:[/] {escape(payload['error'])}")
                 progress.advance(bar)
             elif event in ("final", "skipped"):
+                if event == "final" and print_final is not None:
+                    print_final(payload, task.label)
                 progress.advance(bar)
 
         return run_benchmark(
@@ -602,6 +610,7 @@ def _run_with_progress(
             done=done,
             emit=emit,
             metadata={"agent": agent},
+            finalize=finalize,
         )
 
 
@@ -771,8 +780,19 @@ def bench_programming(
                     f"iterations={ctx.max_trials} · Ω={memory} · model={model} · "
                     f"{len(problems)} problem(s) · concurrency={concurrency} → {out}"
                 )
-                finals, errors = _run_code_with_progress(
-                    graph, tasks, ctx, Sink(handle), settings, concurrency, done, finalize
+                finals, errors = _run_with_progress(
+                    graph,
+                    tasks,
+                    ctx,
+                    Sink(handle),
+                    settings,
+                    concurrency,
+                    done,
+                    "programming",
+                    unit="problems",
+                    print_trial=_print_code_trial,
+                    print_final=_print_code_final,
+                    finalize=finalize,
                 )
             results[label] = finals
             error_count += len(errors)
@@ -829,58 +849,19 @@ def code_summary(results: dict[str, list[dict[str, Any]]]) -> Table:
     return table
 
 
-def _run_code_with_progress(
-    graph: Graph,
-    tasks: list[BenchTask],
-    ctx: Context,
-    sink: Sink,
-    settings: dict[str, Any],
-    concurrency: int,
-    done: dict[str, dict[str, Any]],
-    finalize: Any,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    ) as progress:
-        bar = progress.add_task("problems", total=len(tasks))
+def _print_code_trial(payload: dict[str, Any], label: str) -> None:
+    mark = "[green]✓[/]" if payload["success"] else "[red]✗[/]"
+    head = payload["feedback"].splitlines()[0] if payload["feedback"] else ""
+    console.print(
+        f"{label}iteration {payload['trial']}: {mark} internal "
+        f"score={payload['score']:.2f} [dim]{escape(head[:100])}[/]"
+    )
 
-        def emit(event: str, task: BenchTask, payload: dict[str, Any]) -> None:
-            if event == "trial":
-                mark = "[green]✓[/]" if payload["success"] else "[red]✗[/]"
-                head = payload["feedback"].splitlines()[0] if payload["feedback"] else ""
-                console.print(
-                    f"{task.label}iteration {payload['trial']}: {mark} internal "
-                    f"score={payload['score']:.2f} [dim]{escape(head[:100])}[/]"
-                )
-            elif event == "reflection":
-                console.print(f"{task.label}  [cyan]reflection:[/] {escape(payload['text'])}")
-            elif event == "error":
-                console.print(f"{task.label}[red]error:[/] {escape(payload['error'])}")
-                progress.advance(bar)
-            elif event == "final":
-                mark = "[green]pass[/]" if payload.get("hidden_pass") else "[red]fail[/]"
-                detail = escape((payload.get("hidden_detail") or "")[:120])
-                console.print(f"{task.label}hidden tests: {mark} [dim]{detail}[/]")
-                progress.advance(bar)
-            elif event == "skipped":
-                progress.advance(bar)
 
-        return run_benchmark(
-            graph,
-            tasks,
-            ctx,
-            sink,
-            settings=settings,
-            concurrency=concurrency,
-            done=done,
-            emit=emit,
-            metadata={"agent": "programming"},
-            finalize=finalize,
-        )
+def _print_code_final(payload: dict[str, Any], label: str) -> None:
+    mark = "[green]pass[/]" if payload.get("hidden_pass") else "[red]fail[/]"
+    detail = escape((payload.get("hidden_detail") or "")[:120])
+    console.print(f"{label}hidden tests: {mark} [dim]{detail}[/]")
 
 
 @app.command("plot")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -76,27 +77,36 @@ def _parse_hotpot(obj: object, where: str) -> HotpotQuestion:
     )
 
 
+def iter_jsonl(file: Path) -> Iterator[tuple[str, object]]:
+    """``(where, object)`` for each non-blank line of a JSONL file (gzipped when it ends in
+    ``.gz``); ``where`` is ``file:line``. A missing, unreadable or malformed file raises
+    :class:`DatasetError` naming the line and the fix."""
+    if not file.is_file():
+        raise DatasetError(f"dataset file {file} does not exist: check the path given to --dataset")
+    opener = gzip.open if file.suffix == ".gz" else open
+    try:
+        with opener(file, "rt", encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                where = f"{file}:{number}"
+                try:
+                    yield where, json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DatasetError(
+                        f"{where}: not valid JSON ({exc.msg}); each line must be one JSON object"
+                    ) from None
+    except (OSError, EOFError) as exc:
+        raise DatasetError(f"cannot read dataset {file}: {exc}") from None
+    except UnicodeDecodeError:
+        raise DatasetError(f"dataset {file} is not UTF-8 text: give a JSONL file") from None
+
+
 def iter_hotpotqa(path: str | Path | None = None) -> Iterator[HotpotQuestion]:
     """Questions of a HotPotQA JSONL file (default: the bundled sample), validated per line."""
     file = Path(path) if path is not None else bundled(HOTPOTQA_SAMPLE)
-    if not file.is_file():
-        raise DatasetError(f"dataset file {file} does not exist: check the path given to --dataset")
-    try:
-        handle = file.open(encoding="utf-8")
-    except OSError as exc:
-        raise DatasetError(f"cannot read dataset {file}: {exc.strerror}") from None
-    with handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            where = f"{file}:{number}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DatasetError(
-                    f"{where}: not valid JSON ({exc.msg}); each line must be one JSON object"
-                ) from None
-            yield _parse_hotpot(obj, where)
+    for where, obj in iter_jsonl(file):
+        yield _parse_hotpot(obj, where)
 
 
 def load_hotpotqa(

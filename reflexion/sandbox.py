@@ -70,7 +70,7 @@ import tempfile
 import textwrap
 import time
 import types
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ClassVar, NoReturn
@@ -720,25 +720,34 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
 
 
-def _processes_of(uid: int) -> list[int]:
-    """Live (non-zombie) processes whose real uid is ``uid``."""
-    found: list[int] = []
+def _proc_statuses() -> Iterator[tuple[int, str]]:
+    """``(pid, /proc/PID/status text)`` of every readable process."""
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return found
+        return
     for entry in entries:
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/status", encoding="utf-8", errors="replace") as handle:
-                status = handle.read()
+                yield int(entry), handle.read()
         except OSError:
             continue
+
+
+def _uid_of(status: str) -> int | None:
+    uids = re.search(r"^Uid:\s*(\d+)", status, re.M)
+    return int(uids.group(1)) if uids else None
+
+
+def _processes_of(uid: int) -> list[int]:
+    """Live (non-zombie) processes whose real uid is ``uid``."""
+    found: list[int] = []
+    for pid, status in _proc_statuses():
         state = re.search(r"^State:\s*(\S)", status, re.M)
-        uids = re.search(r"^Uid:\s*(\d+)", status, re.M)
-        if uids and int(uids.group(1)) == uid and not (state and state.group(1) in "ZX"):
-            found.append(int(entry))
+        if _uid_of(status) == uid and not (state and state.group(1) in "ZX"):
+            found.append(pid)
     return found
 
 
@@ -756,22 +765,12 @@ def _kill_uid(uid: int) -> None:
 
 def _user_task_count(uid: int) -> int | None:
     """Processes and threads of ``uid`` (what ``RLIMIT_NPROC`` counts), or ``None``."""
-    total = 0
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
+    if not os.access("/proc", os.R_OK | os.X_OK):
         return None
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status", encoding="utf-8", errors="replace") as handle:
-                status = handle.read()
-        except OSError:
-            continue
-        uids = re.search(r"^Uid:\s*(\d+)", status, re.M)
-        threads = re.search(r"^Threads:\s*(\d+)", status, re.M)
-        if uids and int(uids.group(1)) == uid:
+    total = 0
+    for _pid, status in _proc_statuses():
+        if _uid_of(status) == uid:
+            threads = re.search(r"^Threads:\s*(\d+)", status, re.M)
             total += int(threads.group(1)) if threads else 1
     return total
 
