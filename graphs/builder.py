@@ -24,11 +24,21 @@ from nodes.coder import (
     make_test_writer,
     make_unit_test_evaluator,
 )
+from nodes.household import (
+    EnvFactory,
+    household_reflection_messages,
+    make_household_actor,
+    make_household_evaluator,
+)
 from reflexion.context import Context, get_context
+from reflexion.household import EnvSessions
 from reflexion.state import (
     CodeInputState,
     CodeOutputState,
     CodeState,
+    HouseholdInputState,
+    HouseholdOutputState,
+    HouseholdState,
     InputState,
     OutputState,
     State,
@@ -136,4 +146,26 @@ def programming_builder(
         input_schema=CodeInputState,
         output_schema=CodeOutputState,
         setup=("test_writer", make_test_writer(evaluator_model)),
+    )
+
+
+def alfworld_builder(
+    *,
+    actor_model: BaseChatModel | None = None,
+    evaluator_model: BaseChatModel | None = None,
+    reflector_model: BaseChatModel | None = None,
+    env_factory: EnvFactory | None = None,
+    sessions: EnvSessions | None = None,
+) -> StateGraph[Any, Any, Any, Any]:
+    """The ALFWorld Reflexion loop: the household actor (a subgraph playing one trial in the
+    environment), the heuristic or LLM self-evaluator, and the household reflector.
+    ``env_factory`` makes environments (default: the real TextWorld engine, an optional
+    extra); ``sessions`` shares the live environments with the caller."""
+    return build_reflexion_graph(
+        make_household_actor(actor_model, env_factory, sessions),
+        make_household_evaluator(evaluator_model),
+        make_reflector(reflector_model, messages=household_reflection_messages),
+        state_schema=HouseholdState,
+        input_schema=HouseholdInputState,
+        output_schema=HouseholdOutputState,
     )

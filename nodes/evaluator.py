@@ -73,19 +73,25 @@ def judge_messages(state: State) -> list[BaseMessage]:
     return [SystemMessage(render("judge_system")), HumanMessage(user)]
 
 
-def ask_judge(model: BaseChatModel, messages: list[BaseMessage]) -> Verdict:
-    """A verdict from the judge: grammar-constrained JSON on the embedded model, structured
-    output where the provider has it, robust text parsing otherwise."""
+def ask_judge(
+    model: BaseChatModel, messages: list[BaseMessage], schema: type[BaseModel] = JudgeOutput
+) -> Verdict:
+    """A verdict from the judge: grammar-constrained JSON (``schema``) on the embedded model,
+    structured output where the provider has it, robust text parsing otherwise."""
     if isinstance(model, EmbeddedChatModel):
-        schema = JudgeOutput.model_json_schema()
-        reply = model.invoke(messages, response_format={"type": "json_object", "schema": schema})
+        json_schema = schema.model_json_schema()
+        reply = model.invoke(
+            messages, response_format={"type": "json_object", "schema": json_schema}
+        )
         return parse_verdict(reply.text)
     try:
-        out = model.with_structured_output(JudgeOutput).invoke(messages)
+        out = model.with_structured_output(schema).invoke(messages)
     except Exception:  # no structured output, or output that fails validation: parse text
         return parse_verdict(model.invoke(messages).text)
     if isinstance(out, JudgeOutput):
         return Verdict(success=out.correct, score=out.score, feedback=out.feedback)
+    if isinstance(out, BaseModel):
+        return parse_verdict(out.model_dump_json())
     return parse_verdict(str(out))
 
 
@@ -123,6 +129,10 @@ def make_evaluator(
         elif ctx.evaluator == "llm":
             llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
             result = verdict_to_evaluation(ask_judge(llm, judge_messages(state)), ctx)
+        elif ctx.evaluator == "heuristic":
+            raise ReflexionError(
+                "the heuristic evaluator is for ALFWorld: use exact_match or llm for questions"
+            )
         else:
             result = exact_match_evaluation(state, ctx)
         record = TrialRecord(

@@ -43,9 +43,10 @@ class BenchTask:
 
 
 def recursion_limit(ctx: Context) -> int:
-    """A recursion limit that lets ``max_trials`` trials (and ``max_steps`` ReAct steps) run:
-    three supersteps per trial in the loop, two per step in the ReAct subgraph."""
-    return max(25, 3 * ctx.max_trials + 5, 2 * ctx.max_steps + 5)
+    """A recursion limit that lets ``max_trials`` trials (and ``max_steps`` ReAct steps, or
+    ``alfworld_steps`` ALFWorld turns) run: three supersteps per trial in the loop, two per
+    step in the ReAct subgraph, one per turn in the ALFWorld subgraph."""
+    return max(25, 3 * ctx.max_trials + 5, 2 * ctx.max_steps + 5, ctx.alfworld_steps + 5)
 
 
 def thread_config(

@@ -26,7 +26,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from graphs.builder import programming_builder, qa_builder, react_builder
+from graphs.builder import alfworld_builder, programming_builder, qa_builder, react_builder
+from reflexion.alfworld_env import ENGINE_MISSING, engine_available, load_games, select_games
 from reflexion.bench import (
     BenchTask,
     Graph,
@@ -47,6 +48,14 @@ from reflexion.codebench import (
 from reflexion.context import Context
 from reflexion.datasets import load_hotpotqa
 from reflexion.errors import ReflexionError
+from reflexion.household import (
+    FAILURE_CLASSES,
+    failure_counts,
+    failure_curves,
+    self_evaluation,
+    solved_curve,
+    won_at,
+)
 from reflexion.models import DEFAULT_MODEL, installed_presets, load_chat_model
 from reflexion.plots import learning_curve
 from reflexion.programming import language_of, load_problems
@@ -199,6 +208,8 @@ def _checkpointer(db: Path) -> Iterator[SqliteSaver]:
 def _compile(saver: SqliteSaver, agent: str) -> Graph:
     if agent == "programming":
         builder = programming_builder()
+    elif agent == "alfworld":
+        builder = alfworld_builder()
     elif agent == "react":
         builder = react_builder()
     else:
@@ -862,6 +873,234 @@ def _print_code_final(payload: dict[str, Any], label: str) -> None:
     mark = "[green]pass[/]" if payload.get("hidden_pass") else "[red]fail[/]"
     detail = escape((payload.get("hidden_detail") or "")[:120])
     console.print(f"{label}hidden tests: {mark} [dim]{detail}[/]")
+
+
+@bench_app.command("alfworld")
+def bench_alfworld(
+    games: Annotated[
+        Path | None,
+        typer.Option(
+            "--games",
+            help="A directory of ALFWorld game.tw-pddl files (any split), or a packed game set "
+            "(default: the bundled 134 valid_unseen games).",
+        ),
+    ] = None,
+    evaluator: Annotated[
+        str,
+        typer.Option(
+            "--evaluator",
+            help="heuristic (reflect after repeated actions or too many actions) or llm (the "
+            "model classifies each trajectory as done or not).",
+        ),
+    ] = "heuristic",
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy",
+            help="One or more of none, last_attempt, reflexion, last_attempt_and_reflexion, "
+            "comma-separated; each runs in turn.",
+        ),
+    ] = "none,reflexion",
+    trials: Annotated[
+        int, typer.Option("--trials", "-t", min=1, help="Most trials per game.")
+    ] = 10,
+    limit: Annotated[
+        int,
+        typer.Option(
+            "--limit",
+            "-n",
+            min=1,
+            help="How many games, taken in turn from each task type (12 = 2 of each of the 6).",
+        ),
+    ] = 12,
+    offset: Annotated[int, typer.Option("--offset", min=0, help="Skip this many games.")] = 0,
+    in_order: Annotated[
+        bool,
+        typer.Option("--in-order", help="Take games in name order, not in turn by task type."),
+    ] = False,
+    max_steps: Annotated[
+        int,
+        typer.Option("--max-steps", min=1, help="Most turns (thoughts and commands) per trial."),
+    ] = _DEFAULTS.alfworld_steps,
+    memory: Annotated[
+        int, typer.Option("--memory", "-k", min=0, help="Ω: reflections the actor sees.")
+    ] = 3,
+    model: ModelOpt = DEFAULT_MODEL,
+    temperature: TempOpt = _DEFAULTS.temperature,
+    base_url: BaseUrlOpt = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Games played at once.")
+    ] = 1,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Results JSONL (appended; enables resume; one strategy only)."
+        ),
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="PNG of the proportion solved per trial (Figure 3a); the failure classes "
+            "(Figure 3b) go next to it with a -failures suffix.",
+        ),
+    ] = None,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Reflexion on ALFWorld (the real TextWorld engine): the proportion of games solved per
+    trial (Figure 3a) and why failed trials failed — hallucination, inefficient planning or the
+    step limit (Figure 3b) — as tables and PNGs."""
+    evaluator = _choice(evaluator, ("heuristic", "llm"), "--evaluator")
+    strategies = _strategies(strategy)
+    if output is not None and len(strategies) > 1:
+        raise ReflexionError("--output takes one strategy: drop it to name files automatically")
+    selected = select_games(load_games(games), limit, offset, balanced=not in_order)
+    if not engine_available():
+        raise ReflexionError(ENGINE_MISSING)
+    results: dict[str, list[dict[str, Any]]] = {}
+    files: list[Path] = []
+    error_count = 0
+    with _checkpointer(db) as saver:
+        graph = _compile(saver, "alfworld")
+        for name in strategies:
+            ctx = Context(
+                actor_model=model,
+                evaluator_model=model,
+                reflector_model=model,
+                base_url=base_url,
+                max_trials=trials,
+                memory_size=memory,
+                strategy=name,  # type: ignore[arg-type]
+                evaluator=evaluator,  # type: ignore[arg-type]
+                temperature=temperature,
+                max_tokens=128,
+                games=str(games) if games else None,
+                alfworld_steps=max_steps,
+            )
+            settings = {
+                "bench": "alfworld",
+                **asdict(ctx),
+                "games_source": str(games or "valid_unseen"),
+            }
+            key = _settings_key(settings)
+            out = output or Path("runs") / f"alfworld-{evaluator}-{name}-{key}.jsonl"
+            files.append(out)
+            done = finished_tasks(out)
+            tasks = [
+                BenchTask(
+                    thread_id=f"alfworld-{key}-{g.name}",
+                    input={"game": g.name, "task_id": g.name},
+                    label=f"[bold]{escape(g.kind)}:{escape(g.name.split('/')[0][-28:])}[/] ",
+                    meta={"task_id": g.name, "kind": g.kind},
+                )
+                for g in selected
+            ]
+
+            def finalize(task: BenchTask, state: dict[str, Any]) -> dict[str, Any]:
+                episodes = state.get("episodes", [])
+                return {"episodes": episodes, "won_at": won_at(episodes)}
+
+            with _open_output(out) as handle:
+                if any(t.thread_id not in done for t in tasks):
+                    _resolve_models(ctx)
+                console.print(
+                    f"ALFWorld · evaluator={evaluator} · strategy={name} · trials={trials} · "
+                    f"Ω={memory} · steps={max_steps} · model={model} · {len(selected)} game(s) · "
+                    f"concurrency={concurrency} → {out}"
+                )
+                finals, errors = _run_with_progress(
+                    graph,
+                    tasks,
+                    ctx,
+                    Sink(handle),
+                    settings,
+                    concurrency,
+                    done,
+                    "alfworld",
+                    unit="games",
+                    print_trial=_print_household_trial,
+                    print_final=_print_household_final,
+                    finalize=finalize,
+                )
+            results[name] = finals
+            error_count += len(errors)
+    solved_table, failure_table = household_summary(results, trials)
+    console.print(solved_table)
+    console.print(failure_table)
+    for name, finals in results.items():
+        agree, false_success, missed = self_evaluation(finals)
+        walls = [f["wall_s"] for f in finals if not f.get("resumed")]
+        mean = f"{sum(walls) / len(walls):.0f}s" if walls else "-"
+        console.print(
+            f"{name}: self-evaluation agreed with the engine on {agree} trial(s), claimed "
+            f"{false_success} unwon trial(s) as done, missed {missed} win(s) · mean wall time "
+            f"per game {mean}"
+        )
+    if error_count:
+        console.print(
+            f"[red]{error_count} game(s) failed with an error[/] (see the 'error' lines); "
+            "rerun the same command to retry them"
+        )
+    if plot is None:
+        key = _settings_key({"files": [str(f) for f in files]})
+        plot = files[0].with_name(f"alfworld-{evaluator}-{'+'.join(strategies)}-{key}.png")
+    curves = {name: solved_curve(f, trials) for name, f in results.items() if f}
+    if curves:
+        learning_curve(curves, plot, title=f"ALFWorld ({evaluator}): proportion solved by trial")
+        failures = {
+            f"{name}: {cls.replace('_', ' ')}": values
+            for name, f in results.items()
+            if f
+            for cls, values in failure_curves(f, trials).items()
+            if cls != "other" or any(values)
+        }
+        learning_curve(
+            failures,
+            plot.with_name(plot.stem + "-failures.png"),
+            title=f"ALFWorld ({evaluator}): unsolved games by failure class",
+            ylabel="proportion of games",
+        )
+    console.print(
+        "results in " + ", ".join(str(f) for f in files) + f" · plots {plot} and "
+        f"{plot.with_name(plot.stem + '-failures.png')}"
+    )
+
+
+def household_summary(results: dict[str, list[dict[str, Any]]], trials: int) -> tuple[Table, Table]:
+    """Figure 3a as a table (proportion of games won by each trial, per strategy) and
+    Figure 3b's counts (failed trials by class, per strategy)."""
+    solved = Table("trial", *(f"{name}: solved" for name in results))
+    curves = {name: solved_curve(f, trials) for name, f in results.items()}
+    for t in range(1, trials + 1):
+        cells = []
+        for name, finals in results.items():
+            n = len(finals)
+            value = curves[name][t - 1]
+            cells.append(f"{value:.2f} ({round(value * n)}/{n})" if n else "-")
+        solved.add_row(str(t), *cells)
+    failures = Table("strategy", "failed trials", *(c.replace("_", " ") for c in FAILURE_CLASSES))
+    for name, finals in results.items():
+        counts = failure_counts(finals)
+        total = sum(counts.values())
+        failures.add_row(
+            name,
+            str(total),
+            *(f"{counts[c]} ({counts[c] / total:.0%})" if total else "0" for c in FAILURE_CLASSES),
+        )
+    return solved, failures
+
+
+def _print_household_trial(payload: dict[str, Any], label: str) -> None:
+    mark = "[green]✓[/]" if payload["success"] else "[red]✗[/]"
+    console.print(
+        f"{label}trial {payload['trial']}: {mark} [dim]{escape(payload['feedback'][:160])}[/]"
+    )
+
+
+def _print_household_final(payload: dict[str, Any], label: str) -> None:
+    first = payload.get("won_at")
+    verdict = f"[green]won at trial {first}[/]" if first else "[red]not won[/]"
+    console.print(f"{label}engine: {verdict} after {len(payload.get('episodes', []))} trial(s)")
 
 
 @app.command("plot")

@@ -15,7 +15,7 @@ from reflexion.errors import ReflexionError
 from reflexion.models import DEFAULT_MODEL
 
 Strategy = Literal["none", "last_attempt", "reflexion", "last_attempt_and_reflexion"]
-EvaluatorKind = Literal["exact_match", "llm"]
+EvaluatorKind = Literal["exact_match", "llm", "heuristic"]
 WikiKind = Literal["offline", "live"]
 
 _MODEL_HELP = (
@@ -64,7 +64,9 @@ class Context:
     evaluator: EvaluatorKind = field(
         default="exact_match",
         metadata={
-            "description": "exact_match (needs the reference answer) or llm (a judge model)."
+            "description": "exact_match (QA; needs the reference answer), llm (a judge model) "
+            "or heuristic (ALFWorld: reflect after repeated actions or too many actions). "
+            "ALFWorld uses the heuristic unless llm is chosen."
         },
     )
     judge_mode: Literal["binary", "score"] = field(
@@ -141,6 +143,35 @@ class Context:
         metadata={"description": "Programming: seconds each unit test may run in the sandbox."},
     )
 
+    games: str | None = field(
+        default=None,
+        metadata={
+            "description": "ALFWorld: a directory of game.tw-pddl files, or a packed game set "
+            "(default: the bundled 134 valid_unseen games)."
+        },
+    )
+    alfworld_steps: int = field(
+        default=30,
+        metadata={
+            "description": "ALFWorld: most turns (thoughts and commands) per trial; a trial "
+            "that reaches it unsolved fails (the paper's results use 30)."
+        },
+    )
+    heuristic_repeats: int = field(
+        default=3,
+        metadata={
+            "description": "ALFWorld heuristic evaluator: reflect when the same command gives "
+            "the same observation more than this many times."
+        },
+    )
+    heuristic_max_actions: int = field(
+        default=30,
+        metadata={
+            "description": "ALFWorld heuristic evaluator: reflect after more than this many "
+            "commands in a trial (inefficient planning)."
+        },
+    )
+
     def __post_init__(self) -> None:
         if self.max_trials < 1:
             raise ReflexionError(f"max_trials is {self.max_trials}: use 1 or more")
@@ -154,6 +185,13 @@ class Context:
             raise ReflexionError(f"context_budget is {self.context_budget} tokens: use 256 or more")
         if self.wiki not in ("offline", "live"):
             raise ReflexionError(f"wiki is '{self.wiki}': use offline or live")
+        if self.alfworld_steps < 1:
+            raise ReflexionError(f"alfworld_steps is {self.alfworld_steps}: use 1 or more")
+        if self.heuristic_repeats < 1 or self.heuristic_max_actions < 1:
+            raise ReflexionError(
+                "heuristic_repeats and heuristic_max_actions must be 1 or more: got "
+                f"{self.heuristic_repeats} and {self.heuristic_max_actions}"
+            )
         if self.max_tests < 1:
             raise ReflexionError(f"max_tests is {self.max_tests}: use 1 or more")
         if self.test_timeout <= 0:

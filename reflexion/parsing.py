@@ -114,7 +114,11 @@ def _from_json(obj: dict[str, object]) -> Verdict | None:
     if success is None and score is None:
         return None
     feedback = str(
-        lowered.get("feedback") or lowered.get("reason") or lowered.get("explanation") or ""
+        lowered.get("feedback")
+        or lowered.get("reason")
+        or lowered.get("reasoning")
+        or lowered.get("explanation")
+        or ""
     )
     return Verdict(success=success, score=score, feedback=feedback.strip())
 

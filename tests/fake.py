@@ -69,3 +69,94 @@ class RuleChatModel(BaseChatModel):
             self.calls += 1
         text = self.rule(list(messages))
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+
+class ScriptedHousehold:
+    """A scripted household environment for unit tests (the :class:`Environment` interface).
+
+    One room: ``countertop 1`` holds a ``mug 1``, ``cabinet 1`` is closed, ``shelf 1`` is
+    empty. The task is to put the mug on the shelf; ``move mug 1 to shelf 1`` while holding
+    it wins and ends the episode (``move mug 1 to shelf 1``, the engine's phrasing). Anything else the room does not allow: ``Nothing happens.``
+    Counts resets and steps so tests can see replays.
+    """
+
+    TASK = "Your task is to: put some mug on shelf."
+    ROOM = (
+        "You are in the middle of a room. Looking quickly around you, you see a cabinet 1, "
+        "a countertop 1, and a shelf 1."
+    )
+
+    def __init__(self) -> None:
+        self.resets = 0
+        self.steps: list[str] = []
+        self.closed = False
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        self.at = ""
+        self.held: str | None = None
+        self.places = {"countertop 1": ["mug 1"], "cabinet 1": [], "shelf 1": []}
+        self.cabinet_open = False
+        self._won = False
+
+    def reset(self, game: Any) -> str:
+        self.resets += 1
+        self.game = game
+        self._reset_state()
+        return f"{self.ROOM}\n{self.TASK}"
+
+    def _contents(self, place: str) -> str:
+        items = self.places[place]
+        return ", ".join(f"a {i}" for i in items) if items else "nothing"
+
+    def step(self, command: str) -> str:
+        if self._won:
+            raise AssertionError("step after the episode ended")
+        self.steps.append(command)
+        words = command.split()
+        if command.startswith("go to "):
+            place = command[len("go to ") :]
+            if place not in self.places:
+                return "Nothing happens."
+            self.at = place
+            if place == "cabinet 1" and not self.cabinet_open:
+                return "You arrive at cabinet 1. The cabinet 1 is closed."
+            return f"You arrive at {place}. On the {place}, you see {self._contents(place)}."
+        if command == "open cabinet 1" and self.at == "cabinet 1":
+            self.cabinet_open = True
+            return f"You open the cabinet 1. The cabinet 1 is open. In it, you see {self._contents('cabinet 1')}."
+        if words[:1] == ["take"] and " from " in command and self.held is None:
+            obj, place = command[len("take ") :].split(" from ", 1)
+            if place == self.at and obj in self.places.get(place, []):
+                self.places[place].remove(obj)
+                self.held = obj
+                return f"You pick up the {obj} from the {place}."
+        if words[:1] == ["move"] and " to " in command:
+            obj, place = command[len("move ") :].split(" to ", 1)
+            if obj == self.held and place == self.at:
+                self.places[place].append(obj)
+                self.held = None
+                self._won = obj == "mug 1" and place == "shelf 1"
+                return f"You move the {obj} to the {place}."
+        if command == "inventory":
+            return (
+                f"You are carrying: a {self.held}."
+                if self.held
+                else "You are not carrying anything."
+            )
+        return "Nothing happens."
+
+    @property
+    def admissible_commands(self) -> list[str]:
+        return ["inventory", *(f"go to {p}" for p in self.places)]
+
+    @property
+    def won(self) -> bool:
+        return self._won
+
+    @property
+    def done(self) -> bool:
+        return self._won
+
+    def close(self) -> None:
+        self.closed = True

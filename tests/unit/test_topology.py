@@ -48,3 +48,19 @@ def test_programming_topology_and_schemas():
     assert {"task", "entry_point", "language", "tests"} <= set(inputs)
     assert "tests" in programming.get_output_jsonschema()["properties"]
     assert "description" in programming.get_context_jsonschema()["properties"]["max_tests"]
+
+
+def test_alfworld_topology_and_schemas():
+    from graphs.alfworld import graph as alfworld
+
+    drawn = alfworld.get_graph().draw_mermaid()
+    snapshot = SNAPSHOT.with_name("reflexion_alfworld.mmd")
+    assert drawn == snapshot.read_text(), "topology changed: update tests/snapshots/ if intended"
+    assert set(alfworld.get_input_jsonschema()["properties"]) == {"game", "task_id"}
+    assert "episodes" in alfworld.get_output_jsonschema()["properties"]
+    context = alfworld.get_context_jsonschema()["properties"]
+    assert "description" in context["alfworld_steps"]
+    assert "heuristic" in context["evaluator"]["description"]
+    # the actor is a subgraph whose turns are its own supersteps (checkpointed one by one)
+    inner = alfworld.get_graph(xray=True).nodes
+    assert {"actor:begin", "actor:turn"} <= set(inner)

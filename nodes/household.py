@@ -1,0 +1,337 @@
+"""The ALFWorld agent: a ReAct actor that plays a household game, the paper's two
+self-evaluators (a heuristic and an LLM judge) and the reflection prompt.
+
+One trial is a subgraph — ``begin → turn → turn → … → END`` — used as the Reflexion graph's
+``actor`` node. ``begin`` resets the game; each ``turn`` asks the model for one line (a
+``think:`` step, answered ``OK.``, or a command sent to the environment) and records the
+observation, so every turn is checkpointed and a resumed thread replays its commands into a
+fresh environment (:class:`~reflexion.household.EnvSessions`). A trial ends when the
+environment closes the episode, at the step limit, when the prompt outgrows the context
+budget, or — with the heuristic evaluator — as soon as the heuristic holds.
+
+The engine's ``won`` flag is recorded per trial for scoring only (``episodes``); neither the
+agent nor the evaluators read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_config
+from langgraph.graph import START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from nodes.actor import memory_block
+from nodes.common import prompt_tokens, resolve_model, trajectory_text
+from nodes.evaluator import Evaluation, ask_judge
+from reflexion.alfworld_env import LIST_HINT, Environment, Game, TextWorldEnv, resolve_game
+from reflexion.context import Context, get_context
+from reflexion.errors import ReflexionError
+from reflexion.household import (
+    NOTHING,
+    THINK_REPLY,
+    EnvSessions,
+    Episode,
+    Turn,
+    classify_failure,
+    heuristic_trip,
+    parse_turn,
+)
+from reflexion.prompts import few_shot, render
+from reflexion.state import HouseholdState, TrialRecord
+
+STOP = ["\n"]
+"""One line per turn: a thought or a command."""
+
+EnvFactory = Callable[[], Environment]
+
+
+def thread_key(config: RunnableConfig | None) -> str:
+    """The thread a node runs in: its environment session's key."""
+    configurable = (config or {}).get("configurable") or {}
+    return str(configurable.get("thread_id") or "default")
+
+
+# ---- prompts ----------------------------------------------------------------------------------
+
+
+def example_turns(example: str) -> list[BaseMessage]:
+    """A written trajectory (initial observation, then ``> action`` / observation lines) as
+    chat turns."""
+    lines = [line for line in example.strip().splitlines() if line.strip()]
+    first = next((i for i, line in enumerate(lines) if line.startswith("> ")), len(lines))
+    turns: list[BaseMessage] = [
+        HumanMessage(render("alfworld_task", observation="\n".join(lines[:first])))
+    ]
+    for line in lines[first:]:
+        if line.startswith("> "):
+            turns.append(AIMessage(line[2:].strip()))
+        else:
+            turns.append(HumanMessage(line.strip()))
+    return turns
+
+
+def household_messages(state: Any, ctx: Context, kind: str, turns: list[Turn]) -> list[BaseMessage]:
+    """Instructions, the two examples of this task type, the task and memory, then this
+    trial's turns. Everything before the memory is the same in every trial of a task type (a
+    cacheable prefix)."""
+    messages: list[BaseMessage] = [
+        SystemMessage(render("alfworld_system", max_steps=str(ctx.alfworld_steps)))
+    ]
+    for example in few_shot(f"alfworld_examples_{kind}"):
+        messages += example_turns(example)
+    user = render("alfworld_task", observation=state.task.strip())
+    memory = memory_block(state, ctx)
+    if memory:
+        user = f"{user}\n\n{memory}"
+    messages.append(HumanMessage(user))
+    for turn in turns:
+        messages += [AIMessage(turn["action"]), HumanMessage(turn["observation"])]
+    return messages
+
+
+def household_reflection_messages(state: Any) -> list[BaseMessage]:
+    """The reflector prompt for a failed ALFWorld trial: instructions, two worked examples,
+    then the trial and the evaluator's feedback."""
+    messages: list[BaseMessage] = [SystemMessage(render("alfworld_reflect_system"))]
+    for example in few_shot("alfworld_reflect_examples"):
+        attempt, _, lesson = example.partition("\nReflection:")
+        messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
+    feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
+    user = render(
+        "alfworld_reflect_task",
+        task=state.task.strip(),
+        trajectory=trajectory_text(state.trajectory),
+        feedback=feedback,
+    )
+    return [*messages, HumanMessage(user)]
+
+
+# ---- the actor --------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class PlayInput:
+    """What the ALFWorld actor reads from the Reflexion state."""
+
+    game: str = ""
+    task: str = ""
+    trial: int = 0
+    previous_trajectory: list[str] = field(default_factory=list)
+    reflections: list[str] = field(default_factory=list)
+
+
+@dataclass(kw_only=True)
+class PlayOutput:
+    """What one trial hands back to the Reflexion state."""
+
+    task: str = ""
+    kind: str = ""
+    trial: int = 0
+    trajectory: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    answer: str | None = None
+    stop_reason: str | None = None
+    episodes: list[Episode] = field(default_factory=list)
+    """The finished trial's record (one item; the Reflexion state appends it)."""
+
+
+@dataclass(kw_only=True)
+class PlayState(PlayInput):
+    """The state of one ALFWorld trial."""
+
+    kind: str = ""
+    turns: list[Turn] = field(default_factory=list)
+    trajectory: list[str] = field(default_factory=list)
+    """The turns as lines: ``> action`` then the observation."""
+    commands: list[str] = field(default_factory=list)
+    """Environment commands so far (thoughts and empty replies are not sent)."""
+    answer: str | None = None
+    stop_reason: str | None = None
+    episodes: list[Episode] = field(default_factory=list)
+    done: bool = False
+
+
+def make_household_actor(
+    model: BaseChatModel | None = None,
+    env_factory: EnvFactory | None = None,
+    sessions: EnvSessions | None = None,
+) -> CompiledStateGraph[Any, Any, Any, Any]:
+    """The ALFWorld actor subgraph; ``model`` overrides ``Context.actor_model``;
+    ``env_factory`` makes environments (default: the real TextWorld engine); ``sessions``
+    shares live environments with the caller (tests inspect replays through it)."""
+    live = sessions if sessions is not None else EnvSessions(env_factory or TextWorldEnv)
+
+    def game_of(state: PlayInput, ctx: Context) -> Game:
+        if not state.game.strip():
+            raise ReflexionError(
+                "the game is empty: give a game name or a path to a game.tw-pddl file "
+                f"({LIST_HINT})"
+            )
+        return resolve_game(state.game.strip(), ctx.games)
+
+    def finish(
+        state: PlayState, ctx: Context, turns: list[Turn], stop_reason: str | None, won: bool
+    ) -> dict[str, Any]:
+        failure = (
+            None
+            if won
+            else classify_failure(
+                turns,
+                stop_reason,
+                repeats=ctx.heuristic_repeats,
+                max_actions=ctx.heuristic_max_actions,
+            )
+        )
+        episode = Episode(
+            trial=state.trial,
+            won=won,
+            turns=len(turns),
+            commands=sum(1 for t in turns if not t["action"].startswith("think:")),
+            stop_reason=stop_reason,
+            failure=failure,
+        )
+        return {"done": True, "stop_reason": stop_reason, "episodes": [episode]}
+
+    def begin(state: PlayState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        game = game_of(state, ctx)
+        observation = live.start(thread_key(get_config()), game)
+        return {
+            "trial": state.trial + 1,
+            "task": observation,
+            "kind": game.kind,
+            "turns": [],
+            "trajectory": [],
+            "commands": [],
+            "answer": None,
+            "stop_reason": None,
+            "episodes": [],
+            "done": False,
+        }
+
+    def turn(state: PlayState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        game = game_of(state, ctx)
+        key = thread_key(get_config())
+        llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature, role="actor")
+        messages = household_messages(state, ctx, game.kind, state.turns)
+        used = prompt_tokens(llm, messages)
+        if used + ctx.max_tokens > ctx.context_budget:
+            live.release(key)
+            reason = (
+                f"the prompt reached {used} tokens, over the context budget of "
+                f"{ctx.context_budget}, before the task was done"
+            )
+            return finish(state, ctx, state.turns, reason, won=False)
+        parsed = parse_turn(llm.invoke(messages, stop=STOP).text)
+        commands = list(state.commands)
+        if parsed.is_think:
+            action, observation = parsed.action, THINK_REPLY
+        elif not parsed.action:
+            action, observation = "(empty reply)", NOTHING
+        else:
+            action = parsed.action
+            observation = live.step(key, game, commands, action)
+            commands.append(action)
+        turns = [*state.turns, Turn(action=action, observation=observation)]
+        update: dict[str, Any] = {
+            "turns": turns,
+            "commands": commands,
+            "trajectory": [*state.trajectory, f"> {action}", observation],
+        }
+        ended, won = live.done(key, game, commands)
+        stop_reason: str | None = None
+        if ended:
+            pass
+        elif ctx.evaluator != "llm":  # the heuristic (ALFWorld's default evaluator)
+            trip = heuristic_trip(
+                turns, repeats=ctx.heuristic_repeats, max_actions=ctx.heuristic_max_actions
+            )
+            stop_reason = f"stopped by the heuristic: {trip}" if trip else None
+        if not ended and stop_reason is None and len(turns) >= ctx.alfworld_steps:
+            stop_reason = f"the step limit ({ctx.alfworld_steps}) was reached"
+        if ended or stop_reason is not None:
+            live.release(key)
+            update |= finish(state, ctx, turns, stop_reason, won=won)
+        return update
+
+    def after(state: PlayState) -> Literal["turn", "__end__"]:
+        return "__end__" if state.done else "turn"
+
+    builder = StateGraph(
+        PlayState, context_schema=Context, input_schema=PlayInput, output_schema=PlayOutput
+    )
+    builder.add_node("begin", begin)
+    builder.add_node("turn", turn)
+    builder.add_edge(START, "begin")
+    builder.add_conditional_edges("begin", after)
+    builder.add_conditional_edges("turn", after)
+    return builder.compile(name="household-actor")
+
+
+# ---- the evaluators ---------------------------------------------------------------------------
+
+
+class HouseholdVerdict(BaseModel):
+    """The LLM self-evaluator's structured answer."""
+
+    reasoning: str = Field(description="One or two sentences on what the last steps show.")
+    verdict: Literal["yes", "no"] = Field(description="Whether the task was completed.")
+
+
+def heuristic_evaluation(state: HouseholdState, ctx: Context) -> Evaluation:
+    """The paper's heuristic self-evaluation: a trial succeeds when the environment closed
+    the episode (which ALFWorld does when the goal is reached) before the heuristic held or
+    the step limit ran out."""
+    if state.stop_reason is None:
+        return Evaluation(1.0, True, "The episode ended after the last action: the task is done.")
+    return Evaluation(0.0, False, f"The trial failed: {state.stop_reason}.")
+
+
+def judge_messages(state: HouseholdState) -> list[BaseMessage]:
+    user = render(
+        "alfworld_judge_task", task=state.task.strip(), trajectory=trajectory_text(state.trajectory)
+    )
+    return [SystemMessage(render("alfworld_judge_system")), HumanMessage(user)]
+
+
+def make_household_evaluator(
+    model: BaseChatModel | None = None,
+) -> Callable[[HouseholdState, Runtime[Context]], dict[str, Any]]:
+    """The evaluator node: the heuristic by default, the LLM judge (a binary classification
+    of the trajectory by ``Context.evaluator_model``, or ``model``) with ``evaluator=llm``."""
+
+    def evaluator(state: HouseholdState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        if ctx.evaluator == "llm":
+            llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
+            verdict = ask_judge(llm, judge_messages(state), HouseholdVerdict)
+            success = bool(verdict.success)
+            label = "complete" if success else "not complete"
+            if verdict.success is None:
+                label = "not complete (the evaluator gave no verdict)"
+            why = f": {verdict.feedback}" if verdict.feedback else ""
+            feedback = f"The evaluator judged the task {label}{why}"
+            if state.stop_reason and not success:
+                feedback += f" The trial ended because {state.stop_reason}."
+            result = Evaluation(float(success), success, feedback)
+        else:
+            result = heuristic_evaluation(state, ctx)
+        record = TrialRecord(
+            trial=state.trial,
+            answer=None,
+            score=result.score,
+            success=result.success,
+            feedback=result.feedback,
+        )
+        return {"evaluations": [record], "solved": result.success}
+
+    return evaluator
