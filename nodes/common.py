@@ -6,7 +6,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from reflexion.context import Context
-from reflexion.models import EmbeddedChatModel, load_chat_model
+from reflexion.models import EmbeddedChatModel, RetryPolicy, load_chat_model
 
 MESSAGE_OVERHEAD = 6
 """Tokens a chat template adds around each message (role markers), a close upper estimate."""
@@ -21,7 +21,9 @@ def resolve_model(
     role: str = "shared",
 ) -> BaseChatModel:
     """The model a node uses: the one it was built with, else the context's model string
-    (an embedded model runs each ``role`` in its own llama.cpp context, keeping its cache)."""
+    (an embedded model runs each ``role`` in its own llama.cpp context, keeping its cache; a
+    hosted or served model retries transient faults as ``ctx.max_retries`` and
+    ``ctx.request_timeout`` say). A model passed in is used as it is."""
     if override is not None:
         return override
     return load_chat_model(
@@ -30,6 +32,11 @@ def resolve_model(
         max_tokens=ctx.max_tokens,
         base_url=ctx.base_url,
         slot=role,
+        retry=RetryPolicy(
+            max_retries=ctx.max_retries,
+            timeout=ctx.request_timeout,
+            backoff=ctx.retry_backoff,
+        ),
     )
 
 

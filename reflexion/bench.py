@@ -5,6 +5,13 @@ line and every reflection as a ``reflection`` line the moment the graph produces
 last line is its ``final`` line (or an ``error`` line when it failed with an exception). A rerun
 with the same settings skips tasks that have a ``final`` line and resumes the others from their
 checkpoint, so an interrupted run loses at most the step in flight.
+
+Accounting (:mod:`reflexion.usage`): every ``trial`` and ``reflection`` line carries ``usage``,
+the prompt and completion tokens, model calls and wall time per node of what ran since the
+thread's previous line — a trial line the actor and the evaluator (and a setup node such as
+the test writer on the first trial, or a reflector that wrote no reflection), a reflection line
+the reflector. The ``final`` line carries the thread's totals per node: the usage of its lines
+written by earlier, interrupted runs plus this run's, so a resumed thread counts nothing twice.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from reflexion.context import Context
 from reflexion.errors import ReflexionError
+from reflexion.usage import Usage, UsageRecorder, merge, recorded_usage
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 Emit = Callable[[str, "BenchTask", dict[str, Any]], None]
@@ -78,19 +86,31 @@ def stream_thread(
     metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run (or resume, when ``task_input`` is None) one thread; report each trial and
-    reflection as it happens; return the final state values plus ``wall_s``."""
+    reflection as it happens, with the ``usage`` of what ran since the previous report;
+    return the final state values plus ``wall_s`` and ``usage`` (this run's, per node)."""
     config = thread_config(thread_id, ctx, metadata)
+    recorder = UsageRecorder()
+    config["callbacks"] = [recorder]
+    spent: Usage = {}
     started = time.perf_counter()
     for update in graph.stream(task_input, config, context=ctx, stream_mode="updates"):
         for node, values in update.items():
-            if not isinstance(values, dict) or on_event is None:
+            if not isinstance(values, dict):
                 continue
+            event: tuple[str, dict[str, Any]] | None = None
             if node == "evaluator" and values.get("evaluations"):
-                on_event("trial", dict(values["evaluations"][-1]))
+                event = ("trial", dict(values["evaluations"][-1]))
             elif node == "reflector" and values.get("reflections"):
-                on_event("reflection", {"text": values["reflections"][-1]})
+                event = ("reflection", {"text": values["reflections"][-1]})
+            if event is None:
+                continue
+            usage = recorder.take()
+            spent = merge(spent, usage)
+            if on_event is not None:
+                on_event(event[0], {**event[1], "usage": usage})
     state = dict(graph.get_state(config).values)
     state["wall_s"] = round(time.perf_counter() - started, 2)
+    state["usage"] = merge(spent, recorder.take())
     return state
 
 
@@ -125,6 +145,14 @@ class Sink:
         self._handle = handle
         self._lock = threading.Lock()
 
+    @property
+    def path(self) -> Path | None:
+        """The results file, when the handle is an open file (not e.g. a ``StringIO``)."""
+        name = getattr(self._handle, "name", None)
+        if isinstance(name, str) and Path(name).is_file():
+            return Path(name)
+        return None
+
     def write(self, row: dict[str, Any]) -> None:
         line = json.dumps(row, ensure_ascii=False) + "\n"
         with self._lock:
@@ -157,6 +185,8 @@ def run_benchmark(
     done = dict(done or {})
     results: dict[str, dict[str, Any]] = {}
     errors: list[dict[str, Any]] = []
+    # What interrupted runs already recorded (read before this run writes anything).
+    earlier = recorded_usage(read_results(sink.path)) if sink.path is not None else {}
 
     def report(event: str, task: BenchTask, payload: dict[str, Any]) -> None:
         if emit is not None:
@@ -186,6 +216,7 @@ def run_benchmark(
             "evaluations": state.get("evaluations", []),
             "reflections": state.get("reflections", []),
             "wall_s": state["wall_s"],
+            "usage": merge(earlier.get(task.thread_id) if resume else None, state["usage"]),
             "resumed": resume,
             "settings": settings,
         }

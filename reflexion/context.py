@@ -172,6 +172,31 @@ class Context:
         },
     )
 
+    max_retries: int = field(
+        default=3,
+        metadata={
+            "description": "Hosted or served models (not local:): how many times a call that "
+            "times out, is rate-limited (429), fails with a server error (5xx) or returns an "
+            "empty message is tried again, with exponential backoff; 0 = no retry. When the "
+            "tries run out the task is recorded as an error and the benchmark goes on."
+        },
+    )
+    request_timeout: float = field(
+        default=120.0,
+        metadata={
+            "description": "Hosted or served models: seconds one request may take before it "
+            "counts as timed out (and is retried)."
+        },
+    )
+    retry_backoff: float = field(
+        default=1.0,
+        metadata={
+            "description": "Hosted or served models: seconds to wait before the first retry; "
+            "the wait doubles on each later retry (plus random jitter of up to as much), at "
+            "most 30 s."
+        },
+    )
+
     def __post_init__(self) -> None:
         if self.max_trials < 1:
             raise ReflexionError(f"max_trials is {self.max_trials}: use 1 or more")
@@ -200,6 +225,14 @@ class Context:
             raise ReflexionError(
                 f"judge_threshold is {self.judge_threshold}: use a value in [0, 1]"
             )
+        if not 0 <= self.max_retries <= 20:
+            raise ReflexionError(f"max_retries is {self.max_retries}: use a value in [0, 20]")
+        if self.request_timeout <= 0:
+            raise ReflexionError(
+                f"request_timeout is {self.request_timeout}: use a positive number of seconds"
+            )
+        if self.retry_backoff < 0:
+            raise ReflexionError(f"retry_backoff is {self.retry_backoff}: use 0 or more seconds")
 
     @property
     def uses_reflections(self) -> bool:

@@ -81,6 +81,8 @@ def iter_jsonl(file: Path) -> Iterator[tuple[str, object]]:
     """``(where, object)`` for each non-blank line of a JSONL file (gzipped when it ends in
     ``.gz``); ``where`` is ``file:line``. A missing, unreadable or malformed file raises
     :class:`DatasetError` naming the line and the fix."""
+    if file.is_dir():
+        raise DatasetError(f"{file} is a directory: give the path of a JSONL file to --dataset")
     if not file.is_file():
         raise DatasetError(f"dataset file {file} does not exist: check the path given to --dataset")
     opener = gzip.open if file.suffix == ".gz" else open
@@ -97,7 +99,11 @@ def iter_jsonl(file: Path) -> Iterator[tuple[str, object]]:
                         f"{where}: not valid JSON ({exc.msg}); each line must be one JSON object"
                     ) from None
     except (OSError, EOFError) as exc:
-        raise DatasetError(f"cannot read dataset {file}: {exc}") from None
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise DatasetError(
+            f"cannot read dataset {file}: {reason}; check its permissions, or copy it to a "
+            "readable place"
+        ) from None
     except UnicodeDecodeError:
         raise DatasetError(f"dataset {file} is not UTF-8 text: give a JSONL file") from None
 

@@ -17,3 +17,16 @@ class ModelError(ReflexionError):
 
 class DatasetError(ReflexionError):
     """A dataset file that is missing, unreadable or malformed."""
+
+
+class EmptyReplyError(Exception):
+    """A provider answered with an empty message (no text, no tool calls): a transient fault
+    that is retried like a 429 or a 500. Deliberately not a :class:`ReflexionError`, which
+    would stop a whole benchmark; once retries run out it becomes a :class:`ProviderError`."""
+
+
+class ProviderError(Exception):
+    """A model call that still failed after its retries (timeouts, 429, 5xx, empty replies).
+
+    Not a :class:`ReflexionError`: a benchmark records it as the task's ``error`` line, with
+    this one-line reason, and goes on with the next task."""

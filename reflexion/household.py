@@ -80,7 +80,7 @@ def parse_turn(reply: str) -> ParsedTurn:
             thought = line[len("think:") :].strip()
             return ParsedTurn(action=f"think: {thought}"[:400], is_think=True)
         command = " ".join(line.lower().split()).rstrip(".!").strip()
-        return ParsedTurn(action=command[:200], is_think=False)
+        return ParsedTurn(action=command[:200].rstrip(), is_think=False)
     return ParsedTurn(action="", is_think=False)
 
 
@@ -140,7 +140,9 @@ def hallucinated_actions(turns: Sequence[Turn]) -> list[str]:
         if put:
             held.discard((put.group(1) or put.group(2)).lower())
             continue
-        m = _HELD_VERBS.match(turn["action"])
+        # Whitespace collapsed first, as parse_turn records commands: on a long blank run the
+        # pattern's \s+(.+?)\s+ would try every split of it (cubic).
+        m = _HELD_VERBS.match(" ".join(turn["action"].split()))
         if m and m.group(2) not in held:
             found.append(turn["action"])
     return found

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Literal, cast
@@ -56,7 +57,7 @@ def parse_finish(reply: str) -> FinishParse:
             return FinishParse(thought="", answer=None, error="the reply was empty")
         return FinishParse(thought=thought, answer=None, error="no Finish[answer] action found")
     inner, _closed = _balanced(text, matches[-1].end())
-    answer = " ".join(inner.split()).strip().strip("\"'")
+    answer = " ".join(inner.split()).strip("\"'").strip()
     if not answer:
         return FinishParse(thought=thought, answer=None, error="Finish[] held no answer")
     return FinishParse(thought=thought, answer=answer)
@@ -84,8 +85,9 @@ _TRUTHY = {"true", "yes", "correct", "pass", "passed", "success", "solved", "1"}
 _FALSY = {"false", "no", "incorrect", "fail", "failed", "wrong", "unsolved", "0"}
 
 
-def _clamp(value: float) -> float:
-    return max(0.0, min(1.0, value))
+def _clamp(value: float) -> float | None:
+    """The score within [0, 1]; ``None`` for NaN (``max``/``min`` would make it 1.0)."""
+    return None if math.isnan(value) else max(0.0, min(1.0, value))
 
 
 def _from_json(obj: dict[str, object]) -> Verdict | None:
@@ -104,7 +106,10 @@ def _from_json(obj: dict[str, object]) -> Verdict | None:
     score: float | None = None
     raw_score = lowered.get("score")
     if isinstance(raw_score, (int, float)) and not isinstance(raw_score, bool):
-        score = float(raw_score)
+        try:
+            score = float(raw_score)
+        except OverflowError:  # an integer beyond the float range
+            score = math.inf if raw_score > 0 else -math.inf
         score = _clamp(score / 10.0 if 1.0 < score <= 10.0 else score)
     elif isinstance(raw_score, str):
         try:
@@ -166,8 +171,10 @@ def clean_reflection(text: str, max_sentences: int = 3, max_chars: int = 800) ->
     """Trim a reflector reply to the lesson itself: no label, no repeats, no trailing chatter."""
     text = _REFLECTION_PREFIX.sub("", (text or "").strip())
     # A small model may go on to invent a new trial; keep only the lesson.
+    # [^\S\n]*, not \s*: from every newline of a long blank run \s* would rescan the rest of
+    # the run (quadratic); the part kept differs only by trailing whitespace, dropped below.
     text = re.split(
-        r"\n\s*(?:trial\s*#?\d|question\s*:|task\s*:|previous (?:trial|attempt))",
+        r"\n[^\S\n]*(?:trial\s*#?\d|question\s*:|task\s*:|previous (?:trial|attempt))",
         text,
         flags=re.IGNORECASE,
     )[0]
@@ -217,7 +224,7 @@ def parse_react_step(reply: str) -> ReactStepParse:
             thought=thought, action=None, error="no Search[...], Lookup[...] or Finish[...] action"
         )
     inner, _closed = _balanced(text, match.end())
-    argument = " ".join(inner.split()).strip().strip("\"'")
+    argument = " ".join(inner.split()).strip("\"'").strip()
     action = cast(ReactAction, match.group(1).lower())
     if not argument:
         return ReactStepParse(

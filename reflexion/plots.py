@@ -43,7 +43,7 @@ def learning_curve(
             fig.savefig(path)
         except OSError as exc:
             raise ReflexionError(
-                f"cannot write the plot {path}: {exc.strerror}; pass --plot to a writable file"
+                f"cannot write the plot {path}: {exc.strerror}; give a writable path for the PNG"
             ) from None
     finally:
         plt.close(fig)

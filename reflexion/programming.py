@@ -146,7 +146,7 @@ def python_preamble(prompt: str, entry_point: str) -> str:
     an implementation may rely on; empty when the prompt does not parse."""
     try:
         tree = ast.parse(prompt)
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # too deeply nested, NUL
         return ""
     parts = []
     for node in tree.body:
@@ -191,7 +191,9 @@ def stub(problem: CodeProblem) -> str:
 
 # ---- reading model replies --------------------------------------------------------------------
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:\n[ \t]*```|\Z)", re.DOTALL)
+# The first [ \t]*+ is possessive: with no language tag the two blank runs around it would
+# otherwise split a long run of spaces every possible way (quadratic).
+_FENCE = re.compile(r"```[ \t]*+([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:\n[ \t]*```|\Z)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,8 @@ class CodeParse:
 
 def _defines(code: str, entry_point: str, language: Language) -> bool:
     if language == "py":
-        pattern = rf"^\s*(?:async\s+)?def\s+{re.escape(entry_point)}\s*\("
+        # [^\S\n]*, not \s*: from each line of a long blank run \s* would rescan the rest.
+        pattern = rf"^[^\S\n]*(?:async\s+)?def\s+{re.escape(entry_point)}\s*\("
         return re.search(pattern, code, re.M) is not None
     return re.search(rf"\bfn\s+{re.escape(entry_point)}\b", code) is not None
 
@@ -227,6 +230,9 @@ def extract_code(reply: str, problem: CodeProblem) -> CodeParse:
     defining = [b for b in blocks if _defines(b, problem.entry_point, problem.language)]
     if defining:
         code = _strip_main("\n\n".join(b.rstrip() for b in defining), problem.language)
+        if not _defines(code, problem.entry_point, problem.language):
+            # Its only definition was inside the main block that was dropped: nothing is left.
+            return CodeParse(None, f"the reply defines {problem.entry_point} only inside main")
         if problem.language == "py":
             code = tidy_python(code, problem.entry_point)
         return CodeParse(code)
@@ -306,7 +312,8 @@ def _strip_main(code: str, language: Language) -> str:
 
 # ---- unit tests written by the model ----------------------------------------------------------
 
-_RUST_TEST = re.compile(r"^\s*(assert(?:_eq|_ne)?!\s*\(.*\)\s*;?)\s*$")
+# \s*+ (possessive) after the closing parenthesis: \s*;?\s* could split a blank run every way.
+_RUST_TEST = re.compile(r"^\s*(assert(?:_eq|_ne)?!\s*\(.*\)\s*+;?)\s*$")
 
 
 def candidate_tests(reply: str, problem: CodeProblem) -> list[str]:

