@@ -1168,6 +1168,7 @@ def bench_alfworld(
             plot.with_name(plot.stem + "-failures.png"),
             title=f"ALFWorld ({evaluator}): unsolved games by failure class",
             ylabel="proportion of games",
+            legend="best",
         )
     console.print(
         "results in " + ", ".join(str(f) for f in files) + f" · plots {plot} and "

@@ -14,6 +14,7 @@ def learning_curve(
     title: str = "Proportion of tasks solved",
     ylabel: str = "proportion solved",
     xlabel: str = "trial",
+    legend: str = "lower right",
 ) -> Path:
     """Draw one line per series (label -> cumulative proportion solved at trial 1, 2, …)."""
     if not series:
@@ -36,7 +37,7 @@ def learning_curve(
         ax.set_xticks(list(range(1, longest + 1)))
         ax.set_ylim(0.0, 1.0)
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="lower right")
+        ax.legend(loc=legend, fontsize="small")
         fig.tight_layout()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
