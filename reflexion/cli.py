@@ -1255,7 +1255,8 @@ def main() -> None:
     except typer.TyperException as exc:  # Typer's usage errors: wrong or missing options
         if type(exc).__name__ == "NoArgsIsHelpError":  # the help is already printed
             sys.exit(2)
-        names, ctx = [], getattr(exc, "ctx", None)
+        names: list[str] = []
+        ctx = getattr(exc, "ctx", None)
         while ctx is not None and ctx.parent is not None:  # the root's name is the program's
             names.insert(0, ctx.info_name or "")
             ctx = ctx.parent

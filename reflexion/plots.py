@@ -37,7 +37,7 @@ def learning_curve(
         ax.set_xticks(list(range(1, longest + 1)))
         ax.set_ylim(0.0, 1.0)
         ax.grid(True, alpha=0.3)
-        ax.legend(loc=legend, fontsize="small")
+        ax.legend(loc=legend, fontsize=8)
         fig.tight_layout()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
