@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from reflexion.errors import ReflexionError
 
@@ -14,7 +15,9 @@ def learning_curve(
     title: str = "Proportion of tasks solved",
     ylabel: str = "proportion solved",
     xlabel: str = "trial",
-    legend: str = "lower right",
+    legend: Literal["best", "lower right", "upper right", "lower left", "upper left"] = (
+        "lower right"
+    ),
 ) -> Path:
     """Draw one line per series (label -> cumulative proportion solved at trial 1, 2, …)."""
     if not series:
