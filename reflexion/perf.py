@@ -780,9 +780,14 @@ def concurrency(
 # ---- inference: the embedded path against llama-cpp-python -----------------------------------
 
 GENERATION_PROMPT = [
-    SystemMessage("You are a helpful assistant."),
-    HumanMessage("Count from 1 to 1000 in digits, separated by commas. Write nothing else."),
+    SystemMessage("You are a helpful programming assistant."),
+    HumanMessage(
+        "Write a complete Python module implementing a binary search tree class with insert, "
+        "delete, search, minimum, maximum, height and in-order, pre-order and post-order "
+        "traversal methods. Give every method a docstring, then write unit tests for each."
+    ),
 ]
+"""A request whose answer runs far past ``--tokens``, so every call generates that many."""
 
 
 def _role(message: BaseMessage) -> str:
