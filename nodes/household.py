@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 from nodes.actor import memory_block
 from nodes.common import prompt_tokens, resolve_model, trajectory_text
 from nodes.evaluator import Evaluation, ask_judge
+from nodes.reflector import reflection_messages
 from reflexion.alfworld_env import LIST_HINT, Environment, Game, TextWorldEnv, resolve_game
 from reflexion.context import Context, get_context
 from reflexion.errors import ReflexionError
@@ -100,18 +101,7 @@ def household_messages(state: Any, ctx: Context, kind: str, turns: list[Turn]) -
 def household_reflection_messages(state: Any) -> list[BaseMessage]:
     """The reflector prompt for a failed ALFWorld trial: instructions, two worked examples,
     then the trial and the evaluator's feedback."""
-    messages: list[BaseMessage] = [SystemMessage(render("alfworld_reflect_system"))]
-    for example in few_shot("alfworld_reflect_examples"):
-        attempt, _, lesson = example.partition("\nReflection:")
-        messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
-    feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
-    user = render(
-        "alfworld_reflect_task",
-        task=state.task.strip(),
-        trajectory=trajectory_text(state.trajectory),
-        feedback=feedback,
-    )
-    return [*messages, HumanMessage(user)]
+    return reflection_messages(state, "alfworld_reflect_examples", prompts="alfworld_reflect")
 
 
 # ---- the actor --------------------------------------------------------------------------------
@@ -144,18 +134,12 @@ class PlayOutput:
 
 
 @dataclass(kw_only=True)
-class PlayState(PlayInput):
-    """The state of one ALFWorld trial."""
+class PlayState(PlayOutput, PlayInput):
+    """The state of one ALFWorld trial: its input, what it hands back (``trajectory`` holds the
+    turns as lines, ``> action`` then the observation; ``commands`` the commands sent to the
+    environment, not thoughts or empty replies), the turns and whether it is over."""
 
-    kind: str = ""
     turns: list[Turn] = field(default_factory=list)
-    trajectory: list[str] = field(default_factory=list)
-    """The turns as lines: ``> action`` then the observation."""
-    commands: list[str] = field(default_factory=list)
-    """Environment commands so far (thoughts and empty replies are not sent)."""
-    answer: str | None = None
-    stop_reason: str | None = None
-    episodes: list[Episode] = field(default_factory=list)
     done: bool = False
 
 

@@ -19,16 +19,18 @@ from reflexion.state import State
 STOP = ["\nTask:", "\n---", "\nPrevious attempt:"]
 
 
-def reflection_messages(state: State, examples: str = "reflect_examples") -> list[BaseMessage]:
-    """The reflector prompt: instructions, few-shot turns (from the prompt file ``examples``),
-    then the failed trial."""
-    feedback = state.evaluations[-1]["feedback"] if state.evaluations else "Answer is INCORRECT"
-    messages: list[BaseMessage] = [SystemMessage(render("reflect_system"))]
+def reflection_messages(
+    state: State, examples: str = "reflect_examples", *, prompts: str = "reflect"
+) -> list[BaseMessage]:
+    """The reflector prompt: instructions (``prompts/<prompts>_system.md``), few-shot turns
+    (from the prompt file ``examples``), then the failed trial (``<prompts>_task.md``)."""
+    feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
+    messages: list[BaseMessage] = [SystemMessage(render(f"{prompts}_system"))]
     for example in few_shot(examples):
         attempt, _, lesson = example.partition("\nReflection:")
         messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
     user = render(
-        "reflect_task",
+        f"{prompts}_task",
         task=state.task.strip(),
         trajectory=trajectory_text(state.trajectory),
         feedback=feedback,

@@ -508,6 +508,16 @@ def outcome_table(
     return table
 
 
+def _report_errors(errors_by: dict[str, int], unit: str) -> None:
+    """One red line when tasks ended with an error (a rerun retries them)."""
+    count = sum(errors_by.values())
+    if count:
+        console.print(
+            f"[red]{count} {unit}(s) failed with an error[/] (see the 'error' lines); "
+            "rerun the same command to retry them"
+        )
+
+
 def _strategies(value: str) -> list[str]:
     names = [s.strip() for s in value.split(",") if s.strip()]
     if not names:
@@ -602,7 +612,6 @@ def bench_hotpotqa(
     }
     results: dict[str, list[dict[str, Any]]] = {}
     files: list[Path] = []
-    error_count = 0
     errors_by: dict[str, int] = {}
     with _checkpointer(db) as saver:
         graph = _compile(saver, agent)
@@ -643,7 +652,6 @@ def bench_hotpotqa(
                     graph, tasks, ctx, Sink(handle), settings, concurrency, done, agent
                 )
             results[f"{agent} {name}"] = finals
-            error_count += len(errors)
             errors_by[f"{agent} {name}"] = len(errors)
     console.print(summarize(results, trials))
     for label, finals in results.items():
@@ -654,11 +662,7 @@ def bench_hotpotqa(
             f"{label}: solved {solved}/{len(finals)} · mean wall time per question {mean}"
         )
     console.print(outcome_table(results, errors_by, lambda f: bool(f["solved"]), "questions"))
-    if error_count:
-        console.print(
-            f"[red]{error_count} question(s) failed with an error[/] (see the 'error' lines); "
-            "rerun the same command to retry them"
-        )
+    _report_errors(errors_by, "question")
     if plot is None:
         key = _settings_key({"files": [str(f) for f in files]})
         plot = files[0].with_name(f"hotpotqa-{agent}-{'+'.join(strategies)}-{key}.png")
@@ -825,7 +829,6 @@ def bench_programming(
     results: dict[str, list[dict[str, Any]]] = {}
     iterations: dict[str, int] = {}
     files: list[Path] = []
-    error_count = 0
     errors_by: dict[str, int] = {}
     with _checkpointer(db) as saver:
         graph = _compile(saver, "programming")
@@ -905,7 +908,6 @@ def bench_programming(
                     finalize=finalize,
                 )
             results[label] = finals
-            error_count += len(errors)
             errors_by[label] = len(errors)
             if problems[0].language == "py" and finals:
                 samples = out.with_name(out.stem + "-samples.jsonl")
@@ -918,11 +920,7 @@ def bench_programming(
     console.print(
         outcome_table(results, errors_by, lambda f: bool(f.get("hidden_pass")), "problems")
     )
-    if error_count:
-        console.print(
-            f"[red]{error_count} problem(s) failed with an error[/] (see the 'error' lines); "
-            "rerun the same command to retry them"
-        )
+    _report_errors(errors_by, "problem")
     most = max(iterations.values())
     curves = {label: pass_curve(f, most) for label, f in results.items() if f}
     if plot is None:
@@ -1065,7 +1063,6 @@ def bench_alfworld(
         raise ReflexionError(ENGINE_MISSING)
     results: dict[str, list[dict[str, Any]]] = {}
     files: list[Path] = []
-    error_count = 0
     errors_by: dict[str, int] = {}
     with _checkpointer(db) as saver:
         graph = _compile(saver, "alfworld")
@@ -1130,7 +1127,6 @@ def bench_alfworld(
                     finalize=finalize,
                 )
             results[name] = finals
-            error_count += len(errors)
             errors_by[name] = len(errors)
     solved_table, failure_table = household_summary(results, trials)
     console.print(solved_table)
@@ -1145,11 +1141,7 @@ def bench_alfworld(
             f"per game {mean}"
         )
     console.print(outcome_table(results, errors_by, lambda f: bool(f.get("won_at")), "games"))
-    if error_count:
-        console.print(
-            f"[red]{error_count} game(s) failed with an error[/] (see the 'error' lines); "
-            "rerun the same command to retry them"
-        )
+    _report_errors(errors_by, "game")
     if plot is None:
         key = _settings_key({"files": [str(f) for f in files]})
         plot = files[0].with_name(f"alfworld-{evaluator}-{'+'.join(strategies)}-{key}.png")
