@@ -2,11 +2,18 @@
 
     START -> actor -> evaluator --(success or trial limit)--> END
                         |
-                        +--(failure)--> reflector -> actor (next trial)
+                        +--(failure)--> reflector --------------------> actor (next trial)
+                                            |                             ^
+                                            +--(review on)--> review -----+
 
 The three parts are pluggable node functions (see ``nodes``); the builder wires them, the
 state and the runtime context together and returns the uncompiled builder, so callers choose
-the checkpointer (none for a LangGraph server, SQLite for the CLI, in-memory in tests).
+the checkpointer (none for a LangGraph server, SQLite for the CLI, in-memory in tests) and the
+store (the long-term lessons of ``Context.lessons``: ``compile(store=...)``, or the server's).
+``review`` (``Context.review_reflections``) pauses the thread with a LangGraph interrupt so a
+person can keep, edit or drop the new reflection; by default the reflector goes straight on to
+the actor. A run can also stop *before* the reflector with LangGraph's own
+``interrupt_before=["reflector"]`` and go on with ``None`` as the input.
 """
 
 from __future__ import annotations
@@ -30,8 +37,16 @@ from nodes.household import (
     make_household_actor,
     make_household_evaluator,
 )
+from nodes.reflector import make_review
 from reflexion.context import Context, get_context
 from reflexion.household import EnvSessions
+from reflexion.lessons import (
+    QA_FAMILY,
+    REACT_FAMILY,
+    Family,
+    alfworld_family,
+    programming_family,
+)
 from reflexion.state import (
     CodeInputState,
     CodeOutputState,
@@ -58,6 +73,14 @@ def route_after_evaluation(
     return "reflector"
 
 
+def route_after_reflection(state: State, runtime: Runtime[Context]) -> Literal["review", "actor"]:
+    """A new reflection waits for review when the context asks for it; otherwise (and by
+    default) the next trial starts at once."""
+    if get_context(runtime).review_reflections and state.pending_review:
+        return "review"
+    return "actor"
+
+
 def build_reflexion_graph(
     actor: Any,
     evaluator: Any,
@@ -67,9 +90,12 @@ def build_reflexion_graph(
     input_schema: type[Any] = InputState,
     output_schema: type[Any] = OutputState,
     setup: tuple[str, Any] | None = None,
+    family: Family = QA_FAMILY,
 ) -> StateGraph[Any, Any, Any, Any]:
-    """Wire actor, evaluator and reflector nodes into the Reflexion loop; ``setup`` is an
-    optional ``(name, node)`` run once before the first trial (e.g. the test writer)."""
+    """Wire actor, evaluator and reflector nodes into the Reflexion loop, with the review node
+    after the reflector; ``setup`` is an optional ``(name, node)`` run once before the first
+    trial (e.g. the test writer); ``family`` is the task family of the lessons the review
+    node edits (the reflector's)."""
     builder = StateGraph(
         state_schema,
         context_schema=Context,
@@ -79,6 +105,8 @@ def build_reflexion_graph(
     builder.add_node("actor", actor)
     builder.add_node("evaluator", evaluator)
     builder.add_node("reflector", reflector)
+    review: Any = make_review(family)  # serves every graph's state class, like the reflector
+    builder.add_node("review", review)
     if setup is not None:
         name, node = setup
         builder.add_node(name, node)
@@ -88,7 +116,8 @@ def build_reflexion_graph(
         builder.add_edge(START, "actor")
     builder.add_edge("actor", "evaluator")
     builder.add_conditional_edges("evaluator", route_after_evaluation)
-    builder.add_edge("reflector", "actor")
+    builder.add_conditional_edges("reflector", route_after_reflection)
+    builder.add_edge("review", "actor")
     return builder
 
 
@@ -106,9 +135,10 @@ def qa_builder(
     applications pass their own chat models); ``evaluate`` replaces the built-in evaluators.
     """
     return build_reflexion_graph(
-        make_cot_actor(actor_model, with_context=with_context),
+        make_cot_actor(actor_model, with_context=with_context, family=QA_FAMILY),
         make_evaluator(evaluator_model, evaluate),
-        make_reflector(reflector_model),
+        make_reflector(reflector_model, family=QA_FAMILY),
+        family=QA_FAMILY,
     )
 
 
@@ -123,9 +153,10 @@ def react_builder(
     """A question-answering Reflexion loop with the ReAct actor (a subgraph searching
     Wikipedia); ``backend`` overrides the Wikipedia chosen by the context."""
     return build_reflexion_graph(
-        make_react_actor(actor_model, backend),
+        make_react_actor(actor_model, backend, family=REACT_FAMILY),
         make_evaluator(evaluator_model, evaluate),
-        make_reflector(reflector_model, examples="reflect_examples_react"),
+        make_reflector(reflector_model, examples="reflect_examples_react", family=REACT_FAMILY),
+        family=REACT_FAMILY,
     )
 
 
@@ -139,13 +170,16 @@ def programming_builder(
     unit-test evaluator (sandboxed) and the code reflector take turns. ``evaluator_model``
     writes the tests."""
     return build_reflexion_graph(
-        make_code_actor(actor_model),
+        make_code_actor(actor_model, family=programming_family),
         make_unit_test_evaluator(),
-        make_reflector(reflector_model, messages=code_reflection_messages),
+        make_reflector(
+            reflector_model, messages=code_reflection_messages, family=programming_family
+        ),
         state_schema=CodeState,
         input_schema=CodeInputState,
         output_schema=CodeOutputState,
         setup=("test_writer", make_test_writer(evaluator_model)),
+        family=programming_family,
     )
 
 
@@ -162,10 +196,13 @@ def alfworld_builder(
     ``env_factory`` makes environments (default: the real TextWorld engine, an optional
     extra); ``sessions`` shares the live environments with the caller."""
     return build_reflexion_graph(
-        make_household_actor(actor_model, env_factory, sessions),
+        make_household_actor(actor_model, env_factory, sessions, family=alfworld_family),
         make_household_evaluator(evaluator_model),
-        make_reflector(reflector_model, messages=household_reflection_messages),
+        make_reflector(
+            reflector_model, messages=household_reflection_messages, family=alfworld_family
+        ),
         state_schema=HouseholdState,
         input_schema=HouseholdInputState,
         output_schema=HouseholdOutputState,
+        family=alfworld_family,
     )

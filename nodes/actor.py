@@ -9,6 +9,7 @@ task, so the instructions, examples and task form a prefix that stays the same a
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
@@ -18,6 +19,7 @@ from langgraph.runtime import Runtime
 from nodes.common import resolve_model, trajectory_text
 from reflexion.context import Context, get_context
 from reflexion.errors import ReflexionError
+from reflexion.lessons import QA_FAMILY, Family, recall_update
 from reflexion.models import EmbeddedChatModel
 from reflexion.parsing import FinishParse, parse_finish
 from reflexion.prompts import few_shot, render
@@ -44,10 +46,22 @@ class HasMemory(Protocol):
     @property
     def reflections(self) -> list[str]: ...
 
+    @property
+    def lessons(self) -> list[str]: ...
+
+
+def lessons_block(lessons: list[str]) -> str:
+    """The lessons recalled from other threads (``Context.lessons``), or empty."""
+    if not lessons:
+        return ""
+    return render("memory_lessons", lessons="\n".join(f"- {lesson}" for lesson in lessons))
+
 
 def memory_block(state: HasMemory, ctx: Context) -> str:
-    """What the chosen strategy carries into this trial (empty on the first trial)."""
-    parts = []
+    """What this trial carries in: the lessons recalled from other threads (fixed for the
+    thread, so part of a stable prompt prefix), then what the chosen strategy keeps (empty on
+    the first trial)."""
+    parts = [lessons_block(state.lessons)] if state.lessons else []
     if ctx.uses_last_attempt and state.previous_trajectory:
         parts.append(
             render("memory_last_attempt", trajectory=trajectory_text(state.previous_trajectory))
@@ -88,14 +102,18 @@ def cot_messages(state: State, ctx: Context, *, with_context: bool) -> list[Base
 
 
 def make_cot_actor(
-    model: BaseChatModel | None = None, *, with_context: bool = True
+    model: BaseChatModel | None = None, *, with_context: bool = True, family: Family = QA_FAMILY
 ) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
-    """A chain-of-thought actor node; ``model`` overrides ``Context.actor_model``."""
+    """A chain-of-thought actor node; ``model`` overrides ``Context.actor_model``; ``family``
+    is the task family whose lessons it recalls on the first trial (``Context.lessons``)."""
 
     def actor(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = get_context(runtime)
         if not state.task.strip():
             raise ReflexionError("the task is empty: give the question to answer")
+        recalled = recall_update(state, state.task, runtime, family)
+        if recalled:
+            state = replace(state, **recalled)
         llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature, role="actor")
         messages = cot_messages(state, ctx, with_context=with_context)
         options: dict[str, Any] = (
@@ -116,6 +134,7 @@ def make_cot_actor(
             else f"Action: (unparseable: {parsed.error}) {reply.text.strip()[:300]}"
         )
         return {
+            **recalled,
             "trial": state.trial + 1,
             "trajectory": [f"Thought: {parsed.thought}", action],
             "answer": parsed.answer,

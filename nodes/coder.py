@@ -15,15 +15,18 @@ The benchmark's hidden tests are not part of the graph state: nothing here can s
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
+from nodes.actor import lessons_block
 from nodes.common import resolve_model
 from reflexion.context import Context, get_context
 from reflexion.errors import ReflexionError
+from reflexion.lessons import Family, programming_family, recall_update
 from reflexion.programming import (
     LANGUAGE_NAMES,
     CodeProblem,
@@ -144,9 +147,12 @@ def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
     and the test results, the reflections (strategy ``reflexion``) and the request to fix it."""
     problem = problem_of(state)
     names = _names(problem.language)
+    task = render("code_task", prompt=problem.prompt.strip(), **names)
+    if state.lessons:
+        task = f"{task}\n\n{lessons_block(state.lessons)}"
     messages: list[BaseMessage] = [
         SystemMessage(render("code_system", **names)),
-        HumanMessage(render("code_task", prompt=problem.prompt.strip(), **names)),
+        HumanMessage(task),
     ]
     if state.trial == 0 or not state.evaluations:
         return messages
@@ -170,19 +176,24 @@ def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
 
 
 def make_code_actor(
-    model: BaseChatModel | None = None,
+    model: BaseChatModel | None = None, *, family: Family = programming_family
 ) -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
-    """The code actor node; ``model`` overrides ``Context.actor_model``."""
+    """The code actor node; ``model`` overrides ``Context.actor_model``; ``family`` is the task
+    family whose lessons it recalls on the first trial (``Context.lessons``)."""
 
     def code_actor(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = get_context(runtime)
         problem = problem_of(state)
+        recalled = recall_update(state, state.task, runtime, family)
+        if recalled:
+            state = replace(state, **recalled)
         llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature, role="actor")
         # No grammar: llama.cpp's grammar sampling halves the token rate on this vocabulary;
         # the parser copes with whatever format comes back.
         reply = llm.invoke(code_messages(state, ctx), stop=STOPS[problem.language])
         parsed = extract_code(reply.text, problem)
         return {
+            **recalled,
             "trial": state.trial + 1,
             "trajectory": [parsed.code if parsed.code is not None else reply.text.strip()[:2000]],
             "answer": parsed.code,

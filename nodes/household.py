@@ -16,7 +16,7 @@ agent nor the evaluators read it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -45,6 +45,7 @@ from reflexion.household import (
     heuristic_trip,
     parse_turn,
 )
+from reflexion.lessons import Family, alfworld_family, recall_update
 from reflexion.prompts import few_shot, render
 from reflexion.state import HouseholdState, TrialRecord
 
@@ -116,6 +117,7 @@ class PlayInput:
     trial: int = 0
     previous_trajectory: list[str] = field(default_factory=list)
     reflections: list[str] = field(default_factory=list)
+    lessons: list[str] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
@@ -131,6 +133,9 @@ class PlayOutput:
     stop_reason: str | None = None
     episodes: list[Episode] = field(default_factory=list)
     """The finished trial's record (one item; the Reflexion state appends it)."""
+    lessons: list[str] = field(default_factory=list)
+    """The lessons recalled on the first trial (``Context.lessons``), handed back unchanged
+    later."""
 
 
 @dataclass(kw_only=True)
@@ -147,10 +152,14 @@ def make_household_actor(
     model: BaseChatModel | None = None,
     env_factory: EnvFactory | None = None,
     sessions: EnvSessions | None = None,
+    *,
+    family: Family = alfworld_family,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The ALFWorld actor subgraph; ``model`` overrides ``Context.actor_model``;
     ``env_factory`` makes environments (default: the real TextWorld engine); ``sessions``
-    shares live environments with the caller (tests inspect replays through it)."""
+    shares live environments with the caller (tests inspect replays through it); ``family``
+    (of the state, once ``kind`` is known) is the task family whose lessons ``begin`` recalls
+    on the first trial (``Context.lessons``)."""
     live = sessions if sessions is not None else EnvSessions(env_factory or TextWorldEnv)
 
     def game_of(state: PlayInput, ctx: Context) -> Game:
@@ -188,7 +197,10 @@ def make_household_actor(
         ctx = get_context(runtime)
         game = game_of(state, ctx)
         observation = live.start(thread_key(get_config()), game)
+        started = replace(state, task=observation, kind=game.kind)
+        family_name = family(started) if callable(family) else family
         return {
+            **recall_update(started, observation, runtime, family_name),
             "trial": state.trial + 1,
             "task": observation,
             "kind": game.kind,

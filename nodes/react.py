@@ -25,6 +25,7 @@ from nodes.actor import memory_block
 from nodes.common import prompt_tokens, resolve_model
 from reflexion.context import Context, get_context
 from reflexion.errors import ReflexionError
+from reflexion.lessons import REACT_FAMILY, Family, recall_update
 from reflexion.models import EmbeddedChatModel
 from reflexion.parsing import parse_react_step
 from reflexion.prompts import few_shot, render
@@ -72,12 +73,15 @@ class ReactInput:
     trial: int = 0
     previous_trajectory: list[str] = field(default_factory=list)
     reflections: list[str] = field(default_factory=list)
+    lessons: list[str] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
 class ReactOutput:
-    """What one ReAct trial hands back to the Reflexion state."""
+    """What one ReAct trial hands back to the Reflexion state (``lessons``: those recalled on
+    the first trial, handed back unchanged later)."""
 
+    lessons: list[str] = field(default_factory=list)
     trial: int = 0
     trajectory: list[str] = field(default_factory=list)
     answer: str | None = None
@@ -148,10 +152,14 @@ def _lines(step: Step) -> list[str]:
 
 
 def make_react_actor(
-    model: BaseChatModel | None = None, backend: WikiBackend | None = None
+    model: BaseChatModel | None = None,
+    backend: WikiBackend | None = None,
+    *,
+    family: Family = REACT_FAMILY,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The ReAct actor subgraph; ``model`` overrides ``Context.actor_model`` and ``backend``
-    overrides the Wikipedia chosen by ``Context.wiki`` / ``Context.corpus``."""
+    overrides the Wikipedia chosen by ``Context.wiki`` / ``Context.corpus``; ``family`` is the
+    task family whose lessons ``begin`` recalls on the first trial (``Context.lessons``)."""
 
     def tools(ctx: Context) -> WikiTools:
         return WikiTools(backend if backend is not None else get_backend(ctx.wiki, ctx.corpus))
@@ -161,6 +169,7 @@ def make_react_actor(
             raise ReflexionError("the task is empty: give the question to answer")
         tools(get_context(runtime))  # a missing corpus fails here, before any model call
         return {
+            **recall_update(state, state.task, runtime, family),
             "trial": state.trial + 1,
             "trajectory": [],
             "steps": [],

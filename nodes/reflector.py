@@ -1,4 +1,9 @@
-"""The self-reflector: turns a failed trial into a short first-person lesson."""
+"""The self-reflector: turns a failed trial into a short first-person lesson; the review node:
+a person reads, edits or drops that lesson before the next trial (``Context.review_reflections``).
+
+With ``Context.lessons`` on, every new reflection is also saved to the long-term lesson store
+(:mod:`reflexion.lessons`); an edit in review updates it there and a drop deletes it.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +13,21 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
+from langgraph.types import interrupt
 
 from nodes.common import resolve_model, trajectory_text
 from reflexion.context import Context, get_context
+from reflexion.errors import ReflexionError
+from reflexion.lessons import (
+    QA_FAMILY,
+    Family,
+    current_thread_id,
+    family_of,
+    lesson_key,
+    namespace,
+    save_lesson,
+    store_of,
+)
 from reflexion.memory import update_window
 from reflexion.parsing import clean_reflection
 from reflexion.prompts import few_shot, render
@@ -43,13 +60,17 @@ def make_reflector(
     *,
     examples: str = "reflect_examples",
     messages: Callable[[Any], list[BaseMessage]] | None = None,
+    family: Family = QA_FAMILY,
 ) -> Callable[[Any, Runtime[Context]], dict[str, Any]]:
     """The reflector node; ``model`` overrides ``Context.reflector_model``; ``examples`` names
     the prompt file of few-shot reflections (one per agent family); ``messages`` replaces the
-    whole prompt (a function of the state, e.g. the programming reflector's).
+    whole prompt (a function of the state, e.g. the programming reflector's); ``family`` is
+    the task family its lessons are saved under (``Context.lessons``).
 
     What it writes depends on the strategy: the previous trajectory (``last_attempt``), a new
-    reflection appended to the Ω window (``reflexion``), both, or nothing (``none``).
+    reflection appended to the Ω window (``reflexion``), both, or nothing (``none``). A new
+    reflection also goes to the lesson store (``Context.lessons``) and waits for review
+    (``pending_review``, with ``Context.review_reflections``).
     """
 
     def prompt(state: Any) -> list[BaseMessage]:
@@ -68,6 +89,89 @@ def make_reflector(
             lesson = clean_reflection(llm.invoke(prompt(state), stop=STOP).text)
             if lesson:
                 update["reflections"] = update_window(state.reflections, lesson, ctx.memory_size)
+                if ctx.lessons:
+                    save_lesson(
+                        store_of(runtime),
+                        family_of(family, state, ctx),
+                        text=lesson,
+                        task=state.task,
+                        task_id=state.task_id,
+                        thread_id=current_thread_id(),
+                        trial=state.trial,
+                    )
+                if ctx.review_reflections:
+                    update["pending_review"] = lesson
         return update
 
     return reflector
+
+
+ACCEPT, DROP = "accept", "drop"
+
+REVIEW_HELP = (
+    "Resume with Command(resume=...): '' or {'action': 'accept'} keeps the reflection, "
+    "a string or {'reflection': text} replaces it, {'action': 'drop'} removes it."
+)
+"""(``Command(resume=None)`` is not a resume in LangGraph: it carries no value.)"""
+
+
+def review_decision(value: Any) -> tuple[str, str | None]:
+    """Read a review's resume value: ``("accept", None)``, ``("edit", text)`` or
+    ``("drop", None)``; anything else is a one-line error."""
+    if value is None:
+        return ACCEPT, None
+    if isinstance(value, str):
+        return (ACCEPT, None) if not value.strip() else ("edit", value.strip())
+    if isinstance(value, dict):
+        if "reflection" in value and isinstance(value["reflection"], str):
+            text = value["reflection"].strip()
+            return ("edit", text) if text else (ACCEPT, None)
+        action = value.get("action")
+        if action in (ACCEPT, DROP) and set(value) == {"action"}:
+            return str(action), None
+    raise ReflexionError(f"cannot read the review answer {value!r}: {REVIEW_HELP}")
+
+
+def make_review(family: Family = QA_FAMILY) -> Callable[[Any, Runtime[Context]], dict[str, Any]]:
+    """The review node: interrupts with the proposed reflection (and the trial, its feedback
+    and the task) and applies the person's answer to the newest reflection of the window —
+    keep, replace or drop — and to its copy in the lesson store. The reflector's model is not
+    called again on resume: the proposal is in ``pending_review``. ``family`` must be the
+    reflector's."""
+
+    def review(state: Any, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        proposed = state.pending_review
+        if not proposed:
+            return {"pending_review": None}
+        feedback = state.evaluations[-1]["feedback"] if state.evaluations else ""
+        answer = interrupt(
+            {
+                "reflection": proposed,
+                "trial": state.trial,
+                "feedback": feedback,
+                "task": state.task,
+                "help": REVIEW_HELP,
+            }
+        )
+        action, text = review_decision(answer)
+        update: dict[str, Any] = {"pending_review": None}
+        if action == ACCEPT:
+            return update
+        window = list(state.reflections)
+        newest = window[-1:] == [proposed]
+        if action == DROP:
+            update["reflections"] = window[:-1] if newest else window
+        else:
+            update["reflections"] = [*window[:-1], str(text)] if newest else window
+        if ctx.lessons:
+            store = store_of(runtime)
+            where = namespace(family_of(family, state, ctx))
+            key = lesson_key(current_thread_id(), state.trial)
+            if action == DROP:
+                store.delete(where, key)
+            elif (item := store.get(where, key)) is not None:
+                store.put(where, key, {**item.value, "text": text}, index=False)
+        return update
+
+    return review

@@ -21,7 +21,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +29,11 @@ from typing import Any, TextIO
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
 
 from reflexion.context import Context
 from reflexion.errors import ReflexionError
+from reflexion.persistence import thread_history
 from reflexion.usage import Usage, UsageRecorder, merge, recorded_usage
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
@@ -79,7 +81,7 @@ def snapshot(graph: Graph, thread_id: str) -> Any | None:
 def stream_thread(
     graph: Graph,
     thread_id: str,
-    task_input: dict[str, Any] | None,
+    task_input: dict[str, Any] | Command[Any] | None,
     ctx: Context,
     on_event: Callable[[str, dict[str, Any]], None] | None = None,
     *,
@@ -87,14 +89,48 @@ def stream_thread(
 ) -> dict[str, Any]:
     """Run (or resume, when ``task_input`` is None) one thread; report each trial and
     reflection as it happens, with the ``usage`` of what ran since the previous report;
-    return the final state values plus ``wall_s`` and ``usage`` (this run's, per node)."""
+    return the final state values plus ``wall_s`` and ``usage`` (this run's, per node).
+
+    A run that stops at an interrupt (the review node's, or an ``interrupt_before``) returns
+    what is pending: ``interrupts`` (``{"id", "value"}`` per interrupt, e.g. the proposed
+    reflection) and ``next`` (the nodes that run on resume; empty when the thread is done).
+    Resume by calling again with ``Command(resume=...)`` (or ``None``) as ``task_input``."""
     config = thread_config(thread_id, ctx, metadata)
     recorder = UsageRecorder()
     config["callbacks"] = [recorder]
     spent: Usage = {}
     started = time.perf_counter()
-    for update in graph.stream(task_input, config, context=ctx, stream_mode="updates"):
-        for node, values in update.items():
+    # Crash safety: a trial or reflection is reported only once the checkpoint holding it is
+    # saved. With durability="sync" a step's checkpoint is written before the next step
+    # starts, and the "checkpoints" stream event comes after that write, so reported lines
+    # never get ahead of the checkpointer: a rerun after a kill resumes past every reported
+    # trial (none runs twice), and one saved but not yet reported is recovered from the
+    # checkpoints (see run_benchmark). Updates stream as soon as a node finishes, before the
+    # step is saved, so they are held until then.
+    held: list[tuple[str, dict[str, Any]]] = []
+
+    def report_held(saved: dict[str, Any] | None) -> None:
+        for name, payload in held:
+            if name == "reflection" and saved is not None:
+                payload["trial"] = saved.get("trial")  # the trial the reflection follows
+            if on_event is not None:
+                on_event(name, payload)
+        held.clear()
+
+    for mode, chunk in graph.stream(
+        task_input,
+        config,
+        context=ctx,
+        stream_mode=["updates", "checkpoints"],
+        durability="sync",
+    ):
+        if mode == "checkpoints":
+            values = chunk.get("values") if isinstance(chunk, dict) else None
+            report_held(values if isinstance(values, dict) else None)
+            continue
+        if not isinstance(chunk, dict):
+            continue
+        for node, values in chunk.items():
             if not isinstance(values, dict):
                 continue
             event: tuple[str, dict[str, Any]] | None = None
@@ -106,9 +142,13 @@ def stream_thread(
                 continue
             usage = recorder.take()
             spent = merge(spent, usage)
-            if on_event is not None:
-                on_event(event[0], {**event[1], "usage": usage})
-    state = dict(graph.get_state(config).values)
+            held.append((event[0], {**event[1], "usage": usage}))
+    # The stream has ended and every checkpoint of the run is saved.
+    report_held(dict(graph.get_state(config).values) if held else None)
+    current = graph.get_state(config)
+    state = dict(current.values)
+    state["interrupts"] = [{"id": i.id, "value": i.value} for i in current.interrupts]
+    state["next"] = list(current.next)
     state["wall_s"] = round(time.perf_counter() - started, 2)
     state["usage"] = merge(spent, recorder.take())
     return state
@@ -144,6 +184,17 @@ class Sink:
     def __init__(self, handle: TextIO) -> None:
         self._handle = handle
         self._lock = threading.Lock()
+        self._torn = self._ends_mid_line()
+
+    def _ends_mid_line(self) -> bool:
+        """Whether the file ends in a line a killed process left unfinished; the next line
+        then starts on a new line instead of joining it (and being lost with it)."""
+        path = self.path
+        if path is None or path.stat().st_size == 0:
+            return False
+        with path.open("rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            return fh.read(1) != b"\n"
 
     @property
     def path(self) -> Path | None:
@@ -156,8 +207,52 @@ class Sink:
     def write(self, row: dict[str, Any]) -> None:
         line = json.dumps(row, ensure_ascii=False) + "\n"
         with self._lock:
+            if self._torn:
+                line, self._torn = "\n" + line, False
             self._handle.write(line)
             self._handle.flush()
+
+
+def recorded_lines(rows: Iterable[dict[str, Any]]) -> dict[str, tuple[set[int], set[int]]]:
+    """By thread id: the trial numbers that have a ``trial`` line and those that have a
+    ``reflection`` line (a reflection line without ``trial``, from an older version, follows
+    the thread's trial line before it)."""
+    found: dict[str, tuple[set[int], set[int]]] = {}
+    last: dict[str, int] = {}
+    for row in rows:
+        thread = str(row.get("thread_id"))
+        trials, reflections = found.setdefault(thread, (set(), set()))
+        number = row.get("trial")
+        if row.get("type") == "trial" and isinstance(number, int):
+            trials.add(number)
+            last[thread] = number
+        elif row.get("type") == "reflection":
+            number = number if isinstance(number, int) else last.get(thread)
+            if number is not None:
+                reflections.add(number)
+    return found
+
+
+def unrecorded(
+    graph: Graph, thread_id: str, recorded: tuple[set[int], set[int]] | None
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Trials and reflections a thread's checkpoints hold but its results lines lack (a
+    process killed between saving a step and writing its line), in order, marked
+    ``recovered``; their usage went with the killed process."""
+    trials, reflections = recorded or (set(), set())
+    values = graph.get_state({"configurable": {"thread_id": thread_id}}).values
+    evaluations = values.get("evaluations") or [] if isinstance(values, dict) else []
+    numbers = [r.get("trial") for r in evaluations]
+    if all(n in trials for n in numbers) and not any(n not in reflections for n in numbers[:-1]):
+        return  # nothing can be missing (the last trial's reflection may not exist yet)
+    written = {e.trial: e.reflection for e in thread_history(graph, thread_id)}
+    for record in evaluations:
+        number = record.get("trial")
+        if number not in trials:
+            yield "trial", {**record, "usage": {}, "recovered": True}
+        text = written.get(number)
+        if text is not None and number not in reflections:
+            yield "reflection", {"text": text, "trial": number, "usage": {}, "recovered": True}
 
 
 def run_benchmark(
@@ -186,7 +281,9 @@ def run_benchmark(
     results: dict[str, dict[str, Any]] = {}
     errors: list[dict[str, Any]] = []
     # What interrupted runs already recorded (read before this run writes anything).
-    earlier = recorded_usage(read_results(sink.path)) if sink.path is not None else {}
+    recorded_rows = list(read_results(sink.path)) if sink.path is not None else []
+    earlier = recorded_usage(recorded_rows)
+    recorded = recorded_lines(recorded_rows)
 
     def report(event: str, task: BenchTask, payload: dict[str, Any]) -> None:
         if emit is not None:
@@ -198,6 +295,9 @@ def run_benchmark(
             report(event, task, payload)
 
         resume = snapshot(graph, task.thread_id) is not None
+        if resume:
+            for event, payload in unrecorded(graph, task.thread_id, recorded.get(task.thread_id)):
+                on_event(event, payload)
         state = stream_thread(
             graph,
             task.thread_id,

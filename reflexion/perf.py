@@ -24,7 +24,6 @@ import math
 import os
 import platform
 import shlex
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -46,7 +45,6 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.sqlite import SqliteSaver
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
@@ -57,6 +55,7 @@ from reflexion.context import Context
 from reflexion.datasets import load_hotpotqa
 from reflexion.errors import ReflexionError
 from reflexion.models import DEFAULT_MODEL, LOCAL_PREFIX, EmbeddedChatModel, embedded_model
+from reflexion.persistence import open_checkpointer, parse_target
 from reflexion.usage import UsageRecorder, merge, totals
 
 perf_app = typer.Typer(
@@ -236,40 +235,21 @@ def time_loop(
 
 
 @contextlib.contextmanager
-def sqlite_saver(path: Path) -> Iterator[SqliteSaver]:
+def sqlite_saver(path: Path) -> Iterator[BaseCheckpointSaver[Any]]:
     """A SQLite checkpointer on a file, opened as the CLI opens its own."""
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    try:
-        yield SqliteSaver(conn)
-    finally:
-        conn.close()
-
-
-POSTGRES_MISSING = (
-    "--postgres needs the postgres extra (langgraph-checkpoint-postgres and psycopg): "
-    "pip install 'reflexion-langgraph[postgres]'"
-)
+    with open_checkpointer(path) as saver:
+        yield saver
 
 
 @contextlib.contextmanager
 def postgres_saver(dsn: str) -> Iterator[BaseCheckpointSaver[Any]]:
     """A ``PostgresSaver`` on ``dsn`` (tables created if missing), or a one-line error."""
-    try:
-        import psycopg
-        from langgraph.checkpoint.postgres import PostgresSaver
-        from psycopg.rows import dict_row
-    except ImportError:
-        raise ReflexionError(POSTGRES_MISSING) from None
-    try:
-        conn = psycopg.Connection.connect(
-            dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row
+    if parse_target(dsn, option="--postgres").kind != "postgres":
+        raise ReflexionError(
+            f"--postgres '{dsn}' is not a PostgreSQL connection string: "
+            "pass postgresql://user@host:port/dbname"
         )
-    except psycopg.Error as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ReflexionError(f"cannot connect to PostgreSQL ({first}): check --postgres") from None
-    with conn:
-        saver = PostgresSaver(conn)
-        saver.setup()
+    with open_checkpointer(dsn, option="--postgres") as saver:
         yield saver
 
 

@@ -59,6 +59,12 @@ class State(InputState):
     """The last failed trial's trajectory, kept only for the ``last_attempt`` strategies."""
     reflections: list[str] = field(default_factory=list)
     """The window of the last Ω self-reflections, oldest first."""
+    lessons: list[str] = field(default_factory=list)
+    """Lessons recalled from other threads' reflections on the first trial
+    (``Context.lessons``); shown to the actor in every trial, apart from the Ω window."""
+    pending_review: str | None = None
+    """The new reflection waiting for a person's review (``Context.review_reflections``);
+    ``None`` when nothing waits."""
     evaluations: Annotated[list[TrialRecord], operator.add] = field(default_factory=list)
     """One record per finished trial, in order."""
     answer: str | None = None

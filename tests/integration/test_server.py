@@ -1,24 +1,55 @@
-"""`langgraph dev` serves our graphs offline and runs one on the embedded model."""
+"""A real `langgraph dev` server driven through langgraph-sdk: every graph served with its
+description and context schema, a run streamed as it happens, interrupted before the reflector
+and resumed, and `reflexion bench … --server URL` with several runs in flight on the server."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from dataclasses import asdict, fields
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
 
+from reflexion.bench import BenchTask, Sink
+from reflexion.context import Context
+from reflexion.errors import ReflexionError
 from reflexion.models import TEST_MODEL
+from reflexion.remote import run_benchmark_remote, server_thread_id
 
 pytestmark = [pytest.mark.integration, pytest.mark.enable_socket]
 
 ROOT = Path(__file__).resolve().parents[2]
+MODELS = {"actor_model": TEST_MODEL, "evaluator_model": TEST_MODEL, "reflector_model": TEST_MODEL}
+FINAL_KEYS = {
+    "type",
+    "thread_id",
+    "task_id",
+    "question",
+    "reference",
+    "answer",
+    "solved",
+    "trials",
+    "evaluations",
+    "reflections",
+    "wall_s",
+    "usage",
+    "resumed",
+    "settings",
+}
+"""The keys of a local run's final line (bench.run_benchmark) for a HotPotQA question."""
 
 
 def free_port() -> int:
@@ -27,10 +58,27 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def absolute_paths(value: Any) -> Any:
+    """langgraph.json with every ``./…`` path made absolute (relative to the repository)."""
+    if isinstance(value, dict):
+        return {k: absolute_paths(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [absolute_paths(v) for v in value]
+    if isinstance(value, str) and (value == "." or value.startswith("./")):
+        return str(ROOT / value)
+    return value
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`langgraph dev` on a free loopback port with 4 jobs per worker; stopped at the end. It
+    runs in a fresh directory (the in-memory server keeps its threads in `.langgraph_api/`
+    under its working directory), so every session starts with no threads."""
     port = free_port()
-    log_path = tmp_path_factory.mktemp("server") / "langgraph-dev.log"
+    workdir = tmp_path_factory.mktemp("server")
+    config = workdir / "langgraph.json"
+    config.write_text(json.dumps(absolute_paths(json.loads((ROOT / "langgraph.json").read_text()))))
+    log_path = workdir / "langgraph-dev.log"
     log = log_path.open("wb")
     cli = Path(sys.executable).with_name("langgraph")
     proc = subprocess.Popen(
@@ -43,8 +91,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             "127.0.0.1",
             "--port",
             str(port),
+            "--n-jobs-per-worker",
+            "4",
+            "--config",
+            str(config),
         ],
-        cwd=ROOT,
+        cwd=workdir,
         stdout=log,
         stderr=subprocess.STDOUT,
         env={**os.environ, "LANGSMITH_TRACING": "false", "LANGGRAPH_NO_BROWSER": "1"},
@@ -74,62 +126,182 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         log.close()
 
 
-def test_every_graph_is_served_with_its_description(server):
-    assistants = httpx.post(f"{server}/assistants/search", json={"limit": 50}, timeout=30).json()
-    graphs = {a["graph_id"] for a in assistants}
-    assert {
-        "reflexion_qa",
-        "reflexion_qa_cot",
-        "reflexion_react",
-        "reflexion_programming",
-    } <= graphs
-    schemas = httpx.get(
-        f"{server}/assistants/{assistants[0]['assistant_id']}/schemas", timeout=30
-    ).json()
-    assert "memory_size" in schemas["context_schema"]["properties"]
+@pytest.fixture(scope="module")
+def client(server: str) -> Iterator[SyncLangGraphClient]:
+    with get_sync_client(url=server, api_key=None) as sdk:
+        yield sdk
 
 
-def test_a_run_on_the_embedded_model(server):
-    thread = httpx.post(f"{server}/threads", json={}, timeout=30).json()
-    body = {
-        "assistant_id": "reflexion_qa",
-        "input": {
+def test_every_graph_is_served_with_its_description_and_described_context(client):
+    """Every graph of langgraph.json is served under its id with its description, and each
+    one's context schema (what Studio shows) lists every Context field with its description;
+    the model fields are plain strings, so the CLI's model strings work there too."""
+    graphs = json.loads((ROOT / "langgraph.json").read_text())["graphs"]
+    assistants = {a["graph_id"]: a for a in client.assistants.search(limit=100)}
+    assert set(graphs) <= set(assistants)
+    for graph_id, spec in graphs.items():
+        assistant = assistants[graph_id]
+        assert assistant["description"] == spec["description"], graph_id
+        schema = client.assistants.get_schemas(assistant["assistant_id"])["context_schema"]
+        properties = schema["properties"]
+        for field in fields(Context):
+            assert properties[field.name]["description"] == field.metadata["description"]
+            assert properties[field.name]["description"].strip(), (graph_id, field.name)
+        for name in MODELS:
+            assert properties[name]["type"] == "string" and "enum" not in properties[name]
+
+
+def test_a_run_streams_stops_before_the_reflector_and_a_second_run_resumes_it(client, server):
+    """A run of reflexion_qa streams its node updates (actor, then evaluator); started with
+    interrupt_before=["reflector"] it leaves the thread interrupted after a failed trial 1
+    (next == reflector), its state holding that evaluation and no reflection. A second run with
+    input None (submitted by run_benchmark_remote, which finds the thread unfinished) goes on
+    from there: its reflection arrives while the run is still running, and the thread ends
+    with the reflection and trial 2's evaluation."""
+    task = BenchTask(
+        thread_id="server-test-interrupt",
+        input={
             "task": "Which river flows through Prague?",
             "context": "Prague lies on the Vltava river.",
-            "reference": "Vltava",
+            "reference": "Zzyzx Creek",  # never the answer: trial 1 fails
         },
-        "context": {
-            "actor_model": TEST_MODEL,
-            "evaluator_model": TEST_MODEL,
-            "reflector_model": TEST_MODEL,
-            "max_trials": 2,
-            "max_tokens": 96,
-        },
-    }
-    result = httpx.post(
-        f"{server}/threads/{thread['thread_id']}/runs/wait", json=body, timeout=600
-    ).json()
-    assert result["trial"] in (1, 2), result
-    assert len(result["evaluations"]) == result["trial"]
+        label="",
+        meta={"task_id": "prague"},
+    )
+    ctx = Context(**MODELS, max_trials=2, max_tokens=96)
+    thread_id = server_thread_id(task.thread_id)
+    client.threads.create(thread_id=thread_id, if_exists="do_nothing", graph_id="reflexion_qa")
+    seen: list[str] = []
+    for part in client.runs.stream(
+        thread_id,
+        "reflexion_qa",
+        input=task.input,
+        context=asdict(ctx),
+        stream_mode="updates",
+        interrupt_before=["reflector"],
+    ):
+        if part.event == "updates":
+            seen.extend(part.data)
+    assert seen[:2] == ["actor", "evaluator"], seen
+    state = client.threads.get_state(thread_id)
+    assert state["next"] == ["reflector"]
+    assert client.threads.get(thread_id)["status"] == "interrupted"
+    [first] = state["values"]["evaluations"]
+    assert first["trial"] == 1 and first["success"] is False
+    assert state["values"].get("reflections", []) == []
+
+    events: list[tuple[str, str]] = []
+
+    def emit(event: str, _task: BenchTask, payload: dict[str, Any]) -> None:
+        running = client.runs.list(thread_id, status="running")
+        events.append((event, "running" if running else "not running"))
+
+    out = io.StringIO()
+    finals, errors = run_benchmark_remote(
+        server, "reflexion_qa", [task], ctx, Sink(out), settings={}, emit=emit
+    )
+    assert errors == []
+    assert events[0] == ("reflection", "running"), events
+    assert [e for e, _ in events] == ["reflection", "trial", "final"]
+    state = client.threads.get_state(thread_id)
+    assert state["next"] == []
+    values = state["values"]
+    assert [e["trial"] for e in values["evaluations"]] == [1, 2]
+    assert len(values["reflections"]) == 1 and values["reflections"][0].strip()
+    assert finals[0]["resumed"] is True and finals[0]["reflections"] == values["reflections"]
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [row["type"] for row in lines] == ["reflection", "trial", "final"]
+    assert lines[0]["usage"]["reflector"]["calls"] == 1
 
 
-def test_a_react_run_on_the_offline_corpus(server):
-    thread = httpx.post(f"{server}/threads", json={}, timeout=30).json()
-    body = {
-        "assistant_id": "reflexion_react",
-        "input": {"task": "What is VIVA Media AG called since 2004?", "reference": "VIVA Media"},
-        "context": {
-            "actor_model": TEST_MODEL,
-            "max_trials": 1,
-            "max_steps": 2,
-            "max_tokens": 192,  # room for a capped thought and the action
-        },
-    }
-    result = httpx.post(
-        f"{server}/threads/{thread['thread_id']}/runs/wait", json=body, timeout=600
-    ).json()
-    assert result["trial"] == 1, result
-    state = httpx.get(f"{server}/threads/{thread['thread_id']}/state", timeout=30).json()
-    trajectory = state["values"]["trajectory"]
-    assert trajectory[1].startswith("Action: Search["), trajectory
-    assert trajectory[2].startswith("Observation: "), trajectory
+def test_unreachable_server_and_unknown_graph_are_one_line_errors(server):
+    """A URL where no server listens, and a graph the server does not serve, each stop the
+    benchmark with one line: how to start a server, or which graphs the server has."""
+    task = BenchTask(thread_id="never-run", input={"task": "x"}, label="", meta={})
+    args = ([task], Context(), Sink(io.StringIO()))
+    with pytest.raises(ReflexionError) as unreachable:
+        run_benchmark_remote(f"http://127.0.0.1:{free_port()}", "reflexion_qa", *args, settings={})
+    assert "cannot reach the LangGraph server" in str(unreachable.value)
+    assert "langgraph dev" in str(unreachable.value) and "\n" not in str(unreachable.value)
+    with pytest.raises(ReflexionError) as unknown:
+        run_benchmark_remote(server, "no_such_graph", *args, settings={})
+    message = str(unknown.value)
+    assert "no_such_graph" in message and "reflexion_qa" in message and "\n" not in message
+
+
+def watch_runs(client: SyncLangGraphClient, out: Path, stop: threading.Event) -> dict[str, Any]:
+    """Poll the server while a bench runs: the most runs running at once, and whether a
+    trial line was in the results file while its thread's run was still running."""
+    seen: dict[str, Any] = {"most_running": 0, "trial_while_running": False}
+    while not stop.is_set():
+        running = []
+        for thread in client.threads.search(status="busy", limit=50):
+            if client.runs.list(thread["thread_id"], status="running"):
+                running.append(thread["metadata"].get("reflexion_thread_id"))
+        seen["most_running"] = max(seen["most_running"], len(running))
+        if running and out.is_file():
+            written = [json.loads(line) for line in out.read_text().splitlines() if line]
+            trials = {row["thread_id"] for row in written if row["type"] == "trial"}
+            finals = {row["thread_id"] for row in written if row["type"] == "final"}
+            if any(t in trials and t not in finals for t in running):
+                seen["trial_while_running"] = True
+        time.sleep(0.3)
+    return seen
+
+
+def test_cli_bench_on_the_server_runs_tasks_in_parallel_and_resumes(client, server, tmp_path):
+    """`reflexion bench hotpotqa --server URL -n 3 -c 3 --trials 2` has the server run
+    several questions at once, writes trial lines while runs are still going, the same
+    results lines as a local run (trial, reflection, final), the table and the PNG; a rerun
+    runs nothing, and a thread that finished without a final line gets one from its server
+    state without running again."""
+    out, png = tmp_path / "r.jsonl", tmp_path / "curve.png"
+    cmd = [
+        *(sys.executable, "-m", "reflexion", "bench", "hotpotqa"),
+        *("--server", server, "-n", "3", "-c", "3", "--trials", "2", "-m", TEST_MODEL),
+        *("--output", str(out), "--plot", str(png), "--db", str(tmp_path / "unused.sqlite")),
+    ]
+    env = {**os.environ, "COLUMNS": "200"}
+    stop, seen = threading.Event(), {}
+    watcher = threading.Thread(target=lambda: seen.update(watch_runs(client, out, stop)))
+    watcher.start()
+    try:
+        first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=420)
+    finally:
+        stop.set()
+        watcher.join()
+    assert first.returncode == 0, first.stderr
+    assert seen["most_running"] > 1, seen
+    assert seen["trial_while_running"], seen
+    assert "trial 1:" in first.stdout and "cumulative accuracy" in first.stdout
+    assert "outcomes and model usage" in first.stdout
+    assert png.is_file() and png.read_bytes()[:4] == b"\x89PNG"
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    finals = [row for row in lines if row["type"] == "final"]
+    assert len(finals) == 3 and not [row for row in lines if row["type"] == "error"]
+    for final in finals:
+        assert set(final) == FINAL_KEYS
+        own = [row["type"] for row in lines if row["thread_id"] == final["thread_id"]]
+        assert own[-1] == "final" and own.count("trial") == len(final["evaluations"])
+        assert own.count("reflection") == len(final["reflections"])
+        assert final["usage"]["actor"]["calls"] == len(final["evaluations"])
+        assert final["usage"]["actor"]["prompt_tokens"] > 0
+    # Same command again: every question is skipped, nothing appended.
+    again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "trial 1:" not in again.stdout
+    assert [json.loads(line) for line in out.read_text().splitlines()] == lines
+    # A finished thread whose final line was lost: the final line comes from the server state.
+    lost = finals[0]["thread_id"]
+    out.write_text("".join(json.dumps(row) + "\n" for row in lines if row is not finals[0]))
+    third = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert third.returncode == 0, third.stderr
+    assert "trial 1:" not in third.stdout
+    redone = [json.loads(line) for line in out.read_text().splitlines()][len(lines) - 1 :]
+    assert [(row["type"], row["thread_id"]) for row in redone] == [("final", lost)]
+    assert redone[0]["resumed"] is True
+    for key in ("answer", "solved", "evaluations", "reflections"):
+        assert redone[0][key] == finals[0][key], key
+    for node, counters in finals[0]["usage"].items():  # tokens from the lines already written
+        for key in ("calls", "prompt_tokens", "completion_tokens"):
+            assert redone[0]["usage"][node][key] == counters[key], (node, key)

@@ -19,7 +19,9 @@ def test_router_edges_are_all_drawn():
     edges = {(e.source, e.target, e.conditional) for e in graph.get_graph().edges}
     assert ("evaluator", "reflector", True) in edges
     assert ("evaluator", "__end__", True) in edges
-    assert ("reflector", "actor", False) in edges
+    assert ("reflector", "actor", True) in edges
+    assert ("reflector", "review", True) in edges
+    assert ("review", "actor", False) in edges
 
 
 def test_public_schemas_are_narrow():
@@ -64,3 +66,27 @@ def test_alfworld_topology_and_schemas():
     # the actor is a subgraph whose turns are its own supersteps (checkpointed one by one)
     inner = alfworld.get_graph(xray=True).nodes
     assert {"actor:begin", "actor:turn"} <= set(inner)
+
+
+def test_generic_topology_and_schemas():
+    """The generic ``reflexion`` graph (langgraph.json) draws as its snapshot and keeps the
+    narrow QA input/output schemas."""
+    from graphs.generic import graph as generic
+
+    drawn = generic.get_graph().draw_mermaid()
+    snapshot = SNAPSHOT.with_name("reflexion.mmd")
+    assert drawn == snapshot.read_text(), "topology changed: update tests/snapshots/ if intended"
+    assert set(generic.get_input_jsonschema()["properties"]) == {
+        "task",
+        "context",
+        "reference",
+        "task_id",
+    }
+    assert set(generic.get_output_jsonschema()["properties"]) == {
+        "answer",
+        "solved",
+        "trial",
+        "evaluations",
+        "reflections",
+    }
+    assert "description" in generic.get_context_jsonschema()["properties"]["actor_model"]

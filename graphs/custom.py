@@ -1,0 +1,452 @@
+"""Reflexion around your own actor and evaluator: the public API for LangChain users.
+
+:func:`create_reflexion_graph` takes an actor (a chat model plus a prompt, or any Runnable or
+callable), an evaluator (a Python function, or an LLM judge) and puts our self-reflector
+between them in the Reflexion loop of :func:`graphs.builder.build_reflexion_graph`. The result
+is a compiled LangGraph graph: invoke or stream it directly, or add it to your own graph as a
+subgraph.
+
+Run settings (trial limit, Ω, strategy, judge mode and threshold, models named by string) come
+from the runtime context, as in every graph here: pass ``context=Context(max_trials=5)`` to
+``invoke``/``stream``; with no context the :class:`~reflexion.context.Context` defaults apply.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from math import isfinite
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate
+from langchain_core.runnables import Runnable
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore
+from langgraph.types import Checkpointer
+
+from graphs.builder import build_reflexion_graph
+from nodes.actor import memory_block
+from nodes.common import resolve_model
+from nodes.evaluator import (
+    Evaluation,
+    ask_judge,
+    exact_match_evaluation,
+    judge_messages,
+    make_evaluator,
+    verdict_to_evaluation,
+)
+from nodes.reflector import make_reflector
+from reflexion.context import Context, get_context
+from reflexion.errors import ReflexionError
+from reflexion.lessons import Family, recall_update
+from reflexion.prompts import render
+from reflexion.state import State
+
+__all__ = [
+    "ACTOR_VARIABLES",
+    "Evaluation",
+    "create_reflexion_graph",
+    "make_actor",
+    "make_chat_actor",
+    "make_custom_evaluator",
+    "read_reply",
+    "to_evaluation",
+]
+
+ACTOR_VARIABLES = ("task", "context", "reflections", "lessons", "memory", "trial")
+"""What an actor gets each trial: the task, its context, the reflections (the last Ω lessons of
+this thread), the lessons recalled from other threads (``Context.lessons``), ``memory`` (all of
+that as prompt text with headings, empty on a first trial without recalled lessons) and the
+1-based number of this trial. The reference answer is never among them."""
+
+STOP = ["\nTask:", "\n---"]
+"""Stop sequences of the default actor prompt (a small model may invent a next task)."""
+
+_ANSWER_LINE = re.compile(
+    r"^[ \t]*[*_]*answer[*_]*[ \t]*:[*_]*[ \t]*", re.IGNORECASE | re.MULTILINE
+)
+
+ActorFn = Callable[[State, Runtime[Context]], dict[str, Any]]
+EvaluatorSpec = Literal["llm", "exact_match"] | BaseChatModel | Callable[..., Any]
+ActorSpec = BaseChatModel | str | Runnable[Any, Any] | Callable[[dict[str, Any]], Any]
+
+
+def _kind(value: object) -> str:
+    """A value's type name for error messages."""
+    return type(value).__name__
+
+
+def read_reply(text: str) -> tuple[str | None, list[str]]:
+    """The answer and trajectory in a free-text reply.
+
+    When a line starts with ``Answer:``, the text after the last such marker (to the end of
+    the reply, so an answer may span lines) is the answer and the lines before it are the
+    reasoning; otherwise the whole reply is the answer. The trajectory is the reasoning lines
+    followed by ``Answer: <answer>``; ``None`` (no answer) for an empty reply.
+    """
+    text = (text or "").strip()
+    markers = list(_ANSWER_LINE.finditer(text))
+    if markers:
+        last = markers[-1]
+        answer = text[last.end() :].strip()
+        reasoning = [ln.strip() for ln in text[: last.start()].splitlines() if ln.strip()]
+    else:
+        answer, reasoning = text, []
+    if not answer:
+        return None, [*reasoning, "Answer: (none)"]
+    return answer, [*reasoning, f"Answer: {answer}"]
+
+
+def _window(state: State, ctx: Context) -> list[str]:
+    """The reflections the actor may see under the run's strategy and Ω."""
+    if not (ctx.uses_reflections and ctx.memory_size > 0):
+        return []
+    return list(state.reflections[-ctx.memory_size :])
+
+
+def _begin_trial(
+    state: State, runtime: Runtime[Context], family: Family
+) -> tuple[State, dict[str, Any], dict[str, Any]]:
+    """The state with lessons recalled (first trial, ``Context.lessons`` on), what the recall
+    adds to the update, and the actor's inputs (``reflections`` and ``lessons`` as lists)."""
+    if not state.task.strip():
+        raise ReflexionError("the task is empty: give the task to attempt")
+    ctx = get_context(runtime)
+    recalled = recall_update(state, state.task, runtime, family)
+    if recalled:
+        state = replace(state, **recalled)
+    inputs = {
+        "task": state.task,
+        "context": state.context,
+        "reflections": _window(state, ctx),
+        "lessons": list(state.lessons),
+        "memory": memory_block(state, ctx),
+        "trial": state.trial + 1,
+    }
+    return state, recalled, inputs
+
+
+def _trial_update(
+    state: State, answer: str | None, trajectory: list[str], reason: str | None
+) -> dict[str, Any]:
+    return {
+        "trial": state.trial + 1,
+        "trajectory": trajectory,
+        "answer": answer,
+        "stop_reason": None if answer is not None else (reason or "the actor gave no answer"),
+    }
+
+
+def _chat_prompt(prompt: ChatPromptTemplate | str) -> BasePromptTemplate[Any]:
+    """A user's prompt, checked: a template (or a string, made one user message) whose
+    variables are among :data:`ACTOR_VARIABLES` and include ``task``."""
+    if isinstance(prompt, str):
+        template: BasePromptTemplate[Any] = ChatPromptTemplate.from_messages([("human", prompt)])
+    elif isinstance(prompt, BasePromptTemplate):
+        template = prompt
+    else:
+        raise ReflexionError(
+            f"prompt is a {_kind(prompt)}: pass a ChatPromptTemplate or a template string"
+        )
+    unknown = sorted(set(template.input_variables) - set(ACTOR_VARIABLES))
+    if unknown:
+        raise ReflexionError(
+            f"the prompt uses unknown variable(s) {', '.join(unknown)}: use only "
+            + ", ".join("{" + v + "}" for v in ACTOR_VARIABLES)
+        )
+    if "task" not in template.input_variables:
+        raise ReflexionError("the prompt never uses {task}: put {task} where the task belongs")
+    return template
+
+
+def default_actor_messages(state: State, ctx: Context) -> list[BaseMessage]:
+    """The generic actor prompt (``prompts/generic_system.md``, ``generic_task.md``): the
+    instructions and the task form a stable prefix; memory comes last."""
+    context_block = f"Context: {state.context.strip()}" if state.context.strip() else ""
+    user = render("generic_task", context_block=context_block, task=state.task.strip())
+    memory = memory_block(state, ctx)
+    if memory:
+        user = f"{user}\n\n{memory}"
+    return [SystemMessage(render("generic_system")), HumanMessage(user)]
+
+
+def make_chat_actor(
+    model: BaseChatModel | str | None = None,
+    prompt: ChatPromptTemplate | str | None = None,
+    *,
+    family: Family = "reflexion",
+) -> ActorFn:
+    """An actor node around a chat model: ``model`` is a chat model, a ``provider:model``
+    string, or ``None`` for ``Context.actor_model``. ``prompt`` (a ChatPromptTemplate, or a
+    string made one user message, with variables among :data:`ACTOR_VARIABLES`) replaces the
+    generic actor prompt. The reply is read by :func:`read_reply`. ``family`` is the task
+    family whose lessons it recalls on the first trial (``Context.lessons``)."""
+    if model is not None and not isinstance(model, BaseChatModel | str):
+        raise ReflexionError(
+            f"the actor model is a {_kind(model)}: pass a chat model or a provider:model string"
+        )
+    template = _chat_prompt(prompt) if prompt is not None else None
+
+    def actor(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        state, recalled, inputs = _begin_trial(state, runtime, family)
+        override = model if isinstance(model, BaseChatModel) else None
+        spec = model if isinstance(model, str) else ctx.actor_model
+        llm = resolve_model(override, spec, ctx, temperature=ctx.temperature, role="actor")
+        if template is None:
+            reply = llm.invoke(default_actor_messages(state, ctx), stop=STOP)
+        else:
+            values = {
+                **inputs,
+                "reflections": "\n".join(f"- {r}" for r in inputs["reflections"]),
+                "lessons": "\n".join(f"- {r}" for r in inputs["lessons"]),
+            }
+            reply = llm.invoke(template.invoke(values))
+        answer, trajectory = read_reply(reply.text)
+        update = _trial_update(state, answer, trajectory, "the actor's reply held no answer")
+        return {**recalled, **update}
+
+    actor.__name__ = "chat_actor"
+    return actor
+
+
+def _read_actor_output(out: object) -> tuple[str | None, list[str]]:
+    """A Runnable/callable actor's output as (answer, trajectory)."""
+    if isinstance(out, str):
+        return read_reply(out)
+    if isinstance(out, BaseMessage):
+        return read_reply(out.text)
+    if isinstance(out, Mapping):
+        if "answer" not in out:
+            keys = ", ".join(sorted(map(str, out))) or "none"
+            raise ReflexionError(
+                f'the actor returned a dict without "answer" (keys: {keys}): add the answer '
+                'under "answer"'
+            )
+        answer = out["answer"]
+        if answer is not None and not isinstance(answer, str):
+            raise ReflexionError(
+                f'the actor\'s "answer" is a {_kind(answer)}: make it a str (or None)'
+            )
+        answer = (answer.strip() or None) if answer is not None else None
+        steps = out.get("trajectory")
+        if steps is None:
+            steps = [f"Answer: {answer if answer is not None else '(none)'}"]
+        elif isinstance(steps, str):
+            steps = [steps]
+        elif not (isinstance(steps, Sequence) and all(isinstance(s, str) for s in steps)):
+            raise ReflexionError(
+                f'the actor\'s "trajectory" is a {_kind(steps)}: make it a list of str'
+            )
+        return answer, list(steps)
+    raise ReflexionError(
+        f'the actor returned a {_kind(out)}: return a str, an AIMessage or a dict with "answer"'
+    )
+
+
+def make_actor(
+    actor: ActorSpec,
+    prompt: ChatPromptTemplate | str | None = None,
+    *,
+    family: Family = "reflexion",
+) -> ActorFn:
+    """The actor node for any supported actor (see :func:`create_reflexion_graph`)."""
+    if isinstance(actor, BaseChatModel | str):
+        return make_chat_actor(actor, prompt, family=family)
+    if prompt is not None:
+        raise ReflexionError(
+            f"prompt is only used with a chat-model actor, and the actor is a {_kind(actor)}: "
+            "build the prompt into your Runnable (prompt | model) or drop prompt="
+        )
+    call: Callable[[dict[str, Any]], Any]
+    if isinstance(actor, Runnable):
+        runnable: Runnable[Any, Any] = actor
+        call = runnable.invoke
+    elif callable(actor):
+        call = actor
+    else:
+        raise ReflexionError(
+            f"the actor is a {_kind(actor)}: pass a chat model, a Runnable, or a function "
+            "taking a dict of task, context, reflections, lessons, memory and trial"
+        )
+
+    def custom_actor(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+        state, recalled, inputs = _begin_trial(state, runtime, family)
+        answer, trajectory = _read_actor_output(call(inputs))
+        return {**recalled, **_trial_update(state, answer, trajectory, None)}
+
+    return custom_actor
+
+
+def to_evaluation(result: object, ctx: Context) -> Evaluation:
+    """A user evaluator's result as an :class:`Evaluation`: a bool is the verdict; a float
+    (or int) is a score in [0, 1] that succeeds at ``ctx.judge_threshold`` or above."""
+    if isinstance(result, Evaluation):
+        return result
+    if isinstance(result, bool):
+        return Evaluation(
+            float(result), result, "Answer is CORRECT" if result else "Answer is INCORRECT"
+        )
+    if isinstance(result, int | float):
+        score = float(result)
+        if not (isfinite(score) and 0.0 <= score <= 1.0):
+            raise ReflexionError(
+                f"the evaluator returned the score {score}: scores must lie in [0, 1]"
+            )
+        ok = score >= ctx.judge_threshold
+        label = "Answer is CORRECT" if ok else "Answer is INCORRECT"
+        return Evaluation(score, ok, f"{label} (score {score:.2f})")
+    raise ReflexionError(
+        f"the evaluator returned a {_kind(result)}: return a bool, a float score in [0, 1] or "
+        "an Evaluation"
+    )
+
+
+def _arity(fn: Callable[..., Any]) -> int:
+    """How many positional arguments ``fn`` requires."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError) as exc:
+        raise ReflexionError(
+            f"cannot read the evaluator's signature ({_kind(fn)}): wrap it in a def taking "
+            "(state), (task, answer) or (task, answer, reference)"
+        ) from exc
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sum(1 for p in params if p.kind in positional and p.default is p.empty)
+
+
+def _judge(model: BaseChatModel | None) -> Callable[[State, Context], Evaluation]:
+    def judge(state: State, ctx: Context) -> Evaluation:
+        llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
+        return verdict_to_evaluation(ask_judge(llm, judge_messages(state)), ctx)
+
+    return judge
+
+
+def _no_answer(state: State) -> Evaluation:
+    reason = state.stop_reason or "no answer was given"
+    return Evaluation(0.0, False, f"Answer is INCORRECT: {reason}")
+
+
+def make_custom_evaluator(evaluator: EvaluatorSpec) -> Callable[[State, Context], Evaluation]:
+    """The evaluator contract (``(state, ctx) -> Evaluation``) for any supported evaluator.
+
+    ``"llm"`` is our LLM judge on ``Context.evaluator_model``, a chat model the judge on that
+    model; ``"exact_match"`` compares with the state's ``reference``. A function is told apart
+    by how many positional arguments it requires: one gets the state; two get
+    ``(task, answer)``; three ``(task, answer, reference)``. The two- and three-argument forms
+    are not called when the actor gave no answer: that trial fails.
+    """
+    if isinstance(evaluator, BaseChatModel):
+        return _judge(evaluator)
+    if isinstance(evaluator, str):
+        if evaluator == "llm":
+            return _judge(None)
+        if evaluator == "exact_match":
+            return exact_match_evaluation
+        raise ReflexionError(
+            f"the evaluator '{evaluator}' is unknown: use 'llm', 'exact_match', a chat model "
+            "or a function"
+        )
+    if isinstance(evaluator, Runnable) or not callable(evaluator):
+        raise ReflexionError(
+            f"the evaluator is a {_kind(evaluator)}: pass a function taking (state), "
+            "(task, answer) or (task, answer, reference), a chat model, or 'llm'"
+        )
+    fn = evaluator
+    arity = _arity(fn)
+    if arity == 1:
+
+        def by_state(state: State, ctx: Context) -> Evaluation:
+            return to_evaluation(fn(state), ctx)
+
+        return by_state
+    if arity in (2, 3):
+
+        def by_answer(state: State, ctx: Context) -> Evaluation:
+            if state.answer is None:
+                return _no_answer(state)
+            args = (state.task, state.answer, state.reference)[:arity]
+            return to_evaluation(fn(*args), ctx)
+
+        return by_answer
+    raise ReflexionError(
+        f"the evaluator requires {arity} positional arguments: give it (state), "
+        "(task, answer) or (task, answer, reference)"
+    )
+
+
+def _reflector(
+    model: BaseChatModel | str | None, family: Family
+) -> Callable[[Any, Runtime[Context]], Any]:
+    """Our reflector node; a ``provider:model`` string replaces ``Context.reflector_model``."""
+    if model is None or isinstance(model, BaseChatModel):
+        return make_reflector(model, family=family)
+    if not isinstance(model, str):
+        raise ReflexionError(
+            f"reflector_model is a {_kind(model)}: pass a chat model or a provider:model string"
+        )
+    node = make_reflector(None, family=family)
+    spec = model
+
+    def reflector(state: Any, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = replace(get_context(runtime), reflector_model=spec)
+        result: dict[str, Any] = node(state, runtime.override(context=ctx))
+        return result
+
+    return reflector
+
+
+def create_reflexion_graph(
+    actor: ActorSpec,
+    evaluator: EvaluatorSpec,
+    *,
+    reflector_model: BaseChatModel | str | None = None,
+    prompt: ChatPromptTemplate | str | None = None,
+    name: str = "reflexion",
+    checkpointer: Checkpointer = None,
+    store: BaseStore | None = None,
+) -> CompiledStateGraph[Any, Context, Any, Any]:
+    """A compiled Reflexion graph around your own actor and evaluator, with our reflector.
+
+    ``actor`` is one of:
+
+    - a chat model (or a ``provider:model`` string): it gets ``prompt`` — a
+      ChatPromptTemplate, or a string taken as one user message, using ``{task}`` and any of
+      ``{context}``, ``{reflections}`` (the last Ω lessons, one ``- `` line each),
+      ``{lessons}`` (lessons recalled from other threads, likewise), ``{memory}`` (both, and
+      the last attempt under the ``last_attempt`` strategies, with headings) and ``{trial}``
+      — or, without one, our generic actor prompt. Its reply is read by
+      :func:`read_reply` (the text after a final ``Answer:`` line, else the whole reply);
+    - any Runnable (``prompt | model | parser``, an agent) or function: called with a dict of
+      ``task``, ``context``, ``reflections``, ``lessons`` (lists of str), ``memory`` and
+      ``trial``; it
+      returns a str or an AIMessage (read as above) or a dict with ``answer`` and, optionally,
+      ``trajectory`` (a list of str: what the reflector sees of the trial).
+
+    ``evaluator`` is a function — ``(state)``, ``(task, answer)`` or
+    ``(task, answer, reference)``, told apart by how many positional arguments it requires —
+    returning a bool, a score in [0, 1] (success at ``Context.judge_threshold``, 0.5 by
+    default, or above) or an :class:`Evaluation`; or ``"llm"`` (our LLM judge on
+    ``Context.evaluator_model``), a chat model (the judge on it), or ``"exact_match"``.
+
+    ``reflector_model`` overrides ``Context.reflector_model``. ``name`` names the compiled
+    graph and is the task family of its lessons (``Context.lessons``; ``Context.task_family``
+    overrides it). The graph's input is ``task``,
+    ``context``, ``reference`` (seen only by evaluators), ``task_id``; its output ``answer``,
+    ``solved``, ``trial``, ``evaluations``, ``reflections``. Loop settings come from the run's
+    context: ``graph.invoke(input, config, context=Context(max_trials=5, memory_size=1))``.
+    ``checkpointer`` and ``store`` go to ``compile``; leave ``checkpointer`` out for
+    a subgraph (it uses its parent's) and for a LangGraph server.
+    """
+    return build_reflexion_graph(
+        make_actor(actor, prompt, family=name),
+        make_evaluator(None, make_custom_evaluator(evaluator)),
+        _reflector(reflector_model, name),
+        family=name,
+    ).compile(checkpointer=checkpointer, store=store, name=name)

@@ -1,0 +1,216 @@
+"""The long-term lesson store: reflections kept across threads in a LangGraph ``BaseStore``.
+
+The paper's memory ends with the thread (the Ω window); its "future work" keeps lessons for
+later tasks. With ``Context.lessons`` on, every reflection a thread writes is also ``put`` into
+the store under ``("reflexion", "lessons", <task family>)``, and a new thread recalls the
+``Context.recall_k`` most relevant lessons of *other* threads of its family once, on its first
+trial, into the state's ``lessons`` (shown to the actor apart from the Ω reflections, and kept
+for every trial so the prompt prefix stays the same).
+
+Retrieval is lexical: BM25 (the ``rank-bm25`` package's BM25+ variant, whose idf stays positive
+on the tiny corpora a store starts with, where plain Okapi BM25 scores a word found in half the
+documents as zero) over lower-cased word tokens without a small list of stop words; a lesson's
+document is its text plus the task it was written for. It needs no model, no download and no
+network, and it is deterministic: ties go to the more recent lesson, then to the smaller key.
+At most :data:`MAX_CANDIDATES` items are scanned per recall (SQLite and Postgres stores return
+the most recently updated first; LangGraph's ``InMemoryStore`` returns them in insertion order).
+
+The store comes from LangGraph's runtime (``runtime.store``): ``compile(store=...)``, or the
+store a LangGraph server provides.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore, Item
+from rank_bm25 import BM25Plus
+
+from reflexion.context import Context, get_context
+from reflexion.errors import ReflexionError
+
+NAMESPACE = ("reflexion", "lessons")
+"""Prefix of every lesson's namespace; the task family follows."""
+
+MAX_CANDIDATES = 1000
+"""Most store items scanned by one recall."""
+
+Family = str | Callable[[Any], str]
+"""A task family, or a function of the state that gives it (e.g. per language)."""
+
+QA_FAMILY = "qa"
+REACT_FAMILY = "react"
+
+_STOP_TEXT = """
+a an the and or but if then than of to in on at by for with from into onto about as is are was
+were be been being it its this that these those i me my we our you your he she they them their
+his her what which who whom whose when where why how do does did done not no so too very can
+could should would will shall may might must have has had there here all any some such only
+own same other also just
+"""
+STOP_WORDS = frozenset(_STOP_TEXT.split())
+"""Words too common to tell lessons apart."""
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def programming_family(state: Any) -> str:
+    """``programming-py`` or ``programming-rs``, from the state's language."""
+    return f"programming-{getattr(state, 'language', 'py') or 'py'}"
+
+
+def alfworld_family(state: Any) -> str:
+    """``alfworld-<kind>`` (put, clean, heat, cool, examine, puttwo), from the state."""
+    return f"alfworld-{getattr(state, 'kind', '') or 'unknown'}"
+
+
+def family_of(family: Family, state: Any, ctx: Context) -> str:
+    """The family lessons go to and come from: ``Context.task_family`` when set, else the
+    graph's own."""
+    if ctx.task_family:
+        return ctx.task_family
+    return family(state) if callable(family) else family
+
+
+def namespace(family: str) -> tuple[str, ...]:
+    """The store namespace of a task family's lessons."""
+    return (*NAMESPACE, family)
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case word tokens of ``text`` without stop words."""
+    return [w for w in _WORD.findall(text.lower()) if w not in STOP_WORDS]
+
+
+def lesson_key(thread_id: str | None, trial: int) -> str:
+    """The key of the lesson a thread wrote after ``trial`` (one per thread and trial)."""
+    return f"{thread_id or 'no-thread'}:{trial}"
+
+
+def current_thread_id() -> str | None:
+    """The thread the running node belongs to (``None`` outside a thread)."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # called outside a graph run
+        return None
+    thread_id = configurable.get("thread_id")
+    return str(thread_id) if thread_id is not None else None
+
+
+def store_of(runtime: Runtime[Context] | None) -> BaseStore:
+    """The run's store; a one-line error when lessons are on and there is none."""
+    store = runtime.store if runtime is not None else None
+    if store is None:
+        raise ReflexionError(
+            "lessons are on but the graph has no store: compile it with "
+            "compile(store=InMemoryStore()) (or a SqliteStore/PostgresStore), or turn "
+            "Context.lessons off"
+        )
+    return store
+
+
+def save_lesson(
+    store: BaseStore,
+    family: str,
+    *,
+    text: str,
+    task: str,
+    task_id: str | None,
+    thread_id: str | None,
+    trial: int,
+) -> str:
+    """Put one reflection into the family's namespace; return its key."""
+    key = lesson_key(thread_id or f"anonymous-{uuid.uuid4().hex}", trial)
+    store.put(
+        namespace(family),
+        key,
+        {
+            "text": text,
+            "task": task,
+            "task_id": task_id,
+            "thread_id": thread_id,
+            "trial": trial,
+            "created": datetime.now(UTC).isoformat(),
+        },
+        index=False,
+    )
+    return key
+
+
+def rank(items: Sequence[Item], query: str, k: int) -> list[Item]:
+    """The ``k`` items most relevant to ``query`` by BM25+ over lesson text and task; ties go
+    to the more recently updated item, then to the smaller key. Items sharing no word with the
+    query rank last (they still fill the ``k`` places, newest first)."""
+    if k <= 0 or not items:
+        return []
+    docs = [tokenize(f"{i.value.get('text', '')} {i.value.get('task', '')}") for i in items]
+    words = tokenize(query)
+    if words and any(docs):
+        scores = [float(s) for s in BM25Plus(docs).get_scores(words)]
+    else:
+        scores = [0.0] * len(items)
+    query_words = set(words)
+    matched = [bool(query_words.intersection(doc)) for doc in docs]
+    order = sorted(
+        range(len(items)),
+        key=lambda i: (
+            not matched[i],
+            -scores[i],
+            -items[i].updated_at.timestamp(),
+            items[i].key,
+        ),
+    )
+    return [items[i] for i in order[:k]]
+
+
+def recall(
+    store: BaseStore,
+    family: str,
+    task: str,
+    k: int,
+    *,
+    exclude_thread: str | None,
+    exclude_task_id: str | None = None,
+) -> list[str]:
+    """The texts of the ``k`` lessons of ``family`` most relevant to ``task``, never from the
+    thread ``exclude_thread`` nor about the same task (the same ``task_id``, or the same task
+    text): a lesson is meant to carry over to *other* tasks, and a benchmark rerun must not
+    recall what an earlier run learnt on the very question it is answering."""
+    items = store.search(namespace(family), limit=MAX_CANDIDATES)
+    same_text = task.strip()
+    others = [
+        item
+        for item in items
+        if str(item.value.get("text", "")).strip()
+        and (exclude_thread is None or item.value.get("thread_id") != exclude_thread)
+        and (exclude_task_id is None or item.value.get("task_id") != exclude_task_id)
+        and str(item.value.get("task", "")).strip() != same_text
+    ]
+    return [str(item.value["text"]).strip() for item in rank(others, task, k)]
+
+
+def recall_update(
+    state: Any, task: str, runtime: Runtime[Context] | None, family: Family
+) -> dict[str, Any]:
+    """What an actor adds to its first trial's update: ``{"lessons": [...]}`` recalled for
+    ``task`` when ``Context.lessons`` is on; nothing otherwise (no store access) or on later
+    trials (the recalled lessons stay fixed for the thread)."""
+    ctx = get_context(runtime)
+    if not ctx.lessons or state.trial != 0:
+        return {}
+    store = store_of(runtime)
+    found = recall(
+        store,
+        family_of(family, state, ctx),
+        task,
+        ctx.recall_k,
+        exclude_thread=current_thread_id(),
+        exclude_task_id=getattr(state, "task_id", None),
+    )
+    return {"lessons": found}

@@ -1,0 +1,354 @@
+"""Where threads and long-term memory live: a checkpointer and a store chosen by a string.
+
+``--db`` (and :func:`open_checkpointer` / :func:`open_store`) takes
+
+* a plain path or ``sqlite:///PATH`` (``sqlite:////abs/path`` for an absolute one): a SQLite
+  file, created with its parent directories when missing (the CLI's default);
+* ``postgresql://user:password@host:port/dbname`` (or ``postgres://…``, or with
+  ``?sslmode=…`` and other libpq parameters): a PostgreSQL database, tables created on first
+  use (needs the ``postgres`` extra);
+* ``:memory:``: an in-process saver and store that vanish with the process (tests, one-offs).
+
+Both backends come from the official packages (``langgraph-checkpoint-sqlite``,
+``langgraph-checkpoint-postgres``). Each opener gives its object its own connection.
+``SqliteSaver``, ``SqliteStore``, ``PostgresSaver`` and ``PostgresStore`` serialise their use of
+that connection with a lock, so one object is safe to share between the benchmark's worker
+threads (``--concurrency N``); the database, not the process, is the point of contact.
+
+Anything that cannot be opened is a one-line :class:`ReflexionError` naming the target and the
+option to fix, raised before any work starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
+from langgraph.store.sqlite import SqliteStore
+
+from reflexion.errors import ReflexionError
+
+Kind = Literal["sqlite", "postgres", "memory"]
+
+MEMORY = ":memory:"
+CONNECT_TIMEOUT_S = 10
+"""How long to wait for a PostgreSQL server before reporting it unreachable (unless the
+connection string sets ``connect_timeout`` itself)."""
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
+_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*://[^:/@?#]*):[^@/?#]*@")
+
+
+def postgres_missing(option: str = "--db") -> str:
+    """The message for a PostgreSQL target when the ``postgres`` extra is not installed."""
+    return (
+        f"a PostgreSQL {option} needs the postgres extra (langgraph-checkpoint-postgres and "
+        "psycopg): pip install 'reflexion-langgraph[postgres]'"
+    )
+
+
+@dataclass(frozen=True)
+class Target:
+    """A parsed ``--db`` value."""
+
+    kind: Kind
+    path: Path | None = None
+    """The SQLite file (``kind == "sqlite"`` only)."""
+    dsn: str | None = None
+    """The libpq connection string (``kind == "postgres"`` only)."""
+
+    def __str__(self) -> str:
+        """How messages name the target: the file, or the connection string without its
+        password."""
+        if self.path is not None:
+            return str(self.path)
+        if self.dsn is not None:
+            return _PASSWORD.sub(r"\1:***@", self.dsn)
+        return MEMORY
+
+    def missing(self) -> bool:
+        """True when the target certainly holds no threads: a SQLite file that does not exist.
+        (A PostgreSQL database is only known by connecting; ``:memory:`` starts empty but is
+        reported by the thread lookup, like an unknown thread.)"""
+        return self.path is not None and not self.path.is_file()
+
+
+def parse_target(db: str | Path, *, option: str = "--db") -> Target:
+    """Recognise a SQLite path (plain or ``sqlite:///``), a ``postgresql://``/``postgres://``
+    connection string or ``:memory:``; anything else with a ``scheme://`` is an error."""
+    text = str(db).strip()
+    if not text:
+        raise ReflexionError(
+            f"{option} is empty: give a SQLite file, a postgresql:// connection string or {MEMORY}"
+        )
+    if text == MEMORY:
+        return Target("memory")
+    match = _SCHEME.match(text)
+    if match is None:
+        return Target("sqlite", path=Path(text))
+    scheme = match.group(1).lower()
+    if scheme == "sqlite":
+        rest = text[len("sqlite://") :]
+        if not rest.startswith("/") or rest == "/":
+            raise ReflexionError(
+                f"{option} '{text}' has no file: write sqlite:///relative/path or "
+                "sqlite:////absolute/path"
+            )
+        rest = rest[1:]
+        return Target("memory") if rest == MEMORY else Target("sqlite", path=Path(rest))
+    if scheme in ("postgresql", "postgres"):
+        return Target("postgres", dsn=text)
+    raise ReflexionError(
+        f"{option} scheme '{scheme}://' is not supported: use a SQLite file (or sqlite:///PATH), "
+        f"postgresql://user@host:port/dbname or {MEMORY}"
+    )
+
+
+# ---- SQLite ---------------------------------------------------------------------------------
+
+
+def _sqlite_connection(
+    target: Target, option: str, *, autocommit: bool = False
+) -> sqlite3.Connection:
+    assert target.path is not None
+    try:
+        target.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            str(target.path),
+            check_same_thread=False,
+            isolation_level=None if autocommit else "DEFERRED",
+        )
+    except (OSError, sqlite3.Error) as exc:
+        raise ReflexionError(
+            f"cannot open the thread database {target}: {exc}; pass {option} PATH"
+        ) from None
+    try:
+        conn.execute("PRAGMA user_version")  # fails here, not mid-run, if not a database
+    except sqlite3.Error as exc:
+        conn.close()
+        raise ReflexionError(
+            f"cannot open the thread database {target}: {exc}; pass {option} PATH"
+        ) from None
+    return conn
+
+
+# ---- PostgreSQL -----------------------------------------------------------------------------
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _postgres_connection(target: Target, option: str) -> Iterator[Any]:
+    """A psycopg connection as the LangGraph Postgres classes require it (autocommit, dict
+    rows, no server-side prepared statements, which poolers such as PgBouncer reject)."""
+    try:
+        import psycopg
+        from psycopg.rows import dict_row
+    except ImportError:
+        raise ReflexionError(postgres_missing(option)) from None
+    assert target.dsn is not None
+    extra: dict[str, Any] = {}
+    if "connect_timeout" not in target.dsn:
+        extra["connect_timeout"] = CONNECT_TIMEOUT_S
+    try:
+        conn = psycopg.Connection.connect(
+            target.dsn, autocommit=True, prepare_threshold=0, row_factory=dict_row, **extra
+        )
+    except psycopg.Error as exc:
+        raise ReflexionError(
+            f"cannot connect to PostgreSQL at {target} ({_first_line(exc)}): check {option}"
+        ) from None
+    with conn:
+        yield conn
+
+
+def _setup(obj: BaseCheckpointSaver[Any] | BaseStore, target: Target, option: str) -> None:
+    """Create the tables (idempotent); a server that refuses is a one-line error."""
+    try:
+        obj.setup()  # type: ignore[union-attr]
+    except (sqlite3.Error, OSError) as exc:
+        raise ReflexionError(
+            f"cannot open the thread database {target}: {exc}; pass {option} PATH"
+        ) from None
+    except Exception as exc:
+        if type(exc).__module__.startswith("psycopg"):
+            raise ReflexionError(
+                f"cannot set up PostgreSQL at {target} ({_first_line(exc)}): check {option} "
+                "and that the user may create tables"
+            ) from None
+        raise
+
+
+# ---- openers --------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def open_checkpointer(
+    db: str | Path, *, option: str = "--db"
+) -> Iterator[BaseCheckpointSaver[Any]]:
+    """A checkpointer on ``db`` (see the module docstring), tables created, closed on exit."""
+    target = parse_target(db, option=option)
+    if target.kind == "memory":
+        yield InMemorySaver()
+        return
+    if target.kind == "sqlite":
+        conn = _sqlite_connection(target, option)
+        try:
+            saver = SqliteSaver(conn)
+            _setup(saver, target, option)
+            yield saver
+        finally:
+            conn.close()
+        return
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:
+        raise ReflexionError(postgres_missing(option)) from None
+    with _postgres_connection(target, option) as pg:
+        # One connection: PostgresSaver holds its lock around every statement, so concurrent
+        # benchmark threads take turns on it safely.
+        pg_saver = PostgresSaver(pg)
+        _setup(pg_saver, target, option)
+        yield pg_saver
+
+
+@contextlib.contextmanager
+def open_store(db: str | Path, *, option: str = "--db") -> Iterator[BaseStore]:
+    """A LangGraph store on the same target as :func:`open_checkpointer` (the SQLite file
+    through a connection of its own, the PostgreSQL database, or in memory), set up."""
+    target = parse_target(db, option=option)
+    if target.kind == "memory":
+        yield InMemoryStore()
+        return
+    if target.kind == "sqlite":
+        # Autocommit: SqliteStore issues its own BEGIN/COMMIT.
+        conn = _sqlite_connection(target, option, autocommit=True)
+        try:
+            store = SqliteStore(conn)
+            _setup(store, target, option)
+            yield store
+        finally:
+            conn.close()
+        return
+    try:
+        from langgraph.store.postgres import PostgresStore
+    except ImportError:
+        raise ReflexionError(postgres_missing(option)) from None
+    with _postgres_connection(target, option) as pg:
+        pg_store = PostgresStore(pg)
+        _setup(pg_store, target, option)
+        yield pg_store
+
+
+# ---- thread history -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrialEntry:
+    """One finished trial of a thread, as its checkpoints recorded it."""
+
+    trial: int
+    """1-based trial number."""
+    answer: str | None
+    """The answer (or implementation) the trial gave."""
+    success: bool
+    """The evaluator's verdict."""
+    score: float
+    """The evaluator's score in [0, 1]."""
+    feedback: str
+    """The evaluator's feedback."""
+    reflection: str | None
+    """The reflection written after this trial (``None``: none was written, e.g. it solved
+    the task, it was the last trial, the strategy keeps no reflections, or the thread was
+    interrupted before the reflector finished)."""
+    checkpoint_id: str
+    """The first checkpoint holding the trial's evaluation."""
+    created_at: str | None
+    """When that checkpoint was written (ISO 8601, UTC)."""
+
+
+def _lineage(snapshots: list[Any]) -> list[Any]:
+    """The checkpoints leading to the latest one, oldest first (a thread forked with
+    ``update_state`` lists abandoned branches too; they are left out)."""
+    if not snapshots:
+        return []
+    by_id = {s.config["configurable"]["checkpoint_id"]: s for s in snapshots}
+    chain = []
+    current: Any | None = snapshots[0]  # get_state_history lists the newest first
+    while current is not None:
+        chain.append(current)
+        parent = current.parent_config
+        parent_id = parent["configurable"].get("checkpoint_id") if parent else None
+        current = by_id.get(parent_id) if parent_id else None
+    return chain[::-1]
+
+
+def thread_history(graph: Any, thread_id: str) -> list[TrialEntry]:
+    """Every finished trial of a thread, from ``graph.get_state_history``: a trial appears at
+    the first checkpoint whose ``evaluations`` include it; its reflection is the newest entry
+    of the window the ``reflector`` step after it wrote (the step's saved writes, so a
+    reflection repeated word for word is still seen). Works for every agent: the loop's node
+    names and the ``evaluations``/``reflections`` fields are shared."""
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    chain = _lineage(list(graph.get_state_history(config)))
+    entries: list[TrialEntry] = []
+    seen = 0
+    for index, snap in enumerate(chain):
+        values = snap.values if isinstance(snap.values, dict) else {}
+        evaluations = values.get("evaluations") or []
+        for record in evaluations[seen:]:
+            entries.append(
+                TrialEntry(
+                    trial=int(record.get("trial", len(entries) + 1)),
+                    answer=record.get("answer"),
+                    success=bool(record.get("success")),
+                    score=float(record.get("score", 0.0)),
+                    feedback=str(record.get("feedback", "")),
+                    reflection=None,
+                    checkpoint_id=str(snap.config["configurable"]["checkpoint_id"]),
+                    created_at=snap.created_at,
+                )
+            )
+        seen = max(seen, len(evaluations))
+        if "reflector" not in snap.next or not entries or index + 1 == len(chain):
+            continue
+        child = chain[index + 1]
+        window = child.values.get("reflections") if isinstance(child.values, dict) else None
+        if window == values.get("reflections") and (child.metadata or {}).get("source") == "loop":
+            # An unchanged window (Ω reached and the same lesson again): the reflector's own
+            # saved writes tell whether it wrote one.
+            written = next(
+                (t.result for t in snap.tasks if t.name == "reflector" and t.result), None
+            )
+            window = written.get("reflections") if isinstance(written, dict) else None
+        elif window == values.get("reflections"):
+            window = None
+        if window:
+            entries[-1] = replace(entries[-1], reflection=str(window[-1]))
+    return entries
+
+
+__all__ = [
+    "MEMORY",
+    "Target",
+    "TrialEntry",
+    "open_checkpointer",
+    "open_store",
+    "parse_target",
+    "postgres_missing",
+    "thread_history",
+]

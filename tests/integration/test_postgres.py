@@ -1,0 +1,204 @@
+"""Threads and memory on a real PostgreSQL server: threads outlive the process that started
+them, `run --thread-id` resumes and `history` lists every trial with --db postgresql://…, the
+store round-trips, a concurrent benchmark shares one PostgresSaver, and a benchmark killed with
+SIGKILL loses and repeats nothing.
+
+Needs a server: ``eval "$(bash .ci/postgres.sh start)"`` exports ``REFLEXION_TEST_POSTGRES``.
+Without it these tests skip, except under ``CI=1`` or ``REFLEXION_REQUIRE_POSTGRES=1`` (as
+``.ci/run`` sets), where they fail. Each test gets a database of its own, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphs.builder import qa_builder
+from reflexion.bench import stream_thread
+from reflexion.context import Context
+from reflexion.datasets import load_hotpotqa
+from reflexion.persistence import open_checkpointer, open_store, thread_history
+from tests.conftest import answer
+from tests.crashkit import (
+    PLAN,
+    LoopbackModel,
+    bench_command,
+    check_consistent,
+    environment,
+    kill_at,
+    loopback_model,
+    rows,
+    run_to_end,
+)
+from tests.fake import ScriptedChatModel
+
+psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+
+pytestmark = [pytest.mark.integration, pytest.mark.allow_hosts(["127.0.0.1", "::1"])]
+
+HOW = 'start one with: eval "$(bash .ci/postgres.sh start)"'
+
+
+def _required() -> bool:
+    return any(os.environ.get(v, "") not in ("", "0") for v in ("CI", "REFLEXION_REQUIRE_POSTGRES"))
+
+
+@pytest.fixture
+def dsn() -> Iterator[str]:
+    """A fresh database on the test server, dropped after the test."""
+    base = os.environ.get("REFLEXION_TEST_POSTGRES")
+    if not base:
+        if _required():
+            pytest.fail(f"REFLEXION_TEST_POSTGRES is not set under CI: {HOW}")
+        pytest.skip(f"no PostgreSQL server (REFLEXION_TEST_POSTGRES unset): {HOW}")
+    name = f"reflexion_t_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    head, _, _ = base.rpartition("/")
+    try:
+        yield f"{head}/{name}"
+    finally:
+        with psycopg.connect(base, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LoopbackModel]:
+    with loopback_model() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def reference(server: LoopbackModel, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The benchmark run once, uninterrupted, on SQLite."""
+    tmp = tmp_path_factory.mktemp("reference")
+    server.reset()
+    results = tmp / "r.jsonl"
+    run_to_end(bench_command(server, str(tmp / "t.sqlite"), results), tmp)
+    return {"rows": rows(results), "calls": list(server.calls)}
+
+
+def test_a_thread_outlives_its_connection(dsn):
+    """A QA thread stopped before its reflector on one PostgresSaver connection is found by a
+    second connection, resumed there to its end, and its history lists all three trials with
+    the reflections between them."""
+    ctx = Context(max_trials=3, memory_size=3)
+    start = {"task": "Which river?", "context": "Prague lies on the Vltava.", "reference": "Vltava"}
+    with open_checkpointer(dsn) as saver:
+        graph = qa_builder(actor_model=ScriptedChatModel(replies=[answer("x")])).compile(
+            checkpointer=saver, interrupt_before=["reflector"]
+        )
+        state = stream_thread(graph, "pg-1", start, ctx, metadata={"agent": "cot-gt"})
+        assert len(state["evaluations"]) == 1
+    with open_checkpointer(dsn) as saver:
+        graph = qa_builder(
+            actor_model=ScriptedChatModel(replies=[answer("y"), answer("Vltava")]),
+            reflector_model=ScriptedChatModel(replies=["Reflection: one.", "Reflection: two."]),
+        ).compile(checkpointer=saver)
+        state = stream_thread(graph, "pg-1", None, ctx)
+        assert state["solved"] and state["trial"] == 3
+        entries = thread_history(graph, "pg-1")
+    assert [(e.trial, e.answer, e.reflection) for e in entries] == [
+        (1, "x", "one."),
+        (2, "y", "two."),
+        (3, "Vltava", None),
+    ]
+
+
+def test_cli_run_killed_then_resumed_and_listed(dsn, server, tmp_path):
+    """`reflexion run` on --db postgresql://… killed with SIGKILL inside its third model call,
+    then `run --thread-id` in a new process finishes the thread without asking for trial 1
+    again, and `history --json` lists the three trials and two reflections."""
+    question = load_hotpotqa(None, limit=3)[2]  # the plan solves it at trial 3
+    base = [
+        "--trials", "3", "--model", "openai:fake", "--base-url", server.base_url, "--db", dsn,
+        "--thread-id", "cli-1",
+    ]  # fmt: skip
+    start = [
+        sys.executable, "-m", "reflexion", "run", question.question,
+        "--context", "See the passages.", "--reference", question.answer, *base,
+    ]  # fmt: skip
+    kill_at(server, start, tmp_path, 3)  # trial 1 and its reflection done, trial 2 in flight
+    server.reset()
+    run_to_end([start[0], "-m", "reflexion", "run", *base], tmp_path)
+    assert ("actor", question.question, 1) not in server.calls
+    done = subprocess.run(
+        [start[0], "-m", "reflexion", "history", "cli-1", "--db", dsn, "--json"],
+        cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    listed = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["trial"], r["success"]) for r in listed] == [(1, False), (2, False), (3, True)]
+    assert [r["reflection"] is not None for r in listed] == [True, True, False]
+    assert listed[0]["reflection"].startswith("lesson 1:")
+
+
+def test_store_round_trip(dsn):
+    """PostgresStore: what is put is found by namespace search, read back by key, and gone
+    after delete, across connections."""
+    with open_store(dsn) as store:
+        store.put(("lessons", "hotpotqa"), "a", {"text": "read the dates"})
+        store.put(("lessons", "hotpotqa"), "b", {"text": "name the entity"})
+        store.put(("lessons", "alfworld"), "c", {"text": "open the drawer"})
+    with open_store(dsn) as store:
+        found = store.search(("lessons", "hotpotqa"))
+        assert sorted(i.value["text"] for i in found) == ["name the entity", "read the dates"]
+        item = store.get(("lessons", "alfworld"), "c")
+        assert item is not None and item.value == {"text": "open the drawer"}
+        store.delete(("lessons", "alfworld"), "c")
+        assert store.get(("lessons", "alfworld"), "c") is None
+
+
+def test_concurrent_benchmark_on_postgres(dsn, server, reference, tmp_path):
+    """`bench hotpotqa -c 4` on one PostgresSaver: every question finishes with the same
+    finals as the sequential SQLite run, each trial is written once, and a rerun skips all."""
+    results = tmp_path / "r.jsonl"
+    command = bench_command(server, dsn, results)
+    command[command.index("-c") + 1] = "4"
+    server.reset()
+    run_to_end(command, tmp_path)
+    check_consistent(rows(results), reference, [], list(server.calls))
+    assert Counter(c[0] for c in server.calls) == Counter(c[0] for c in reference["calls"])
+    server.reset()
+    run_to_end(command, tmp_path)
+    assert server.calls == []
+
+
+def lock_postgres(dsn: str) -> Any:
+    """Block the checkpointer's writes: a transaction holding its tables in EXCLUSIVE mode
+    (reads still go through)."""
+    conn = psycopg.connect(dsn)
+    conn.execute("LOCK TABLE checkpoints, checkpoint_writes, checkpoint_blobs IN EXCLUSIVE MODE")
+    return conn
+
+
+@pytest.mark.parametrize("request_no", [8, 12])
+def test_sigkill_on_postgres_loses_nothing_and_repeats_nothing(
+    dsn, server, reference, tmp_path: Path, request_no
+):
+    """The crash test on PostgreSQL: the benchmark is killed just after a model call returns
+    while the checkpoint tables are locked, then rerun: every trial and reflection appears
+    once, the finals equal the uninterrupted run's, and no recorded trial is asked again."""
+    results = tmp_path / "r.jsonl"
+    command = bench_command(server, dsn, results)
+    holder: list[Any] = []
+    recorded = kill_at(
+        server, command, tmp_path, request_no, lambda: holder.append(lock_postgres(dsn)), 0.6
+    )
+    for conn in holder:
+        conn.rollback()
+        conn.close()
+    assert len(recorded) < len(reference["rows"])
+    server.reset()
+    run_to_end(command, tmp_path)
+    check_consistent(rows(results), reference, recorded, list(server.calls))
+    assert len(PLAN) == sum(r["type"] == "final" for r in rows(results))

@@ -1,0 +1,114 @@
+"""Crash safety: ``reflexion bench hotpotqa`` killed with SIGKILL mid-run, then rerun with the
+same command, loses no finished trial and runs none twice.
+
+The benchmark runs as a real process against a loopback OpenAI-compatible server
+(:mod:`tests.crashkit`) whose answers depend only on the request. Kill points: inside a model
+call, and just after a model call returns while the test holds a write lock on the SQLite
+checkpoint file, so the step's checkpoint cannot be saved: the window in which a results line
+could get ahead of its checkpoint.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.crashkit import (
+    PLAN,
+    LoopbackModel,
+    bench_command,
+    check_consistent,
+    kill_at,
+    loopback_model,
+    rows,
+    run_to_end,
+)
+
+pytestmark = pytest.mark.allow_hosts(["127.0.0.1"])
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LoopbackModel]:
+    with loopback_model() as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def reference(server: LoopbackModel, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The same benchmark run once without interruption."""
+    tmp = tmp_path_factory.mktemp("reference")
+    server.reset()
+    results = tmp / "r.jsonl"
+    run_to_end(bench_command(server, str(tmp / "t.sqlite"), results), tmp)
+    return {"rows": rows(results), "calls": list(server.calls)}
+
+
+def test_reference_run_follows_the_plan(reference):
+    """The loopback model drives the benchmark as planned: question i solved at trial PLAN[i]
+    (or never), every trial recorded once, a reflection after each failed non-final trial."""
+    finals = [r for r in reference["rows"] if r["type"] == "final"]
+    assert [len(f["evaluations"]) for f in finals] == [t or 3 for t in PLAN]
+    assert [f["solved"] for f in finals] == [bool(t) for t in PLAN]
+    assert sum(r["type"] == "reflection" for r in reference["rows"]) == sum(
+        (t or 3) - 1 for t in PLAN
+    )
+    assert len(reference["calls"]) == sum(2 * (t or 3) - 1 for t in PLAN)
+
+
+def lock_sqlite(path: Path) -> sqlite3.Connection:
+    """Take the SQLite write lock (the checkpointer's next write waits on it)."""
+    conn = sqlite3.connect(str(path), isolation_level=None, timeout=10)
+    conn.execute("BEGIN IMMEDIATE")
+    return conn
+
+
+# Requests in order (one question at a time): Q1 a1 · Q2 a1 r1 a2 · Q3 a1 r1 a2 r2 a3 ·
+# Q4 a1 r1 a2 r2 a3.
+# The first kill point is the fast unit check; the others run with the integration tests.
+KILL_POINTS = [
+    pytest.param(12, True, id="after-an-actor-call-checkpoint-locked"),
+    pytest.param(3, False, id="inside-a-reflector-call", marks=pytest.mark.integration),
+    pytest.param(
+        4,
+        True,
+        id="after-the-solving-actor-call-checkpoint-locked",
+        marks=pytest.mark.integration,
+    ),
+    pytest.param(
+        8, True, id="after-a-reflector-call-checkpoint-locked", marks=pytest.mark.integration
+    ),
+]
+
+
+@pytest.mark.parametrize(("request_no", "lock"), KILL_POINTS)
+def test_sigkill_then_rerun_loses_nothing_and_repeats_nothing(
+    server, reference, tmp_path, request_no, lock
+):
+    """SIGKILL at the given model request (with the checkpoint database locked, the step
+    that request belongs to cannot be saved before the kill), then the same command again:
+    every (thread, trial) appears exactly once, every question has one final line equal to the
+    uninterrupted run's, each reflection is written once, and no trial already in the results
+    file is asked of the model again."""
+    db = tmp_path / "t.sqlite"
+    results = tmp_path / "r.jsonl"
+    command = bench_command(server, str(db), results)
+    holder: list[sqlite3.Connection] = []
+    recorded = kill_at(
+        server,
+        command,
+        tmp_path,
+        request_no,
+        (lambda: holder.append(lock_sqlite(db))) if lock else None,
+        settle=0.6,
+    )
+    for conn in holder:
+        conn.rollback()
+        conn.close()
+    assert len(recorded) < len(reference["rows"]), "killed after the run had finished"
+    server.reset()
+    run_to_end(command, tmp_path)
+    check_consistent(rows(results), reference, recorded, list(server.calls))

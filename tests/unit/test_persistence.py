@@ -1,0 +1,330 @@
+"""Checkpointers and stores chosen by a connection string, their one-line errors, thread history
+from checkpoints (every agent), the ``history`` command, and results lines recovered from
+checkpoints after a crash."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.store.memory import InMemoryStore
+from langgraph.store.sqlite import SqliteStore
+
+from graphs.builder import programming_builder, qa_builder
+from reflexion.bench import BenchTask, Sink, recorded_lines, run_benchmark, stream_thread
+from reflexion.cli import main
+from reflexion.context import Context
+from reflexion.errors import ReflexionError
+from reflexion.persistence import (
+    Target,
+    open_checkpointer,
+    open_store,
+    parse_target,
+    thread_history,
+)
+from tests.conftest import answer
+from tests.fake import ScriptedChatModel
+from tests.unit.test_programming import PROMPT, RIGHT, TESTS_REPLY, WRONG
+
+
+def cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "argv", ["reflexion", *args])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    out = capsys.readouterr()
+    return int(exc.value.code or 0), out.out, out.err
+
+
+# ---- connection strings -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("runs/t.sqlite", Target("sqlite", path=Path("runs/t.sqlite"))),
+        ("sqlite:///runs/t.sqlite", Target("sqlite", path=Path("runs/t.sqlite"))),
+        ("sqlite:////tmp/t.sqlite", Target("sqlite", path=Path("/tmp/t.sqlite"))),
+        (":memory:", Target("memory")),
+        ("postgresql://u@h:5433/db", Target("postgres", dsn="postgresql://u@h:5433/db")),
+        (
+            "postgres://u:pw@h/db?sslmode=off",
+            Target("postgres", dsn="postgres://u:pw@h/db?sslmode=off"),
+        ),
+    ],
+)
+def test_parse_target_recognises_each_form(text, expected):
+    """Plain paths and sqlite:/// URLs are SQLite files (four slashes: absolute), postgres and
+    postgresql URLs are kept whole for libpq, :memory: is in-process."""
+    assert parse_target(text) == expected
+
+
+def test_messages_never_show_a_password():
+    """A target names itself without the password of its connection string."""
+    assert str(parse_target("postgresql://alice:s3cret@db:5432/x")) == (
+        "postgresql://alice:***@db:5432/x"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        ("mysql://u@h/db", ["'mysql://' is not supported", "postgresql://", ":memory:"]),
+        ("sqlite://", ["has no file", "sqlite:///"]),
+        ("  ", ["--db is empty"]),
+    ],
+)
+def test_bad_targets_are_one_line_errors(text, needles):
+    """Unknown schemes, an empty sqlite URL and an empty value say what to write instead."""
+    with pytest.raises(ReflexionError) as exc:
+        parse_target(text)
+    assert "\n" not in str(exc.value)
+    for needle in needles:
+        assert needle in str(exc.value)
+
+
+def test_sqlite_checkpointer_and_store_share_one_file(tmp_path):
+    """A path gives a SqliteSaver and a SqliteStore on the same file (created with its
+    directory), each with its own connection; what one process stores another reads."""
+    db = tmp_path / "sub" / "t.sqlite"
+    with open_checkpointer(str(db)) as saver, open_store(f"sqlite:///{db}") as store:
+        assert isinstance(saver, SqliteSaver) and isinstance(store, SqliteStore)
+        store.put(("lessons", "hotpotqa"), "k1", {"text": "check the dates"})
+    with open_store(db) as store:
+        found = store.search(("lessons",))
+        assert [item.value["text"] for item in found] == ["check the dates"]
+    tables = {r[0] for r in sqlite3.connect(db).execute("select name from sqlite_master")}
+    assert {"checkpoints", "writes", "store"} <= tables
+
+
+def test_memory_target_is_in_process():
+    """:memory: gives an InMemorySaver and an InMemoryStore."""
+    with open_checkpointer(":memory:") as saver, open_store(":memory:") as store:
+        assert isinstance(saver, InMemorySaver) and isinstance(store, InMemoryStore)
+
+
+def test_a_file_that_is_not_sqlite_is_refused_and_kept(tmp_path):
+    """Neither opener touches a file that is not a database: one line naming it and --db."""
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b"my notes\n" * 500)
+    for opener in (open_checkpointer, open_store):
+        with (
+            pytest.raises(ReflexionError, match=r"cannot open the thread database .*--db PATH"),
+            opener(str(notes)),
+        ):
+            pass
+    assert notes.read_bytes() == b"my notes\n" * 500
+
+
+def test_unreachable_postgres_is_one_line_naming_the_server():
+    """A server that refuses the connection: the first line of libpq's error and 'check --db'."""
+    with (
+        pytest.raises(ReflexionError) as exc,
+        open_checkpointer("postgresql://nobody@127.0.0.1:1/none?connect_timeout=3"),
+    ):
+        pass
+    message = str(exc.value)
+    assert "\n" not in message
+    assert message.startswith("cannot connect to PostgreSQL at postgresql://nobody@127.0.0.1:1")
+    assert "refused" in message.lower() and message.endswith("check --db")
+
+
+@pytest.mark.parametrize("module", ["psycopg", "langgraph.checkpoint.postgres"])
+def test_postgres_without_the_extra_says_how_to_install_it(monkeypatch, module):
+    """Without the postgres extra a postgresql:// target names the pip command."""
+    monkeypatch.setitem(sys.modules, module, None)
+    with (
+        pytest.raises(ReflexionError, match=r"pip install 'reflexion-langgraph\[postgres\]'"),
+        open_checkpointer("postgresql://u@127.0.0.1:1/db"),
+    ):
+        pass
+
+
+def test_cli_reports_a_bad_scheme_before_any_work(monkeypatch, capsys, tmp_path):
+    """`run` with --db mysql://… exits 2 with the one-line message; nothing is created."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = cli(monkeypatch, capsys, "run", "Q?", "--reference", "a", "--db", "mysql://x/y")
+    assert code == 2 and err.count("\n") == 1 and "'mysql://' is not supported" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---- thread history ---------------------------------------------------------------------------
+
+
+def qa_thread(
+    saver: Any, thread: str, ctx: Context, reflection: str = "Reflection: I misread."
+) -> Any:
+    """Run a QA thread (wrong, wrong, right) with scripted models; return the graph."""
+    graph = qa_builder(
+        actor_model=ScriptedChatModel(replies=[answer("x"), answer("y"), answer("Vltava")]),
+        reflector_model=ScriptedChatModel(replies=[reflection]),
+    ).compile(checkpointer=saver)
+    stream_thread(
+        graph,
+        thread,
+        {"task": "Which river?", "context": "Prague lies on the Vltava.", "reference": "Vltava"},
+        ctx,
+        metadata={"agent": "cot-gt"},
+    )
+    return graph
+
+
+def test_history_lists_every_trial_with_the_reflection_after_it():
+    """Three trials: answers, verdicts and feedback in order, the reflection written after
+    each failed trial (even when Ω = 1 and the lesson repeats word for word, so the window
+    does not change), none after the solving trial; checkpoint ids distinct, times set."""
+    graph = qa_thread(InMemorySaver(), "h1", Context(max_trials=3, memory_size=1))
+    entries = thread_history(graph, "h1")
+    assert [(e.trial, e.answer, e.success) for e in entries] == [
+        (1, "x", False),
+        (2, "y", False),
+        (3, "Vltava", True),
+    ]
+    assert [e.reflection for e in entries] == ["I misread.", "I misread.", None]
+    assert all("CORRECT" in e.feedback for e in entries)
+    assert len({e.checkpoint_id for e in entries}) == 3
+    assert all(e.created_at and e.created_at[:2] == "20" for e in entries)
+
+
+def test_history_follows_the_current_branch_of_a_forked_thread():
+    """Replaying a thread from trial 1's checkpoint (time travel) forks it: the reflector writes
+    another lesson and trial 2 now succeeds. The history is the lineage of the latest
+    checkpoint: trial 1 with the new lesson, then the new trial 2; the abandoned trials 2 and
+    3 are not listed."""
+    graph = qa_builder(
+        actor_model=ScriptedChatModel(replies=[answer("x"), answer("y"), answer("Vltava")]),
+        reflector_model=ScriptedChatModel(
+            replies=["Reflection: I misread.", "Reflection: I misread.", "Reflection: Fork."]
+        ),
+    ).compile(checkpointer=InMemorySaver())
+    ctx = Context(max_trials=3, memory_size=3)
+    start = {"task": "Which river?", "context": "c", "reference": "Vltava"}
+    graph.invoke(start, {"configurable": {"thread_id": "h2"}}, context=ctx)
+    first = thread_history(graph, "h2")[0]
+    config = {"configurable": {"thread_id": "h2", "checkpoint_id": first.checkpoint_id}}
+    graph.invoke(None, config, context=ctx)
+    entries = thread_history(graph, "h2")
+    assert [(e.trial, e.answer, e.reflection) for e in entries] == [
+        (1, "x", "Fork."),
+        (2, "Vltava", None),
+    ]
+    assert entries[0].checkpoint_id == first.checkpoint_id
+
+
+def test_history_of_a_programming_thread(tmp_path, monkeypatch, capsys):
+    """`reflexion history` on a programming thread (agent from its checkpoint metadata) lists
+    its iterations: the failing implementation with the test feedback and the reflection,
+    then the passing one; --json gives one object per trial."""
+    db = tmp_path / "t.sqlite"
+    with open_checkpointer(str(db)) as saver:
+        graph = programming_builder(
+            actor_model=ScriptedChatModel(replies=[WRONG, RIGHT]),
+            evaluator_model=ScriptedChatModel(replies=[TESTS_REPLY]),
+            reflector_model=ScriptedChatModel(replies=["Reflection: I subtracted."]),
+        ).compile(checkpointer=saver)
+        start = {"task": PROMPT, "entry_point": "add", "language": "py", "task_id": "t/0"}
+        stream_thread(
+            graph, "code-1", start, Context(max_trials=3, memory_size=1),
+            metadata={"agent": "programming"},
+        )  # fmt: skip
+    code, out, err = cli(monkeypatch, capsys, "history", "code-1", "--db", str(db), "--json")
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(r["trial"], r["success"]) for r in rows] == [(1, False), (2, True)]
+    assert "return a - b" in rows[0]["answer"] and "Tests failed" in rows[0]["feedback"]
+    assert rows[0]["reflection"] == "I subtracted." and rows[1]["reflection"] is None
+    code, out, err = cli(monkeypatch, capsys, "history", "code-1", "--db", str(db))
+    assert code == 0, err
+    assert "(programming): 2 trial(s), finished" in out
+    assert "trial 1: ✗" in out and "reflection: I subtracted." in out and "trial 2: ✓" in out
+    # `run --thread-id` resumes QA threads only: a programming thread is a one-line error
+    code, out, err = cli(monkeypatch, capsys, "run", "--thread-id", "code-1", "--db", str(db))
+    assert code == 2 and err.count("\n") == 1, err
+    assert "is a programming thread" in err and "reflexion bench programming" in err
+
+
+def test_history_command_on_an_interrupted_thread_says_how_to_resume(tmp_path, monkeypatch, capsys):
+    """A thread stopped before its reflector (interrupt_before) is listed as interrupted,
+    with its one finished trial and the resume command."""
+    db = tmp_path / "t.sqlite"
+    with open_checkpointer(str(db)) as saver:
+        graph = qa_builder(
+            actor_model=ScriptedChatModel(replies=[answer("x")]),
+        ).compile(checkpointer=saver, interrupt_before=["reflector"])
+        stream_thread(
+            graph, "qa-1", {"task": "Q?", "context": "c", "reference": "a"},
+            Context(max_trials=3), metadata={"agent": "cot-gt"},
+        )  # fmt: skip
+    code, out, err = cli(monkeypatch, capsys, "history", "qa-1", "--db", str(db))
+    assert code == 0, err
+    assert "(cot-gt): 1 trial(s), interrupted before reflector" in out
+    assert "reflexion run --thread-id qa-1" in out
+
+
+def test_history_of_an_unknown_thread_or_missing_file(tmp_path, monkeypatch, capsys):
+    """Unknown thread and missing database file: one line each, exit 2, no file created."""
+    missing = tmp_path / "none.sqlite"
+    code, _, err = cli(monkeypatch, capsys, "history", "x", "--db", str(missing))
+    assert code == 2 and "does not exist" in err and not missing.exists()
+    db = tmp_path / "t.sqlite"
+    sqlite3.connect(db).close()
+    code, _, err = cli(monkeypatch, capsys, "history", "nope", "--db", str(db))
+    assert code == 2 and err.count("\n") == 1 and "thread 'nope' is not in" in err
+
+
+# ---- results lines recovered from checkpoints --------------------------------------------------
+
+
+def test_lines_missing_after_a_crash_are_recovered_from_checkpoints_once(tmp_path):
+    """A thread whose checkpoints hold trials 1-2 and reflection 1 but whose results file holds
+    only trial 1 (the process died between saving and writing) gets trial 2 and reflection 1
+    written, marked recovered, before it resumes; nothing already written is repeated."""
+    saver = InMemorySaver()
+    graph = qa_builder(
+        actor_model=ScriptedChatModel(replies=[answer("x"), answer("y")]),
+        reflector_model=ScriptedChatModel(replies=["Reflection: one."]),
+    ).compile(checkpointer=saver, interrupt_before=["reflector"])
+    ctx = Context(max_trials=3, memory_size=3)
+    task = BenchTask(
+        "b1", {"task": "Q?", "context": "c", "reference": "Vltava"}, "", {"task_id": "q"}
+    )
+    stream_thread(graph, "b1", task.input, ctx)  # trial 1, stops before the reflector
+    stream_thread(graph, "b1", None, ctx)  # reflection 1, trial 2, stops again
+    results = tmp_path / "r.jsonl"
+    first = {"type": "trial", "thread_id": "b1", "trial": 1, "usage": {}}
+    results.write_text(json.dumps(first) + "\n")
+    resumed = qa_builder(
+        actor_model=ScriptedChatModel(replies=[answer("Vltava")]),
+        reflector_model=ScriptedChatModel(replies=["Reflection: two."]),
+    ).compile(checkpointer=saver)
+    with results.open("a", encoding="utf-8") as handle:
+        finals, errors = run_benchmark(resumed, [task], ctx, Sink(handle), settings={})
+    assert not errors and finals[0]["solved"]
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    assert recorded_lines(rows)["b1"] == ({1, 2, 3}, {1, 2})
+    kinds = [(r["type"], r.get("trial"), r.get("recovered", False)) for r in rows]
+    assert kinds == [
+        ("trial", 1, False),
+        ("reflection", 1, True),
+        ("trial", 2, True),
+        ("reflection", 2, False),
+        ("trial", 3, False),
+        ("final", None, False),
+    ]
+    assert rows[1]["text"] == "one." and rows[3]["text"] == "two."
+
+
+def test_a_line_cut_by_a_kill_does_not_swallow_the_next(tmp_path):
+    """A results file ending mid-line (a process killed while writing) gets the next line on
+    a line of its own, so it is read back."""
+    results = tmp_path / "r.jsonl"
+    results.write_text('{"type": "trial", "thread_id": "a", "tri')
+    with results.open("a", encoding="utf-8") as handle:
+        Sink(handle).write({"type": "final", "thread_id": "a"})
+    lines = results.read_text().splitlines()
+    assert json.loads(lines[-1]) == {"type": "final", "thread_id": "a"}

@@ -1,0 +1,186 @@
+"""The server side of the benchmark without a server: thread ids, turning streamed parts into
+results lines with their usage, final lines identical in shape to a local run's, and the
+context schema Studio shows."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graphs.builder import qa_builder
+from graphs.qa import graph as qa_graph
+from reflexion.bench import BenchTask, Sink, run_benchmark
+from reflexion.context import Context
+from reflexion.errors import ProviderError
+from reflexion.remote import (
+    GRAPH_IDS,
+    RemoteRunError,
+    RunEvents,
+    error_text,
+    final_row,
+    server_thread_id,
+)
+from tests.fake import ScriptedChatModel
+
+MODEL_FIELDS = ("actor_model", "evaluator_model", "reflector_model")
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def ai(text: str, *, input_tokens: int, output_tokens: int, msg_id: str) -> dict[str, Any]:
+    return {
+        "type": "ai",
+        "id": msg_id,
+        "content": text,
+        "usage_metadata": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+    }
+
+
+def test_server_thread_ids_are_stable_uuids_one_per_thread():
+    """The server wants UUID thread ids: ours map to one UUID each, the same on every run
+    (so a rerun finds its threads), and different threads never share one."""
+    first = server_thread_id("hotpotqa-abc-q1")
+    assert first == server_thread_id("hotpotqa-abc-q1")
+    assert str(uuid.UUID(first)) == first
+    assert server_thread_id("hotpotqa-abc-q2") != first
+
+
+def test_every_cli_agent_maps_to_a_graph_in_langgraph_json():
+    """`--server` submits runs to the graph of each CLI agent: every one is exported."""
+    served = json.loads((Path(__file__).parents[2] / "langgraph.json").read_text())["graphs"]
+    assert set(GRAPH_IDS) == {"cot-gt", "cot", "react", "programming", "alfworld"}
+    assert set(GRAPH_IDS.values()) <= set(served)
+
+
+def test_streamed_parts_become_trial_and_reflection_events_with_their_usage():
+    """Parts in the order the server streams them (task start, model message, update, task
+    result) give one trial event per evaluator update and one reflection event per reflector
+    update; tokens and calls count for the top-level node that made the message (a subgraph's
+    message for its parent node, chunks of one message once), wall time from task start to
+    update; subgraph updates and updates without evaluations give no event."""
+    clock = Clock()
+    events = RunEvents(clock=clock)
+    feed = events.feed
+    assert feed("metadata", {"run_id": "r1"}) == []
+    assert events.started is None
+    feed("tasks", {"id": "a1", "name": "actor", "input": {}})
+    assert events.started == 100.0
+    clock.now = 103.0
+    # a ReAct step inside the actor subgraph: its message and update carry the namespace
+    feed(
+        "messages|actor:a1",
+        [
+            ai("Thought: x", input_tokens=50, output_tokens=7, msg_id="m1"),
+            {"langgraph_node": "think", "langgraph_checkpoint_ns": "actor:a1|think:t1"},
+        ],
+    )
+    assert feed("updates|actor:a1", {"think": {"evaluations": [{"trial": 9}]}}) == []
+    # a streamed reply arrives in chunks, then once more whole: counted once
+    meta = {"langgraph_node": "actor", "langgraph_checkpoint_ns": "actor:a1"}
+    chunk = {"type": "AIMessageChunk", "id": "m2", "content": "Fin"}
+    feed("messages", [chunk, meta])
+    feed("messages", [{**chunk, "usage_metadata": {"input_tokens": 20, "output_tokens": 3}}, meta])
+    feed("messages", [ai("Finish", input_tokens=20, output_tokens=3, msg_id="m2"), meta])
+    assert feed("updates", {"actor": {"trial": 1, "answer": "x"}}) == []
+    feed("tasks", {"id": "a1", "name": "actor", "result": {}})  # already closed by its update
+    feed("tasks", {"id": "e1", "name": "evaluator", "input": {}})
+    clock.now = 103.5
+    record = {"trial": 1, "answer": "x", "score": 0.0, "success": False, "feedback": "no"}
+    [(kind, payload)] = feed("updates", {"evaluator": {"evaluations": [record], "solved": False}})
+    assert kind == "trial"
+    usage = payload.pop("usage")
+    assert payload == record
+    assert usage["actor"]["prompt_tokens"] == 70 and usage["actor"]["completion_tokens"] == 10
+    assert usage["actor"]["calls"] == 2 and usage["actor"]["wall_s"] == 3.0
+    assert usage["evaluator"]["calls"] == 0 and usage["evaluator"]["wall_s"] == 0.5
+    feed("tasks", {"id": "r1", "name": "reflector", "input": {}})
+    clock.now = 105.0
+    feed(
+        "messages",
+        [
+            ai("Reflection: y", input_tokens=30, output_tokens=9, msg_id="m3"),
+            {"langgraph_node": "reflector", "langgraph_checkpoint_ns": "reflector:r1"},
+        ],
+    )
+    [(kind, payload)] = feed("updates", {"reflector": {"reflections": ["old", "I should y."]}})
+    assert kind == "reflection" and payload["text"] == "I should y."
+    assert payload["usage"] == {
+        "reflector": {
+            "prompt_tokens": 30,
+            "completion_tokens": 9,
+            "calls": 1,
+            "wall_s": 1.5,
+            "model_s": 0.0,
+        }
+    }
+    assert events.take() == {} and events.error is None
+
+
+def test_an_error_part_is_kept_with_the_servers_class_and_message():
+    """A run that fails streams an error part; it becomes the task's error reason, written
+    like a local run's (`ProviderError: …`)."""
+    events = RunEvents()
+    events.feed("error", {"error": "ProviderError", "message": "429 Too Many Requests\nmore"})
+    assert isinstance(events.error, RemoteRunError)
+    assert events.error.kind == "ProviderError"
+    assert error_text(events.error) == "ProviderError: 429 Too Many Requests"
+    assert error_text(ProviderError("429 Too Many Requests")) == error_text(events.error)
+
+
+def test_final_lines_have_the_shape_and_values_of_a_local_runs(tmp_path):
+    """A final line built from a thread's state (as the server returns it) has the same keys,
+    in the same order, and the same answer, verdicts, trials, evaluations and reflections as
+    the line a local run writes for that thread, so reports and plots read both alike."""
+    actor = ScriptedChatModel(
+        replies=["Thought: a.\nAction: Finish[Brno]", "Thought: b.\nAction: Finish[Vltava]"]
+    )
+    reflector = ScriptedChatModel(replies=["Reflection: I should read the context."])
+    graph = qa_builder(actor_model=actor, reflector_model=reflector).compile(
+        checkpointer=InMemorySaver()
+    )
+    task = BenchTask(
+        thread_id="t-1",
+        input={"task": "Which river?", "context": "Vltava.", "reference": "Vltava"},
+        label="",
+        meta={"task_id": "q1", "question": "Which river?", "reference": "Vltava"},
+    )
+    settings = {"bench": "hotpotqa", "max_trials": 2}
+    out = tmp_path / "local.jsonl"
+    with out.open("a", encoding="utf-8") as handle:
+        [local], errors = run_benchmark(
+            graph, [task], Context(max_trials=2), Sink(handle), settings=settings
+        )
+    assert errors == []
+    values = graph.get_state({"configurable": {"thread_id": "t-1"}}).values
+    remote = final_row(
+        task, values, wall_s=1.0, usage=local["usage"], resumed=False, settings=settings
+    )
+    assert list(remote) == list(local)
+    for key in ("answer", "solved", "trials", "evaluations", "reflections", "settings"):
+        assert remote[key] == local[key], key
+    assert remote["trials"] == 2 and remote["solved"] is True
+
+
+def test_every_context_field_is_described_for_studio():
+    """Studio shows the context schema: every Context field has a description there, and the
+    model fields are plain strings (no enum), so any provider:model string fits."""
+    schema = qa_graph.get_context_jsonschema()["properties"]
+    for field in fields(Context):
+        description = field.metadata.get("description")
+        assert isinstance(description, str) and description.strip(), field.name
+        assert schema[field.name]["description"] == description
+    for name in MODEL_FIELDS:
+        assert schema[name]["type"] == "string" and "enum" not in schema[name]
