@@ -14,13 +14,19 @@ store (the long-term lessons of ``Context.lessons``: ``compile(store=...)``, or 
 person can keep, edit or drop the new reflection; by default the reflector goes straight on to
 the actor. A run can also stop *before* the reflector with LangGraph's own
 ``interrupt_before=["reflector"]`` and go on with ``None`` as the input.
+
+With ``Context.lessons`` on, the evaluator node also marks the thread's stored lessons that
+the actor saw in a successful later trial as validated (:func:`validating_evaluator`), the
+evidence ``Context.lesson_filter="validated"`` recalls by.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import inspect
+from typing import Any, Literal, get_type_hints
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import Runnable
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
@@ -45,7 +51,11 @@ from reflexion.lessons import (
     REACT_FAMILY,
     Family,
     alfworld_family,
+    current_thread_id,
+    family_of,
     programming_family,
+    store_of,
+    validate_lessons,
 )
 from reflexion.state import (
     CodeInputState,
@@ -81,6 +91,75 @@ def route_after_reflection(state: State, runtime: Runtime[Context]) -> Literal["
     return "actor"
 
 
+def _validate_after(update: Any, state: Any, runtime: Runtime[Context], family: Family) -> None:
+    """With lessons on, a successful trial 2 or later (the evaluator's new record) validates
+    the thread's lessons shown in its Ω window; otherwise the store is not touched."""
+    ctx = get_context(runtime)
+    if not ctx.lessons or not isinstance(update, dict):
+        return
+    records = update.get("evaluations") or []
+    record = records[-1] if records else None
+    if not isinstance(record, dict) or not record.get("success"):
+        return
+    trial = int(record.get("trial", getattr(state, "trial", 0)))
+    window = list(getattr(state, "reflections", None) or [])
+    if trial < 2 or not window:
+        return
+    validate_lessons(
+        store_of(runtime),
+        family_of(family, state, ctx),
+        thread_id=current_thread_id(),
+        trial=trial,
+        window=window,
+    )
+
+
+def _input_schema(node: Any) -> type[Any] | None:
+    """The input schema LangGraph would read from a node function's first parameter."""
+    try:
+        first = next(iter(inspect.signature(node).parameters))
+        hint = get_type_hints(node).get(first)
+    except (StopIteration, TypeError, ValueError, NameError):
+        return None
+    if isinstance(hint, type) and get_type_hints(hint):
+        return hint
+    return None
+
+
+def validating_evaluator(evaluator: Any, family: Family) -> Any:
+    """The evaluator node followed by lesson validation (see :func:`_validate_after`): it
+    returns the evaluator's update unchanged. ``evaluator`` is a node function taking
+    ``(state, runtime)`` or ``(state)``, sync or async, or a Runnable."""
+    if isinstance(evaluator, Runnable):
+        runnable = evaluator
+
+        def call(state: Any, runtime: Runtime[Context]) -> Any:
+            return runnable.invoke(state)
+
+    else:
+        takes_runtime = "runtime" in inspect.signature(evaluator).parameters
+
+        def call(state: Any, runtime: Runtime[Context]) -> Any:
+            return evaluator(state, runtime) if takes_runtime else evaluator(state)
+
+    if inspect.iscoroutinefunction(evaluator):
+
+        async def async_node(state: Any, runtime: Runtime[Context]) -> Any:
+            update = await call(state, runtime)
+            _validate_after(update, state, runtime, family)
+            return update
+
+        return async_node
+
+    # ``state`` is untyped: the builder hands the evaluator's own input schema to add_node
+    def node(state: Any, runtime: Runtime[Context]) -> Any:
+        update = call(state, runtime)
+        _validate_after(update, state, runtime, family)
+        return update
+
+    return node
+
+
 def build_reflexion_graph(
     actor: Any,
     evaluator: Any,
@@ -95,7 +174,7 @@ def build_reflexion_graph(
     """Wire actor, evaluator and reflector nodes into the Reflexion loop, with the review node
     after the reflector; ``setup`` is an optional ``(name, node)`` run once before the first
     trial (e.g. the test writer); ``family`` is the task family of the lessons the review
-    node edits (the reflector's)."""
+    node edits and the evaluator validates (the reflector's)."""
     builder = StateGraph(
         state_schema,
         context_schema=Context,
@@ -103,7 +182,11 @@ def build_reflexion_graph(
         output_schema=output_schema,
     )
     builder.add_node("actor", actor)
-    builder.add_node("evaluator", evaluator)
+    builder.add_node(
+        "evaluator",
+        validating_evaluator(evaluator, family),
+        input_schema=_input_schema(evaluator),
+    )
     builder.add_node("reflector", reflector)
     review: Any = make_review(family)  # serves every graph's state class, like the reflector
     builder.add_node("review", review)

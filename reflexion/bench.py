@@ -21,11 +21,11 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Protocol, TextIO
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
@@ -54,9 +54,10 @@ class BenchTask:
 
 def recursion_limit(ctx: Context) -> int:
     """A recursion limit that lets ``max_trials`` trials (and ``max_steps`` ReAct steps, or
-    ``alfworld_steps`` ALFWorld turns) run: three supersteps per trial in the loop, two per
-    step in the ReAct subgraph, one per turn in the ALFWorld subgraph."""
-    return max(25, 3 * ctx.max_trials + 5, 2 * ctx.max_steps + 5, ctx.alfworld_steps + 5)
+    ``alfworld_steps`` ALFWorld turns) run: three supersteps per trial in the loop (four with
+    human review), two per step in the ReAct subgraph, one per turn in the ALFWorld subgraph."""
+    per_trial = 4 if ctx.review_reflections else 3
+    return max(25, per_trial * ctx.max_trials + 5, 2 * ctx.max_steps + 5, ctx.alfworld_steps + 5)
 
 
 def thread_config(
@@ -233,8 +234,17 @@ def recorded_lines(rows: Iterable[dict[str, Any]]) -> dict[str, tuple[set[int], 
     return found
 
 
+class SavedStates(Protocol):
+    """What :func:`unrecorded` reads of a thread: a compiled graph with its checkpointer, or a
+    LangGraph server thread's saved states (:class:`reflexion.remote.ServerThread`)."""
+
+    def get_state(self, config: RunnableConfig) -> Any: ...
+
+    def get_state_history(self, config: RunnableConfig) -> Iterator[Any]: ...
+
+
 def unrecorded(
-    graph: Graph, thread_id: str, recorded: tuple[set[int], set[int]] | None
+    graph: SavedStates, thread_id: str, recorded: tuple[set[int], set[int]] | None
 ) -> Iterator[tuple[str, dict[str, Any]]]:
     """Trials and reflections a thread's checkpoints hold but its results lines lack (a
     process killed between saving a step and writing its line), in order, marked
@@ -253,6 +263,42 @@ def unrecorded(
         text = written.get(number)
         if text is not None and number not in reflections:
             yield "reflection", {"text": text, "trial": number, "usage": {}, "recovered": True}
+
+
+def final_row(
+    task: BenchTask,
+    values: Mapping[str, Any],
+    *,
+    wall_s: float,
+    usage: Usage,
+    resumed: bool,
+    settings: dict[str, Any],
+) -> dict[str, Any]:
+    """A task's ``final`` line from its thread's final state (local or on a server)."""
+    return {
+        "type": "final",
+        "thread_id": task.thread_id,
+        **task.meta,
+        "answer": values.get("answer"),
+        "solved": bool(values.get("solved")),
+        "trials": values.get("trial", 0),
+        "evaluations": values.get("evaluations", []),
+        "reflections": values.get("reflections", []),
+        "wall_s": wall_s,
+        "usage": usage,
+        "resumed": resumed,
+        "settings": settings,
+    }
+
+
+def error_row(task: BenchTask, reason: str) -> dict[str, Any]:
+    """A failed task's ``error`` line; ``reason`` is cut to its first line, 500 characters."""
+    return {
+        "type": "error",
+        "thread_id": task.thread_id,
+        **task.meta,
+        "error": (reason.splitlines() or [""])[0][:500],
+    }
 
 
 def run_benchmark(
@@ -306,20 +352,14 @@ def run_benchmark(
             on_event,
             metadata=metadata,
         )
-        final = {
-            "type": "final",
-            "thread_id": task.thread_id,
-            **task.meta,
-            "answer": state.get("answer"),
-            "solved": bool(state.get("solved")),
-            "trials": state.get("trial", 0),
-            "evaluations": state.get("evaluations", []),
-            "reflections": state.get("reflections", []),
-            "wall_s": state["wall_s"],
-            "usage": merge(earlier.get(task.thread_id) if resume else None, state["usage"]),
-            "resumed": resume,
-            "settings": settings,
-        }
+        final = final_row(
+            task,
+            state,
+            wall_s=state["wall_s"],
+            usage=merge(earlier.get(task.thread_id) if resume else None, state["usage"]),
+            resumed=resume,
+            settings=settings,
+        )
         if finalize is not None:
             final.update(finalize(task, state))
         sink.write(final)
@@ -327,12 +367,7 @@ def run_benchmark(
         return final
 
     def failed(task: BenchTask, exc: BaseException) -> None:
-        row = {
-            "type": "error",
-            "thread_id": task.thread_id,
-            **task.meta,
-            "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:500],
-        }
+        row = error_row(task, f"{type(exc).__name__}: {exc}")
         sink.write(row)
         errors.append(row)
         report("error", task, row)

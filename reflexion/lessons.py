@@ -7,6 +7,13 @@ the store under ``("reflexion", "lessons", <task family>)``, and a new thread re
 trial, into the state's ``lessons`` (shown to the actor apart from the Ω reflections, and kept
 for every trial so the prompt prefix stays the same).
 
+A lesson is a reflection on a failed attempt, and a small model's reflections often restate
+wrong specifics (a made-up date, a wrong name) that mislead the actor of another task. So a
+lesson is saved with ``validated: False`` and marked ``validated: True`` when a later trial of
+its own thread that saw it in the Ω window succeeds (:func:`validate_lessons`, run after the
+evaluator); with ``Context.lesson_filter`` at its default, ``"validated"``, only such lessons
+are recalled (``"all"`` recalls every reflection).
+
 Retrieval is lexical: BM25 (the ``rank-bm25`` package's BM25+ variant, whose idf stays positive
 on the tiny corpora a store starts with, where plain Okapi BM25 scores a word found in half the
 documents as zero) over lower-cased word tokens without a small list of stop words; a lesson's
@@ -32,7 +39,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, Item
 from rank_bm25 import BM25Plus
 
-from reflexion.context import Context, get_context
+from reflexion.context import Context, LessonFilter, get_context
 from reflexion.errors import ReflexionError
 
 NAMESPACE = ("reflexion", "lessons")
@@ -137,6 +144,7 @@ def save_lesson(
             "thread_id": thread_id,
             "trial": trial,
             "created": datetime.now(UTC).isoformat(),
+            "validated": False,
         },
         index=False,
     )
@@ -177,17 +185,22 @@ def recall(
     *,
     exclude_thread: str | None,
     exclude_task_id: str | None = None,
+    lesson_filter: LessonFilter = "validated",
 ) -> list[str]:
     """The texts of the ``k`` lessons of ``family`` most relevant to ``task``, never from the
     thread ``exclude_thread`` nor about the same task (the same ``task_id``, or the same task
     text): a lesson is meant to carry over to *other* tasks, and a benchmark rerun must not
-    recall what an earlier run learnt on the very question it is answering."""
+    recall what an earlier run learnt on the very question it is answering. With
+    ``lesson_filter="validated"`` only lessons marked validated (a later trial of their thread
+    succeeded after seeing them) are candidates."""
     items = store.search(namespace(family), limit=MAX_CANDIDATES)
     same_text = task.strip()
+    validated_only = lesson_filter == "validated"
     others = [
         item
         for item in items
         if str(item.value.get("text", "")).strip()
+        and (not validated_only or item.value.get("validated") is True)
         and (exclude_thread is None or item.value.get("thread_id") != exclude_thread)
         and (exclude_task_id is None or item.value.get("task_id") != exclude_task_id)
         and str(item.value.get("task", "")).strip() != same_text
@@ -212,5 +225,35 @@ def recall_update(
         ctx.recall_k,
         exclude_thread=current_thread_id(),
         exclude_task_id=getattr(state, "task_id", None),
+        lesson_filter=ctx.lesson_filter,
     )
     return {"lessons": found}
+
+
+def validate_lessons(
+    store: BaseStore,
+    family: str,
+    *,
+    thread_id: str | None,
+    trial: int,
+    window: Sequence[str],
+) -> list[str]:
+    """After trial ``trial`` of thread ``thread_id`` succeeded, mark as validated the thread's
+    lessons the actor saw in that trial: those saved after earlier trials (keys
+    ``thread:1`` … ``thread:trial-1``) whose text is in the Ω ``window`` (a review may have
+    dropped or edited one, and Ω may have pushed an old one out). Returns their keys. Nothing
+    happens for a first trial or outside a thread (lessons saved there have no known key)."""
+    if thread_id is None or trial < 2:
+        return []
+    shown = {text.strip() for text in window}
+    where = namespace(family)
+    marked: list[str] = []
+    for earlier in range(1, trial):
+        key = lesson_key(thread_id, earlier)
+        item = store.get(where, key)
+        if item is None or str(item.value.get("text", "")).strip() not in shown:
+            continue
+        if item.value.get("validated") is not True:
+            store.put(where, key, {**item.value, "validated": True}, index=False)
+        marked.append(key)
+    return marked

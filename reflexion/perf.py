@@ -517,6 +517,31 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         self.server_close()
 
 
+def chat_completion(
+    text: str, *, model: str, prompt_tokens: int, completion_tokens: int, completion_id: str
+) -> dict[str, Any]:
+    """The body of an OpenAI ``chat.completion`` response that answers ``text`` (what the fake
+    servers send)."""
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
 class _FakeHandler(BaseHTTPRequestHandler):
     server: FakeOpenAIServer
     protocol_version = "HTTP/1.1"  # keep-alive, as a real server
@@ -541,24 +566,13 @@ class _FakeHandler(BaseHTTPRequestHandler):
         completion = len(text) // 4
         self._send(
             200,
-            {
-                "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", "fake"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": prompt,
-                    "completion_tokens": completion,
-                    "total_tokens": prompt + completion,
-                },
-            },
+            chat_completion(
+                text,
+                model=body.get("model", "fake"),
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                completion_id=f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            ),
         )
 
     def _send(self, status: int, payload: dict[str, Any]) -> None:

@@ -24,10 +24,10 @@ from __future__ import annotations
 import contextlib
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -196,62 +196,80 @@ def _setup(obj: BaseCheckpointSaver[Any] | BaseStore, target: Target, option: st
 # ---- openers --------------------------------------------------------------------------------
 
 
+_Opened = TypeVar("_Opened", BaseCheckpointSaver[Any], BaseStore)
+
+
 @contextlib.contextmanager
+def _open(
+    db: str | Path,
+    option: str,
+    *,
+    memory: Callable[[], _Opened],
+    sqlite: Callable[[sqlite3.Connection], _Opened],
+    postgres: Callable[[], Callable[[Any], _Opened]],
+    autocommit: bool = False,
+) -> Iterator[_Opened]:
+    """The object that ``memory()``, ``sqlite(connection)`` or ``postgres()(connection)`` (the
+    class, imported there) makes for ``db``'s kind, tables created, its connection closed on
+    exit."""
+    target = parse_target(db, option=option)
+    if target.kind == "memory":
+        yield memory()
+        return
+    if target.kind == "sqlite":
+        conn = _sqlite_connection(target, option, autocommit=autocommit)
+        try:
+            made = sqlite(conn)
+            _setup(made, target, option)
+            yield made
+        finally:
+            conn.close()
+        return
+    try:
+        make = postgres()
+    except ImportError:
+        raise ReflexionError(postgres_missing(option)) from None
+    with _postgres_connection(target, option) as pg:
+        # One connection: the Postgres classes hold their lock around every statement, so
+        # concurrent benchmark threads take turns on it safely.
+        made = make(pg)
+        _setup(made, target, option)
+        yield made
+
+
+def _postgres_saver() -> Callable[[Any], BaseCheckpointSaver[Any]]:
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    return PostgresSaver
+
+
+def _postgres_store() -> Callable[[Any], BaseStore]:
+    from langgraph.store.postgres import PostgresStore
+
+    return PostgresStore
+
+
 def open_checkpointer(
     db: str | Path, *, option: str = "--db"
-) -> Iterator[BaseCheckpointSaver[Any]]:
+) -> contextlib.AbstractContextManager[BaseCheckpointSaver[Any]]:
     """A checkpointer on ``db`` (see the module docstring), tables created, closed on exit."""
-    target = parse_target(db, option=option)
-    if target.kind == "memory":
-        yield InMemorySaver()
-        return
-    if target.kind == "sqlite":
-        conn = _sqlite_connection(target, option)
-        try:
-            saver = SqliteSaver(conn)
-            _setup(saver, target, option)
-            yield saver
-        finally:
-            conn.close()
-        return
-    try:
-        from langgraph.checkpoint.postgres import PostgresSaver
-    except ImportError:
-        raise ReflexionError(postgres_missing(option)) from None
-    with _postgres_connection(target, option) as pg:
-        # One connection: PostgresSaver holds its lock around every statement, so concurrent
-        # benchmark threads take turns on it safely.
-        pg_saver = PostgresSaver(pg)
-        _setup(pg_saver, target, option)
-        yield pg_saver
+    return _open(db, option, memory=InMemorySaver, sqlite=SqliteSaver, postgres=_postgres_saver)
 
 
-@contextlib.contextmanager
-def open_store(db: str | Path, *, option: str = "--db") -> Iterator[BaseStore]:
+def open_store(
+    db: str | Path, *, option: str = "--db"
+) -> contextlib.AbstractContextManager[BaseStore]:
     """A LangGraph store on the same target as :func:`open_checkpointer` (the SQLite file
     through a connection of its own, the PostgreSQL database, or in memory), set up."""
-    target = parse_target(db, option=option)
-    if target.kind == "memory":
-        yield InMemoryStore()
-        return
-    if target.kind == "sqlite":
-        # Autocommit: SqliteStore issues its own BEGIN/COMMIT.
-        conn = _sqlite_connection(target, option, autocommit=True)
-        try:
-            store = SqliteStore(conn)
-            _setup(store, target, option)
-            yield store
-        finally:
-            conn.close()
-        return
-    try:
-        from langgraph.store.postgres import PostgresStore
-    except ImportError:
-        raise ReflexionError(postgres_missing(option)) from None
-    with _postgres_connection(target, option) as pg:
-        pg_store = PostgresStore(pg)
-        _setup(pg_store, target, option)
-        yield pg_store
+    # Autocommit: SqliteStore issues its own BEGIN/COMMIT.
+    return _open(
+        db,
+        option,
+        memory=InMemoryStore,
+        sqlite=SqliteStore,
+        postgres=_postgres_store,
+        autocommit=True,
+    )
 
 
 # ---- thread history -------------------------------------------------------------------------

@@ -7,8 +7,17 @@ and the return value are those of :func:`reflexion.bench.run_benchmark`:
 
 * every task is a server thread whose id is a UUID derived from the task's thread id
   (:func:`server_thread_id`), so a rerun finds it again;
-* ``trial`` and ``reflection`` lines are written the moment the run streams the evaluator's or
-  the reflector's update (``stream_mode="updates"``);
+* ``trial`` and ``reflection`` lines are written as soon as the server has saved them: runs go
+  with ``durability="sync"`` (a step's checkpoint is saved before the next step starts) and
+  stream ``checkpoints`` too; the evaluator's or the reflector's update is held until the
+  root graph's next checkpoint event, which the server sends after the save. A line in the
+  file is therefore always in the thread's saved state, and a rerun never runs its trial again;
+* when the run ends (or a rerun finds the thread), what the thread's saved states hold but the
+  file lacks (this client killed after a save, before its line) is written from the server's
+  state history, marked ``"recovered": true`` (:func:`reflexion.bench.unrecorded`);
+* a client that dies (SIGKILL, lost connection) takes its runs with it: they are submitted
+  with ``on_disconnect="cancel"``, so the server interrupts them at once and keeps their saved
+  checkpoints for the rerun;
 * a task's ``final`` line is built from the thread's final state; ``finalize`` (e.g. the
   programming benchmark's hidden tests) runs here, on that state, not on the server;
 * a failed run is an ``error`` line with the server's error and message, and the benchmark
@@ -31,16 +40,26 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import httpx
 from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
-from langgraph_sdk.schema import Config, StreamMode
+from langgraph_sdk.schema import Config, StreamMode, ThreadState
 
-from reflexion.bench import BenchTask, Emit, Sink, read_results, recursion_limit
+from reflexion.bench import (
+    BenchTask,
+    Emit,
+    Sink,
+    error_row,
+    final_row,
+    read_results,
+    recorded_lines,
+    recursion_limit,
+    unrecorded,
+)
 from reflexion.context import Context
 from reflexion.errors import ReflexionError
 from reflexion.usage import OTHER, Usage, merge, node_of, recorded_usage
@@ -54,8 +73,12 @@ GRAPH_IDS = {
 }
 """The graph (``langgraph.json``) that serves each agent of the CLI."""
 
-STREAM_MODES: tuple[StreamMode, ...] = ("updates", "messages-tuple", "tasks")
-"""Updates give the trial and reflection lines; messages the tokens; tasks the node times."""
+STREAM_MODES: tuple[StreamMode, ...] = ("updates", "checkpoints", "messages-tuple", "tasks")
+"""Updates give the trial and reflection lines, checkpoints the moment they are saved;
+messages the tokens; tasks the node times."""
+
+HISTORY_PAGE = 100
+"""Saved states fetched per request when reading a thread's history."""
 
 _NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/reflexion-langgraph/threads")
 
@@ -178,30 +201,94 @@ class RunEvents:
         return [(event, {**payload, "usage": self.take()}) for event, payload in out]
 
 
-def final_row(
-    task: BenchTask,
-    values: Mapping[str, Any],
-    *,
-    wall_s: float,
-    usage: Usage,
-    resumed: bool,
-    settings: dict[str, Any],
-) -> dict[str, Any]:
-    """A task's ``final`` line from its thread's final state, as a local run writes it."""
-    return {
-        "type": "final",
-        "thread_id": task.thread_id,
-        **task.meta,
-        "answer": values.get("answer"),
-        "solved": bool(values.get("solved")),
-        "trials": values.get("trial", 0),
-        "evaluations": values.get("evaluations", []),
-        "reflections": values.get("reflections", []),
-        "wall_s": wall_s,
-        "usage": usage,
-        "resumed": resumed,
-        "settings": settings,
-    }
+@dataclass(frozen=True)
+class _SavedTask:
+    name: str
+    result: Any
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """A server's saved state with the attributes of a local ``StateSnapshot`` that
+    :func:`reflexion.persistence.thread_history` reads."""
+
+    values: Any
+    next: tuple[str, ...]
+    config: dict[str, Any]
+    parent_config: dict[str, Any] | None
+    metadata: Any
+    tasks: tuple[_SavedTask, ...]
+    created_at: str | None
+
+
+def _snapshot(state: ThreadState) -> _Snapshot:
+    def config(checkpoint: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        if not checkpoint or not checkpoint.get("checkpoint_id"):
+            return None
+        return {"configurable": {"checkpoint_id": checkpoint["checkpoint_id"]}}
+
+    return _Snapshot(
+        values=state.get("values"),
+        next=tuple(state.get("next") or ()),
+        config=config(state.get("checkpoint")) or {"configurable": {"checkpoint_id": None}},
+        parent_config=config(state.get("parent_checkpoint")),
+        metadata=state.get("metadata") or {},
+        tasks=tuple(
+            _SavedTask(str(t.get("name")), t.get("result")) for t in state.get("tasks") or ()
+        ),
+        created_at=state.get("created_at"),
+    )
+
+
+class HistoryNeeded(Exception):
+    """Raised by a :class:`ServerThread` without its history when it is asked for it."""
+
+
+class ServerThread:
+    """A server thread's saved states, read the way :func:`reflexion.bench.unrecorded` reads a
+    local graph's checkpoints: ``state`` is its latest (``threads.get_state``), ``history``
+    every saved state, newest first (``threads.get_history``), or ``None`` while not fetched
+    (asking for it then raises :class:`HistoryNeeded`: most threads miss no line, and the
+    latest state alone shows that)."""
+
+    def __init__(self, state: ThreadState, history: list[ThreadState] | None = None) -> None:
+        self.state = state
+        self.history = history
+
+    def get_state(self, config: Any) -> _Snapshot:
+        return _snapshot(self.state)
+
+    def get_state_history(self, config: Any) -> Iterator[_Snapshot]:
+        if self.history is None:
+            raise HistoryNeeded
+        return iter([_snapshot(s) for s in self.history])
+
+
+async def saved_history(client: LangGraphClient, thread_id: str) -> list[ThreadState]:
+    """Every saved state of a server thread's root graph, newest first."""
+    states: list[ThreadState] = []
+    while True:
+        before = states[-1]["checkpoint"] if states else None
+        page = await client.threads.get_history(thread_id, limit=HISTORY_PAGE, before=before)
+        states.extend(page)
+        if len(page) < HISTORY_PAGE:
+            return states
+
+
+async def missing_lines(
+    client: LangGraphClient,
+    thread_id: str,
+    state: ThreadState,
+    recorded: tuple[set[int], set[int]] | None,
+) -> list[tuple[str, dict[str, Any]]]:
+    """The trial and reflection lines the server thread (``state``: its latest saved state)
+    holds but ``recorded`` (the trial numbers with a line, see
+    :func:`reflexion.bench.recorded_lines`) lacks, in order, marked ``recovered``."""
+    try:
+        return list(unrecorded(ServerThread(state), thread_id, recorded))
+    except HistoryNeeded:
+        history = await saved_history(client, thread_id)
+        return list(unrecorded(ServerThread(state, history), thread_id, recorded))
 
 
 def error_text(exc: BaseException) -> str:
@@ -254,156 +341,174 @@ def run_benchmark_remote(
     """Run every task not already in ``done`` on the LangGraph server at ``url``, at most
     ``concurrency`` runs submitted at once; return (finals in task order, errors), like
     :func:`reflexion.bench.run_benchmark`."""
-    return asyncio.run(
-        _run_all(
-            url,
-            graph_id,
-            tasks,
-            ctx,
-            sink,
-            settings=settings,
-            concurrency=concurrency,
-            done=dict(done or {}),
-            emit=emit,
-            metadata=dict(metadata or {}),
-            finalize=finalize,
-        )
-    )
+    done = dict(done or {})
+    metadata = dict(metadata or {})
 
+    async def run_all() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        results: dict[str, dict[str, Any]] = {}
+        errors: list[dict[str, Any]] = []
+        # What interrupted runs already recorded (read before this run writes anything).
+        recorded_rows = list(read_results(sink.path)) if sink.path is not None else []
+        earlier = recorded_usage(recorded_rows)
+        recorded = recorded_lines(recorded_rows)
+        fatal = _reflexion_error_names()
+        context = asdict(ctx)
+        config: Config = {"recursion_limit": recursion_limit(ctx)}
 
-async def _run_all(
-    url: str,
-    graph_id: str,
-    tasks: list[BenchTask],
-    ctx: Context,
-    sink: Sink,
-    *,
-    settings: dict[str, Any],
-    concurrency: int,
-    done: dict[str, dict[str, Any]],
-    emit: Emit | None,
-    metadata: dict[str, Any],
-    finalize: Callable[[BenchTask, dict[str, Any]], dict[str, Any]] | None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    results: dict[str, dict[str, Any]] = {}
-    errors: list[dict[str, Any]] = []
-    earlier = recorded_usage(read_results(sink.path)) if sink.path is not None else {}
-    fatal = _reflexion_error_names()
-    context = asdict(ctx)
-    config: Config = {"recursion_limit": recursion_limit(ctx)}
+        def report(event: str, task: BenchTask, payload: dict[str, Any]) -> None:
+            if emit is not None:
+                emit(event, task, payload)
 
-    def report(event: str, task: BenchTask, payload: dict[str, Any]) -> None:
-        if emit is not None:
-            emit(event, task, payload)
+        def write_line(task: BenchTask, event: str, payload: dict[str, Any]) -> None:
+            """A trial or reflection line, and its trial number noted as recorded."""
+            sink.write({"type": event, "thread_id": task.thread_id, **payload})
+            trials, reflections = recorded.setdefault(task.thread_id, (set(), set()))
+            number = payload.get("trial")
+            if isinstance(number, int):
+                (trials if event == "trial" else reflections).add(number)
+            report(event, task, payload)
 
-    for task in tasks:
-        if task.thread_id in done:
-            report("skipped", task, done[task.thread_id])
-    pending = [t for t in tasks if t.thread_id not in done]
-    if not pending:
-        return [done[t.thread_id] for t in tasks], errors
+        for task in tasks:
+            if task.thread_id in done:
+                report("skipped", task, done[task.thread_id])
+        pending = [t for t in tasks if t.thread_id not in done]
+        if not pending:
+            return [done[t.thread_id] for t in tasks], errors
 
-    async with get_client(url=url, api_key=None) as client:
-        await check_server(client, url, graph_id)
-        slots = asyncio.Semaphore(concurrency)
+        async with get_client(url=url, api_key=None) as client:
+            await check_server(client, url, graph_id)
+            slots = asyncio.Semaphore(concurrency)
 
-        async def stream(task: BenchTask, thread_id: str, task_input: Any) -> tuple[float, Usage]:
-            """One run of the thread, its events written as they arrive; its wall time and
-            usage."""
-            events = RunEvents()
-            used: list[Usage] = []
-            parts = client.runs.stream(
-                thread_id,
-                graph_id,
-                input=task_input,
-                context=context,
-                config=config,
-                metadata=metadata,
-                stream_mode=STREAM_MODES,
-                stream_subgraphs=True,
-                on_disconnect="cancel",
-            )
-            async for part in parts:
-                for event, payload in events.feed(part.event, part.data):
-                    used.append(payload["usage"])
-                    sink.write({"type": event, "thread_id": task.thread_id, **payload})
-                    report(event, task, payload)
-            if events.error is not None:
-                if events.error.kind in fatal:
-                    raise ReflexionError(str(events.error).split(": ", 1)[-1])
-                raise events.error
-            # What ran after the last event (e.g. a reflector that wrote nothing) counts too.
-            used.append(events.take())
-            began = events.started if events.started is not None else time.perf_counter()
-            return time.perf_counter() - began, merge(*used)
-
-        async def one(task: BenchTask) -> dict[str, Any]:
-            thread_id = server_thread_id(task.thread_id)
-            thread = await client.threads.create(
-                thread_id=thread_id,
-                if_exists="do_nothing",
-                graph_id=graph_id,
-                metadata={
-                    **metadata,
-                    "reflexion_thread_id": task.thread_id,
-                    "task_id": task.meta.get("task_id"),
-                },
-            )
-            if thread["status"] == "busy":  # a run of an earlier client is still going
-                for run in await client.runs.list(thread_id, limit=100):
-                    if run["status"] in ("pending", "running"):
-                        await client.runs.join(thread_id, run["run_id"])
-            state = await client.threads.get_state(thread_id)
-            resumed = bool(state["values"])
-            wall, usage = 0.0, Usage()
-            if not resumed or state["next"]:
-                wall, usage = await stream(task, thread_id, None if resumed else task.input)
-                state = await client.threads.get_state(thread_id)
-                if state["next"]:
-                    raise RuntimeError(
-                        f"the run stopped before the end of the thread (next: "
-                        f"{', '.join(state['next'])}); rerun to resume it"
+            async def catch_up(
+                task: BenchTask,
+                thread_id: str,
+                state: ThreadState,
+                held: Sequence[tuple[str, dict[str, Any]]] = (),
+            ) -> None:
+                """Write the lines the thread's saved states hold and the file lacks; one this
+                client still holds (its checkpoint event did not arrive) keeps its usage."""
+                for event, payload in await missing_lines(
+                    client, thread_id, state, recorded.get(task.thread_id)
+                ):
+                    key = "trial" if event == "trial" else "text"
+                    mine = next(
+                        (p for e, p in held if e == event and p.get(key) == payload[key]), None
                     )
-            values = dict(state["values"]) if isinstance(state["values"], dict) else {}
-            final = final_row(
-                task,
-                values,
-                wall_s=round(wall, 2),
-                usage=merge(earlier.get(task.thread_id) if resumed else None, usage),
-                resumed=resumed,
-                settings=settings,
-            )
-            if finalize is not None:
-                final.update(await asyncio.to_thread(finalize, task, values))
-            sink.write(final)
-            report("final", task, final)
-            return final
+                    if mine is not None:
+                        payload = {**mine, "trial": payload["trial"]}
+                    write_line(task, event, payload)
 
-        def failed(task: BenchTask, exc: BaseException) -> None:
-            row = {
-                "type": "error",
-                "thread_id": task.thread_id,
-                **task.meta,
-                "error": error_text(exc),
-            }
-            sink.write(row)
-            errors.append(row)
-            report("error", task, row)
+            async def stream(
+                task: BenchTask, thread_id: str, task_input: Any
+            ) -> tuple[float, Usage, list[tuple[str, dict[str, Any]]], RunEvents]:
+                """One run of the thread, each line written once the server has saved it;
+                its wall time, usage, the lines still held at its end, and its events."""
+                events = RunEvents()
+                used: list[Usage] = []
+                held: list[tuple[str, dict[str, Any]]] = []
+                parts = client.runs.stream(
+                    thread_id,
+                    graph_id,
+                    input=task_input,
+                    context=context,
+                    config=config,
+                    metadata=metadata,
+                    stream_mode=STREAM_MODES,
+                    stream_subgraphs=True,
+                    on_disconnect="cancel",
+                    durability="sync",
+                )
+                async for part in parts:
+                    if part.event == "checkpoints":  # the root graph's (a subgraph's: "…|ns")
+                        # Sent after the save (durability="sync"): what is held is saved.
+                        saved = part.data.get("values") if isinstance(part.data, dict) else None
+                        for event, payload in held:
+                            if event == "reflection" and isinstance(saved, dict):
+                                payload["trial"] = saved.get("trial")  # the trial it follows
+                            write_line(task, event, payload)
+                        held.clear()
+                        continue
+                    for event, payload in events.feed(part.event, part.data):
+                        used.append(payload["usage"])
+                        held.append((event, payload))
+                # What ran after the last event (e.g. a reflector that wrote nothing) counts too.
+                used.append(events.take())
+                began = events.started if events.started is not None else time.perf_counter()
+                return time.perf_counter() - began, merge(*used), held, events
 
-        async def guarded(task: BenchTask) -> None:
-            async with slots:
-                try:
-                    results[task.thread_id] = await one(task)
-                except ReflexionError:
-                    raise
-                except Exception as exc:
-                    failed(task, exc)
+            async def one(task: BenchTask) -> dict[str, Any]:
+                thread_id = server_thread_id(task.thread_id)
+                thread = await client.threads.create(
+                    thread_id=thread_id,
+                    if_exists="do_nothing",
+                    graph_id=graph_id,
+                    metadata={
+                        **metadata,
+                        "reflexion_thread_id": task.thread_id,
+                        "task_id": task.meta.get("task_id"),
+                    },
+                )
+                if thread["status"] == "busy":  # a run of an earlier client is still going
+                    for run in await client.runs.list(thread_id, limit=100):
+                        if run["status"] in ("pending", "running"):
+                            await client.runs.join(thread_id, run["run_id"])
+                state = await client.threads.get_state(thread_id)
+                resumed = bool(state["values"])
+                if resumed:
+                    await catch_up(task, thread_id, state)
+                wall, usage = 0.0, Usage()
+                if not resumed or state["next"]:
+                    wall, usage, held, events = await stream(
+                        task, thread_id, None if resumed else task.input
+                    )
+                    state = await client.threads.get_state(thread_id)
+                    await catch_up(task, thread_id, state, held)
+                    if events.error is not None:
+                        if events.error.kind in fatal:
+                            raise ReflexionError(str(events.error).split(": ", 1)[-1])
+                        raise events.error
+                    if state["next"]:
+                        raise RuntimeError(
+                            f"the run stopped before the end of the thread (next: "
+                            f"{', '.join(state['next'])}); rerun to resume it"
+                        )
+                values = dict(state["values"]) if isinstance(state["values"], dict) else {}
+                final = final_row(
+                    task,
+                    values,
+                    wall_s=round(wall, 2),
+                    usage=merge(earlier.get(task.thread_id) if resumed else None, usage),
+                    resumed=resumed,
+                    settings=settings,
+                )
+                if finalize is not None:
+                    final.update(await asyncio.to_thread(finalize, task, values))
+                sink.write(final)
+                report("final", task, final)
+                return final
 
-        try:
-            async with asyncio.TaskGroup() as group:
-                for task in pending:
-                    group.create_task(guarded(task))
-        except* ReflexionError as group_error:
-            raise group_error.exceptions[0] from None
-    finals = [done.get(t.thread_id) or results.get(t.thread_id) for t in tasks]
-    return [f for f in finals if f is not None], errors
+            def failed(task: BenchTask, exc: BaseException) -> None:
+                row = error_row(task, error_text(exc))
+                sink.write(row)
+                errors.append(row)
+                report("error", task, row)
+
+            async def guarded(task: BenchTask) -> None:
+                async with slots:
+                    try:
+                        results[task.thread_id] = await one(task)
+                    except ReflexionError:
+                        raise
+                    except Exception as exc:
+                        failed(task, exc)
+
+            try:
+                async with asyncio.TaskGroup() as group:
+                    for task in pending:
+                        group.create_task(guarded(task))
+            except* ReflexionError as group_error:
+                raise group_error.exceptions[0] from None
+        finals = [done.get(t.thread_id) or results.get(t.thread_id) for t in tasks]
+        return [f for f in finals if f is not None], errors
+
+    return asyncio.run(run_all())

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from reflexion.datasets import load_hotpotqa
+from reflexion.perf import chat_completion
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -124,30 +125,43 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"{}")
         text = self.server.reply(body)
-        data = json.dumps(
-            {
-                "id": "chatcmpl-crash",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", "fake"),
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30},
-            }
-        ).encode()
+        completion = chat_completion(
+            text,
+            model=body.get("model", "fake"),
+            prompt_tokens=20,
+            completion_tokens=10,
+            completion_id="chatcmpl-crash",
+        )
+        if body.get("stream"):
+            # A graph run with stream_mode "messages" (on a LangGraph server) streams its model
+            # calls: the same answer as server-sent chunks, usage in the last one.
+            data, kind = _event_stream(completion), "text/event-stream"
+        else:
+            data, kind = json.dumps(completion).encode(), "application/json"
         try:
             self.send_response(200)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass
+
+
+def _event_stream(completion: dict[str, Any]) -> bytes:
+    """A ``chat.completion`` as the ``chat.completion.chunk`` events of a streamed reply."""
+    head = {k: completion[k] for k in ("id", "created", "model")}
+    text = completion["choices"][0]["message"]["content"]
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        {"choices": [], "usage": completion["usage"]},
+    ]
+    events = [
+        "data: " + json.dumps({**head, "object": "chat.completion.chunk", **c}) + "\n\n"
+        for c in chunks
+    ]
+    return ("".join(events) + "data: [DONE]\n\n").encode()
 
 
 PLAN = (1, 2, 3, 0)
@@ -173,13 +187,23 @@ def loopback_model(delay: float = 0.0) -> Iterator[LoopbackModel]:
         server.server_close()
 
 
-def bench_command(server: LoopbackModel, db: str, results: Path) -> list[str]:
-    """The benchmark command under test (one strategy, one question at a time)."""
+def bench_command(
+    server: LoopbackModel,
+    db: str,
+    results: Path,
+    *,
+    concurrency: int = 1,
+    langgraph_url: str | None = None,
+) -> list[str]:
+    """The benchmark command under test (one strategy, ``concurrency`` questions at a time;
+    with ``langgraph_url``, every question runs on that LangGraph server)."""
     return [
         sys.executable, "-m", "reflexion", "bench", "hotpotqa",
-        "--limit", str(len(PLAN)), "--trials", "3", "--strategy", "reflexion", "-c", "1",
+        "--limit", str(len(PLAN)), "--trials", "3", "--strategy", "reflexion",
+        "-c", str(concurrency),
         "--model", "openai:fake", "--base-url", server.base_url,
         "--db", db, "-o", str(results), "--plot", str(results.with_suffix(".png")),
+        *(("--server", langgraph_url) if langgraph_url else ()),
     ]  # fmt: skip
 
 
@@ -205,6 +229,15 @@ def rows(results: Path) -> list[dict[str, Any]]:
             except json.JSONDecodeError:
                 continue
     return out
+
+
+def reference_run(server: LoopbackModel, tmp: Path) -> dict[str, Any]:
+    """The benchmark run once in ``tmp`` on SQLite, uninterrupted: its results lines
+    (``rows``) and the model requests it made (``calls``)."""
+    server.reset()
+    results = tmp / "r.jsonl"
+    run_to_end(bench_command(server, str(tmp / "t.sqlite"), results), tmp)
+    return {"rows": rows(results), "calls": list(server.calls)}
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float) -> bool:

@@ -36,6 +36,7 @@ from tests.crashkit import (
     environment,
     kill_at,
     loopback_model,
+    reference_run,
     rows,
     run_to_end,
 )
@@ -80,11 +81,7 @@ def server() -> Iterator[LoopbackModel]:
 @pytest.fixture(scope="module")
 def reference(server: LoopbackModel, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The benchmark run once, uninterrupted, on SQLite."""
-    tmp = tmp_path_factory.mktemp("reference")
-    server.reset()
-    results = tmp / "r.jsonl"
-    run_to_end(bench_command(server, str(tmp / "t.sqlite"), results), tmp)
-    return {"rows": rows(results), "calls": list(server.calls)}
+    return reference_run(server, tmp_path_factory.mktemp("reference"))
 
 
 def test_a_thread_outlives_its_connection(dsn):

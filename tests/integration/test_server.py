@@ -7,8 +7,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,7 +16,6 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
@@ -28,10 +25,10 @@ from reflexion.context import Context
 from reflexion.errors import ReflexionError
 from reflexion.models import TEST_MODEL
 from reflexion.remote import run_benchmark_remote, server_thread_id
+from tests.langgraph_server import ROOT, free_port, langgraph_dev
 
 pytestmark = [pytest.mark.integration, pytest.mark.enable_socket]
 
-ROOT = Path(__file__).resolve().parents[2]
 MODELS = {"actor_model": TEST_MODEL, "evaluator_model": TEST_MODEL, "reflector_model": TEST_MODEL}
 FINAL_KEYS = {
     "type",
@@ -52,78 +49,13 @@ FINAL_KEYS = {
 """The keys of a local run's final line (bench.run_benchmark) for a HotPotQA question."""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def absolute_paths(value: Any) -> Any:
-    """langgraph.json with every ``./…`` path made absolute (relative to the repository)."""
-    if isinstance(value, dict):
-        return {k: absolute_paths(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [absolute_paths(v) for v in value]
-    if isinstance(value, str) and (value == "." or value.startswith("./")):
-        return str(ROOT / value)
-    return value
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`langgraph dev` on a free loopback port with 4 jobs per worker; stopped at the end. It
     runs in a fresh directory (the in-memory server keeps its threads in `.langgraph_api/`
     under its working directory), so every session starts with no threads."""
-    port = free_port()
-    workdir = tmp_path_factory.mktemp("server")
-    config = workdir / "langgraph.json"
-    config.write_text(json.dumps(absolute_paths(json.loads((ROOT / "langgraph.json").read_text()))))
-    log_path = workdir / "langgraph-dev.log"
-    log = log_path.open("wb")
-    cli = Path(sys.executable).with_name("langgraph")
-    proc = subprocess.Popen(
-        [
-            str(cli),
-            "dev",
-            "--no-browser",
-            "--no-reload",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n-jobs-per-worker",
-            "4",
-            "--config",
-            str(config),
-        ],
-        cwd=workdir,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "LANGSMITH_TRACING": "false", "LANGGRAPH_NO_BROWSER": "1"},
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError("langgraph dev exited: " + log_path.read_text()[-2000:])
-            try:
-                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(1)
-        else:
-            raise RuntimeError("langgraph dev did not start within 120 s")
+    with langgraph_dev(tmp_path_factory.mktemp("server"), jobs_per_worker=4) as url:
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()
 
 
 @pytest.fixture(scope="module")
@@ -201,8 +133,10 @@ def test_a_run_streams_stops_before_the_reflector_and_a_second_run_resumes_it(cl
         server, "reflexion_qa", [task], ctx, Sink(out), settings={}, emit=emit
     )
     assert errors == []
-    assert events[0] == ("reflection", "running"), events
-    assert [e for e, _ in events] == ["reflection", "trial", "final"]
+    # trial 1 ran outside the results file (the SDK stream above): it is recovered from the
+    # server's checkpoints first; the reflection then arrives while the second run is running
+    assert events[:2] == [("trial", "not running"), ("reflection", "running")], events
+    assert [e for e, _ in events] == ["trial", "reflection", "trial", "final"]
     state = client.threads.get_state(thread_id)
     assert state["next"] == []
     values = state["values"]
@@ -210,8 +144,9 @@ def test_a_run_streams_stops_before_the_reflector_and_a_second_run_resumes_it(cl
     assert len(values["reflections"]) == 1 and values["reflections"][0].strip()
     assert finals[0]["resumed"] is True and finals[0]["reflections"] == values["reflections"]
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
-    assert [row["type"] for row in lines] == ["reflection", "trial", "final"]
-    assert lines[0]["usage"]["reflector"]["calls"] == 1
+    assert [row["type"] for row in lines] == ["trial", "reflection", "trial", "final"]
+    assert lines[0]["recovered"] is True and lines[0]["trial"] == 1
+    assert lines[1]["usage"]["reflector"]["calls"] == 1
 
 
 def test_unreachable_server_and_unknown_graph_are_one_line_errors(server):

@@ -24,6 +24,7 @@ from tests.crashkit import (
     check_consistent,
     kill_at,
     loopback_model,
+    reference_run,
     rows,
     run_to_end,
 )
@@ -40,11 +41,7 @@ def server() -> Iterator[LoopbackModel]:
 @pytest.fixture(scope="module")
 def reference(server: LoopbackModel, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The same benchmark run once without interruption."""
-    tmp = tmp_path_factory.mktemp("reference")
-    server.reset()
-    results = tmp / "r.jsonl"
-    run_to_end(bench_command(server, str(tmp / "t.sqlite"), results), tmp)
-    return {"rows": rows(results), "calls": list(server.calls)}
+    return reference_run(server, tmp_path_factory.mktemp("reference"))
 
 
 def test_reference_run_follows_the_plan(reference):

@@ -26,6 +26,7 @@ from reflexion.cli import main
 from reflexion.context import Context
 from reflexion.errors import ProviderError
 from reflexion.models import RetryingChatModel, RetryPolicy, load_chat_model
+from reflexion.perf import chat_completion
 
 pytestmark = [
     pytest.mark.allow_hosts(["127.0.0.1"]),
@@ -113,20 +114,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model", "any-name"),
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-    }
+    model = body.get("model", "any-name")
+    return chat_completion(
+        text, model=model, prompt_tokens=10, completion_tokens=5, completion_id="chatcmpl-test"
+    )
 
 
 @pytest.fixture

@@ -1,9 +1,12 @@
 """The long-term lesson store: reflections saved to a LangGraph store by task family, recalled
 by other threads (BM25, never their own), shown to the actor apart from the Ω window; off by
-default with no store access; a SQLite store survives its process; the bench's --lessons."""
+default with no store access; a SQLite store survives its process; the bench's --lessons;
+validation (a lesson counts once a later trial of its thread succeeded after seeing it) and
+the default "validated" recall filter."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -16,11 +19,20 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore, Item, Op, Result
 from langgraph.store.memory import InMemoryStore
+from langgraph.types import Command
 
-from graphs.builder import alfworld_builder, programming_builder, qa_builder, react_builder
+from graphs.builder import (
+    alfworld_builder,
+    build_reflexion_graph,
+    programming_builder,
+    qa_builder,
+    react_builder,
+)
+from nodes import make_cot_actor, make_reflector
 from reflexion.cli import main
 from reflexion.context import Context
 from reflexion.errors import ReflexionError
@@ -36,6 +48,8 @@ from tests.unit.test_react import corpus as corpus  # a fixture
 
 PRAGUE = {"task": "Which river flows through Prague?", "context": "", "reference": "Vltava"}
 HEADER = "Lessons from earlier, similar tasks"
+ALL: dict[str, Any] = {"lesson_filter": "all"}
+"""Recall every lesson: for tests about something else than validation."""
 
 
 def config(thread: str) -> dict[str, Any]:
@@ -142,7 +156,7 @@ def test_recall_picks_the_most_relevant_lessons_of_other_threads_never_its_own()
         actor_model=actor,
         reflector_model=ScriptedChatModel(replies=["Reflection: wrong river."]),
     ).compile(checkpointer=InMemorySaver(), store=store)
-    ctx = Context(max_trials=2, lessons=True, recall_k=2)
+    ctx = Context(max_trials=2, lessons=True, recall_k=2, lesson_filter="all")
     graph.invoke(PRAGUE, config("me"), context=ctx)
     state = graph.get_state(config("me")).values
     assert state["lessons"] == [lesson["river"][1], lesson["bridge"][1]]
@@ -189,7 +203,8 @@ def test_recall_runs_once_so_the_prompt_prefix_stays_the_same_across_trials():
         actor_model=actor,
         reflector_model=ScriptedChatModel(replies=["Reflection: wrong."]),
     ).compile(checkpointer=InMemorySaver(), store=store)
-    graph.invoke(PRAGUE, config("t"), context=Context(max_trials=3, lessons=True))
+    ctx = Context(max_trials=3, lessons=True, lesson_filter="all")
+    graph.invoke(PRAGUE, config("t"), context=ctx)
     prefixes = [actor.prompt_text(i).split("You have attempted")[0].rstrip() for i in range(3)]
     assert prefixes[0] == prefixes[1] == prefixes[2]
     assert "late lesson" not in prefixes[0] and "read the question twice" in prefixes[0]
@@ -233,12 +248,14 @@ def test_lessons_on_without_a_store_is_a_one_line_error():
 
 
 def test_context_rejects_bad_lesson_settings():
-    """recall_k out of range and a task family with a dot (a store namespace cannot hold
-    one) are one-line errors."""
+    """recall_k out of range, a task family with a dot (a store namespace cannot hold
+    one) and an unknown lesson filter are one-line errors."""
     with pytest.raises(ReflexionError, match="recall_k"):
         Context(recall_k=-1)
     with pytest.raises(ReflexionError, match="task_family"):
         Context(task_family="qa.v2")
+    with pytest.raises(ReflexionError, match="lesson_filter is 'some': use validated or all"):
+        Context(lesson_filter="some")  # type: ignore[arg-type]
 
 
 def test_task_family_override_and_per_graph_families(games: str, corpus: Any):
@@ -265,7 +282,7 @@ def test_task_family_override_and_per_graph_families(games: str, corpus: Any):
         reflector_model=ScriptedChatModel(replies=["Reflection: r."]),
         backend=corpus,
     ).compile(checkpointer=InMemorySaver(), store=store)
-    react.invoke(PRAGUE, config("r1"), context=Context(max_trials=2, lessons=True))
+    react.invoke(PRAGUE, config("r1"), context=Context(max_trials=2, lessons=True, **ALL))
     assert "Lesson for react" in actor.prompt_text(
         0
     ) and "Lesson for shared" not in actor.prompt_text(0)
@@ -280,7 +297,7 @@ def test_task_family_override_and_per_graph_families(games: str, corpus: Any):
         "entry_point": "add",
         "tests": ["assert add(1, 2) == 3"],
     }
-    prog.invoke(task, config("p1"), context=Context(max_trials=2, lessons=True))
+    prog.invoke(task, config("p1"), context=Context(max_trials=2, lessons=True, **ALL))
     assert "Lesson for programming-py" in coder.prompt_text(0)
     assert HEADER in coder.prompt_text(1)  # kept in the stable task message
     assert any(i.key == "p1:1" for i in store.search(("reflexion", "lessons", "programming-py")))
@@ -291,13 +308,13 @@ def test_task_family_override_and_per_graph_families(games: str, corpus: Any):
         reflector_model=ScriptedChatModel(replies=["Reflection: take the mug first."]),
         sessions=EnvSessions(ScriptedHousehold),
     ).compile(checkpointer=InMemorySaver(), store=store)
-    alf.invoke({"game": GAME}, config("a1"), context=Context(games=games, lessons=True))
+    alf.invoke({"game": GAME}, config("a1"), context=Context(games=games, lessons=True, **ALL))
     assert "Lesson for alfworld-put" in player.prompt_text(0)
     assert store.get(("reflexion", "lessons", "alfworld-put"), "a1:1") is not None
     # an explicit family is shared by any graph
     actor2 = ScriptedChatModel(replies=[answer("Vltava")])
     qa = qa_builder(actor_model=actor2).compile(checkpointer=InMemorySaver(), store=store)
-    qa.invoke(PRAGUE, config("q1"), context=Context(lessons=True, task_family="shared"))
+    qa.invoke(PRAGUE, config("q1"), context=Context(lessons=True, task_family="shared", **ALL))
     assert "Lesson for shared" in actor2.prompt_text(0)
 
 
@@ -310,7 +327,9 @@ SQLITE_WRITER = textwrap.dedent(
     from reflexion.persistence import open_store
     from tests.fake import ScriptedChatModel
 
-    actor = ScriptedChatModel(replies=["Thought: t.\\nAction: Finish[Elbe]"])
+    actor = ScriptedChatModel(
+        replies=["Thought: t.\\nAction: Finish[Elbe]", "Thought: t.\\nAction: Finish[Vltava]"]
+    )
     reflector = ScriptedChatModel(replies=["Reflection: Prague sits on the Vltava, not the Elbe."])
     with open_store(sys.argv[1]) as store:
         graph = qa_builder(actor_model=actor, reflector_model=reflector).compile(
@@ -326,8 +345,9 @@ SQLITE_WRITER = textwrap.dedent(
 
 
 def test_a_sqlite_store_keeps_lessons_for_another_process(tmp_path: Path):
-    """Lessons written by one process into a SQLite store are recalled by a thread in
-    another process that reopens the file."""
+    """Lessons written by one process into a SQLite store (and validated there: the writer's
+    second trial succeeds) are recalled by a thread in another process that reopens the file,
+    under the default "validated" filter."""
     db = tmp_path / "threads.sqlite"
     root = Path(__file__).parents[2]
     done = subprocess.run(
@@ -369,8 +389,11 @@ def test_bench_lessons_carry_task_one_reflection_into_task_two(
     server, tmp_path, monkeypatch, capsys
 ):
     """`bench hotpotqa --lessons`, two questions in turn on a served fake model: question 1
-    fails once and reflects; question 2's first prompt holds that reflection; the setting
-    is part of the results file's key (a run without --lessons writes another file)."""
+    fails once, reflects and then succeeds (so its lesson is validated); question 2's first
+    prompt holds that reflection; the setting is part of the results file's key (a run
+    without --lessons writes another file, and so does one with --lesson-filter all, whose
+    context carries the filter into the file's settings); a bad --lesson-filter is a one-line
+    error."""
     questions = [
         ("q1", "Which river flows through Prague?", "Vltava"),
         ("q2", "Which river flows through Dresden?", "Elbe"),
@@ -425,7 +448,11 @@ def test_bench_lessons_carry_task_one_reflection_into_task_two(
         "--db",
         str(tmp_path / "t.sqlite"),
     ]
-    for argv in ([*base, "--lessons", "--recall-k", "2"], base):
+    for argv in (
+        [*base, "--lessons", "--recall-k", "2"],
+        base,
+        [*base, "--lessons", "--recall-k", "2", "--lesson-filter", "all"],
+    ):
         monkeypatch.setattr(sys, "argv", argv)
         with pytest.raises(SystemExit) as exc:
             main()
@@ -436,20 +463,31 @@ def test_bench_lessons_carry_task_one_reflection_into_task_two(
     q1_first = next(p for p in actor_prompts if "Prague" in p)
     assert HEADER not in q1_first
     files = sorted((tmp_path / "runs").glob("hotpotqa-cot-reflexion-*.jsonl"))
-    assert len(files) == 2
+    assert len(files) == 3
     settings = [
         next(json.loads(line) for line in f.read_text().splitlines() if '"final"' in line)[
             "settings"
         ]
         for f in files
     ]
-    assert sorted(s.get("lessons", False) for s in settings) == [False, True]
+    assert sorted(s.get("lessons", False) for s in settings) == [False, True, True]
+    filters = sorted(s["lesson_filter"] for s in settings if s.get("lessons"))
+    assert filters == ["all", "validated"]
+    assert all("lesson_filter" not in s for s in settings if not s.get("lessons"))
     with_lessons = next(s for s in settings if s.get("lessons"))
     assert with_lessons["recall_k"] == 2
     assert "review_reflections" not in with_lessons
-    # run 2 (no --lessons): no lesson section at all
-    assert all(HEADER not in p for p in actor_prompts[4:])
+    # run 2 (no --lessons; q1's two trials and q2's one): no lesson section at all
+    assert len(actor_prompts) == 9
+    assert all(HEADER not in p for p in actor_prompts[3:6])
     assert re.search(r"solved 2/2", capsys.readouterr().out)
+    # a filter that does not exist: one stderr line, a non-zero exit
+    monkeypatch.setattr(sys, "argv", [*base, "--lessons", "--lesson-filter", "good"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code not in (0, None)
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--lesson-filter 'good' is not one of: validated, all" in err
 
 
 def test_recall_skips_lessons_about_the_same_task_from_other_threads():
@@ -466,8 +504,122 @@ def test_recall_skips_lessons_about_the_same_task_from_other_threads():
     save_lesson(
         store, "qa", text="Other task.", task="Which lake?", task_id="q2", thread_id="c", trial=1
     )
-    found = recall(store, "qa", "Which river?", 5, exclude_thread="me", exclude_task_id="q1")
+    found = recall(store, "qa", "Which river?", 5, exclude_thread="me", exclude_task_id="q1", **ALL)
     assert found == ["Other task."]
     # without a task id only the identical text is excluded
-    found = recall(store, "qa", "Which river?", 5, exclude_thread="me")
+    found = recall(store, "qa", "Which river?", 5, exclude_thread="me", **ALL)
     assert sorted(found) == ["Other task.", "Same id."]
+
+
+# ---- validation -------------------------------------------------------------------------------
+
+NS = ("reflexion", "lessons", "qa")
+BUDAPEST = {"task": "Which river flows through Budapest?", "context": "", "reference": "Danube"}
+VIENNA = {"task": "Which river flows through Vienna?", "context": "", "reference": "Danube"}
+HELPED = "Name the river that crosses the city itself."
+MISLED = "The river of Budapest is the Tisza."
+
+
+def validated(store: BaseStore, key: str) -> bool | None:
+    found = store.get(NS, key)
+    return None if found is None else bool(found.value["validated"])
+
+
+def test_a_lesson_followed_by_success_is_validated_and_only_it_is_recalled_by_default():
+    """A reflection after which its thread's next trial succeeds is marked validated; one
+    followed by another failure is not. Another task's thread recalls only the validated one
+    under the default filter, and both under lesson_filter="all"."""
+    store = InMemoryStore()
+    good = qa_graph([answer("Elbe"), answer("Vltava")], [f"Reflection: {HELPED}"], store)
+    good.invoke(PRAGUE, config("good"), context=Context(max_trials=3, lessons=True))
+    bad = qa_graph([answer("Tisza")], [f"Reflection: {MISLED}"], store)
+    bad.invoke(BUDAPEST, config("bad"), context=Context(max_trials=2, lessons=True))
+    assert validated(store, "good:1") is True
+    assert validated(store, "bad:1") is False
+    for lesson_filter, expected in (("validated", [HELPED]), ("all", [HELPED, MISLED])):
+        actor = ScriptedChatModel(replies=[answer("Danube")])
+        reader = qa_builder(actor_model=actor).compile(checkpointer=InMemorySaver(), store=store)
+        ctx = Context(lessons=True, lesson_filter=lesson_filter)  # type: ignore[arg-type]
+        reader.invoke(VIENNA, config(f"reader-{lesson_filter}"), context=ctx)
+        state = reader.get_state(config(f"reader-{lesson_filter}")).values
+        assert sorted(state["lessons"]) == sorted(expected)
+        assert (MISLED in actor.prompt_text(0)) == (lesson_filter == "all")
+        assert HELPED in actor.prompt_text(0)
+    assert recall(store, "qa", VIENNA["task"], 5, exclude_thread=None) == [HELPED]
+
+
+def test_a_success_validates_only_the_lessons_in_its_omega_window():
+    """With Ω = 1 a success on trial 3 validates the trial-2 lesson the actor saw, not the
+    trial-1 lesson the window had already let go; with Ω = 3 it validates both."""
+    for memory, expected in ((1, [False, True]), (3, [True, True])):
+        store = InMemoryStore()
+        graph = qa_graph(
+            [answer("Elbe"), answer("Oder"), answer("Vltava")],
+            ["Reflection: First lesson.", "Reflection: Second lesson."],
+            store,
+        )
+        ctx = Context(max_trials=3, memory_size=memory, lessons=True)
+        out = graph.invoke(PRAGUE, config("t"), context=ctx)
+        assert out["solved"] and out["trial"] == 3
+        assert [validated(store, "t:1"), validated(store, "t:2")] == expected
+
+
+def test_a_lesson_dropped_in_review_is_not_validated_by_the_later_success():
+    """A reflection a person drops in review leaves the Ω window and the store: the next
+    trial's success validates the kept one only and does not bring the dropped one back."""
+    store = InMemoryStore()
+    graph = qa_graph(
+        [answer("Elbe"), answer("Oder"), answer("Vltava")],
+        ["Reflection: Kept lesson.", "Reflection: Dropped lesson."],
+        store,
+    )
+    ctx = Context(max_trials=3, lessons=True, review_reflections=True)
+    graph.invoke(PRAGUE, config("t"), context=ctx)
+    graph.invoke(Command(resume=""), config("t"), context=ctx)  # keep lesson 1
+    assert validated(store, "t:2") is False
+    out = graph.invoke(Command(resume={"action": "drop"}), config("t"), context=ctx)
+    assert out["solved"] and out["reflections"] == ["Kept lesson."]
+    assert validated(store, "t:1") is True
+    assert store.get(NS, "t:2") is None
+
+
+def test_validation_leaves_the_evaluator_update_and_a_first_trial_success_alone():
+    """The evaluator node returns the evaluator's own update with lessons on; a success on
+    the first trial writes nothing to the store (there is no lesson it could have used)."""
+    store = InMemoryStore()
+    graph = qa_graph([answer("Vltava")], ["Reflection: unused."], store)
+    chunks = list(
+        graph.stream(PRAGUE, config("t"), context=Context(lessons=True), stream_mode="updates")
+    )
+    update = next(c["evaluator"] for c in chunks if "evaluator" in c)
+    assert set(update) == {"evaluations", "solved"} and update["solved"] is True
+    assert store.search(NS) == []
+
+
+def test_every_evaluator_form_is_validated_after():
+    """build_reflexion_graph validates lessons after an evaluator taking (state) only, an
+    async one taking (state, runtime), and a Runnable, and keeps each one's verdict."""
+
+    def verdict(state: Any) -> dict[str, Any]:
+        ok = state.answer == "Vltava"
+        record = {"trial": state.trial, "success": ok, "answer": state.answer, "feedback": ""}
+        return {"evaluations": [record], "solved": ok}
+
+    async def async_verdict(state: Any, runtime: Any) -> dict[str, Any]:
+        assert runtime.context.lessons
+        return verdict(state)
+
+    for form in (verdict, async_verdict, RunnableLambda(verdict)):
+        store = InMemoryStore()
+        graph = build_reflexion_graph(
+            make_cot_actor(ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")])),
+            form,
+            make_reflector(ScriptedChatModel(replies=["Reflection: Check the city."])),
+        ).compile(checkpointer=InMemorySaver(), store=store)
+        ctx = Context(max_trials=3, lessons=True)
+        if form is async_verdict:
+            out = asyncio.run(graph.ainvoke(PRAGUE, config("t"), context=ctx))
+        else:
+            out = graph.invoke(PRAGUE, config("t"), context=ctx)
+        assert out["solved"] and out["trial"] == 2
+        assert validated(store, "t:1") is True

@@ -14,7 +14,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs.builder import qa_builder
 from graphs.qa import graph as qa_graph
-from reflexion.bench import BenchTask, Sink, run_benchmark
+from reflexion.bench import BenchTask, Sink, final_row, run_benchmark
 from reflexion.context import Context
 from reflexion.errors import ProviderError
 from reflexion.remote import (
@@ -22,7 +22,6 @@ from reflexion.remote import (
     RemoteRunError,
     RunEvents,
     error_text,
-    final_row,
     server_thread_id,
 )
 from tests.fake import ScriptedChatModel
