@@ -57,11 +57,22 @@ def lessons_block(lessons: list[str]) -> str:
     return render("memory_lessons", lessons="\n".join(f"- {lesson}" for lesson in lessons))
 
 
-def memory_block(state: HasMemory, ctx: Context) -> str:
-    """What this trial carries in: the lessons recalled from other threads (fixed for the
-    thread, so part of a stable prompt prefix), then what the chosen strategy keeps (empty on
-    the first trial)."""
-    parts = [lessons_block(state.lessons)] if state.lessons else []
+def with_lessons(system: str, state: HasMemory) -> SystemMessage:
+    """The system message with the lessons recalled from other threads appended (fixed for
+    the thread, so part of a stable prompt prefix). They go here, not next to the question:
+    measured on HotPotQA with the 0.5B embedded model at T = 0, lessons placed after the
+    question made it answer with names from the lessons (1 of 8 right against 5 of 8 without
+    lessons), while in the system message it kept to the question (4 of 8)."""
+    if not state.lessons:
+        return SystemMessage(system)
+    return SystemMessage(f"{system}\n\n{lessons_block(state.lessons)}")
+
+
+def memory_block(state: HasMemory, ctx: Context, *, lessons: bool = True) -> str:
+    """What this trial carries in: the lessons recalled from other threads (unless
+    ``lessons`` is False: the built-in actors put them in the system message, see
+    :func:`with_lessons`), then what the chosen strategy keeps (empty on the first trial)."""
+    parts = [lessons_block(state.lessons)] if lessons and state.lessons else []
     if ctx.uses_last_attempt and state.previous_trajectory:
         parts.append(
             render("memory_last_attempt", trajectory=trajectory_text(state.previous_trajectory))
@@ -90,12 +101,12 @@ def cot_messages(state: State, ctx: Context, *, with_context: bool) -> list[Base
         if with_context
         else ""
     )
-    messages: list[BaseMessage] = [SystemMessage(render("cot_system", context_rule=rule))]
+    messages: list[BaseMessage] = [with_lessons(render("cot_system", context_rule=rule), state)]
     for example in few_shot("cot_examples"):
         messages.extend(_example_turns(example, with_context=with_context))
     context_block = f"Context: {state.context.strip()}" if with_context and state.context else ""
     user = render("cot_task", context_block=context_block, task=state.task.strip())
-    memory = memory_block(state, ctx)
+    memory = memory_block(state, ctx, lessons=False)
     if memory:
         user = f"{user}\n\n{memory}"
     return [*messages, HumanMessage(user)]

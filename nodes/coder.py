@@ -22,7 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from nodes.actor import lessons_block
+from nodes.actor import with_lessons
 from nodes.common import resolve_model
 from reflexion.context import Context, get_context
 from reflexion.errors import ReflexionError
@@ -148,10 +148,8 @@ def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
     problem = problem_of(state)
     names = _names(problem.language)
     task = render("code_task", prompt=problem.prompt.strip(), **names)
-    if state.lessons:
-        task = f"{task}\n\n{lessons_block(state.lessons)}"
     messages: list[BaseMessage] = [
-        SystemMessage(render("code_system", **names)),
+        with_lessons(render("code_system", **names), state),
         HumanMessage(task),
     ]
     if state.trial == 0 or not state.evaluations:

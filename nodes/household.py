@@ -28,7 +28,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from nodes.actor import memory_block
+from nodes.actor import memory_block, with_lessons
 from nodes.common import prompt_tokens, resolve_model, trajectory_text
 from nodes.evaluator import Evaluation, ask_judge
 from nodes.reflector import reflection_messages
@@ -85,12 +85,12 @@ def household_messages(state: Any, ctx: Context, kind: str, turns: list[Turn]) -
     trial's turns. Everything before the memory is the same in every trial of a task type (a
     cacheable prefix)."""
     messages: list[BaseMessage] = [
-        SystemMessage(render("alfworld_system", max_steps=str(ctx.alfworld_steps)))
+        with_lessons(render("alfworld_system", max_steps=str(ctx.alfworld_steps)), state)
     ]
     for example in few_shot(f"alfworld_examples_{kind}"):
         messages += example_turns(example)
     user = render("alfworld_task", observation=state.task.strip())
-    memory = memory_block(state, ctx)
+    memory = memory_block(state, ctx, lessons=False)
     if memory:
         user = f"{user}\n\n{memory}"
     messages.append(HumanMessage(user))

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
-from nodes.actor import memory_block
+from nodes.actor import memory_block, with_lessons
 from nodes.common import prompt_tokens, resolve_model
 from reflexion.context import Context, get_context
 from reflexion.errors import ReflexionError
@@ -126,12 +126,12 @@ def react_messages(state: ReactState, ctx: Context) -> list[BaseMessage]:
     """Instructions, the few-shot trajectories, the question and memory, then this trial's
     steps. Everything before the memory is the same in every trial (a cacheable prefix)."""
     messages: list[BaseMessage] = [
-        SystemMessage(render("react_system", max_steps=str(ctx.max_steps)))
+        with_lessons(render("react_system", max_steps=str(ctx.max_steps)), state)
     ]
     for example in few_shot("react_examples"):
         messages += _example_turns(example)
     user = render("react_task", task=state.task.strip())
-    memory = memory_block(state, ctx)
+    memory = memory_block(state, ctx, lessons=False)
     if memory:
         user = f"{user}\n\n{memory}"
     messages.append(HumanMessage(user))

@@ -10,7 +10,10 @@ could get ahead of its checkpoint.
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,11 +25,13 @@ from tests.crashkit import (
     LoopbackModel,
     bench_command,
     check_consistent,
+    environment,
     kill_at,
     loopback_model,
     reference_run,
     rows,
     run_to_end,
+    wait_for,
 )
 
 pytestmark = pytest.mark.allow_hosts(["127.0.0.1"])
@@ -106,6 +111,38 @@ def test_sigkill_then_rerun_loses_nothing_and_repeats_nothing(
         conn.rollback()
         conn.close()
     assert len(recorded) < len(reference["rows"]), "killed after the run had finished"
+    server.reset()
+    run_to_end(command, tmp_path)
+    check_consistent(rows(results), reference, recorded, list(server.calls))
+
+
+def test_ctrl_c_says_how_to_resume_and_the_rerun_finishes(server, reference, tmp_path):
+    """Ctrl-C (SIGINT) in the middle of a model call stops the benchmark with exit code 130
+    and one line saying that rerunning the same command resumes it; the rerun then finishes
+    with the uninterrupted run's finals, every trial once."""
+    db = tmp_path / "t.sqlite"
+    results = tmp_path / "r.jsonl"
+    command = bench_command(server, str(db), results)
+    server.reset(hold_at=5)
+    proc = subprocess.Popen(
+        command, cwd=tmp_path, env=environment(), stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert wait_for(lambda: server.arrived.is_set() or proc.poll() is not None, 60)
+        os.kill(proc.pid, signal.SIGINT)
+        server.release()
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+        server.release()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == (
+        "interrupted: rerun the same command to resume where it stopped"
+    )
+    recorded = rows(results)
     server.reset()
     run_to_end(command, tmp_path)
     check_consistent(rows(results), reference, recorded, list(server.calls))

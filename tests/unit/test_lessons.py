@@ -164,7 +164,11 @@ def test_recall_picks_the_most_relevant_lessons_of_other_threads_never_its_own()
     for prompt in (first, second):
         assert HEADER in prompt and lesson["river"][1] in prompt and lesson["bridge"][1] in prompt
         assert "Albums" not in prompt and "it is the Vltava" not in prompt
-    # separate from the Ω window: the reflection section comes after the lessons section
+    # in the system message (a stable prefix; next to the question they misled the 0.5B
+    # model), separate from the Ω window, which follows the question
+    for call in (0, 1):
+        assert lesson["river"][1] in actor.prompts[call][0].text
+        assert lesson["river"][1] not in actor.prompts[call][-1].text
     assert "reflections are lessons you wrote" in second
     assert second.index(HEADER) < second.index("wrong river.")
     assert "wrong river." not in second[: second.index("You have attempted")]
@@ -299,7 +303,7 @@ def test_task_family_override_and_per_graph_families(games: str, corpus: Any):
     }
     prog.invoke(task, config("p1"), context=Context(max_trials=2, lessons=True, **ALL))
     assert "Lesson for programming-py" in coder.prompt_text(0)
-    assert HEADER in coder.prompt_text(1)  # kept in the stable task message
+    assert HEADER in coder.prompts[1][0].text  # kept in the stable system message
     assert any(i.key == "p1:1" for i in store.search(("reflexion", "lessons", "programming-py")))
     # ALFWorld: the family needs the game's kind, known once the game is reset
     player = ScriptedChatModel(replies=["go to cabinet 1"] * 4 + WIN)
@@ -421,8 +425,8 @@ def test_bench_lessons_carry_task_one_reflection_into_task_two(
         last = body["messages"][-1]["content"]
         if "reflecting on a failed attempt" in system:
             return "ok:Reflection: LESSON-ONE: name the river in the city itself."
-        actor_prompts.append(last)
-        if "Prague" in last and "LESSON-ONE" not in last:
+        actor_prompts.append(system + "\n" + last)
+        if "Prague" in last and "LESSON-ONE" not in system + last:
             return "ok:Thought: guess.\nAction: Finish[Danube]"
         return "ok:Thought: ok.\nAction: Finish[" + ("Vltava" if "Prague" in last else "Elbe") + "]"
 
