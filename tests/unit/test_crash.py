@@ -127,6 +127,9 @@ def test_ctrl_c_says_how_to_resume_and_the_rerun_finishes(server, reference, tmp
     proc = subprocess.Popen(
         command, cwd=tmp_path, env=environment(), stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True, start_new_session=True,
+        # a job started in the background by a non-interactive shell (as CI may be) inherits
+        # SIGINT ignored; give the benchmark the default a terminal's Ctrl-C meets
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     try:
         assert wait_for(lambda: server.arrived.is_set() or proc.poll() is not None, 60)
