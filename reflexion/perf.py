@@ -216,11 +216,19 @@ def time_loop(
         config = thread_config(thread_id, ctx)
         config["callbacks"] = [UsageRecorder()]
         steps = trials = 0
-        for update in graph.stream(
-            {**LOOP_TASK, "task_id": thread_id}, config, context=ctx, stream_mode="updates"
+        # as stream_thread runs it: each step's checkpoint saved before the next step starts
+        # (durability only applies with a checkpointer; LangGraph warns otherwise)
+        durable: dict[str, Any] = {"durability": "sync"} if checkpointer is not None else {}
+        for mode, data in graph.stream(
+            {**LOOP_TASK, "task_id": thread_id},
+            config,
+            context=ctx,
+            stream_mode=["updates", "checkpoints"],
+            **durable,
         ):
-            steps += len(update)
-            trials += "evaluator" in update
+            if mode == "updates":
+                steps += len(data)
+                trials += "evaluator" in data
         return steps, trials
 
     one(f"perf-{run_id}-{name}-warm")
