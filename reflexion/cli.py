@@ -60,7 +60,13 @@ from reflexion.household import (
 )
 from reflexion.models import DEFAULT_MODEL, installed_presets, load_chat_model
 from reflexion.perf import perf_app
-from reflexion.persistence import open_checkpointer, open_store, parse_target, thread_history
+from reflexion.persistence import (
+    MEMORY,
+    open_checkpointer,
+    open_store,
+    parse_target,
+    thread_history,
+)
 from reflexion.plots import learning_curve
 from reflexion.programming import language_of, load_problems
 from reflexion.sandbox import rustc_path
@@ -295,6 +301,12 @@ def _compile(
     else:
         builder = qa_builder(with_context=agent == "cot-gt")
     return builder.compile(checkpointer=saver, store=store, name=f"reflexion-{agent}")
+
+
+def _local_db(db: str, server: str | None) -> str:
+    """The checkpointer target of a bench: ``--db``, or an in-memory one with ``--server``
+    (the threads then live on the server, so ``--db`` is neither opened nor created)."""
+    return MEMORY if server is not None else db
 
 
 @contextlib.contextmanager
@@ -808,7 +820,10 @@ def bench_hotpotqa(
     results: dict[str, list[dict[str, Any]]] = {}
     files: list[Path] = []
     errors_by: dict[str, int] = {}
-    with _checkpointer(db) as saver, _lesson_store(db, lessons and server is None) as store:
+    with (
+        _checkpointer(_local_db(db, server)) as saver,
+        _lesson_store(db, lessons and server is None) as store,
+    ):
         graph = _compile(saver, agent, store)
         for name, ctx in contexts.items():
             settings = {
@@ -1043,7 +1058,10 @@ def bench_programming(
     iterations: dict[str, int] = {}
     files: list[Path] = []
     errors_by: dict[str, int] = {}
-    with _checkpointer(db) as saver, _lesson_store(db, lessons and server is None) as store:
+    with (
+        _checkpointer(_local_db(db, server)) as saver,
+        _lesson_store(db, lessons and server is None) as store,
+    ):
         graph = _compile(saver, "programming", store)
         for name in names:
             simple = name == "simple"
@@ -1283,7 +1301,10 @@ def bench_alfworld(
     results: dict[str, list[dict[str, Any]]] = {}
     files: list[Path] = []
     errors_by: dict[str, int] = {}
-    with _checkpointer(db) as saver, _lesson_store(db, lessons and server is None) as store:
+    with (
+        _checkpointer(_local_db(db, server)) as saver,
+        _lesson_store(db, lessons and server is None) as store,
+    ):
         graph = _compile(saver, "alfworld", store)
         for name in strategies:
             ctx = Context(

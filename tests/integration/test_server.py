@@ -164,6 +164,24 @@ def test_unreachable_server_and_unknown_graph_are_one_line_errors(server):
     assert "no_such_graph" in message and "reflexion_qa" in message and "\n" not in message
 
 
+def test_bench_on_a_server_does_not_open_the_db(tmp_path):
+    """With --server the threads live on the server: a --db that could not be opened (a
+    PostgreSQL nobody listens on) is not touched, and the one error line is about the server."""
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "reflexion", "bench", "hotpotqa", "--limit", "1",
+            "--server", f"http://127.0.0.1:{free_port()}",
+            "--db", f"postgresql://nobody@127.0.0.1:{free_port()}/none",
+            "-o", str(tmp_path / "r.jsonl"),
+        ],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "cannot reach the LangGraph server" in done.stderr
+    assert "PostgreSQL" not in done.stderr
+
+
 def watch_runs(client: SyncLangGraphClient, out: Path, stop: threading.Event) -> dict[str, Any]:
     """Poll the server while a bench runs: the most runs running at once, and whether a
     trial line was in the results file while its thread's run was still running."""
