@@ -109,14 +109,7 @@ def stream_thread(
     # checkpoints (see run_benchmark). Updates stream as soon as a node finishes, before the
     # step is saved, so they are held until then.
     held: list[tuple[str, dict[str, Any]]] = []
-
-    def report_held(saved: dict[str, Any] | None) -> None:
-        for name, payload in held:
-            if name == "reflection" and saved is not None:
-                payload["trial"] = saved.get("trial")  # the trial the reflection follows
-            if on_event is not None:
-                on_event(name, payload)
-        held.clear()
+    report = on_event if on_event is not None else (lambda _event, _payload: None)
 
     for mode, chunk in graph.stream(
         task_input,
@@ -126,26 +119,14 @@ def stream_thread(
         durability="sync",
     ):
         if mode == "checkpoints":
-            values = chunk.get("values") if isinstance(chunk, dict) else None
-            report_held(values if isinstance(values, dict) else None)
+            release_held(held, chunk.get("values") if isinstance(chunk, dict) else None, report)
             continue
-        if not isinstance(chunk, dict):
-            continue
-        for node, values in chunk.items():
-            if not isinstance(values, dict):
-                continue
-            event: tuple[str, dict[str, Any]] | None = None
-            if node == "evaluator" and values.get("evaluations"):
-                event = ("trial", dict(values["evaluations"][-1]))
-            elif node == "reflector" and values.get("reflections"):
-                event = ("reflection", {"text": values["reflections"][-1]})
-            if event is None:
-                continue
+        for event, payload in update_events(chunk):
             usage = recorder.take()
             spent = merge(spent, usage)
-            held.append((event[0], {**event[1], "usage": usage}))
+            held.append((event, {**payload, "usage": usage}))
     # The stream has ended and every checkpoint of the run is saved.
-    report_held(dict(graph.get_state(config).values) if held else None)
+    release_held(held, dict(graph.get_state(config).values) if held else None, report)
     current = graph.get_state(config)
     state = dict(current.values)
     state["interrupts"] = [{"id": i.id, "value": i.value} for i in current.interrupts]
@@ -153,6 +134,36 @@ def stream_thread(
     state["wall_s"] = round(time.perf_counter() - started, 2)
     state["usage"] = merge(spent, recorder.take())
     return state
+
+
+def update_events(update: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The results-file events of one ``updates`` chunk (node → its update): the evaluator's
+    newest evaluation is a ``trial``, the reflector's newest reflection a ``reflection``."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    if not isinstance(update, dict):
+        return events
+    for node, values in update.items():
+        if not isinstance(values, dict):
+            continue
+        if node == "evaluator" and values.get("evaluations"):
+            events.append(("trial", dict(values["evaluations"][-1])))
+        elif node == "reflector" and values.get("reflections"):
+            events.append(("reflection", {"text": values["reflections"][-1]}))
+    return events
+
+
+def release_held(
+    held: list[tuple[str, dict[str, Any]]],
+    saved: Any,
+    report: Callable[[str, dict[str, Any]], None],
+) -> None:
+    """Report the held events once the checkpoint holding them is saved (``saved``: its
+    values); a reflection gets the trial it follows from them. Empties ``held``."""
+    for event, payload in held:
+        if event == "reflection" and isinstance(saved, dict):
+            payload["trial"] = saved.get("trial")
+        report(event, payload)
+    held.clear()
 
 
 def finished_tasks(path: Path) -> dict[str, dict[str, Any]]:

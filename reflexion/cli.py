@@ -362,10 +362,14 @@ def _print_event(label: str) -> Any:
     return on_event
 
 
+BENCH_ONLY_AGENTS = ("programming", "alfworld")
+"""Agents whose threads only the benches start (``run`` answers questions)."""
+
+
 def _agent_of(snapshot: Any) -> str:
     """The agent a thread was started with (recorded in its checkpoint metadata)."""
     agent = (snapshot.metadata or {}).get("agent")
-    if agent in AGENTS:
+    if agent in AGENTS or agent in BENCH_ONLY_AGENTS:
         return str(agent)
     return "cot-gt" if snapshot.values.get("context") else "cot"
 
@@ -443,14 +447,13 @@ def run(
                     f"thread '{thread_id}' is not in {_where(db)}: "
                     "check the id, or give a question to start it"
                 )
-            bench_agent = (found.metadata or {}).get("agent")
-            if bench_agent in ("programming", "alfworld"):
+            agent = _agent_of(found)
+            if agent in BENCH_ONLY_AGENTS:
                 raise ReflexionError(
-                    f"thread '{thread_id}' is a {bench_agent} thread: `reflexion run` resumes "
-                    f"question-answering threads; rerun its `reflexion bench {bench_agent}` "
+                    f"thread '{thread_id}' is a {agent} thread: `reflexion run` resumes "
+                    f"question-answering threads; rerun its `reflexion bench {agent}` "
                     f"command to resume it, or `reflexion history {thread_id}` to list it"
                 )
-            agent = _agent_of(found)
             graph = _compile(saver, agent, store)
             if not found.next:
                 _show_state(graph, thread_id)
@@ -572,8 +575,7 @@ def history(
         found = snapshot(_compile(saver, "cot"), thread_id)
         if found is None:
             raise ReflexionError(f"thread '{thread_id}' is not in {_where(db)}: check the id")
-        agent = (found.metadata or {}).get("agent")
-        agent = agent if agent in ("programming", "alfworld") else _agent_of(found)
+        agent = _agent_of(found)
         graph = _compile(saver, agent)
         entries = thread_history(graph, thread_id)
         pending = tuple(graph.get_state({"configurable": {"thread_id": thread_id}}).next)

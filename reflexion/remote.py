@@ -58,7 +58,9 @@ from reflexion.bench import (
     read_results,
     recorded_lines,
     recursion_limit,
+    release_held,
     unrecorded,
+    update_events,
 )
 from reflexion.context import Context
 from reflexion.errors import ReflexionError
@@ -190,15 +192,7 @@ class RunEvents:
         # A node's update streams before its task's result: its time ends here, so that it
         # counts for the line this update writes.
         self._finish(lambda _, node: node in data, self._clock())
-        out: list[tuple[str, dict[str, Any]]] = []
-        for node, values in data.items():
-            if not isinstance(values, dict):
-                continue
-            if node == "evaluator" and values.get("evaluations"):
-                out.append(("trial", dict(values["evaluations"][-1])))
-            elif node == "reflector" and values.get("reflections"):
-                out.append(("reflection", {"text": values["reflections"][-1]}))
-        return [(event, {**payload, "usage": self.take()}) for event, payload in out]
+        return [(event, {**p, "usage": self.take()}) for event, p in update_events(data)]
 
 
 @dataclass(frozen=True)
@@ -422,11 +416,7 @@ def run_benchmark_remote(
                     if part.event == "checkpoints":  # the root graph's (a subgraph's: "…|ns")
                         # Sent after the save (durability="sync"): what is held is saved.
                         saved = part.data.get("values") if isinstance(part.data, dict) else None
-                        for event, payload in held:
-                            if event == "reflection" and isinstance(saved, dict):
-                                payload["trial"] = saved.get("trial")  # the trial it follows
-                            write_line(task, event, payload)
-                        held.clear()
+                        release_held(held, saved, lambda e, p: write_line(task, e, p))
                         continue
                     for event, payload in events.feed(part.event, part.data):
                         used.append(payload["usage"])
