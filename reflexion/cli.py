@@ -66,6 +66,7 @@ from reflexion.persistence import (
     open_store,
     parse_target,
     thread_history,
+    unfinished,
 )
 from reflexion.plots import learning_curve
 from reflexion.programming import language_of, load_problems
@@ -455,7 +456,7 @@ def run(
                     f"command to resume it, or `reflexion history {thread_id}` to list it"
                 )
             graph = _compile(saver, agent, store)
-            if not found.next:
+            if unfinished(found) is None:
                 _show_state(graph, thread_id)
                 return
             console.print(f"resuming thread [bold]{escape(thread_id)}[/] ({agent})")
@@ -578,12 +579,12 @@ def history(
         agent = _agent_of(found)
         graph = _compile(saver, agent)
         entries = thread_history(graph, thread_id)
-        pending = tuple(graph.get_state({"configurable": {"thread_id": thread_id}}).next)
+        pending = unfinished(graph.get_state({"configurable": {"thread_id": thread_id}}))
     if as_json:
         for entry in entries:
             sys.stdout.write(json.dumps(asdict(entry), ensure_ascii=False) + "\n")
         return
-    status = f"interrupted before {', '.join(pending)}" if pending else "finished"
+    status = f"interrupted {pending}" if pending else "finished"
     console.print(
         f"thread [bold]{escape(thread_id)}[/] ({agent}): {len(entries)} trial(s), {status}"
     )

@@ -299,6 +299,19 @@ class TrialEntry:
     """When that checkpoint was written (ISO 8601, UTC)."""
 
 
+def unfinished(snap: Any) -> str | None:
+    """Why a thread's latest state (a ``StateSnapshot``, or a server thread's) is not the end
+    of its run, or ``None`` when it is: ``"before X"`` (node X is next, e.g. an interrupt or a
+    run stopped between steps) or ``"after X"``. The second is a process killed (or a server
+    run cancelled) after node X's writes were saved but before its step's checkpoint was:
+    ``get_state`` applies those writes and lists no ``next`` node, yet the loop has not
+    ended; resuming with input ``None`` finishes the step without running X again."""
+    if snap.next:
+        return "before " + ", ".join(snap.next)
+    done = [str(task.name) for task in snap.tasks or ()]
+    return "after " + ", ".join(done) if done else None
+
+
 def _lineage(snapshots: list[Any]) -> list[Any]:
     """The checkpoints leading to the latest one, oldest first (a thread forked with
     ``update_state`` lists abandoned branches too; they are left out)."""
@@ -369,4 +382,5 @@ __all__ = [
     "parse_target",
     "postgres_missing",
     "thread_history",
+    "unfinished",
 ]

@@ -24,8 +24,10 @@ and the return value are those of :func:`reflexion.bench.run_benchmark`:
   goes on; an error that is ours to report (:class:`~reflexion.errors.ReflexionError`, e.g. a
   model string the server cannot load) stops it, as a local run does;
 * on a rerun a task with a ``final`` line is skipped; a thread that is still running is waited
-  for; an unfinished thread (interrupted, failed, cut off) is resumed with input ``None``; a
-  finished thread without a ``final`` line gets it from its state without running again.
+  for; an unfinished thread (interrupted, failed, cut off, or cancelled between a node's saved
+  writes and its step's checkpoint: :func:`reflexion.persistence.unfinished`) is resumed with
+  input ``None``; a finished thread without a ``final`` line gets it from its state without
+  running again.
 
 Accounting differs from a local run, because the server does not hand over LangChain
 callbacks: tokens and calls come from the model messages the run streams (``messages-tuple``
@@ -64,6 +66,7 @@ from reflexion.bench import (
 )
 from reflexion.context import Context
 from reflexion.errors import ReflexionError
+from reflexion.persistence import unfinished
 from reflexion.usage import OTHER, Usage, merge, node_of, recorded_usage
 
 GRAPH_IDS = {
@@ -447,7 +450,9 @@ def run_benchmark_remote(
                 if resumed:
                     await catch_up(task, thread_id, state)
                 wall, usage = 0.0, Usage()
-                if not resumed or state["next"]:
+                # A run cancelled after a node's writes were saved but before its step's
+                # checkpoint shows no next node, yet has not ended: unfinished() sees it.
+                if not resumed or unfinished(_snapshot(state)) is not None:
                     wall, usage, held, events = await stream(
                         task, thread_id, None if resumed else task.input
                     )
@@ -457,10 +462,10 @@ def run_benchmark_remote(
                         if events.error.kind in fatal:
                             raise ReflexionError(str(events.error).split(": ", 1)[-1])
                         raise events.error
-                    if state["next"]:
+                    if (why := unfinished(_snapshot(state))) is not None:
                         raise RuntimeError(
-                            f"the run stopped before the end of the thread (next: "
-                            f"{', '.join(state['next'])}); rerun to resume it"
+                            f"the run stopped before the end of the thread (interrupted "
+                            f"{why}); rerun to resume it"
                         )
                 values = dict(state["values"]) if isinstance(state["values"], dict) else {}
                 final = final_row(

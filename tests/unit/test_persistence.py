@@ -27,9 +27,11 @@ from reflexion.persistence import (
     open_store,
     parse_target,
     thread_history,
+    unfinished,
 )
 from tests.conftest import answer
 from tests.fake import ScriptedChatModel
+from tests.unit.test_faults import server as server  # a fixture
 from tests.unit.test_programming import PROMPT, RIGHT, TESTS_REPLY, WRONG
 
 
@@ -328,3 +330,90 @@ def test_a_line_cut_by_a_kill_does_not_swallow_the_next(tmp_path):
         Sink(handle).write({"type": "final", "thread_id": "a"})
     lines = results.read_text().splitlines()
     assert json.loads(lines[-1]) == {"type": "final", "thread_id": "a"}
+
+
+# ---- a step's writes saved, its checkpoint not ------------------------------------------------
+
+
+class Killed(BaseException):
+    """Stands for the SIGKILL that ends a process between saving a step's writes and saving
+    the step's checkpoint (a BaseException, so nothing on the way catches it)."""
+
+
+class SaverKilledAtStep(SqliteSaver):
+    """LangGraph's SQLite saver, in a process that dies when asked to save the checkpoint of
+    step ``kill_step``: the writes of that step's tasks are saved already (LangGraph saves a
+    task's writes as it finishes), the checkpoint never is."""
+
+    kill_step: int | None = None
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        if metadata.get("step") == self.kill_step:
+            raise Killed
+        return super().put(config, checkpoint, metadata, new_versions)
+
+
+PRAGUE = {"task": "Which river flows through Prague?", "context": "", "reference": "Vltava"}
+
+
+def killed_after_the_second_actor(db: Path) -> None:
+    """Trial 1 answers Elbe (wrong), the reflector writes a lesson, trial 2's actor answers
+    Vltava; the process dies before the step after that actor call is checkpointed (steps:
+    0 start, 1 actor, 2 evaluator, 3 reflector, 4 actor)."""
+    conn = sqlite3.connect(db, check_same_thread=False)
+    saver = SaverKilledAtStep(conn)
+    saver.kill_step = 4
+    graph = qa_builder(
+        with_context=False,
+        actor_model=ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")]),
+        reflector_model=ScriptedChatModel(replies=["Reflection: it is not the Elbe."]),
+    ).compile(checkpointer=saver)
+    with pytest.raises(Killed):
+        stream_thread(graph, "qa-k", PRAGUE, Context(max_trials=3), metadata={"agent": "cot"})
+    conn.close()
+
+
+def test_a_thread_killed_between_a_nodes_writes_and_its_checkpoint_is_unfinished(tmp_path):
+    """get_state applies the saved writes of the actor (answer Vltava) and names no next node,
+    yet trial 2 was never evaluated: ``unfinished`` says "after actor", and resuming with
+    input None evaluates trial 2 (solved) without asking the actor again."""
+    db = tmp_path / "t.sqlite"
+    killed_after_the_second_actor(db)
+    with open_checkpointer(str(db)) as saver:
+        actor = ScriptedChatModel(replies=[answer("never asked")])
+        graph = qa_builder(with_context=False, actor_model=actor).compile(checkpointer=saver)
+        state = graph.get_state({"configurable": {"thread_id": "qa-k"}})
+        assert state.next == () and state.values["answer"] == "Vltava"
+        assert [e["trial"] for e in state.values["evaluations"]] == [1]
+        assert unfinished(state) == "after actor"
+        final = stream_thread(graph, "qa-k", None, Context(max_trials=3))
+        assert actor.prompts == []
+        assert [(e["trial"], e["success"]) for e in final["evaluations"]] == [
+            (1, False),
+            (2, True),
+        ]
+        assert unfinished(graph.get_state({"configurable": {"thread_id": "qa-k"}})) is None
+
+
+@pytest.mark.allow_hosts(["127.0.0.1"])
+def test_history_and_run_resume_a_thread_killed_after_a_nodes_writes(
+    server, tmp_path, monkeypatch, capsys
+):
+    """`history` lists such a thread as interrupted after the actor with the resume command
+    (not as finished), and `run --thread-id` resumes it: trial 2 is evaluated from the saved
+    answer and no model is asked anything."""
+    db = tmp_path / "t.sqlite"
+    killed_after_the_second_actor(db)
+    code, out, err = cli(monkeypatch, capsys, "history", "qa-k", "--db", str(db))
+    assert code == 0, err
+    assert "(cot): 1 trial(s), interrupted after actor" in out
+    assert "reflexion run --thread-id qa-k" in out
+    code, out, err = cli(
+        monkeypatch, capsys, "run", "--thread-id", "qa-k", "--db", str(db),
+        "--model", "openai:any-name", "--base-url", server.base_url, "--trials", "3",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "resuming thread" in out and "solved" in out
+    assert server.requests == []
+    code, out, err = cli(monkeypatch, capsys, "history", "qa-k", "--db", str(db))
+    assert "(cot): 2 trial(s), finished" in out

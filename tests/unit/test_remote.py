@@ -14,17 +14,21 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs.builder import qa_builder
 from graphs.qa import graph as qa_graph
-from reflexion.bench import BenchTask, Sink, final_row, run_benchmark
+from reflexion.bench import BenchTask, Sink, final_row, run_benchmark, stream_thread
 from reflexion.context import Context
 from reflexion.errors import ProviderError
+from reflexion.persistence import open_checkpointer, unfinished
 from reflexion.remote import (
     GRAPH_IDS,
     RemoteRunError,
     RunEvents,
+    _snapshot,
     error_text,
     server_thread_id,
 )
+from tests.conftest import answer
 from tests.fake import ScriptedChatModel
+from tests.unit.test_persistence import killed_after_the_second_actor
 
 MODEL_FIELDS = ("actor_model", "evaluator_model", "reflector_model")
 
@@ -183,3 +187,51 @@ def test_every_context_field_is_described_for_studio():
         assert schema[field.name]["description"] == description
     for name in MODEL_FIELDS:
         assert schema[name]["type"] == "string" and "enum" not in schema[name]
+
+
+def server_state(snap: Any) -> dict[str, Any]:
+    """A local ``StateSnapshot`` as a LangGraph server sends a thread's state (JSON)."""
+    return {
+        "values": snap.values,
+        "next": list(snap.next),
+        "tasks": [
+            {
+                "id": t.id,
+                "name": t.name,
+                "path": list(t.path),
+                "error": t.error,
+                "interrupts": [],
+                "checkpoint": None,
+                "state": None,
+                "result": t.result,
+            }
+            for t in snap.tasks
+        ],
+        "checkpoint": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c2"},
+        "parent_checkpoint": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c1"},
+        "metadata": snap.metadata,
+        "created_at": snap.created_at,
+    }
+
+
+def test_a_server_run_cancelled_after_a_nodes_writes_is_resumed_not_taken_as_finished(
+    tmp_path: Path,
+) -> None:
+    """A server run cancelled after the actor's writes were saved but before its step's
+    checkpoint: the thread's state has no next node but still lists the actor's task, and
+    the client reads it as unfinished "after actor" (a rerun resumes the thread instead of
+    writing a final line from a trial never evaluated); a finished thread reads as finished."""
+    db = tmp_path / "t.sqlite"
+    killed_after_the_second_actor(db)
+    with open_checkpointer(str(db)) as saver:
+        graph = qa_builder(with_context=False).compile(checkpointer=saver)
+        config: Any = {"configurable": {"thread_id": "qa-k"}}
+        state = server_state(graph.get_state(config))
+        assert state["next"] == [] and state["values"]["answer"] == "Vltava"
+        assert unfinished(_snapshot(state)) == "after actor"  # type: ignore[arg-type]
+        done = qa_builder(
+            with_context=False, actor_model=ScriptedChatModel(replies=[answer("x")])
+        ).compile(checkpointer=saver)
+        stream_thread(done, "qa-k", None, Context(max_trials=3))
+        state = server_state(graph.get_state(config))
+        assert unfinished(_snapshot(state)) is None  # type: ignore[arg-type]
