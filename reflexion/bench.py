@@ -33,7 +33,7 @@ from langgraph.types import Command
 
 from reflexion.context import Context
 from reflexion.errors import ReflexionError
-from reflexion.persistence import thread_history
+from reflexion.persistence import cut_short, replay_from, thread_history
 from reflexion.usage import Usage, UsageRecorder, merge, recorded_usage
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
@@ -111,9 +111,13 @@ def stream_thread(
     held: list[tuple[str, dict[str, Any]]] = []
     report = on_event if on_event is not None else (lambda _event, _payload: None)
 
+    run_config = config
+    if task_input is None and (replay := replay_from(graph.get_state(config))) is not None:
+        # A step cut short (a cancelled run): replay it from its checkpoint.
+        run_config = {**config, "configurable": {**config["configurable"], "checkpoint_id": replay}}
     for mode, chunk in graph.stream(
         task_input,
-        config,
+        run_config,
         context=ctx,
         stream_mode=["updates", "checkpoints"],
         durability="sync",
@@ -245,6 +249,28 @@ def recorded_lines(rows: Iterable[dict[str, Any]]) -> dict[str, tuple[set[int], 
     return found
 
 
+def note_line(
+    recorded: dict[str, tuple[set[int], set[int]]],
+    thread_id: str,
+    event: str,
+    payload: dict[str, Any],
+) -> bool:
+    """Note a trial or reflection line about to be written in ``recorded`` (see
+    :func:`recorded_lines`); ``False`` when the file has it already. A resume re-emits the
+    update of a node whose writes were saved before its step's checkpoint; its line was
+    recovered from the checkpoints just before (:func:`unrecorded`), so it is not written
+    twice."""
+    trials, reflections = recorded.setdefault(thread_id, (set(), set()))
+    number = payload.get("trial")
+    if not isinstance(number, int):
+        return True
+    seen = trials if event == "trial" else reflections
+    if number in seen:
+        return False
+    seen.add(number)
+    return True
+
+
 class SavedStates(Protocol):
     """What :func:`unrecorded` reads of a thread: a compiled graph with its checkpointer, or a
     LangGraph server thread's saved states (:class:`reflexion.remote.ServerThread`)."""
@@ -261,7 +287,12 @@ def unrecorded(
     process killed between saving a step and writing its line), in order, marked
     ``recovered``; their usage went with the killed process."""
     trials, reflections = recorded or (set(), set())
-    values = graph.get_state({"configurable": {"thread_id": thread_id}}).values
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
+    latest = graph.get_state(config)
+    if cut_short(latest):
+        # The partial writes of a step cut short are not saved state: the newest checkpoint is.
+        latest = next(iter(graph.get_state_history(config)))
+    values = latest.values
     evaluations = values.get("evaluations") or [] if isinstance(values, dict) else []
     numbers = [r.get("trial") for r in evaluations]
     if all(n in trials for n in numbers) and not any(n not in reflections for n in numbers[:-1]):
@@ -348,6 +379,8 @@ def run_benchmark(
 
     def one(task: BenchTask) -> dict[str, Any]:
         def on_event(event: str, payload: dict[str, Any]) -> None:
+            if not note_line(recorded, task.thread_id, event, payload):
+                return
             sink.write({"type": event, "thread_id": task.thread_id, **payload})
             report(event, task, payload)
 

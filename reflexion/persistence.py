@@ -299,13 +299,36 @@ class TrialEntry:
     """When that checkpoint was written (ISO 8601, UTC)."""
 
 
+def cut_short(snap: Any) -> list[str]:
+    """The nodes of a thread's latest step (a ``StateSnapshot``, or a server thread's) that
+    stopped with an error after saving part of their writes: a server run cancelled (a client
+    gone with ``on_disconnect="cancel"``, a cancel from Studio) or a Ctrl-C between a node's
+    state update and the edge after it. LangGraph saves such a task's partial writes with its
+    error and, on a plain resume, reads the task as finished: the loop would go on from half a
+    step, e.g. an evaluation without the edge to the reflector, and end early. Such a step is
+    replayed from its checkpoint instead (:func:`replay_from`), and its partial writes are
+    not part of the thread's saved state."""
+    return [str(t.name) for t in snap.tasks or () if t.error is not None and t.result is not None]
+
+
+def replay_from(snap: Any) -> str | None:
+    """The checkpoint id a resume of this thread must address (a step cut short is replayed
+    from its checkpoint, see :func:`cut_short`), or ``None`` for a plain resume."""
+    if not cut_short(snap):
+        return None
+    return str(snap.config["configurable"]["checkpoint_id"])
+
+
 def unfinished(snap: Any) -> str | None:
     """Why a thread's latest state (a ``StateSnapshot``, or a server thread's) is not the end
-    of its run, or ``None`` when it is: ``"before X"`` (node X is next, e.g. an interrupt or a
-    run stopped between steps) or ``"after X"``. The second is a process killed (or a server
-    run cancelled) after node X's writes were saved but before its step's checkpoint was:
+    of its run, or ``None`` when it is: ``"during X"`` (node X was cut short, see
+    :func:`cut_short`), ``"before X"`` (node X is next, e.g. an interrupt or a run stopped
+    between steps) or ``"after X"``. The last is a process killed (or a server run
+    cancelled) after node X's writes were saved but before its step's checkpoint was:
     ``get_state`` applies those writes and lists no ``next`` node, yet the loop has not
     ended; resuming with input ``None`` finishes the step without running X again."""
+    if stopped := cut_short(snap):
+        return "during " + ", ".join(stopped)
     if snap.next:
         return "before " + ", ".join(snap.next)
     done = [str(task.name) for task in snap.tasks or ()]
@@ -377,10 +400,12 @@ __all__ = [
     "MEMORY",
     "Target",
     "TrialEntry",
+    "cut_short",
     "open_checkpointer",
     "open_store",
     "parse_target",
     "postgres_missing",
+    "replay_from",
     "thread_history",
     "unfinished",
 ]

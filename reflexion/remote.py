@@ -26,8 +26,9 @@ and the return value are those of :func:`reflexion.bench.run_benchmark`:
 * on a rerun a task with a ``final`` line is skipped; a thread that is still running is waited
   for; an unfinished thread (interrupted, failed, cut off, or cancelled between a node's saved
   writes and its step's checkpoint: :func:`reflexion.persistence.unfinished`) is resumed with
-  input ``None``; a finished thread without a ``final`` line gets it from its state without
-  running again.
+  input ``None``, from its latest checkpoint's id when a node was cancelled halfway through
+  its writes (:func:`reflexion.persistence.cut_short`: the step is replayed); a finished
+  thread without a ``final`` line gets it from its state without running again.
 
 Accounting differs from a local run, because the server does not hand over LangChain
 callbacks: tokens and calls come from the model messages the run streams (``messages-tuple``
@@ -57,6 +58,7 @@ from reflexion.bench import (
     Sink,
     error_row,
     final_row,
+    note_line,
     read_results,
     recorded_lines,
     recursion_limit,
@@ -66,7 +68,7 @@ from reflexion.bench import (
 )
 from reflexion.context import Context
 from reflexion.errors import ReflexionError
-from reflexion.persistence import unfinished
+from reflexion.persistence import replay_from, unfinished
 from reflexion.usage import OTHER, Usage, merge, node_of, recorded_usage
 
 GRAPH_IDS = {
@@ -202,6 +204,7 @@ class RunEvents:
 class _SavedTask:
     name: str
     result: Any
+    error: Any = None
 
 
 @dataclass(frozen=True)
@@ -231,7 +234,8 @@ def _snapshot(state: ThreadState) -> _Snapshot:
         parent_config=config(state.get("parent_checkpoint")),
         metadata=state.get("metadata") or {},
         tasks=tuple(
-            _SavedTask(str(t.get("name")), t.get("result")) for t in state.get("tasks") or ()
+            _SavedTask(str(t.get("name")), t.get("result"), t.get("error"))
+            for t in state.get("tasks") or ()
         ),
         created_at=state.get("created_at"),
     )
@@ -357,13 +361,10 @@ def run_benchmark_remote(
                 emit(event, task, payload)
 
         def write_line(task: BenchTask, event: str, payload: dict[str, Any]) -> None:
-            """A trial or reflection line, and its trial number noted as recorded."""
-            sink.write({"type": event, "thread_id": task.thread_id, **payload})
-            trials, reflections = recorded.setdefault(task.thread_id, (set(), set()))
-            number = payload.get("trial")
-            if isinstance(number, int):
-                (trials if event == "trial" else reflections).add(number)
-            report(event, task, payload)
+            """A trial or reflection line, once (its trial number noted as recorded)."""
+            if note_line(recorded, task.thread_id, event, payload):
+                sink.write({"type": event, "thread_id": task.thread_id, **payload})
+                report(event, task, payload)
 
         for task in tasks:
             if task.thread_id in done:
@@ -396,10 +397,11 @@ def run_benchmark_remote(
                     write_line(task, event, payload)
 
             async def stream(
-                task: BenchTask, thread_id: str, task_input: Any
+                task: BenchTask, thread_id: str, task_input: Any, checkpoint_id: str | None
             ) -> tuple[float, Usage, list[tuple[str, dict[str, Any]]], RunEvents]:
-                """One run of the thread, each line written once the server has saved it;
-                its wall time, usage, the lines still held at its end, and its events."""
+                """One run of the thread (from ``checkpoint_id``: a step cut short replayed),
+                each line written once the server has saved it; its wall time, usage, the
+                lines still held at its end, and its events."""
                 events = RunEvents()
                 used: list[Usage] = []
                 held: list[tuple[str, dict[str, Any]]] = []
@@ -407,6 +409,7 @@ def run_benchmark_remote(
                     thread_id,
                     graph_id,
                     input=task_input,
+                    checkpoint_id=checkpoint_id,
                     context=context,
                     config=config,
                     metadata=metadata,
@@ -451,10 +454,15 @@ def run_benchmark_remote(
                     await catch_up(task, thread_id, state)
                 wall, usage = 0.0, Usage()
                 # A run cancelled after a node's writes were saved but before its step's
-                # checkpoint shows no next node, yet has not ended: unfinished() sees it.
-                if not resumed or unfinished(_snapshot(state)) is not None:
+                # checkpoint shows no next node, yet has not ended: unfinished() sees it; one
+                # cancelled in the middle of a node's writes is replayed from its checkpoint.
+                latest = _snapshot(state)
+                if not resumed or unfinished(latest) is not None:
                     wall, usage, held, events = await stream(
-                        task, thread_id, None if resumed else task.input
+                        task,
+                        thread_id,
+                        None if resumed else task.input,
+                        replay_from(latest) if resumed else None,
                     )
                     state = await client.threads.get_state(thread_id)
                     await catch_up(task, thread_id, state, held)

@@ -4,6 +4,7 @@ checkpoints after a crash."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph._internal._constants import ERROR
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.memory import InMemoryStore
@@ -23,6 +25,7 @@ from reflexion.context import Context
 from reflexion.errors import ReflexionError
 from reflexion.persistence import (
     Target,
+    cut_short,
     open_checkpointer,
     open_store,
     parse_target,
@@ -417,3 +420,135 @@ def test_history_and_run_resume_a_thread_killed_after_a_nodes_writes(
     assert server.requests == []
     code, out, err = cli(monkeypatch, capsys, "history", "qa-k", "--db", str(db))
     assert "(cot): 2 trial(s), finished" in out
+
+
+def resume_bench(db: Path, results: Path, replies: list[str]) -> list[dict[str, Any]]:
+    """Resume thread ``qa-k`` with ``run_benchmark`` (as a rerun of the benchmark does), the
+    actor answering ``replies``; returns the results lines."""
+    with open_checkpointer(str(db)) as saver:
+        graph = qa_builder(
+            with_context=False,
+            actor_model=ScriptedChatModel(replies=replies),
+            reflector_model=ScriptedChatModel(replies=["Reflection: read the question again."]),
+        ).compile(checkpointer=saver)
+        task = BenchTask("qa-k", PRAGUE, "", {"task_id": "prague"})
+        with results.open("a", encoding="utf-8") as handle:
+            _, errors = run_benchmark(
+                graph, [task], Context(max_trials=3), Sink(handle), settings={}
+            )
+    assert not errors
+    return [json.loads(line) for line in results.read_text().splitlines()]
+
+
+def test_a_line_recovered_before_a_resume_is_not_written_again_when_the_resume_replays_it(
+    tmp_path,
+):
+    """Killed after trial 2's evaluation was saved as the step's writes, before the step's
+    checkpoint, with trial 2 not yet in the results file: the rerun recovers trial 2 from
+    the checkpoints, and the resume (which hands the saved writes back to the evaluator and
+    streams its update again) does not write it a second time."""
+    db = tmp_path / "t.sqlite"
+    conn = sqlite3.connect(db, check_same_thread=False)
+    saver = SaverKilledAtStep(conn)
+    saver.kill_step = 5  # after trial 2's evaluator
+    graph = qa_builder(
+        with_context=False,
+        actor_model=ScriptedChatModel(replies=[answer("Elbe"), answer("Elbe")]),
+        reflector_model=ScriptedChatModel(replies=["Reflection: it is not the Elbe."]),
+    ).compile(checkpointer=saver)
+    results = tmp_path / "r.jsonl"
+    with results.open("a", encoding="utf-8") as handle, pytest.raises(Killed):
+        task = BenchTask("qa-k", PRAGUE, "", {"task_id": "prague"})
+        run_benchmark(graph, [task], Context(max_trials=3), Sink(handle), settings={})
+    conn.close()
+    assert [(r["type"], r.get("trial")) for r in rows_of(results)] == [
+        ("trial", 1),
+        ("reflection", 1),
+    ]
+    lines = resume_bench(db, results, [answer("Vltava")])
+    kinds = [(r["type"], r.get("trial"), r.get("recovered", False)) for r in lines]
+    assert kinds == [
+        ("trial", 1, False),
+        ("reflection", 1, False),
+        ("trial", 2, True),
+        ("reflection", 2, False),
+        ("trial", 3, False),
+        ("final", None, False),
+    ]
+    assert lines[-1]["solved"]
+
+
+def rows_of(results: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in results.read_text().splitlines()]
+
+
+def cut_short_in_the_second_evaluator(db: Path, results: Path) -> None:
+    """Trial 1 answers Elbe (wrong), a lesson, trial 2 answers Elbe again; then trial 2's
+    evaluator is cut short: the step's checkpoint holds the writes LangGraph's runner saves
+    for a task cancelled between its state update and the edge after it (part of the update,
+    an evaluation made up here so that it can be told apart, and the CancelledError) and
+    no edge. The results file has trial 1 and its reflection."""
+    with open_checkpointer(str(db)) as saver:
+        graph = qa_builder(
+            with_context=False,
+            actor_model=ScriptedChatModel(replies=[answer("Elbe"), answer("Elbe")]),
+            reflector_model=ScriptedChatModel(replies=["Reflection: it is not the Elbe."]),
+        ).compile(checkpointer=saver, interrupt_before=["evaluator"])
+        with results.open("a", encoding="utf-8") as handle:
+            sink = Sink(handle)
+
+            def write(event: str, payload: dict[str, Any]) -> None:
+                sink.write({"type": event, "thread_id": "qa-k", **payload})
+
+            stream_thread(graph, "qa-k", PRAGUE, Context(max_trials=3), write)
+            stream_thread(graph, "qa-k", None, Context(max_trials=3), write)
+        config: Any = {"configurable": {"thread_id": "qa-k"}}
+        state = graph.get_state(config)
+        assert state.next == ("evaluator",) and state.values["trial"] == 2
+        made_up = {"trial": 2, "answer": "Elbe", "score": 0.0, "success": False}
+        saver.put_writes(
+            state.config,
+            [
+                ("evaluations", [{**made_up, "feedback": "FROM THE CANCELLED STEP"}]),
+                ("solved", False),
+                (ERROR, asyncio.CancelledError()),
+            ],
+            state.tasks[0].id,
+        )
+    # only the two interrupted runs' lines: no final line yet
+    assert [r["type"] for r in rows_of(results)] == ["trial", "reflection"]
+
+
+def test_a_step_cut_short_is_replayed_not_taken_as_finished(tmp_path, monkeypatch, capsys):
+    """A node cancelled halfway through its writes (its update saved, not the edge after it):
+    LangGraph would resume past it as if it had finished, and the loop would end at trial 2.
+    `history` says "interrupted during evaluator"; the rerun writes no line from the partial
+    writes, replays the evaluator from its checkpoint, reflects, and solves the question at
+    trial 3, each line once."""
+    db, results = tmp_path / "t.sqlite", tmp_path / "r.jsonl"
+    cut_short_in_the_second_evaluator(db, results)
+    with open_checkpointer(str(db)) as saver:
+        state = (
+            qa_builder(with_context=False)
+            .compile(checkpointer=saver)
+            .get_state({"configurable": {"thread_id": "qa-k"}})
+        )
+        assert cut_short(state) == ["evaluator"] and unfinished(state) == "during evaluator"
+    code, out, err = cli(monkeypatch, capsys, "history", "qa-k", "--db", str(db))
+    assert code == 0, err
+    assert "1 trial(s), interrupted during evaluator" in out
+    lines = resume_bench(db, results, [answer("Vltava")])
+    assert "FROM THE CANCELLED STEP" not in results.read_text()
+    kinds = [(r["type"], r.get("trial"), r.get("recovered", False)) for r in lines]
+    assert kinds == [
+        ("trial", 1, False),
+        ("reflection", 1, False),
+        ("trial", 2, False),
+        ("reflection", 2, False),
+        ("trial", 3, False),
+        ("final", None, False),
+    ]
+    assert lines[2]["feedback"] == "Answer is INCORRECT"
+    assert lines[-1]["solved"] and lines[-1]["trials"] == 3
+    code, out, err = cli(monkeypatch, capsys, "history", "qa-k", "--db", str(db))
+    assert "3 trial(s), finished" in out and "FROM THE CANCELLED STEP" not in out

@@ -17,7 +17,7 @@ from graphs.qa import graph as qa_graph
 from reflexion.bench import BenchTask, Sink, final_row, run_benchmark, stream_thread
 from reflexion.context import Context
 from reflexion.errors import ProviderError
-from reflexion.persistence import open_checkpointer, unfinished
+from reflexion.persistence import open_checkpointer, replay_from, unfinished
 from reflexion.remote import (
     GRAPH_IDS,
     RemoteRunError,
@@ -28,7 +28,10 @@ from reflexion.remote import (
 )
 from tests.conftest import answer
 from tests.fake import ScriptedChatModel
-from tests.unit.test_persistence import killed_after_the_second_actor
+from tests.unit.test_persistence import (
+    cut_short_in_the_second_evaluator,
+    killed_after_the_second_actor,
+)
 
 MODEL_FIELDS = ("actor_model", "evaluator_model", "reflector_model")
 
@@ -199,7 +202,7 @@ def server_state(snap: Any) -> dict[str, Any]:
                 "id": t.id,
                 "name": t.name,
                 "path": list(t.path),
-                "error": t.error,
+                "error": None if t.error is None else str(t.error),
                 "interrupts": [],
                 "checkpoint": None,
                 "state": None,
@@ -207,7 +210,11 @@ def server_state(snap: Any) -> dict[str, Any]:
             }
             for t in snap.tasks
         ],
-        "checkpoint": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c2"},
+        "checkpoint": {
+            "thread_id": "t",
+            "checkpoint_ns": "",
+            "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
+        },
         "parent_checkpoint": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "c1"},
         "metadata": snap.metadata,
         "created_at": snap.created_at,
@@ -235,3 +242,19 @@ def test_a_server_run_cancelled_after_a_nodes_writes_is_resumed_not_taken_as_fin
         stream_thread(done, "qa-k", None, Context(max_trials=3))
         state = server_state(graph.get_state(config))
         assert unfinished(_snapshot(state)) is None  # type: ignore[arg-type]
+
+
+def test_a_server_run_cancelled_halfway_through_a_nodes_writes_is_replayed(tmp_path: Path) -> None:
+    """A server run cancelled between the evaluator's update and the edge after it: the
+    thread's state (as the server sends it, the error as text) reads as cut short "during
+    evaluator", and the rerun replays the step from the state's checkpoint id."""
+    db = tmp_path / "t.sqlite"
+    cut_short_in_the_second_evaluator(db, tmp_path / "r.jsonl")
+    with open_checkpointer(str(db)) as saver:
+        graph = qa_builder(with_context=False).compile(checkpointer=saver)
+        snap = graph.get_state({"configurable": {"thread_id": "qa-k"}})
+        state = server_state(snap)
+        assert state["tasks"][0]["error"] == "CancelledError()"
+        latest = _snapshot(state)  # type: ignore[arg-type]
+        assert unfinished(latest) == "during evaluator"
+        assert replay_from(latest) == snap.config["configurable"]["checkpoint_id"]
