@@ -21,7 +21,7 @@ from math import isfinite
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate
 from langchain_core.runnables import Runnable
 from langgraph.graph.state import CompiledStateGraph
@@ -30,7 +30,7 @@ from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
 from graphs.builder import build_reflexion_graph
-from nodes.actor import memory_block
+from nodes.actor import memory_block, with_lessons
 from nodes.common import resolve_model
 from nodes.evaluator import (
     Evaluation,
@@ -166,13 +166,14 @@ def _chat_prompt(prompt: ChatPromptTemplate | str) -> BasePromptTemplate[Any]:
 
 def default_actor_messages(state: State, ctx: Context) -> list[BaseMessage]:
     """The generic actor prompt (``prompts/generic_system.md``, ``generic_task.md``): the
-    instructions and the task form a stable prefix; memory comes last."""
+    instructions (with the recalled lessons, as every built-in actor) and the task form a
+    stable prefix; the strategy's memory comes last."""
     context_block = f"Context: {state.context.strip()}" if state.context.strip() else ""
     user = render("generic_task", context_block=context_block, task=state.task.strip())
-    memory = memory_block(state, ctx)
+    memory = memory_block(state, ctx, lessons=False)
     if memory:
         user = f"{user}\n\n{memory}"
-    return [SystemMessage(render("generic_system")), HumanMessage(user)]
+    return [with_lessons(render("generic_system"), state), HumanMessage(user)]
 
 
 def make_chat_actor(

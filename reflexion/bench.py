@@ -130,8 +130,8 @@ def stream_thread(
             spent = merge(spent, usage)
             held.append((event, {**payload, "usage": usage}))
     # The stream has ended and every checkpoint of the run is saved.
-    release_held(held, dict(graph.get_state(config).values) if held else None, report)
     current = graph.get_state(config)
+    release_held(held, dict(current.values), report)
     state = dict(current.values)
     state["interrupts"] = [{"id": i.id, "value": i.value} for i in current.interrupts]
     state["next"] = list(current.next)

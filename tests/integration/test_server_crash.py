@@ -68,6 +68,17 @@ def reference(model: LoopbackModel, tmp_path_factory: pytest.TempPathFactory) ->
     return {"rows": rows(results), "calls": list(model.calls)}
 
 
+def server_bench(model: LoopbackModel, results: Path, langgraph: str) -> list[str]:
+    """The benchmark command on the server, writing ``results`` (its ``--db`` is not used)."""
+    return bench_command(
+        model,
+        str(results.with_name("unused.sqlite")),
+        results,
+        concurrency=CONCURRENCY,
+        langgraph_url=langgraph,
+    )
+
+
 # 14 model requests in all (questions solved at trials 1, 2, 3, never; two questions at once).
 KILL_POINTS = [
     pytest.param(4, False, id="inside-a-model-call"),
@@ -94,13 +105,7 @@ def test_sigkill_then_rerun_on_the_server_loses_nothing_and_repeats_nothing(
     line equal to the local uninterrupted run's, and no trial already in the results file was
     asked of the model again."""
     results = tmp_path / "r.jsonl"
-    command = bench_command(
-        model,
-        str(tmp_path / "unused.sqlite"),
-        results,
-        concurrency=CONCURRENCY,
-        langgraph_url=langgraph,
-    )
+    command = server_bench(model, results, langgraph)
     recorded = kill_at(
         model, command, tmp_path, request_no, (lambda: None) if after_line else None, settle=3.0
     )
@@ -147,13 +152,7 @@ def test_lines_saved_on_the_server_but_not_written_are_recovered_once(
     equal to the deleted one, from the server thread's saved states, asks the model for none
     of them, and ends with the uninterrupted run's final lines."""
     results = tmp_path / "r.jsonl"
-    command = bench_command(
-        model,
-        str(tmp_path / "unused.sqlite"),
-        results,
-        concurrency=CONCURRENCY,
-        langgraph_url=langgraph,
-    )
+    command = server_bench(model, results, langgraph)
     recorded = kill_at(model, command, tmp_path, 9)
     finished = {r["thread_id"] for r in recorded if r["type"] == "final"}
     dropped = []

@@ -32,6 +32,7 @@ from graphs.builder import (
     qa_builder,
     react_builder,
 )
+from graphs.custom import create_reflexion_graph
 from nodes import make_cot_actor, make_reflector
 from reflexion.cli import main
 from reflexion.context import Context
@@ -172,6 +173,29 @@ def test_recall_picks_the_most_relevant_lessons_of_other_threads_never_its_own()
     assert "reflections are lessons you wrote" in second
     assert second.index(HEADER) < second.index("wrong river.")
     assert "wrong river." not in second[: second.index("You have attempted")]
+
+
+def test_the_generic_graphs_default_actor_keeps_lessons_in_the_system_message():
+    """The generic graph's own chat actor (``create_reflexion_graph`` with a chat model and no
+    prompt) places recalled lessons as the built-in actors do: in the system message, not
+    next to the task."""
+    store = InMemoryStore()
+    save_lesson(
+        store,
+        "reflexion",
+        text="Rivers: read the question twice.",
+        task="Which river crosses Brno?",
+        task_id=None,
+        thread_id="other",
+        trial=1,
+    )
+    actor = ScriptedChatModel(replies=[answer("Vltava")])
+    graph = create_reflexion_graph(actor, "exact_match", checkpointer=InMemorySaver(), store=store)
+    graph.invoke(PRAGUE, config("g1"), context=Context(lessons=True, **ALL))
+    assert (
+        HEADER in actor.prompts[0][0].text and "read the question twice" in actor.prompts[0][0].text
+    )
+    assert "read the question twice" not in actor.prompts[0][-1].text
 
 
 def test_recall_runs_once_so_the_prompt_prefix_stays_the_same_across_trials():
