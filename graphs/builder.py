@@ -57,6 +57,7 @@ from reflexion.lessons import (
     store_of,
     validate_lessons,
 )
+from reflexion.selection import chosen_index
 from reflexion.state import (
     CodeInputState,
     CodeOutputState,
@@ -114,6 +115,23 @@ def _validate_after(update: Any, state: Any, runtime: Runtime[Context], family: 
     )
 
 
+def _choose_answer(update: Any, state: Any, runtime: Runtime[Context]) -> Any:
+    """When this evaluation ends the thread (success, or the trial limit) and the context asks
+    for the best attempt (``Context.select_answer``), the update's ``answer`` becomes the best
+    trial's answer by the evaluator's evidence (:mod:`reflexion.selection`)."""
+    ctx = get_context(runtime)
+    if ctx.select_answer != "best" or not isinstance(update, dict):
+        return update
+    new = list(update.get("evaluations") or [])
+    if not new or (not new[-1].get("success") and getattr(state, "trial", 0) < ctx.max_trials):
+        return update
+    records = [*(getattr(state, "evaluations", None) or []), *new]
+    index = chosen_index(records, "best")
+    if index is None or index == len(records) - 1:
+        return update
+    return {**update, "answer": records[index]["answer"], "solved": bool(records[index]["success"])}
+
+
 def _input_schema(node: Any) -> type[Any] | None:
     """The input schema LangGraph would read from a node function's first parameter."""
     try:
@@ -127,8 +145,9 @@ def _input_schema(node: Any) -> type[Any] | None:
 
 
 def validating_evaluator(evaluator: Any, family: Family) -> Any:
-    """The evaluator node followed by lesson validation (see :func:`_validate_after`): it
-    returns the evaluator's update unchanged. ``evaluator`` is a node function taking
+    """The evaluator node followed by lesson validation (see :func:`_validate_after`) and,
+    on the thread's last evaluation, the choice of the answer it returns
+    (:func:`_choose_answer`). ``evaluator`` is a node function taking
     ``(state, runtime)`` or ``(state)``, sync or async, or a Runnable."""
     if isinstance(evaluator, Runnable):
         runnable = evaluator
@@ -147,7 +166,7 @@ def validating_evaluator(evaluator: Any, family: Family) -> Any:
         async def async_node(state: Any, runtime: Runtime[Context]) -> Any:
             update = await call(state, runtime)
             _validate_after(update, state, runtime, family)
-            return update
+            return _choose_answer(update, state, runtime)
 
         return async_node
 
@@ -155,7 +174,7 @@ def validating_evaluator(evaluator: Any, family: Family) -> Any:
     def node(state: Any, runtime: Runtime[Context]) -> Any:
         update = call(state, runtime)
         _validate_after(update, state, runtime, family)
-        return update
+        return _choose_answer(update, state, runtime)
 
     return node
 

@@ -14,6 +14,7 @@ The benchmark's hidden tests are not part of the graph state: nothing here can s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -99,41 +100,75 @@ def test_messages(problem: CodeProblem, count: int) -> list[BaseMessage]:
     return [SystemMessage(system), HumanMessage(user)]
 
 
-def valid_tests(reply: str, problem: CodeProblem, ctx: Context) -> list[str]:
-    """The tests of a reply that parse (Python) or compile against the signature (Rust),
-    deduplicated; at most ``ctx.max_tests``. With ``ctx.example_tests`` the prompt's own
-    examples come first; the model's tests fill the rest, sampled reproducibly."""
+def _call_of(test: str) -> str:
+    """The call a test checks: the left-hand side of ``assert f(x) == y`` or the first
+    argument of ``assert_eq!(f(x), y)``, without spaces; the whole test otherwise."""
+    body = re.sub(r"^\s*assert(?:_eq!\s*\()?\s*", "", test)
+    depth = 0
+    for i, ch in enumerate(body):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and (body.startswith("==", i) or ch == ","):
+            return re.sub(r"\s+", "", body[:i])
+    return re.sub(r"\s+", "", test)
+
+
+def trusted_tests(problem: CodeProblem, ctx: Context) -> list[str]:
+    """The prompt's own examples as tests (``ctx.example_tests``), at most ``ctx.max_tests``;
+    Rust ones only when they compile against the signature."""
     examples = example_tests(problem) if ctx.example_tests else []
-    written = [t for t in candidate_tests(reply, problem) if t not in examples]
-    if problem.language == "rs" and (examples or written):
+    if problem.language == "rs" and examples:
         limits = Limits(test_timeout_s=ctx.test_timeout)
         valid = set(
-            check_rust_tests(
-                stub(problem), [*examples, *written], limits, entry_point=problem.entry_point
-            )
+            check_rust_tests(stub(problem), examples, limits, entry_point=problem.entry_point)
         )
         examples = [t for t in examples if t in valid]
+    return examples[: ctx.max_tests]
+
+
+def valid_tests(
+    reply: str, problem: CodeProblem, ctx: Context, trusted: list[str] | None = None
+) -> list[str]:
+    """The model's tests in a reply that parse (Python) or compile against the signature
+    (Rust), deduplicated, less any that checks the same call as a trusted test (it repeats or
+    contradicts the documentation); sampled reproducibly to fill ``ctx.max_tests`` after
+    ``trusted`` (by default the prompt's examples)."""
+    trusted = trusted_tests(problem, ctx) if trusted is None else trusted
+    calls = {_call_of(t) for t in trusted}
+    written = [t for t in candidate_tests(reply, problem) if _call_of(t) not in calls]
+    if problem.language == "rs" and written:
+        limits = Limits(test_timeout_s=ctx.test_timeout)
+        valid = set(
+            check_rust_tests(stub(problem), written, limits, entry_point=problem.entry_point)
+        )
         written = [t for t in written if t in valid]
-    examples = examples[: ctx.max_tests]
-    room = ctx.max_tests - len(examples)
-    return [*examples, *sample_tests(written, room, seed=problem.task_id)] if room else examples
+    room = max(ctx.max_tests - len(trusted), 0)
+    return sample_tests(written, room, seed=problem.task_id)
 
 
 def make_test_writer(
     model: BaseChatModel | None = None,
 ) -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
     """The test-writer node; ``model`` overrides ``Context.evaluator_model`` (the tests are the
-    evaluator's instrument). Tests given in the input are kept as they are."""
+    evaluator's instrument). Tests given in the input are kept as they are. Under
+    ``Context.test_trust="anchored"`` a problem whose prompt gives examples gets those only:
+    the model writes no tests that could outvote them."""
 
     def test_writer(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = get_context(runtime)
         problem = problem_of(state)
         if state.tests or not ctx.generate_tests:
             return {}
+        trusted = trusted_tests(problem, ctx)
+        if trusted and ctx.test_trust == "anchored":
+            return {"tests": trusted}
         llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
         count = ctx.max_tests + 2
         reply = llm.invoke(test_messages(problem, count), stop=["\n```\n", "\n\n\n"])
-        return {"tests": valid_tests(reply.text, problem, ctx)}
+        written = valid_tests(reply.text, problem, ctx, trusted)
+        return {"tests": [*trusted, *written], "written_tests": written}
 
     return test_writer
 
@@ -213,26 +248,53 @@ def run_tests(
     return run_python_tests(program, tests, limits)
 
 
-def format_feedback(result: SuiteResult, language: str) -> str:
+def format_feedback(
+    result: SuiteResult, language: str, doubted: frozenset[str] = frozenset()
+) -> str:
     """Test results in the paper's format: the passed tests, then each failed test with the
-    actual value or the error as a comment."""
+    actual value or the error as a comment; ``doubted`` tests (failed by every attempt) are
+    listed apart, as tests that may themselves be wrong."""
     if result.compile_error is not None:
         return f"The implementation does not compile:\n{result.compile_error.strip()}"
     comment = "#" if language == "py" else "//"
     passed = [o.test for o in result.outcomes if o.passed]
-    failed = [f"{o.test} {comment} {o.detail}" for o in result.outcomes if not o.passed]
-    return (
+    failed = [
+        f"{o.test} {comment} {o.detail}"
+        for o in result.outcomes
+        if not o.passed and o.test not in doubted
+    ]
+    text = (
         "Tests passed:\n"
         + ("\n".join(passed) if passed else "(none)")
         + "\n\nTests failed:\n"
         + ("\n".join(failed) if failed else "(none)")
     )
+    if doubted:
+        text += (
+            "\n\nTests every attempt failed (self-written, possibly wrong; not counted):\n"
+            + "\n".join(t for t in (o.test for o in result.outcomes) if t in doubted)
+        )
+    return text
+
+
+def doubted_tests(state: CodeState, failed_written: list[str], ctx: Context) -> frozenset[str]:
+    """Self-written tests this attempt failed that every earlier attempt with code failed too
+    (agreement across attempts: the test, not the code, is the likelier culprit); none on the
+    first attempt or under ``Context.test_trust="all"``."""
+    if ctx.test_trust != "anchored" or not state.test_failures:
+        return frozenset()
+    common = set(failed_written)
+    for earlier in state.test_failures:
+        common &= set(earlier)
+    return frozenset(common)
 
 
 def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
-    """The evaluator node: success when every internal test passes. Without internal tests it
-    can only check that the code compiles, so it never reports success and every trial runs
-    (the paper's "no test generation" ablation)."""
+    """The evaluator node: success when every internal test that counts passes (under
+    ``Context.test_trust="anchored"``, self-written tests that every attempt failed do not
+    count). The score is the share of all internal tests passed, comparable across trials.
+    Without internal tests it can only check that the code compiles, so it never reports
+    success and every trial runs (the paper's "no test generation" ablation)."""
 
     def unit_test_evaluator(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = get_context(runtime)
@@ -241,6 +303,7 @@ def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[Context]], dict[s
             test_timeout_s=ctx.test_timeout,
             suite_timeout_s=ctx.test_timeout * (len(state.tests) + 2) + 30,
         )
+        failures: list[list[str]] = []
         if state.answer is None:
             score, success = 0.0, False
             feedback = f"No implementation: {state.stop_reason or 'no code block was found'}"
@@ -250,10 +313,16 @@ def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[Context]], dict[s
                 program, list(state.tests), problem.language, limits, problem.entry_point
             )
             if state.tests:
-                passed = sum(o.passed for o in result.outcomes)
-                score = passed / len(state.tests) if result.compile_error is None else 0.0
-                success = result.passed
-                feedback = format_feedback(result, problem.language)
+                compiled = result.compile_error is None
+                failed = {o.test for o in result.outcomes if not o.passed or not compiled}
+                written = set(state.written_tests)
+                failed_written = [t for t in state.tests if t in written and t in failed]
+                failures = [failed_written] if compiled else []
+                doubted = doubted_tests(state, failed_written, ctx)
+                passed = sum(o.passed for o in result.outcomes) if compiled else 0
+                score = passed / len(state.tests)
+                success = compiled and not (failed - doubted)
+                feedback = format_feedback(result, problem.language, doubted)
             else:
                 score, success = 0.0, False
                 status = (
@@ -269,7 +338,7 @@ def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[Context]], dict[s
             success=success,
             feedback=feedback,
         )
-        return {"evaluations": [record], "solved": success}
+        return {"evaluations": [record], "solved": success, "test_failures": failures}
 
     return unit_test_evaluator
 

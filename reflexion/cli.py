@@ -47,7 +47,7 @@ from reflexion.codebench import (
     score_thread,
     write_human_eval_files,
 )
-from reflexion.context import LESSON_FILTERS, Context, LessonFilter
+from reflexion.context import LESSON_FILTERS, Context, LessonFilter, TestTrust
 from reflexion.datasets import load_hotpotqa
 from reflexion.errors import ReflexionError
 from reflexion.household import (
@@ -71,6 +71,8 @@ from reflexion.persistence import (
 from reflexion.plots import learning_curve
 from reflexion.programming import language_of, load_problems
 from reflexion.sandbox import rustc_path
+from reflexion.selection import AnswerChoice
+from reflexion.stats import paired
 from reflexion.usage import merge, totals
 
 app = typer.Typer(
@@ -1006,6 +1008,20 @@ def bench_programming(
     test_timeout: Annotated[
         float, typer.Option("--test-timeout", min=0.1, help="Seconds per unit test.")
     ] = _DEFAULTS.test_timeout,
+    test_trust: Annotated[
+        TestTrust,
+        typer.Option(
+            "--test-trust",
+            help="anchored: the prompt's examples decide alone where there are any; "
+            "all: every internal test decides (the paper).",
+        ),
+    ] = _DEFAULTS.test_trust,
+    select: Annotated[
+        AnswerChoice,
+        typer.Option(
+            "--select", help="Answer returned: best attempt by the internal tests, or last."
+        ),
+    ] = _DEFAULTS.select_answer,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many problems.")] = 5,
     offset: Annotated[int, typer.Option("--offset", min=0, help="Skip this many problems.")] = 0,
     model: ModelOpt = DEFAULT_MODEL,
@@ -1082,6 +1098,8 @@ def bench_programming(
                 generate_tests=not (simple or no_tests),
                 example_tests=not no_example_tests,
                 test_timeout=test_timeout,
+                test_trust=test_trust,
+                select_answer=select,
             )
             ctx = _with_lessons(ctx, lessons, recall_k, lesson_filter)
             label = name if simple else f"{name}{suffix}"
@@ -1113,10 +1131,13 @@ def bench_programming(
             iterations[label] = ctx.max_trials
 
             def finalize(
-                task: BenchTask, state: dict[str, Any], n: int = ctx.max_trials
+                task: BenchTask,
+                state: dict[str, Any],
+                n: int = ctx.max_trials,
+                choice: AnswerChoice = ctx.select_answer,
             ) -> dict[str, Any]:
                 problem = by_id[task.meta["task_id"]]
-                extra = score_thread(problem, state.get("evaluations", []), n)
+                extra = score_thread(problem, state.get("evaluations", []), n, choice=choice)
                 extra["tests"] = state.get("tests", [])
                 return extra
 
@@ -1153,6 +1174,7 @@ def bench_programming(
                     f"--problem_file={problem_file}"
                 )
     console.print(code_summary(results))
+    console.print(code_paired(results))
     console.print(
         outcome_table(results, errors_by, lambda f: bool(f.get("hidden_pass")), "problems")
     )
@@ -1193,6 +1215,40 @@ def code_summary(results: dict[str, list[dict[str, Any]]]) -> Table:
             f"{pass_at_1(finals):.2f} ({solved}/{len(finals)})",
             *cells,
             mean,
+        )
+    return table
+
+
+def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:
+    """Each multi-iteration run against its own first iteration, problem by problem (at
+    T = 0 the first iteration is the ``simple`` baseline's sample): problems fixed and broken
+    by the later iterations, and the exact McNemar p-value."""
+    table = Table(
+        "strategy",
+        "problems",
+        "iteration 1",
+        "final",
+        "fixed",
+        "broken",
+        "McNemar p",
+        title="paired: final answer vs the same thread's first iteration",
+    )
+    for label, finals in results.items():
+        rows = [
+            (bool((f.get("pass_by_iteration") or [False])[0]), bool(f.get("hidden_pass")))
+            for f in finals
+        ]
+        if not rows or all(len(f.get("evaluations") or []) <= 1 for f in finals):
+            continue
+        p = paired(rows)
+        table.add_row(
+            label,
+            str(p.tasks),
+            str(p.baseline),
+            str(p.method),
+            str(p.fixed),
+            str(p.broken),
+            f"{p.p_value:.3g}",
         )
     return table
 

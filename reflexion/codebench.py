@@ -16,20 +16,16 @@ from typing import Any
 
 from reflexion.programming import CodeProblem, assemble, hidden_program
 from reflexion.sandbox import Limits, run_python_program, run_rust_program
+from reflexion.selection import AnswerChoice, answers_in_force, chosen_index
 
 
 def implementations_by_iteration(
-    evaluations: list[dict[str, Any]], iterations: int
+    evaluations: list[dict[str, Any]], iterations: int, choice: AnswerChoice = "last"
 ) -> list[str | None]:
-    """The implementation in force after each of ``iterations`` iterations: trial ``t``'s code
-    (the latest code when trial ``t`` gave none), the final one after the thread stopped."""
-    out: list[str | None] = []
-    current: str | None = None
-    for t in range(iterations):
-        if t < len(evaluations) and evaluations[t].get("answer") is not None:
-            current = evaluations[t]["answer"]
-        out.append(current)
-    return out
+    """The implementation in force after each of ``iterations`` iterations: the one the
+    thread would return had it stopped there (``choice``: the latest code, or the best by the
+    internal tests, see :mod:`reflexion.selection`); the final one after the thread stopped."""
+    return answers_in_force(evaluations, iterations, choice)
 
 
 def run_hidden(problem: CodeProblem, code: str, limits: Limits) -> tuple[bool, str]:
@@ -47,11 +43,13 @@ def score_thread(
     evaluations: list[dict[str, Any]],
     iterations: int,
     limits: Limits | None = None,
+    choice: AnswerChoice = "last",
 ) -> dict[str, Any]:
-    """The fields a ``final`` line gets: the final implementation, whether its internal tests
-    passed, whether it passes the hidden tests (pass@1), and the same per iteration."""
+    """The fields a ``final`` line gets: the final implementation (the one ``choice`` picks,
+    as the graph did), whether its internal tests passed, whether it passes the hidden tests
+    (pass@1), and the same per iteration."""
     limits = limits or Limits(test_timeout_s=10.0, suite_timeout_s=30.0)
-    codes = implementations_by_iteration(evaluations, max(iterations, len(evaluations)))
+    codes = implementations_by_iteration(evaluations, max(iterations, len(evaluations)), choice)
     cache: dict[str, tuple[bool, str]] = {}
     per_iteration: list[bool] = []
     for code in codes:
@@ -70,7 +68,8 @@ def score_thread(
             "no implementation",
         )
     )
-    internal = bool(evaluations) and bool(evaluations[-1].get("success"))
+    chosen = chosen_index(evaluations, choice)
+    internal = chosen is not None and bool(evaluations[chosen].get("success"))
     return {
         "implementation": assemble(problem, final_code) if final_code else None,
         "internal_pass": internal,

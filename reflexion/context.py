@@ -7,18 +7,21 @@ Every field has a default, so a graph runs when a caller passes no context; node
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Annotated, Literal
+from functools import cache
+from typing import Annotated, Literal, get_args, get_origin, get_type_hints
 
 from langgraph.runtime import Runtime
 
 from reflexion.errors import ReflexionError
 from reflexion.models import DEFAULT_MODEL
+from reflexion.selection import AnswerChoice
 
 Strategy = Literal["none", "last_attempt", "reflexion", "last_attempt_and_reflexion"]
 EvaluatorKind = Literal["exact_match", "llm", "heuristic"]
 WikiKind = Literal["offline", "live"]
 LessonFilter = Literal["validated", "all"]
 LESSON_FILTERS: tuple[LessonFilter, ...] = ("validated", "all")
+TestTrust = Literal["all", "anchored"]
 
 _MODEL_HELP = (
     "A provider:model string: local:qwen2.5-coder-0.5b, local:smollm2-135m, "
@@ -118,6 +121,15 @@ class Context:
         },
     )
 
+    select_answer: AnswerChoice = field(
+        default="best",
+        metadata={
+            "description": "Which attempt the thread returns: best (a successful trial, else "
+            "the highest evaluator score, the earliest among equals: never worse on the "
+            "evaluator's evidence than the first attempt) or last (the paper)."
+        },
+    )
+
     max_tests: int = field(
         default=6,
         metadata={
@@ -138,6 +150,16 @@ class Context:
             "description": "Programming: turn the examples in the prompt's documentation "
             "(>>> f(x) / y, f(x) ==> y) into the first internal tests; the model's own tests "
             "fill up to max_tests. Off: the model's tests only, as in the paper."
+        },
+    )
+    test_trust: TestTrust = field(
+        default="anchored",
+        metadata={
+            "description": "Programming: which internal tests decide. anchored: the trusted "
+            "tests (the prompt's examples, tests given in the input) decide alone when there "
+            "are any, and then no tests are written; otherwise self-written tests decide, "
+            "less any that every attempt so far has failed. all: every internal test decides "
+            "(the paper)."
         },
     )
     test_timeout: float = field(
@@ -237,6 +259,12 @@ class Context:
     )
 
     def __post_init__(self) -> None:
+        for name, allowed in _choices().items():
+            value = getattr(self, name)
+            if value not in allowed:
+                raise ReflexionError(
+                    f"{name} is {value!r}: use one of {', '.join(map(str, allowed))}"
+                )
         if self.max_trials < 1:
             raise ReflexionError(f"max_trials is {self.max_trials}: use 1 or more")
         if self.memory_size < 0:
@@ -247,8 +275,6 @@ class Context:
             raise ReflexionError(f"max_steps is {self.max_steps}: use 1 or more")
         if self.context_budget < 256:
             raise ReflexionError(f"context_budget is {self.context_budget} tokens: use 256 or more")
-        if self.wiki not in ("offline", "live"):
-            raise ReflexionError(f"wiki is '{self.wiki}': use offline or live")
         if self.alfworld_steps < 1:
             raise ReflexionError(f"alfworld_steps is {self.alfworld_steps}: use 1 or more")
         if self.heuristic_repeats < 1 or self.heuristic_max_actions < 1:
@@ -274,10 +300,6 @@ class Context:
             raise ReflexionError(f"retry_backoff is {self.retry_backoff}: use 0 or more seconds")
         if not 0 <= self.recall_k <= 50:
             raise ReflexionError(f"recall_k is {self.recall_k}: use a value in [0, 50]")
-        if self.lesson_filter not in LESSON_FILTERS:
-            raise ReflexionError(
-                f"lesson_filter is '{self.lesson_filter}': use {' or '.join(LESSON_FILTERS)}"
-            )
         if self.task_family is not None and (
             not self.task_family.strip() or "." in self.task_family
         ):
@@ -293,6 +315,18 @@ class Context:
     @property
     def uses_last_attempt(self) -> bool:
         return self.strategy in ("last_attempt", "last_attempt_and_reflexion")
+
+
+@cache
+def _choices() -> dict[str, tuple[object, ...]]:
+    """Every ``Context`` field typed as a ``Literal``, with its allowed values: checked once,
+    from the type, so a new choice field cannot be left unchecked."""
+    hints = get_type_hints(Context)
+    return {
+        f.name: get_args(hints[f.name])
+        for f in fields(Context)
+        if get_origin(hints[f.name]) is Literal
+    }
 
 
 def get_context(runtime: Runtime[Context] | None) -> Context:

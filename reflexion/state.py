@@ -109,7 +109,15 @@ class CodeInputState(InputState):
 @dataclass(kw_only=True)
 class CodeState(State, CodeInputState):
     """The state of a programming thread: the Reflexion state plus the problem and its
-    internal tests. ``answer`` holds the latest implementation."""
+    internal tests. ``answer`` holds the latest implementation (the chosen one once the thread
+    ends, see ``Context.select_answer``)."""
+
+    written_tests: list[str] = field(default_factory=list)
+    """The internal tests the model wrote (a subset of ``tests``); the others, the prompt's
+    examples and tests given in the input, are trusted."""
+    test_failures: Annotated[list[list[str]], operator.add] = field(default_factory=list)
+    """Per finished trial, the self-written tests it failed: a test every attempt has failed
+    is doubted under ``Context.test_trust="anchored"``."""
 
 
 @dataclass(kw_only=True)

@@ -282,7 +282,7 @@ def test_context_rejects_bad_lesson_settings():
         Context(recall_k=-1)
     with pytest.raises(ReflexionError, match="task_family"):
         Context(task_family="qa.v2")
-    with pytest.raises(ReflexionError, match="lesson_filter is 'some': use validated or all"):
+    with pytest.raises(ReflexionError, match="lesson_filter is 'some': use one of validated, all"):
         Context(lesson_filter="some")  # type: ignore[arg-type]
 
 

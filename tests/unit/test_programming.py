@@ -232,7 +232,7 @@ def all_prompts(*models: ScriptedChatModel) -> str:
 
 def test_loop_reflects_on_failed_tests_then_stops_when_they_pass():
     graph, actor, _tests_model, reflector = build([WRONG, RIGHT])
-    state = run(graph, Context(max_trials=4, memory_size=1))
+    state = run(graph, Context(max_trials=4, memory_size=1, test_trust="all"))
     assert state["tests"] == [
         "assert add(2, 3) == 5",
         "assert add(0, 0) == 0",
@@ -265,7 +265,7 @@ def test_only_valid_tests_are_kept_and_at_most_max_tests():
         + "\nassert add(1,\nnot a test\n"
     )
     graph, *_ = build([RIGHT], tests=[reply])
-    state = run(graph, Context(max_trials=2, max_tests=4))
+    state = run(graph, Context(max_trials=2, max_tests=4, test_trust="all"))
     assert len(state["tests"]) == 4 and all(t.startswith("assert add(") for t in state["tests"])
 
 
@@ -423,7 +423,7 @@ def test_examples_first_then_the_models_tests_up_to_max_tests():
     graph, *_ = build(
         [RIGHT], tests=["assert add(7, 1) == 8\nassert add(2, 3) == 5\nassert add(9, 9) == 18\n"]
     )
-    state = run(graph, Context(max_trials=1, max_tests=2))
+    state = run(graph, Context(max_trials=1, max_tests=2, test_trust="all"))
     assert state["tests"][0] == "assert add(2, 3) == 5"  # from the docstring
     assert len(state["tests"]) == 2
     graph, *_ = build([RIGHT], tests=["assert add(7, 1) == 8\n"])

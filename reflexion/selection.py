@@ -1,0 +1,49 @@
+"""Which attempt a thread hands back: the last one (the paper) or the best by the evaluator's
+evidence (``Context.select_answer="best"``).
+
+"Best" ranks the trial records a thread kept: a successful trial first, then the higher score,
+and among equals the *earliest*. So a thread that never succeeds returns its first attempt
+unless a later one scored strictly higher on the evaluator's evidence, and Reflexion cannot hand
+back something that is worse, on that evidence, than what the actor gave without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+AnswerChoice = Literal["last", "best"]
+
+
+def _rank(record: Mapping[str, Any]) -> tuple[bool, float]:
+    return bool(record.get("success")), float(record.get("score") or 0.0)
+
+
+def chosen_index(records: Sequence[Mapping[str, Any]], choice: AnswerChoice) -> int | None:
+    """The index of the record whose answer the thread returns, among records that have an
+    answer; ``None`` when none has."""
+    with_answer = [i for i, r in enumerate(records) if r.get("answer") is not None]
+    if not with_answer:
+        return None
+    if choice == "last":
+        return with_answer[-1]
+    best = with_answer[0]
+    for i in with_answer[1:]:
+        if _rank(records[i]) > _rank(records[best]):
+            best = i
+    return best
+
+
+def answers_in_force(
+    records: Sequence[Mapping[str, Any]], iterations: int, choice: AnswerChoice
+) -> list[str | None]:
+    """The answer the thread would return had it stopped after each of ``iterations``
+    iterations (a thread that stopped early keeps its final choice)."""
+    out: list[str | None] = []
+    for t in range(iterations):
+        index = chosen_index(records[: t + 1], choice)
+        out.append(None if index is None else records[index]["answer"])
+    return out
+
+
+__all__ = ["AnswerChoice", "answers_in_force", "chosen_index"]

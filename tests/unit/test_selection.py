@@ -1,0 +1,173 @@
+"""Beyond the paper, for weak models: the answer a thread returns (best by the evaluator's
+evidence, or last), trusted tests that anchor the verdict, and self-written tests doubted when
+they contradict the examples or every attempt fails them. Scripted models, the real sandbox."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graphs.builder import programming_builder, qa_builder
+from reflexion.codebench import score_thread
+from reflexion.context import Context
+from reflexion.errors import ReflexionError
+from reflexion.programming import CodeProblem
+from reflexion.selection import answers_in_force, chosen_index
+from tests.fake import ScriptedChatModel
+
+TWO_EXAMPLES = (
+    'def add(a: int, b: int) -> int:\n    """Return the sum of a and b.\n'
+    "    >>> add(2, 3)\n    5\n    >>> add(0, 0)\n    0\n    \"\"\"\n"
+)
+NO_EXAMPLES = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b."""\n'
+HIDDEN = "def check(candidate):\n    assert candidate(40, 2) == 42\n"
+
+
+def code(body: str) -> str:
+    return f"```python\ndef add(a: int, b: int) -> int:\n    return {body}\n```"
+
+
+RIGHT, SUBTRACTS, SEVEN = code("a + b"), code("a - b"), code("7")
+
+
+def build(actor: list[str], tests: list[str] | None = None):
+    actor_model = ScriptedChatModel(replies=actor)
+    tests_model = ScriptedChatModel(replies=tests or ["assert add(1, 1) == 2\n"])
+    reflector = ScriptedChatModel(replies=["Reflection: I will check the arithmetic."])
+    graph = programming_builder(
+        actor_model=actor_model, evaluator_model=tests_model, reflector_model=reflector
+    ).compile(checkpointer=InMemorySaver())
+    return graph, actor_model, tests_model
+
+
+def run(graph: Any, prompt: str, ctx: Context) -> dict[str, Any]:
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 50}
+    start = {"task": prompt, "entry_point": "add", "language": "py", "task_id": "t/0"}
+    graph.invoke(start, config, context=ctx)
+    return dict(graph.get_state(config).values)
+
+
+# ---- choosing the answer ----------------------------------------------------------------------
+
+
+def test_best_ranks_success_then_score_and_keeps_the_earliest_of_equals():
+    records = [
+        {"answer": "a", "score": 0.5, "success": False},
+        {"answer": None, "score": 0.9, "success": False},
+        {"answer": "c", "score": 0.5, "success": False},
+        {"answer": "d", "score": 0.2, "success": True},
+    ]
+    assert chosen_index(records[:3], "best") == 0  # a tie goes to the earlier attempt
+    assert chosen_index(records[:3], "last") == 2  # the latest attempt with an answer
+    assert chosen_index(records, "best") == 3  # success beats any score
+    assert chosen_index([{"answer": None}], "best") is None
+    assert answers_in_force(records, 5, "best") == ["a", "a", "a", "d", "d"]
+    assert answers_in_force(records, 4, "last") == ["a", "a", "c", "d"]
+
+
+def test_a_worse_later_attempt_is_not_returned_under_best_but_is_under_last():
+    """Trial 1 passes one of the two examples, trial 2 none: best keeps trial 1's code (and
+    its per-iteration pass@1 never drops), last hands back the worse one."""
+    problem = CodeProblem("t/0", "py", TWO_EXAMPLES, "add", HIDDEN, "humaneval")
+    for choice, expected in (("best", "a - b"), ("last", "7")):
+        graph, *_ = build([SUBTRACTS, SEVEN])
+        state = run(graph, TWO_EXAMPLES, Context(max_trials=2, select_answer=choice))
+        assert [e["score"] for e in state["evaluations"]] == [0.5, 0.0]
+        assert f"return {expected}" in state["answer"] and state["solved"] is False
+        scored = score_thread(problem, state["evaluations"], 2, choice=choice)
+        assert f"return {expected}" in scored["implementation"]
+
+
+def test_best_answer_also_applies_to_question_answering():
+    """An LLM-free QA loop: every trial fails exact match, so best returns the first answer."""
+    actor = ScriptedChatModel(replies=["Thought: x\nAction: Finish[Paris]", "Finish[Rome]"])
+    reflector = ScriptedChatModel(replies=["Reflection: check the country."])
+    graph = qa_builder(actor_model=actor, reflector_model=reflector).compile()
+    start = {"task": "Capital of Germany?", "context": "Berlin is.", "reference": "Berlin"}
+    out = graph.invoke(start, context=Context(max_trials=2, strategy="reflexion"))
+    assert [e["answer"] for e in out["evaluations"]] == ["Paris", "Rome"]
+    assert out["answer"] == "Paris"
+    out = graph.invoke(start, context=Context(max_trials=2, select_answer="last"))
+    assert out["answer"] == "Rome"
+
+
+# ---- trusted and doubted tests ----------------------------------------------------------------
+
+
+def test_anchored_tests_are_the_prompts_examples_and_the_model_writes_none():
+    graph, actor, tests_model = build([SUBTRACTS, RIGHT])
+    state = run(graph, TWO_EXAMPLES, Context(max_trials=3))
+    assert tests_model.prompts == []
+    assert state["tests"] == ["assert add(2, 3) == 5", "assert add(0, 0) == 0"]
+    assert [e["success"] for e in state["evaluations"]] == [False, True]
+    assert "assert add(2, 3) == 5 # output: -1" in actor.prompt_text(1)
+
+
+def test_a_written_test_that_contradicts_an_example_is_dropped():
+    wrong_twin = "assert add(2, 3) == 6\nassert add(2,3) == 5\nassert add(4, 4) == 8\n"
+    graph, *_ = build([RIGHT], tests=[wrong_twin])
+    state = run(graph, TWO_EXAMPLES, Context(max_trials=1, test_trust="all"))
+    assert state["tests"] == [
+        "assert add(2, 3) == 5",
+        "assert add(0, 0) == 0",
+        "assert add(4, 4) == 8",
+    ]
+    assert state["written_tests"] == ["assert add(4, 4) == 8"]
+
+
+def test_a_self_written_test_every_attempt_fails_is_doubted_and_stops_the_loop():
+    """No examples: the model's tests decide. Its wrong test fails the right code twice, so
+    under anchored it is doubted and trial 2 succeeds; under all, every trial is spent."""
+    tests = ["assert add(1, 1) == 2\nassert add(1, 2) == 4\n"]
+    graph, _actor, _ = build([RIGHT, RIGHT, RIGHT], tests=tests)
+    state = run(graph, NO_EXAMPLES, Context(max_trials=3))
+    assert [e["success"] for e in state["evaluations"]] == [False, True]
+    assert "possibly wrong" in state["evaluations"][1]["feedback"]
+    assert state["test_failures"] == [["assert add(1, 2) == 4"], ["assert add(1, 2) == 4"]]
+    graph, _actor, _ = build([RIGHT, RIGHT, RIGHT], tests=tests)
+    state = run(graph, NO_EXAMPLES, Context(max_trials=3, test_trust="all"))
+    assert [e["success"] for e in state["evaluations"]] == [False, False, False]
+
+
+def test_a_test_only_some_attempts_fail_still_counts():
+    """Trial 1 fails only add(1, 2), trial 2 only add(1, 1): no test is failed by both."""
+    tests = ["assert add(1, 1) == 2\nassert add(1, 2) == 3\n"]
+    graph, *_ = build([code("2 * a"), code("a + b + (a == b)"), RIGHT], tests=tests)
+    state = run(graph, NO_EXAMPLES, Context(max_trials=3))
+    assert [e["success"] for e in state["evaluations"]] == [False, False, True]
+
+
+# ---- choice fields are checked from their type ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("strategy", "reflexon"),
+        ("evaluator", "exact"),
+        ("judge_mode", "scores"),
+        ("wiki", "online"),
+        ("lesson_filter", "some"),
+        ("select_answer", "first"),
+        ("test_trust", "none"),
+    ],
+)
+def test_every_choice_field_rejects_a_value_outside_its_type(field: str, value: str):
+    with pytest.raises(ReflexionError, match=f"^{field} is '{value}': use one of "):
+        Context(**{field: value})
+
+
+# ---- paired significance ----------------------------------------------------------------------
+
+
+def test_exact_mcnemar_and_paired_counts():
+    from reflexion.stats import mcnemar_exact, paired
+
+    assert mcnemar_exact(0, 0) == 1.0 and mcnemar_exact(3, 3) == 1.0
+    assert mcnemar_exact(5, 0) == pytest.approx(2 / 32)
+    assert mcnemar_exact(10, 2) == pytest.approx(2 * (1 + 12 + 66) / 4096)
+    counts = paired([(True, True), (False, True), (False, True), (True, False), (False, False)])
+    assert (counts.tasks, counts.baseline, counts.method) == (5, 2, 3)
+    assert (counts.fixed, counts.broken) == (2, 1) and counts.p_value == 1.0
