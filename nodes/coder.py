@@ -14,6 +14,7 @@ The benchmark's hidden tests are not part of the graph state: nothing here can s
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -208,11 +209,27 @@ def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
     return [*messages, AIMessage(previous), HumanMessage(retry)]
 
 
+RESAMPLE_TEMPERATURE = 0.8
+"""Temperature of the extra samples drawn when a retry repeats earlier code."""
+
+
+def code_key(code: str, language: str) -> str:
+    """What makes two implementations the same attempt: the Python syntax tree when the code
+    parses (comments, blank lines and formatting aside), else the code without whitespace."""
+    if language == "py":
+        try:
+            return ast.dump(ast.parse(code))
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            pass
+    return re.sub(r"\s+", "", code)
+
+
 def make_code_actor(
     model: BaseChatModel | None = None, *, family: Family = programming_family
 ) -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
     """The code actor node; ``model`` overrides ``Context.actor_model``; ``family`` is the task
-    family whose lessons it recalls on the first trial (``Context.lessons``)."""
+    family whose lessons it recalls on the first trial (``Context.lessons``). A retry whose code
+    repeats an earlier attempt is sampled again (``Context.resample_repeats``)."""
 
     def code_actor(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = get_context(runtime)
@@ -221,10 +238,27 @@ def make_code_actor(
         if recalled:
             state = replace(state, **recalled)
         llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature, role="actor")
+        messages = code_messages(state, ctx)
         # No grammar: llama.cpp's grammar sampling halves the token rate on this vocabulary;
         # the parser copes with whatever format comes back.
-        reply = llm.invoke(code_messages(state, ctx), stop=STOPS[problem.language])
+        reply = llm.invoke(messages, stop=STOPS[problem.language])
         parsed = extract_code(reply.text, problem)
+        first = reply, parsed
+        tried = {code_key(e["answer"], problem.language) for e in state.evaluations if e["answer"]}
+        for _ in range(ctx.resample_repeats if tried else 0):
+            if parsed.code is not None and code_key(parsed.code, problem.language) not in tried:
+                break
+            hot = resolve_model(
+                model,
+                ctx.actor_model,
+                ctx,
+                temperature=max(ctx.temperature, RESAMPLE_TEMPERATURE),
+                role="actor",
+            )
+            reply = hot.invoke(messages, stop=STOPS[problem.language])
+            parsed = extract_code(reply.text, problem)
+        if parsed.code is None:  # no resample gave code: keep the first reply
+            reply, parsed = first
         return {
             **recalled,
             "trial": state.trial + 1,

@@ -162,6 +162,14 @@ class Context:
             "(the paper)."
         },
     )
+    resample_repeats: int = field(
+        default=2,
+        metadata={
+            "description": "Programming: when a retry gives back code it already tried (a "
+            "small model at T = 0 often copies its previous attempt), sample again at "
+            "temperature 0.8 up to this many times; 0 = keep the repeat (the paper)."
+        },
+    )
     test_timeout: float = field(
         default=5.0,
         metadata={"description": "Programming: seconds each unit test may run in the sandbox."},
@@ -284,6 +292,10 @@ class Context:
             )
         if self.max_tests < 1:
             raise ReflexionError(f"max_tests is {self.max_tests}: use 1 or more")
+        if not 0 <= self.resample_repeats <= 10:
+            raise ReflexionError(
+                f"resample_repeats is {self.resample_repeats}: use a value in [0, 10]"
+            )
         if self.test_timeout <= 0:
             raise ReflexionError(f"test_timeout is {self.test_timeout}: use a positive number")
         if not 0.0 <= self.judge_threshold <= 1.0:

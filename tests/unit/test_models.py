@@ -57,3 +57,15 @@ def test_openai_compatible_server_needs_no_key(monkeypatch):
 def test_unknown_gguf_path():
     with pytest.raises(ModelError, match="unknown embedded model"):
         models.load_chat_model("local:/nonexistent/model.gguf")
+
+
+def test_a_corrupt_gguf_file_is_a_one_line_model_error(tmp_path):
+    """llama.cpp's own ValueError (and its traceback) never reaches the user."""
+    pytest.importorskip("llama_cpp", reason="needs the local extra (llama-cpp-python)")
+    from reflexion.errors import ModelError
+    from reflexion.models import embedded_model
+
+    bad = tmp_path / "truncated.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 64)
+    with pytest.raises(ModelError, match=r"cannot load the GGUF model .*truncated\.gguf"):
+        embedded_model(str(bad))

@@ -19,7 +19,7 @@ from tests.fake import ScriptedChatModel
 
 TWO_EXAMPLES = (
     'def add(a: int, b: int) -> int:\n    """Return the sum of a and b.\n'
-    "    >>> add(2, 3)\n    5\n    >>> add(0, 0)\n    0\n    \"\"\"\n"
+    '    >>> add(2, 3)\n    5\n    >>> add(0, 0)\n    0\n    """\n'
 )
 NO_EXAMPLES = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b."""\n'
 HIDDEN = "def check(candidate):\n    assert candidate(40, 2) == 42\n"
@@ -171,3 +171,19 @@ def test_exact_mcnemar_and_paired_counts():
     counts = paired([(True, True), (False, True), (False, True), (True, False), (False, False)])
     assert (counts.tasks, counts.baseline, counts.method) == (5, 2, 3)
     assert (counts.fixed, counts.broken) == (2, 1) and counts.p_value == 1.0
+
+
+# ---- a retry that repeats earlier code is sampled again ---------------------------------------
+
+
+def test_a_retry_that_repeats_its_code_is_sampled_again():
+    """The second reply only reformats trial 1's code (same syntax tree): it is drawn again,
+    and the new sample is the attempt; with resample_repeats=0 the repeat stands."""
+    same = "```python\ndef add(a: int, b: int) -> int:\n\n    return a - b  # again\n```"
+    graph, actor, _ = build([SUBTRACTS, same, RIGHT])
+    state = run(graph, TWO_EXAMPLES, Context(max_trials=2))
+    assert len(actor.prompts) == 3 and "return a + b" in state["answer"]
+    assert [e["success"] for e in state["evaluations"]] == [False, True]
+    graph, actor, _ = build([SUBTRACTS, same, RIGHT])
+    state = run(graph, TWO_EXAMPLES, Context(max_trials=2, resample_repeats=0))
+    assert len(actor.prompts) == 2 and state["solved"] is False
