@@ -3,9 +3,12 @@ answer), the tasks each side fixed, and the exact McNemar test on them."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from math import comb
+
+_WORD = re.compile(r"[a-z0-9]+")
 
 
 def mcnemar_exact(fixed: int, broken: int) -> float:
@@ -50,4 +53,20 @@ def paired(pairs: Iterable[tuple[bool, bool]]) -> Paired:
     )
 
 
-__all__ = ["Paired", "mcnemar_exact", "paired"]
+def _ngrams(text: str, n: int) -> set[tuple[str, ...]]:
+    words = _WORD.findall(text.lower())
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def copy_rate(texts: Iterable[str], source: str, n: int = 5) -> float:
+    """The share of ``texts`` (e.g. reflections) that reuse at least one run of ``n`` words
+    of ``source`` (e.g. the reflection prompt's worked examples): how often a model copies
+    its examples instead of writing about its own attempt. 0.0 for no texts."""
+    seen = _ngrams(source, n)
+    rows = list(texts)
+    if not rows:
+        return 0.0
+    return sum(bool(_ngrams(t, n) & seen) for t in rows) / len(rows)
+
+
+__all__ = ["Paired", "copy_rate", "mcnemar_exact", "paired"]

@@ -187,3 +187,13 @@ def test_a_retry_that_repeats_its_code_is_sampled_again():
     graph, actor, _ = build([SUBTRACTS, same, RIGHT])
     state = run(graph, TWO_EXAMPLES, Context(max_trials=2, resample_repeats=0))
     assert len(actor.prompts) == 2 and state["solved"] is False
+
+
+def test_copy_rate_counts_texts_that_reuse_a_run_of_the_examples_words():
+    from reflexion.stats import copy_rate
+
+    examples = "My filter only accepts lowercase vowels, so the uppercase A is not counted."
+    copied = "My filter only accepts lowercase vowels in this list."
+    own = "I return the sum of the digits instead of their product."
+    assert copy_rate([copied, own], examples) == 0.5
+    assert copy_rate([own], examples) == 0.0 and copy_rate([], examples) == 0.0
