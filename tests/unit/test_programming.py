@@ -252,7 +252,7 @@ def test_loop_reflects_on_failed_tests_then_stops_when_they_pass():
 
 def test_hidden_tests_never_enter_a_prompt():
     graph, actor, tests_model, reflector = build([WRONG, WRONG, RIGHT])
-    state = run(graph, Context(max_trials=3))
+    state = run(graph, Context(max_trials=3, resample_repeats=0))
     assert "HIDDEN-MARKER" not in all_prompts(actor, tests_model, reflector)
     assert "HIDDEN" not in json.dumps(state)
     scored = score_thread(PROBLEM, state["evaluations"], 3)
