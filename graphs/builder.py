@@ -76,12 +76,14 @@ def route_after_evaluation(
     state: State, runtime: Runtime[Context]
 ) -> Literal["reflector", "__end__"]:
     """Stop on success or when the trial limit is reached; otherwise reflect and retry."""
-    ctx = get_context(runtime)
-    if state.evaluations and state.evaluations[-1]["success"]:
-        return "__end__"
-    if state.trial >= ctx.max_trials:
-        return "__end__"
-    return "reflector"
+    last = state.evaluations[-1] if state.evaluations else None
+    return "__end__" if _ends_thread(last, state.trial, get_context(runtime)) else "reflector"
+
+
+def _ends_thread(record: Any, trial: int, ctx: Context) -> bool:
+    """Whether a thread stops after the evaluation ``record`` of trial ``trial``: on success
+    or at the trial limit."""
+    return bool(record and record.get("success")) or trial >= ctx.max_trials
 
 
 def route_after_reflection(state: State, runtime: Runtime[Context]) -> Literal["review", "actor"]:
@@ -123,7 +125,7 @@ def _choose_answer(update: Any, state: Any, runtime: Runtime[Context]) -> Any:
     if ctx.select_answer != "best" or not isinstance(update, dict):
         return update
     new = list(update.get("evaluations") or [])
-    if not new or (not new[-1].get("success") and getattr(state, "trial", 0) < ctx.max_trials):
+    if not new or not _ends_thread(new[-1], getattr(state, "trial", 0), ctx):
         return update
     records = [*(getattr(state, "evaluations", None) or []), *new]
     index = chosen_index(records, "best")

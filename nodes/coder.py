@@ -120,13 +120,16 @@ def trusted_tests(problem: CodeProblem, ctx: Context) -> list[str]:
     """The prompt's own examples as tests (``ctx.example_tests``), at most ``ctx.max_tests``;
     Rust ones only when they compile against the signature."""
     examples = example_tests(problem) if ctx.example_tests else []
-    if problem.language == "rs" and examples:
-        limits = Limits(test_timeout_s=ctx.test_timeout)
-        valid = set(
-            check_rust_tests(stub(problem), examples, limits, entry_point=problem.entry_point)
-        )
-        examples = [t for t in examples if t in valid]
-    return examples[: ctx.max_tests]
+    return _compiling(examples, problem, ctx)[: ctx.max_tests]
+
+
+def _compiling(tests: list[str], problem: CodeProblem, ctx: Context) -> list[str]:
+    """The tests, less Rust ones that do not compile against the signature."""
+    if problem.language != "rs" or not tests:
+        return tests
+    limits = Limits(test_timeout_s=ctx.test_timeout)
+    valid = set(check_rust_tests(stub(problem), tests, limits, entry_point=problem.entry_point))
+    return [t for t in tests if t in valid]
 
 
 def valid_tests(
@@ -139,12 +142,7 @@ def valid_tests(
     trusted = trusted_tests(problem, ctx) if trusted is None else trusted
     calls = {_call_of(t) for t in trusted}
     written = [t for t in candidate_tests(reply, problem) if _call_of(t) not in calls]
-    if problem.language == "rs" and written:
-        limits = Limits(test_timeout_s=ctx.test_timeout)
-        valid = set(
-            check_rust_tests(stub(problem), written, limits, entry_point=problem.entry_point)
-        )
-        written = [t for t in written if t in valid]
+    written = _compiling(written, problem, ctx)
     room = max(ctx.max_tests - len(trusted), 0)
     return sample_tests(written, room, seed=problem.task_id)
 
@@ -245,16 +243,16 @@ def make_code_actor(
         parsed = extract_code(reply.text, problem)
         first = reply, parsed
         tried = {code_key(e["answer"], problem.language) for e in state.evaluations if e["answer"]}
+        hot = resolve_model(
+            model,
+            ctx.actor_model,
+            ctx,
+            temperature=max(ctx.temperature, RESAMPLE_TEMPERATURE),
+            role="actor",
+        )
         for _ in range(ctx.resample_repeats if tried else 0):
             if parsed.code is not None and code_key(parsed.code, problem.language) not in tried:
                 break
-            hot = resolve_model(
-                model,
-                ctx.actor_model,
-                ctx,
-                temperature=max(ctx.temperature, RESAMPLE_TEMPERATURE),
-                role="actor",
-            )
             reply = hot.invoke(messages, stop=STOPS[problem.language])
             parsed = extract_code(reply.text, problem)
         if parsed.code is None:  # no resample gave code: keep the first reply
@@ -348,7 +346,7 @@ def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[Context]], dict[s
             )
             if state.tests:
                 compiled = result.compile_error is None
-                failed = {o.test for o in result.outcomes if not o.passed or not compiled}
+                failed = {o.test for o in result.outcomes if not o.passed}
                 written = set(state.written_tests)
                 failed_written = [t for t in state.tests if t in written and t in failed]
                 failures = [failed_written] if compiled else []

@@ -70,9 +70,10 @@ from reflexion.persistence import (
 )
 from reflexion.plots import learning_curve
 from reflexion.programming import language_of, load_problems
+from reflexion.prompts import load_prompt
 from reflexion.sandbox import rustc_path
 from reflexion.selection import AnswerChoice
-from reflexion.stats import paired
+from reflexion.stats import copy_rate, paired
 from reflexion.usage import merge, totals
 
 app = typer.Typer(
@@ -1231,8 +1232,12 @@ def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:
         "fixed",
         "broken",
         "McNemar p",
-        title="paired: final answer vs the same thread's first iteration",
+        "copy rate",
+        title="paired: final answer vs the same thread's first iteration; copy rate: the "
+        "threads' last Ω reflections that reuse 5 words in a row of the reflection "
+        "prompt's worked examples",
     )
+    examples = load_prompt("code_reflect_examples")
     for label, finals in results.items():
         rows = [
             (bool((f.get("pass_by_iteration") or [False])[0]), bool(f.get("hidden_pass")))
@@ -1241,6 +1246,8 @@ def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:
         if not rows or all(len(f.get("evaluations") or []) <= 1 for f in finals):
             continue
         p = paired(rows)
+        reflections = [r for f in finals for r in f.get("reflections") or []]
+        rate = f"{copy_rate(reflections, examples):.2f} of {len(reflections)}"
         table.add_row(
             label,
             str(p.tasks),
@@ -1249,6 +1256,7 @@ def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:
             str(p.fixed),
             str(p.broken),
             f"{p.p_value:.3g}",
+            rate if reflections else "-",
         )
     return table
 

@@ -19,15 +19,6 @@ from reflexion.sandbox import Limits, run_python_program, run_rust_program
 from reflexion.selection import AnswerChoice, answers_in_force, chosen_index
 
 
-def implementations_by_iteration(
-    evaluations: list[dict[str, Any]], iterations: int, choice: AnswerChoice = "last"
-) -> list[str | None]:
-    """The implementation in force after each of ``iterations`` iterations: the one the
-    thread would return had it stopped there (``choice``: the latest code, or the best by the
-    internal tests, see :mod:`reflexion.selection`); the final one after the thread stopped."""
-    return answers_in_force(evaluations, iterations, choice)
-
-
 def run_hidden(problem: CodeProblem, code: str, limits: Limits) -> tuple[bool, str]:
     """Run the benchmark's hidden test against an implementation: (passed, reason)."""
     program = hidden_program(problem, assemble(problem, code))
@@ -49,7 +40,8 @@ def score_thread(
     as the graph did), whether its internal tests passed, whether it passes the hidden tests
     (pass@1), and the same per iteration."""
     limits = limits or Limits(test_timeout_s=10.0, suite_timeout_s=30.0)
-    codes = implementations_by_iteration(evaluations, max(iterations, len(evaluations)), choice)
+    # the implementation in force after each iteration: what the thread would have returned
+    codes = answers_in_force(evaluations, max(iterations, len(evaluations)), choice)
     cache: dict[str, tuple[bool, str]] = {}
     per_iteration: list[bool] = []
     for code in codes:

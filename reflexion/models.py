@@ -20,13 +20,11 @@ from __future__ import annotations
 
 import atexit
 import functools
-import gc
 import hashlib
 import importlib.metadata as md
 import itertools
 import os
 import threading
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -182,19 +180,10 @@ def _load_llama(path: str, n_ctx: int, slot: str = "shared") -> tuple[Any, threa
     try:
         llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, verbose=False)
     except ValueError:  # llama.cpp: "Failed to load model from file: ..."
-        failed = True
-    else:
-        failed = False
-    if failed:
-        # llama-cpp-python leaves its /dev/null redirections open when loading fails: close
-        # them now, quietly, rather than in a ResourceWarning at some later collection.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ResourceWarning)
-            gc.collect()
         raise ModelError(
             f"cannot load the GGUF model {path}: the file is corrupt, truncated or not a GGUF "
             "chat model llama.cpp supports; download it again or give another file"
-        )
+        ) from None
     # Free the context before interpreter teardown; llama.cpp's finaliser fails once the
     # module globals it needs are gone.
     atexit.register(llm.close)

@@ -15,7 +15,6 @@ from graphs.builder import programming_builder
 from nodes.coder import format_feedback
 from reflexion.codebench import (
     confusion,
-    implementations_by_iteration,
     pass_at_1,
     pass_curve,
     score_thread,
@@ -33,6 +32,7 @@ from reflexion.programming import (
     sample_tests,
 )
 from reflexion.sandbox import SuiteResult, TestOutcome, rustc_path
+from reflexion.selection import answers_in_force
 from tests.fake import ScriptedChatModel
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b.\n    >>> add(2, 3)\n    5\n    """\n'
@@ -343,8 +343,8 @@ def test_rust_problem_end_to_end():
 
 def test_implementation_in_force_per_iteration():
     evals = [{"answer": "a"}, {"answer": None}, {"answer": "c"}]
-    assert implementations_by_iteration(evals, 5) == ["a", "a", "c", "c", "c"]
-    assert implementations_by_iteration([], 2) == [None, None]
+    assert answers_in_force(evals, 5, "last") == ["a", "a", "c", "c", "c"]
+    assert answers_in_force([], 2, "last") == [None, None]
 
 
 def test_table_two_counts_and_pass_at_1():

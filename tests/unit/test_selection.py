@@ -197,3 +197,28 @@ def test_copy_rate_counts_texts_that_reuse_a_run_of_the_examples_words():
     own = "I return the sum of the digits instead of their product."
     assert copy_rate([copied, own], examples) == 0.5
     assert copy_rate([own], examples) == 0.0 and copy_rate([], examples) == 0.0
+
+
+def test_the_paired_programming_table_reports_fixed_broken_p_and_copy_rate():
+    from rich.console import Console
+
+    from reflexion.cli import code_paired
+
+    copied = "My filter only accepts lowercase vowels, so nothing else counts."
+    finals = [
+        {"pass_by_iteration": [False, True], "hidden_pass": True, "evaluations": [{}, {}]},
+        {"pass_by_iteration": [True], "hidden_pass": True, "evaluations": [{}]},
+        {
+            "pass_by_iteration": [False, False],
+            "hidden_pass": False,
+            "evaluations": [{}, {}],
+            "reflections": [copied],
+        },
+    ]
+    console = Console(width=200, record=True)
+    console.print(code_paired({"reflexion": finals}))
+    text = console.export_text()
+    assert "copy rate" in text and "McNemar p" in text
+    row = next(line for line in text.splitlines() if "reflexion" in line)
+    cells = [cell.strip() for cell in row.split("│")[2:9]]
+    assert cells == ["3", "1", "2", "1", "0", "1", "1.00 of 1"]
