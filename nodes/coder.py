@@ -28,13 +28,13 @@ from nodes.actor import with_lessons
 from nodes.common import resolve_model
 from reflexion.context import Context, get_context
 from reflexion.errors import ReflexionError
+from reflexion.examples import example_tests
 from reflexion.lessons import Family, programming_family, recall_update
 from reflexion.programming import (
     LANGUAGE_NAMES,
     CodeProblem,
     assemble,
     candidate_tests,
-    example_tests,
     extract_code,
     language_of,
     sample_tests,

@@ -50,6 +50,7 @@ from reflexion.codebench import (
 from reflexion.context import LESSON_FILTERS, Context, LessonFilter, TestTrust
 from reflexion.datasets import load_hotpotqa
 from reflexion.errors import ReflexionError
+from reflexion.examples import EXAMPLES_VERSION
 from reflexion.household import (
     FAILURE_CLASSES,
     failure_counts,
@@ -1110,6 +1111,7 @@ def bench_programming(
                 **_result_settings(ctx),
                 "dataset": dataset,
                 "language": problems[0].language,
+                "examples_parser": EXAMPLES_VERSION if ctx.example_tests else None,
             }
             key = _settings_key(settings)
             out = output or Path("runs") / f"programming-{problems[0].language}-{label}-{key}.jsonl"

@@ -353,34 +353,6 @@ def _python_test(line: str, entry_point: str) -> str | None:
     return ast.unparse(tree.body[0]) if calls else None
 
 
-def example_tests(problem: CodeProblem) -> list[str]:
-    """The examples the prompt itself gives, as test statements: ``>>> f(x)`` followed by the
-    expected value, or ``f(x) ==> y`` / ``f(x) ➞ y`` / ``f(x) == y`` lines. They are part of the
-    visible task, not the hidden tests; Rust ones still have to compile (see the test writer)."""
-    lines = [re.sub(r"^\s*(///|//!|#)?\s?", "", ln).rstrip() for ln in problem.prompt.splitlines()]
-    name = re.escape(problem.entry_point)
-    found: list[tuple[str, str]] = []
-    for i, line in enumerate(lines):
-        prompt = re.match(rf"^\s*>>>\s*({name}\s*\(.*\))\s*$", line)
-        if prompt:
-            expected = lines[i + 1].strip() if i + 1 < len(lines) else ""
-            if expected and not expected.startswith(">>>") and not expected.startswith('"""'):
-                found.append((prompt.group(1), expected))
-            continue
-        inline = re.match(rf"^\s*({name}\s*\(.*\))\s*(?:==>|➞|=>|==|->)\s*(.+?)\s*$", line)
-        if inline:
-            found.append((inline.group(1), inline.group(2).rstrip(".,;")))
-    tests: dict[str, None] = {}
-    for call, expected in found:
-        if problem.language == "py":
-            test = _python_test(f"assert {call} == {expected}", problem.entry_point)
-        else:
-            test = f"assert_eq!({call}, {expected});"
-        if test:
-            tests[test] = None
-    return list(tests)
-
-
 def sample_tests(tests: list[str], n: int, seed: str) -> list[str]:
     """At most ``n`` tests, sampled reproducibly (seeded by the task) and kept in order."""
     if len(tests) <= n:
@@ -398,7 +370,6 @@ __all__ = [
     "assemble",
     "candidate_tests",
     "dataset_path",
-    "example_tests",
     "extract_code",
     "hidden_program",
     "humaneval_path",

@@ -44,6 +44,7 @@ from hypothesis import strategies as st
 from nodes.coder import format_feedback, valid_tests
 from reflexion.context import Context
 from reflexion.errors import DatasetError
+from reflexion.examples import example_tests
 from reflexion.household import (
     FAILURE_CLASSES,
     ParsedTurn,
@@ -68,7 +69,6 @@ from reflexion.programming import (
     CodeProblem,
     assemble,
     candidate_tests,
-    example_tests,
     extract_code,
     language_of,
     python_preamble,

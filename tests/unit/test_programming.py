@@ -405,7 +405,7 @@ def test_code_replies_stop_at_the_fence_or_demo_code():
 
 
 def test_prompt_examples_become_the_first_tests():
-    from reflexion.programming import example_tests
+    from reflexion.examples import example_tests
 
     prompt = (
         'def f(x: int) -> int:\n    """Double it.\n    >>> f(2)\n    4\n    >>> f(0)\n\n'
