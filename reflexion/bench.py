@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any, Protocol, TextIO
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
 from reflexion.context import Context
 from reflexion.errors import ReflexionError
-from reflexion.persistence import cut_short, replay_from, thread_history
+from reflexion.persistence import cut_short, fork_thread, replay_from, thread_history
 from reflexion.usage import Usage, UsageRecorder, merge, recorded_usage
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
@@ -50,6 +51,9 @@ class BenchTask:
     label: str
     meta: dict[str, Any]
     """Copied into the ``final`` line (task id, question, reference…)."""
+    fork_from: str | None = None
+    """A paired comparison's shared first-trial thread: the task's thread is a fork of it
+    (see :func:`run_benchmark`); None runs the task from its input."""
 
 
 def recursion_limit(ctx: Context) -> int:
@@ -87,6 +91,7 @@ def stream_thread(
     on_event: Callable[[str, dict[str, Any]], None] | None = None,
     *,
     metadata: dict[str, Any] | None = None,
+    interrupt_before: list[str] | None = None,
 ) -> dict[str, Any]:
     """Run (or resume, when ``task_input`` is None) one thread; report each trial and
     reflection as it happens, with the ``usage`` of what ran since the previous report;
@@ -121,6 +126,7 @@ def stream_thread(
         context=ctx,
         stream_mode=["updates", "checkpoints"],
         durability="sync",
+        interrupt_before=interrupt_before,
     ):
         if mode == "checkpoints":
             release_held(held, chunk.get("values") if isinstance(chunk, dict) else None, report)
@@ -364,6 +370,14 @@ def run_benchmark(
     At most ``concurrency`` threads run at once (each task is one LangGraph thread; the
     checkpointer and the results file are shared). A task that raises is recorded as an
     ``error`` line and the run goes on; a rerun retries it from its checkpoint.
+
+    A task with ``fork_from`` is half of a paired comparison: its first trial runs once, on
+    the thread ``fork_from``, and stops before the reflector (or ends, when it succeeded);
+    the task's own thread then starts as a fork of that checkpoint (:func:`fork_thread`) and
+    goes on under ``ctx``. Tasks that share ``fork_from`` (the same question under other
+    strategies, in this run or a later one) branch from the same first attempt, so their
+    outcomes differ by what happens after it alone. The shared trial's usage is counted on
+    the task that ran it.
     """
     done = dict(done or {})
     results: dict[str, dict[str, Any]] = {}
@@ -372,6 +386,27 @@ def run_benchmark(
     recorded_rows = list(read_results(sink.path)) if sink.path is not None else []
     earlier = recorded_usage(recorded_rows)
     recorded = recorded_lines(recorded_rows)
+    locks: dict[str, threading.Lock] = {}
+    guard = threading.Lock()
+
+    def first_trial(task: BenchTask, base: str) -> Usage:
+        """Run the shared first trial on thread ``base`` unless it already ran; its usage."""
+        with guard:
+            lock = locks.setdefault(base, threading.Lock())
+        with lock:
+            snap = snapshot(graph, base)
+            if snap is not None and (not snap.next or "reflector" in snap.next):
+                return {}
+            state = stream_thread(
+                graph,
+                base,
+                task.input if snap is None else None,
+                ctx,
+                metadata=metadata,
+                interrupt_before=["reflector"],
+            )
+            usage: Usage = state["usage"]
+            return usage
 
     def report(event: str, task: BenchTask, payload: dict[str, Any]) -> None:
         if emit is not None:
@@ -385,6 +420,14 @@ def run_benchmark(
             report(event, task, payload)
 
         resume = snapshot(graph, task.thread_id) is not None
+        shared: Usage = {}
+        if not resume and task.fork_from is not None:
+            saver = graph.checkpointer
+            if not isinstance(saver, BaseCheckpointSaver):
+                raise ReflexionError("paired runs need a graph compiled with a checkpointer")
+            shared = first_trial(task, task.fork_from)
+            fork_thread(saver, task.fork_from, task.thread_id)
+            resume = True
         if resume:
             for event, payload in unrecorded(graph, task.thread_id, recorded.get(task.thread_id)):
                 on_event(event, payload)
@@ -400,7 +443,7 @@ def run_benchmark(
             task,
             state,
             wall_s=state["wall_s"],
-            usage=merge(earlier.get(task.thread_id) if resume else None, state["usage"]),
+            usage=merge(earlier.get(task.thread_id) if resume else None, shared, state["usage"]),
             resumed=resume,
             settings=settings,
         )

@@ -793,11 +793,25 @@ def bench_hotpotqa(
     lessons: LessonsOpt = False,
     recall_k: RecallOpt = _DEFAULTS.recall_k,
     lesson_filter: LessonFilterOpt = _DEFAULTS.lesson_filter,
+    paired_runs: Annotated[
+        bool,
+        typer.Option(
+            "--paired/--unpaired",
+            help="paired: each question's trial 1 runs once and every strategy continues from "
+            "that same checkpoint (a fork of the thread), so strategies differ by memory "
+            "alone; unpaired: each strategy runs its own trial 1 (needed with --server).",
+        ),
+    ] = True,
 ) -> None:
-    """Reflexion on HotPotQA: every trial printed and saved, a per-trial accuracy table and a
-    learning-curve PNG (one line per strategy)."""
+    """Reflexion on HotPotQA: every trial printed and saved, a per-trial accuracy table, a
+    paired comparison with the no-memory baseline and a learning-curve PNG (one line per
+    strategy)."""
     agent = _choice(agent, AGENTS, "--agent")
     strategies = _strategies(strategy)
+    if server is not None and paired_runs:
+        if _given(cli, "paired_runs"):
+            raise ReflexionError("--paired forks threads locally: use --unpaired with --server")
+        paired_runs = False
     if output is not None and len(strategies) > 1:
         raise ReflexionError("--output takes one strategy: drop it to name files automatically")
     questions = load_hotpotqa(dataset, limit=limit, offset=offset)
@@ -839,6 +853,10 @@ def bench_hotpotqa(
                 **_result_settings(ctx),
                 "dataset": str(dataset or "sample"),
             }
+            shared = {k: v for k, v in settings.items() if k not in ("strategy", "memory_size")}
+            base = _settings_key({**shared, "first_trial": True}) if paired_runs else None
+            if paired_runs:
+                settings["paired"] = True
             key = _settings_key(settings)
             path = output or Path("runs") / f"hotpotqa-{agent}-{name}-{key}.jsonl"
             files.append(path)
@@ -854,6 +872,7 @@ def bench_hotpotqa(
                     },
                     label=f"[bold]Q{offset + i}[/] ",
                     meta={"task_id": q.id, "question": q.question, "reference": q.answer},
+                    fork_from=f"hotpotqa-{base}-{q.id}" if base else None,
                 )
                 for i, q in enumerate(questions, 1)
             ]
@@ -887,6 +906,8 @@ def bench_hotpotqa(
             f"{label}: solved {solved}/{len(finals)} · mean wall time per question {mean}"
         )
     console.print(outcome_table(results, errors_by, lambda f: bool(f["solved"]), "questions"))
+    if paired_runs:
+        console.print(qa_paired(results, f"{agent} none"))
     _report_errors(errors_by, "question")
     if plot is None:
         key = _settings_key({"files": [str(f) for f in files]})
@@ -1218,6 +1239,46 @@ def code_summary(results: dict[str, list[dict[str, Any]]]) -> Table:
             f"{pass_at_1(finals):.2f} ({solved}/{len(finals)})",
             *cells,
             mean,
+        )
+    return table
+
+
+def qa_paired(results: dict[str, list[dict[str, Any]]], baseline: str) -> Table:
+    """Strategies forked from one shared trial 1, question by question: what each fixed after
+    trial 1, and each against the no-memory baseline (when it ran) with the exact McNemar
+    p-value on the questions one solved and the other did not."""
+    table = Table(
+        "strategy",
+        "questions",
+        "trial 1",
+        "final",
+        "fixed after trial 1",
+        "vs none: +/−",
+        "McNemar p",
+        title="paired: every strategy continues each question from the same trial-1 checkpoint",
+    )
+    solved = {
+        label: {f["task_id"]: bool(f["solved"]) for f in finals}
+        for label, finals in results.items()
+    }
+    reference = solved.get(baseline)
+    for label, finals in results.items():
+        first = paired(
+            ((f.get("evaluations") or [{}])[0].get("success", False), f["solved"]) for f in finals
+        )
+        versus, p_value = "-", "-"
+        if reference is not None and label != baseline:
+            common = [q for q in solved[label] if q in reference]
+            p = paired((reference[q], solved[label][q]) for q in common)
+            versus, p_value = f"+{p.fixed}/−{p.broken}", f"{p.p_value:.3g}"
+        table.add_row(
+            label,
+            str(first.tasks),
+            str(first.baseline),
+            str(first.method),
+            str(first.fixed),
+            versus,
+            p_value,
         )
     return table
 

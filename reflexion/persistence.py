@@ -396,11 +396,32 @@ def thread_history(graph: Any, thread_id: str) -> list[TrialEntry]:
     return entries
 
 
+def fork_thread(saver: BaseCheckpointSaver[Any], source: str, target: str) -> None:
+    """Start thread ``target`` at thread ``source``'s latest checkpoint (its values, its next
+    nodes and its pending writes), so that running ``target`` with input ``None`` goes on from
+    there while ``source`` stays as it is: a LangGraph fork across threads, on any checkpointer
+    (paired comparisons branch every strategy from one shared first trial). The fork's
+    metadata names its source."""
+    head = saver.get_tuple({"configurable": {"thread_id": source, "checkpoint_ns": ""}})
+    if head is None:
+        raise ReflexionError(f"cannot fork thread '{source}': it has no checkpoint")
+    config: RunnableConfig = {"configurable": {"thread_id": target, "checkpoint_ns": ""}}
+    metadata = {**head.metadata, "forked_from": source}
+    versions = dict(head.checkpoint["channel_versions"])
+    saved = saver.put(config, head.checkpoint, metadata, versions)  # type: ignore[arg-type]
+    by_task: dict[str, list[tuple[str, Any]]] = {}
+    for task_id, channel, value in head.pending_writes or ():
+        by_task.setdefault(task_id, []).append((channel, value))
+    for task_id, writes in by_task.items():
+        saver.put_writes(saved, writes, task_id)
+
+
 __all__ = [
     "MEMORY",
     "Target",
     "TrialEntry",
     "cut_short",
+    "fork_thread",
     "open_checkpointer",
     "open_store",
     "parse_target",

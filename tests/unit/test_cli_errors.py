@@ -665,3 +665,10 @@ def test_plot_and_models_usage_errors(monkeypatch, capsys, args, needle):
     code, err = cli(monkeypatch, capsys, *args)
     assert code == 2, err
     assert needle in err and "Traceback" not in err
+
+
+def test_paired_runs_need_the_local_checkpointer(monkeypatch, capsys):
+    code, err = cli(
+        monkeypatch, capsys, "bench", "hotpotqa", "--server", "http://127.0.0.1:9", "--paired"
+    )
+    one_line_error(code, err, "--unpaired", "--server")

@@ -1,0 +1,158 @@
+"""Paired comparisons: each question's trial 1 runs once, on a shared thread, and every strategy
+continues from a fork of that checkpoint (fake models, a real SQLite checkpointer)."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from graphs.builder import qa_builder
+from reflexion.bench import BenchTask, Sink, finished_tasks, run_benchmark
+from reflexion.cli import qa_paired
+from reflexion.context import Context
+from reflexion.errors import ReflexionError
+from reflexion.persistence import fork_thread
+from tests.fake import RuleChatModel
+
+QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(3)}
+
+
+class Actor:
+    """Without a lesson in the prompt (trial 1, and every trial of strategy ``none``): a guess
+    that differs on every call, so two separately sampled first trials could never agree;
+    with one: the right answer. ``easy`` questions are right at once."""
+
+    def __init__(self, easy: frozenset[str] = frozenset()) -> None:
+        self.first_calls: list[str] = []
+        self.calls = 0
+        self.easy = easy
+
+    def __call__(self, messages: list[BaseMessage]) -> str:
+        self.calls += 1
+        text = messages[-1].text
+        number = re.findall(r"What is item (\d+)\?", text)[-1]
+        if f"q{number}" in self.easy:
+            return f"Thought: easy.\nAction: Finish[answer {number}]"
+        if "- lesson" in text:
+            return f"Thought: ok.\nAction: Finish[answer {number}]"
+        self.first_calls.append(number)
+        return f"Thought: guess.\nAction: Finish[guess {len(self.first_calls)}]"
+
+
+@pytest.fixture
+def saver(tmp_path: Path) -> Iterator[SqliteSaver]:
+    conn = sqlite3.connect(tmp_path / "threads.sqlite", check_same_thread=False)
+    yield SqliteSaver(conn)
+    conn.close()
+
+
+def graph_with(saver: Any, actor: Actor) -> Any:
+    reflector = RuleChatModel(rule=lambda _m: "Reflection: lesson learned.")
+    return qa_builder(
+        with_context=False, actor_model=RuleChatModel(rule=actor), reflector_model=reflector
+    ).compile(checkpointer=saver)
+
+
+def run(graph: Any, strategy: str, out: Path, ids: list[str]) -> list[dict[str, Any]]:
+    tasks = [
+        BenchTask(
+            thread_id=f"{strategy}-{i}",
+            input={"task": QUESTIONS[i][0], "context": "", "reference": QUESTIONS[i][1]},
+            label=i,
+            meta={"task_id": i},
+            fork_from=f"first-{i}",
+        )
+        for i in ids
+    ]
+    with out.open("a", encoding="utf-8") as handle:
+        finals, errors = run_benchmark(
+            graph,
+            tasks,
+            Context(max_trials=3, strategy=strategy),  # type: ignore[arg-type]
+            Sink(handle),
+            settings={"strategy": strategy},
+            done=finished_tasks(out),
+        )
+    assert errors == []
+    return finals
+
+
+def test_every_strategy_continues_from_the_same_first_trial(saver, tmp_path):
+    actor = Actor()
+    graph = graph_with(saver, actor)
+    none = run(graph, "none", tmp_path / "none.jsonl", ["q0", "q1"])
+    assert actor.calls == 6  # three trials per question
+    reflexion = run(graph, "reflexion", tmp_path / "reflexion.jsonl", ["q0", "q1"])
+    assert actor.calls == 8  # trial 2 of each question: trial 1 is not run again
+    for a, b in zip(none, reflexion, strict=True):
+        assert a["evaluations"][0] == b["evaluations"][0]
+        assert a["evaluations"][0]["answer"].startswith("guess")
+    assert [f["solved"] for f in none] == [False, False]
+    assert [f["solved"] for f in reflexion] == [True, True]
+    assert [len(f["evaluations"]) for f in reflexion] == [2, 2]
+    # the trial-1 line is in each strategy's results file
+    lines = (tmp_path / "reflexion.jsonl").read_text().splitlines()
+    assert sum('"type": "trial"' in ln and '"trial": 1' in ln for ln in lines) == 2
+
+
+def test_a_question_solved_at_trial_1_is_solved_by_every_strategy_once(saver, tmp_path):
+    actor = Actor(easy=frozenset({"q2"}))
+    graph = graph_with(saver, actor)
+    finals = [run(graph, s, tmp_path / f"{s}.jsonl", ["q2"])[0] for s in ("none", "reflexion")]
+    assert all(f["solved"] and f["trials"] == 1 for f in finals)
+    assert actor.calls == 1
+
+
+def test_a_later_run_reuses_the_stored_first_trial(saver, tmp_path):
+    run(graph_with(saver, Actor()), "none", tmp_path / "none.jsonl", ["q0"])
+    later = Actor()
+    finals = run(graph_with(saver, later), "reflexion", tmp_path / "reflexion.jsonl", ["q0"])
+    assert later.first_calls == [] and finals[0]["evaluations"][0]["answer"] == "guess 1"
+
+
+def test_fork_leaves_its_source_as_it_was():
+    saver = InMemorySaver()
+    graph = graph_with(saver, Actor())
+    run_first = {"configurable": {"thread_id": "src"}}
+    graph.invoke(
+        {"task": QUESTIONS["q0"][0], "context": "", "reference": QUESTIONS["q0"][1]},
+        run_first,
+        context=Context(max_trials=3),
+        interrupt_before=["reflector"],
+    )
+    fork_thread(saver, "src", "copy")
+    assert graph.get_state({"configurable": {"thread_id": "copy"}}).next == ("reflector",)
+    graph.invoke(None, {"configurable": {"thread_id": "copy"}}, context=Context(max_trials=3))
+    source = graph.get_state(run_first)
+    assert source.next == ("reflector",) and source.values["trial"] == 1
+    copy = graph.get_state({"configurable": {"thread_id": "copy"}})
+    assert copy.values["trial"] == 2 and copy.values["solved"] is True
+    assert copy.config["configurable"]["thread_id"] == "copy"
+
+
+def test_forking_a_thread_that_does_not_exist_is_a_clear_error():
+    with pytest.raises(ReflexionError, match="no checkpoint"):
+        fork_thread(InMemorySaver(), "missing", "copy")
+
+
+def test_paired_table_counts_fixes_after_trial_1_and_against_none():
+    def final(task: str, first: bool, solved: bool) -> dict[str, Any]:
+        return {"task_id": task, "solved": solved, "evaluations": [{"success": first}]}
+
+    results = {
+        "cot none": [final("a", True, True), final("b", False, False), final("c", False, True)],
+        "cot reflexion": [final("a", True, True), final("b", False, True), final("c", False, True)],
+    }
+    table = qa_paired(results, "cot none")
+    cells = [[str(c) for c in col.cells] for col in table.columns]
+    rows = list(zip(*cells, strict=True))
+    assert rows[0] == ("cot none", "3", "1", "2", "1", "-", "-")
+    assert rows[1] == ("cot reflexion", "3", "1", "3", "2", "+1/−0", "1")
