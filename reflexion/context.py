@@ -6,6 +6,7 @@ Every field has a default, so a graph runs when a caller passes no context; node
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Annotated, Literal, get_args, get_origin, get_type_hints
@@ -350,6 +351,14 @@ def get_context(runtime: Runtime[Context] | None) -> Context:
         return ctx
     names = {f.name for f in fields(Context)}
     if isinstance(ctx, dict):  # some callers (and older servers) hand over a plain mapping
+        unknown = sorted(str(k) for k in ctx if k not in names)
+        if unknown:
+            warnings.warn(
+                f"context key(s) {', '.join(unknown)} are not Context fields and are ignored "
+                "(check the spelling; `reflexion models` and the README list the fields)",
+                UserWarning,
+                stacklevel=2,
+            )
         return Context(**{k: v for k, v in ctx.items() if k in names})
     # A parent graph with a context schema of its own hands its context object down to our
     # graph used as a subgraph: take the fields the two share, defaults for the rest.

@@ -156,3 +156,13 @@ def test_paired_table_counts_fixes_after_trial_1_and_against_none():
     rows = list(zip(*cells, strict=True))
     assert rows[0] == ("cot none", "3", "1", "2", "1", "-", "-")
     assert rows[1] == ("cot reflexion", "3", "1", "3", "2", "+1/−0", "1")
+
+
+def test_runs_share_first_trials_when_they_differ_only_after_trial_1():
+    from reflexion.cli import _first_trial_key
+
+    base = {"bench": "programming", "strategy": "reflexion", "max_trials": 4, "test_trust": "all"}
+    later = {**base, "strategy": "none", "max_trials": 8, "resample_repeats": 0, "memory_size": 3}
+    assert _first_trial_key(base) == _first_trial_key(later)
+    assert _first_trial_key(base) != _first_trial_key({**base, "test_trust": "anchored"})
+    assert _first_trial_key(base) != _first_trial_key({**base, "temperature": 0.7})

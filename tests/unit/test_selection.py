@@ -159,6 +159,17 @@ def test_every_choice_field_rejects_a_value_outside_its_type(field: str, value: 
         Context(**{field: value})
 
 
+def test_unknown_context_keys_warn_and_known_ones_apply():
+    from types import SimpleNamespace
+
+    from reflexion.context import get_context
+
+    runtime = SimpleNamespace(context={"max_trials": 2, "max_trails": 5, "strategi": "none"})
+    with pytest.warns(UserWarning, match="max_trails, strategi are not Context fields"):
+        ctx = get_context(runtime)  # type: ignore[arg-type]
+    assert ctx.max_trials == 2 and ctx.strategy == Context().strategy
+
+
 # ---- paired significance ----------------------------------------------------------------------
 
 
