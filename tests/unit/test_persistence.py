@@ -128,6 +128,8 @@ def test_a_file_that_is_not_sqlite_is_refused_and_kept(tmp_path):
 
 def test_unreachable_postgres_is_one_line_naming_the_server():
     """A server that refuses the connection: the first line of libpq's error and 'check --db'."""
+    pytest.importorskip("psycopg", reason="needs the postgres extra (psycopg)")
+    pytest.importorskip("langgraph.checkpoint.postgres", reason="needs the postgres extra")
     with (
         pytest.raises(ReflexionError) as exc,
         open_checkpointer("postgresql://nobody@127.0.0.1:1/none?connect_timeout=3"),

@@ -1,0 +1,75 @@
+"""Report tables read at 80 columns: nothing is cut to an ellipsis, with long strategy names,
+four strategies side by side and large token counts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from rich.console import Console
+from rich.table import Table
+
+from reflexion import cli
+
+LABELS = [
+    "cot-gt none",
+    "cot-gt last_attempt",
+    "cot-gt reflexion",
+    "cot-gt last_attempt_and_reflexion",
+]
+
+
+def final(i: int) -> dict[str, Any]:
+    usage = {"actor": {"calls": 4321, "prompt_tokens": 12_345_678, "completion_tokens": 987_654}}
+    return {
+        "task_id": f"q{i}",
+        "solved": i % 2 == 0,
+        "evaluations": [{"success": i % 4 == 0}, {"success": i % 2 == 0}],
+        "usage": usage,
+        "wall_s": 123.4,
+        "hidden_pass": i % 2 == 0,
+        "pass_by_iteration": [i % 4 == 0, i % 2 == 0],
+        "reflections": ["I will check the edge case."],
+        "tests": ["assert f(1) == 1"],
+        "internal_pass": True,
+    }
+
+
+RESULTS = {label: [final(i) for i in range(100)] for label in LABELS}
+
+
+def rendered(table: Table) -> str:
+    console = Console(width=80, record=True, file=None)
+    with console.capture() as captured:
+        console.print(table)
+    return captured.get()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: cli.summarize(RESULTS, 4),
+        lambda: cli.outcome_table(RESULTS, {}, lambda f: f["solved"], "questions"),
+        lambda: cli.qa_paired(RESULTS, "cot-gt none"),
+        lambda: cli.code_summary(RESULTS),
+        lambda: cli.code_paired(RESULTS),
+    ],
+    ids=["accuracy by trial", "outcomes and usage", "paired qa", "pass@1", "paired code"],
+)
+def test_report_tables_fit_80_columns(make):
+    text = rendered(make())
+    assert "…" not in text, text
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_counts_are_compact():
+    counts = (999, 9_999, 12_345, 123_456, 999_999, 1_234_567, 4_560_000_000)
+    assert [cli.compact(n) for n in counts] == [
+        "999",
+        "9,999",
+        "12.3k",
+        "123k",
+        "1M",
+        "1.23M",
+        "4.56G",
+    ]
