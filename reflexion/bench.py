@@ -376,8 +376,8 @@ def run_benchmark(
     the task's own thread then starts as a fork of that checkpoint (:func:`fork_thread`) and
     goes on under ``ctx``. Tasks that share ``fork_from`` (the same question under other
     strategies, in this run or a later one) branch from the same first attempt, so their
-    outcomes differ by what happens after it alone. The shared trial's usage is counted on
-    the task that ran it.
+    outcomes differ by what happens after it alone. The shared trial's usage and wall time
+    count for the task that ran it.
     """
     done = dict(done or {})
     results: dict[str, dict[str, Any]] = {}
@@ -389,14 +389,15 @@ def run_benchmark(
     locks: dict[str, threading.Lock] = {}
     guard = threading.Lock()
 
-    def first_trial(task: BenchTask, base: str) -> Usage:
-        """Run the shared first trial on thread ``base`` unless it already ran; its usage."""
+    def first_trial(task: BenchTask, base: str) -> tuple[Usage, float]:
+        """Run the shared first trial on thread ``base`` unless it already ran; its usage and
+        wall time (none when it ran before)."""
         with guard:
             lock = locks.setdefault(base, threading.Lock())
         with lock:
             snap = snapshot(graph, base)
             if snap is not None and (not snap.next or "reflector" in snap.next):
-                return {}
+                return {}, 0.0
             state = stream_thread(
                 graph,
                 base,
@@ -406,7 +407,7 @@ def run_benchmark(
                 interrupt_before=["reflector"],
             )
             usage: Usage = state["usage"]
-            return usage
+            return usage, float(state["wall_s"])
 
     def report(event: str, task: BenchTask, payload: dict[str, Any]) -> None:
         if emit is not None:
@@ -421,11 +422,12 @@ def run_benchmark(
 
         resume = snapshot(graph, task.thread_id) is not None
         shared: Usage = {}
+        shared_s = 0.0
         if not resume and task.fork_from is not None:
             saver = graph.checkpointer
             if not isinstance(saver, BaseCheckpointSaver):
                 raise ReflexionError("paired runs need a graph compiled with a checkpointer")
-            shared = first_trial(task, task.fork_from)
+            shared, shared_s = first_trial(task, task.fork_from)
             fork_thread(saver, task.fork_from, task.thread_id)
             resume = True
         if resume:
@@ -442,7 +444,7 @@ def run_benchmark(
         final = final_row(
             task,
             state,
-            wall_s=state["wall_s"],
+            wall_s=round(state["wall_s"] + shared_s, 2),
             usage=merge(earlier.get(task.thread_id) if resume else None, shared, state["usage"]),
             resumed=resume,
             settings=settings,

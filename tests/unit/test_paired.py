@@ -98,6 +98,9 @@ def test_every_strategy_continues_from_the_same_first_trial(saver, tmp_path):
     assert [f["solved"] for f in none] == [False, False]
     assert [f["solved"] for f in reflexion] == [True, True]
     assert [len(f["evaluations"]) for f in reflexion] == [2, 2]
+    # trial 1's calls count for the run that made them, not again for the later one
+    assert [f["usage"]["actor"]["calls"] for f in none] == [3, 3]
+    assert [f["usage"]["actor"]["calls"] for f in reflexion] == [1, 1]
     # the trial-1 line is in each strategy's results file
     lines = (tmp_path / "reflexion.jsonl").read_text().splitlines()
     assert sum('"type": "trial"' in ln and '"trial": 1' in ln for ln in lines) == 2
