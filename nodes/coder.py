@@ -178,7 +178,9 @@ def make_test_writer(
 def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
     """The actor prompt: instructions and the problem (a prefix that stays the same across
     trials), then, after a failed trial, the previous implementation as the assistant's turn
-    and the test results, the reflections (strategy ``reflexion``) and the request to fix it."""
+    and the test results, the reflections (strategy ``reflexion``) and the request to fix it;
+    under ``Context.code_retry="fresh"`` the test results and reflections follow the problem
+    in the same turn, without the previous implementation."""
     problem = problem_of(state)
     names = _names(problem.language)
     task = render("code_task", prompt=problem.prompt.strip(), **names)
@@ -197,13 +199,16 @@ def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
     if ctx.uses_reflections and ctx.memory_size > 0 and state.reflections:
         window = state.reflections[-ctx.memory_size :]
         reflection_block = "\nYour reflection on it:\n" + "\n".join(f"- {r}" for r in window) + "\n"
+    fresh = ctx.code_retry == "fresh"
     retry = render(
-        "code_retry",
+        "code_fresh" if fresh else "code_retry",
         feedback=state.evaluations[-1]["feedback"],
         reflection_block=reflection_block,
         entry_point=problem.entry_point,
         **names,
     )
+    if fresh:
+        return [messages[0], HumanMessage(f"{task}\n\n{retry}")]
     return [*messages, AIMessage(previous), HumanMessage(retry)]
 
 
@@ -227,7 +232,8 @@ def make_code_actor(
 ) -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
     """The code actor node; ``model`` overrides ``Context.actor_model``; ``family`` is the task
     family whose lessons it recalls on the first trial (``Context.lessons``). A retry whose code
-    repeats an earlier attempt is sampled again (``Context.resample_repeats``)."""
+    repeats an earlier attempt is sampled again (``Context.resample_repeats``); a fresh retry
+    (``Context.code_retry``) is sampled at ``RESAMPLE_TEMPERATURE`` from the start."""
 
     def code_actor(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = get_context(runtime)
@@ -235,7 +241,10 @@ def make_code_actor(
         recalled = recall_update(state, state.task, runtime, family)
         if recalled:
             state = replace(state, **recalled)
-        llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature, role="actor")
+        hot_temperature = max(ctx.temperature, RESAMPLE_TEMPERATURE)
+        fresh = ctx.code_retry == "fresh" and state.trial > 0 and bool(state.evaluations)
+        temperature = hot_temperature if fresh else ctx.temperature
+        llm = resolve_model(model, ctx.actor_model, ctx, temperature=temperature, role="actor")
         messages = code_messages(state, ctx)
         # No grammar: llama.cpp's grammar sampling halves the token rate on this vocabulary;
         # the parser copes with whatever format comes back.
@@ -243,13 +252,7 @@ def make_code_actor(
         parsed = extract_code(reply.text, problem)
         first = reply, parsed
         tried = {code_key(e["answer"], problem.language) for e in state.evaluations if e["answer"]}
-        hot = resolve_model(
-            model,
-            ctx.actor_model,
-            ctx,
-            temperature=max(ctx.temperature, RESAMPLE_TEMPERATURE),
-            role="actor",
-        )
+        hot = resolve_model(model, ctx.actor_model, ctx, temperature=hot_temperature, role="actor")
         for _ in range(ctx.resample_repeats if tried else 0):
             if parsed.code is not None and code_key(parsed.code, problem.language) not in tried:
                 break

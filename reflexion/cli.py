@@ -48,7 +48,7 @@ from reflexion.codebench import (
     score_thread,
     write_human_eval_files,
 )
-from reflexion.context import LESSON_FILTERS, Context, LessonFilter, TestTrust
+from reflexion.context import LESSON_FILTERS, CodeRetry, Context, LessonFilter, TestTrust
 from reflexion.datasets import load_hotpotqa
 from reflexion.errors import ReflexionError
 from reflexion.examples import EXAMPLES_VERSION
@@ -659,10 +659,16 @@ LESSON_FIELDS = ("lessons", "recall_k", "lesson_filter", "task_family")
 option existed keep their names)."""
 
 
+LATER_FIELDS = {"code_retry": "repair"}
+"""Context fields added after results files existed: in the settings only when not at their
+default, so earlier files keep their names (and their runs resume)."""
+
+
 def _result_settings(ctx: Context) -> dict[str, Any]:
     left_out = {*TRANSPORT_FIELDS, "review_reflections"}
     if not ctx.lessons:
         left_out.update(LESSON_FIELDS)
+    left_out.update(k for k, default in LATER_FIELDS.items() if getattr(ctx, k) == default)
     return {k: v for k, v in asdict(ctx).items() if k not in left_out}
 
 
@@ -676,6 +682,7 @@ AFTER_FIRST_TRIAL = (
     "memory_size",
     "max_trials",
     "resample_repeats",
+    "code_retry",
     "select_answer",
     "reflector_model",
     "review_reflections",
@@ -1125,6 +1132,15 @@ def bench_programming(
             "the repeat (the paper).",
         ),
     ] = _DEFAULTS.resample_repeats,
+    retry: Annotated[
+        CodeRetry,
+        typer.Option(
+            "--retry",
+            help="reflexion: repair (the previous code, its test results and the reflection: "
+            "the paper) or fresh (a new sample at T = 0.8 from the task, the failed tests and "
+            "the reflection, without the previous code).",
+        ),
+    ] = _DEFAULTS.code_retry,
     paired_runs: PairedOpt = True,
 ) -> None:
     """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
@@ -1177,6 +1193,7 @@ def bench_programming(
                 test_trust=test_trust,
                 select_answer=select,
                 resample_repeats=resample,
+                code_retry=retry,
             )
             ctx = _with_lessons(ctx, lessons, recall_k, lesson_filter)
             label = name if simple else f"{name}{suffix}"

@@ -23,6 +23,7 @@ WikiKind = Literal["offline", "live"]
 LessonFilter = Literal["validated", "all"]
 LESSON_FILTERS: tuple[LessonFilter, ...] = ("validated", "all")
 TestTrust = Literal["all", "anchored"]
+CodeRetry = Literal["repair", "fresh"]
 
 _MODEL_HELP = (
     "A provider:model string: local:qwen2.5-coder-0.5b, local:smollm2-135m, "
@@ -169,6 +170,15 @@ class Context:
             "description": "Programming: when a retry gives back code it already tried (a "
             "small model at T = 0 often copies its previous attempt), sample again at "
             "temperature 0.8 up to this many times; 0 = keep the repeat (the paper)."
+        },
+    )
+    code_retry: CodeRetry = field(
+        default="repair",
+        metadata={
+            "description": "Programming: what a retry starts from. repair: the previous "
+            "implementation, its test results and the reflections (the paper). fresh: the "
+            "task, the failed tests and the reflections, without the previous code, sampled "
+            "at temperature 0.8 (a small model otherwise edits its wrong code in place)."
         },
     )
     test_timeout: float = field(

@@ -200,6 +200,20 @@ def test_a_retry_that_repeats_its_code_is_sampled_again():
     assert len(actor.prompts) == 2 and state["solved"] is False
 
 
+def test_a_fresh_retry_shows_the_failures_and_reflection_but_not_the_previous_code():
+    graph, actor, _ = build([SUBTRACTS, RIGHT])
+    state = run(graph, TWO_EXAMPLES, Context(max_trials=2, code_retry="fresh"))
+    assert state["solved"] is True
+    retry = actor.prompts[1]
+    assert [m.type for m in retry] == ["system", "human"]
+    text = actor.prompt_text(1)
+    assert "a - b" not in text and "from scratch" in text
+    assert "assert add(2, 3) == 5 # output: -1" in text and "check the arithmetic" in text
+    graph, actor, _ = build([SUBTRACTS, RIGHT])
+    run(graph, TWO_EXAMPLES, Context(max_trials=2))
+    assert [m.type for m in actor.prompts[1]] == ["system", "human", "ai", "human"]
+
+
 def test_copy_rate_counts_texts_that_reuse_a_run_of_the_examples_words():
     from reflexion.stats import copy_rate
 
