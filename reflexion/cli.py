@@ -23,11 +23,9 @@ import typer
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from langgraph.types import Command
-from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from graphs.builder import alfworld_builder, programming_builder, qa_builder, react_builder
 from reflexion.alfworld_env import ENGINE_MISSING, engine_available, load_games, select_games
@@ -42,8 +40,6 @@ from reflexion.bench import (
     stream_thread,
 )
 from reflexion.codebench import (
-    confusion,
-    pass_at_1,
     pass_curve,
     score_thread,
     write_human_eval_files,
@@ -53,8 +49,6 @@ from reflexion.datasets import load_hotpotqa
 from reflexion.errors import ReflexionError
 from reflexion.examples import EXAMPLES_VERSION
 from reflexion.household import (
-    FAILURE_CLASSES,
-    failure_counts,
     failure_curves,
     self_evaluation,
     solved_curve,
@@ -72,11 +66,17 @@ from reflexion.persistence import (
 )
 from reflexion.plots import learning_curve
 from reflexion.programming import language_of, load_problems
-from reflexion.prompts import load_prompt
+from reflexion.reports import (
+    code_paired,
+    code_summary,
+    household_summary,
+    outcome_table,
+    qa_paired,
+    summarize,
+    table,
+)
 from reflexion.sandbox import rustc_path
 from reflexion.selection import AnswerChoice
-from reflexion.stats import copy_rate, paired
-from reflexion.usage import merge, totals
 
 app = typer.Typer(
     name="reflexion",
@@ -697,85 +697,6 @@ def _first_trial_key(settings: dict[str, Any]) -> str:
     return _settings_key({**shared, "first_trial": True})
 
 
-def table(*headers: str, title: str | None = None) -> Table:
-    """A report table that reads at 80 columns: no vertical rules, cells wrap instead of
-    being cut (headers break at the newlines they carry)."""
-    out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
-    for header in headers:
-        longest = max((len(word) for word in header.split()), default=1)
-        out.add_column(header, overflow="fold", min_width=longest)
-    return out
-
-
-def compact(n: int) -> str:
-    """A count in a few characters: 9,999, 12.3k, 123k, 1.23M, 4.56G."""
-    if n < 10_000:
-        return f"{n:,}"
-    for unit, size in (("k", 1e3), ("M", 1e6)):
-        text = f"{n / size:.3g}"
-        if "e" not in text:  # 999,999 rounds to 1e+03k: the next unit
-            return text + unit
-    return f"{n / 1e9:.3g}G"
-
-
-def summarize(results: dict[str, list[dict[str, Any]]], max_trials: int) -> Table:
-    """Per trial: the cumulative accuracy and tasks solved, one column per run (e.g. per
-    strategy)."""
-    out = table("trial", *results, title="solved by trial (cumulative)")
-    curves = {label: solved_by_trial(finals, max_trials) for label, finals in results.items()}
-    for t in range(1, max_trials + 1):
-        row = [str(t)]
-        for label, finals in results.items():
-            n = len(finals)
-            solved = round(curves[label][t - 1] * n)
-            row.append(f"{curves[label][t - 1]:.2f} ({solved}/{n})" if n else "-")
-        out.add_row(*row)
-    return out
-
-
-def outcome_table(
-    results: dict[str, list[dict[str, Any]]],
-    errors: dict[str, int],
-    solved: Callable[[dict[str, Any]], bool],
-    unit: str,
-) -> Table:
-    """Per strategy: tasks finished, solved and failed, tasks that ended with an error (kept
-    apart: an error is not a failure, and the accuracies count finished tasks only), and the
-    model calls and tokens of the finished tasks with the tokens per solved task (from the
-    ``usage`` of their ``final`` lines)."""
-    out = table(
-        "strategy",
-        "solved /\nfinished",
-        "errors",
-        "model\ncalls",
-        "prompt\ntokens",
-        "completion\ntokens",
-        "tokens per\nsolved",
-        title=f"{unit}: outcomes and model usage",
-    )
-    older = 0
-    for label, finals in results.items():
-        won = sum(1 for f in finals if solved(f))
-        older += sum(1 for f in finals if not isinstance(f.get("usage"), dict))
-        used = totals(merge(*(f.get("usage") for f in finals)))
-        tokens = used["prompt_tokens"] + used["completion_tokens"]
-        out.add_row(
-            label,
-            f"{won}/{len(finals)}",
-            str(errors.get(label, 0)),
-            compact(used["calls"]),
-            compact(used["prompt_tokens"]),
-            compact(used["completion_tokens"]),
-            compact(round(tokens / won)) if won else "-",
-        )
-    out.caption = (
-        f"accuracy = solved / finished {unit}; {unit} that ended with an error are not "
-        "counted (a rerun retries them)"
-        + (f"; {older} task(s) from older runs have no usage recorded" if older else "")
-    )
-    return out
-
-
 def _report_errors(errors_by: dict[str, int], unit: str) -> None:
     """One red line when tasks ended with an error (a rerun retries them)."""
     count = sum(errors_by.values())
@@ -1294,111 +1215,6 @@ def bench_programming(
     console.print("results in " + ", ".join(str(f) for f in files) + f" · pass@1 plot {plot}")
 
 
-def code_summary(results: dict[str, list[dict[str, Any]]]) -> Table:
-    """pass@1, the paper's Table 2 counts and the mean wall time, one row per strategy."""
-    out = table("strategy", "problems", "pass@1", "TP", "FN", "FP", "TN", "mean wall\ntime")
-    for label, finals in results.items():
-        counts = confusion(finals)
-        walls = [f["wall_s"] for f in finals if not f.get("resumed")]
-        mean = f"{sum(walls) / len(walls):.1f}s" if walls else "-"
-        tested = any(f.get("tests") for f in finals)
-        cells = (
-            [str(counts.tp), str(counts.fn), str(counts.fp), str(counts.tn)]
-            if tested
-            else ["-"] * 4
-        )
-        solved = sum(bool(f.get("hidden_pass")) for f in finals)
-        out.add_row(
-            label,
-            str(len(finals)),
-            f"{pass_at_1(finals):.2f} ({solved}/{len(finals)})",
-            *cells,
-            mean,
-        )
-    return out
-
-
-def qa_paired(results: dict[str, list[dict[str, Any]]], baseline: str) -> Table:
-    """Strategies forked from one shared trial 1, question by question: what each fixed after
-    trial 1, and each against the no-memory baseline (when it ran) with the exact McNemar
-    p-value on the questions one solved and the other did not."""
-    out = table(
-        "strategy",
-        "questions",
-        "trial 1",
-        "final",
-        "fixed\nafter\ntrial 1",
-        "vs none\n+/−",
-        "McNemar\np",
-        title="paired: every strategy continues each question from the same trial-1 checkpoint",
-    )
-    solved = {
-        label: {f["task_id"]: bool(f["solved"]) for f in finals}
-        for label, finals in results.items()
-    }
-    reference = solved.get(baseline)
-    for label, finals in results.items():
-        first = paired(
-            ((f.get("evaluations") or [{}])[0].get("success", False), f["solved"]) for f in finals
-        )
-        versus, p_value = "-", "-"
-        if reference is not None and label != baseline:
-            common = [q for q in solved[label] if q in reference]
-            p = paired((reference[q], solved[label][q]) for q in common)
-            versus, p_value = f"+{p.fixed}/−{p.broken}", f"{p.p_value:.3g}"
-        out.add_row(
-            label,
-            str(first.tasks),
-            str(first.baseline),
-            str(first.method),
-            str(first.fixed),
-            versus,
-            p_value,
-        )
-    return out
-
-
-def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:
-    """Each multi-iteration run against its own first iteration, problem by problem (at
-    T = 0 the first iteration is the ``simple`` baseline's sample): problems fixed and broken
-    by the later iterations, and the exact McNemar p-value."""
-    out = table(
-        "strategy",
-        "problems",
-        "iteration\n1",
-        "final",
-        "fixed",
-        "broken",
-        "McNemar\np",
-        "copy rate",
-        title="paired: final answer vs the same thread's first iteration; copy rate: the "
-        "threads' last Ω reflections that reuse 5 words in a row of the reflection "
-        "prompt's worked examples",
-    )
-    examples = load_prompt("code_reflect_examples")
-    for label, finals in results.items():
-        rows = [
-            (bool((f.get("pass_by_iteration") or [False])[0]), bool(f.get("hidden_pass")))
-            for f in finals
-        ]
-        if not rows or all(len(f.get("evaluations") or []) <= 1 for f in finals):
-            continue
-        p = paired(rows)
-        reflections = [r for f in finals for r in f.get("reflections") or []]
-        rate = f"{copy_rate(reflections, examples):.2f} of {len(reflections)}"
-        out.add_row(
-            label,
-            str(p.tasks),
-            str(p.baseline),
-            str(p.method),
-            str(p.fixed),
-            str(p.broken),
-            f"{p.p_value:.3g}",
-            rate if reflections else "-",
-        )
-    return out
-
-
 def _print_code_trial(payload: dict[str, Any], label: str) -> None:
     mark = "[green]✓[/]" if payload["success"] else "[red]✗[/]"
     head = payload["feedback"].splitlines()[0] if payload["feedback"] else ""
@@ -1613,30 +1429,6 @@ def bench_alfworld(
         "results in " + ", ".join(str(f) for f in files) + f" · plots {plot} and "
         f"{plot.with_name(plot.stem + '-failures.png')}"
     )
-
-
-def household_summary(results: dict[str, list[dict[str, Any]]], trials: int) -> tuple[Table, Table]:
-    """Figure 3a as a table (proportion of games won by each trial, per strategy) and
-    Figure 3b's counts (failed trials by class, per strategy)."""
-    solved = table("trial", *results, title="games won by trial (cumulative)")
-    curves = {name: solved_curve(f, trials) for name, f in results.items()}
-    for t in range(1, trials + 1):
-        cells = []
-        for name, finals in results.items():
-            n = len(finals)
-            value = curves[name][t - 1]
-            cells.append(f"{value:.2f} ({round(value * n)}/{n})" if n else "-")
-        solved.add_row(str(t), *cells)
-    failures = table("strategy", "failed\ntrials", *(c.replace("_", "\n") for c in FAILURE_CLASSES))
-    for name, finals in results.items():
-        counts = failure_counts(finals)
-        total = sum(counts.values())
-        failures.add_row(
-            name,
-            str(total),
-            *(f"{counts[c]} ({counts[c] / total:.0%})" if total else "0" for c in FAILURE_CLASSES),
-        )
-    return solved, failures
 
 
 def _print_household_trial(payload: dict[str, Any], label: str) -> None:

@@ -16,10 +16,10 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from graphs.builder import qa_builder
 from reflexion.bench import BenchTask, Sink, finished_tasks, run_benchmark
-from reflexion.cli import qa_paired
 from reflexion.context import Context
 from reflexion.errors import ReflexionError
 from reflexion.persistence import fork_thread
+from reflexion.reports import qa_paired
 from tests.fake import RuleChatModel
 
 QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(3)}

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from reflexion import cli
+from reflexion import reports
 
 LABELS = [
     "cot-gt none",
@@ -48,11 +48,11 @@ def rendered(table: Table) -> str:
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: cli.summarize(RESULTS, 4),
-        lambda: cli.outcome_table(RESULTS, {}, lambda f: f["solved"], "questions"),
-        lambda: cli.qa_paired(RESULTS, "cot-gt none"),
-        lambda: cli.code_summary(RESULTS),
-        lambda: cli.code_paired(RESULTS),
+        lambda: reports.summarize(RESULTS, 4),
+        lambda: reports.outcome_table(RESULTS, {}, lambda f: f["solved"], "questions"),
+        lambda: reports.qa_paired(RESULTS, "cot-gt none"),
+        lambda: reports.code_summary(RESULTS),
+        lambda: reports.code_paired(RESULTS),
     ],
     ids=["accuracy by trial", "outcomes and usage", "paired qa", "pass@1", "paired code"],
 )
@@ -64,7 +64,7 @@ def test_report_tables_fit_80_columns(make):
 
 def test_counts_are_compact():
     counts = (999, 9_999, 12_345, 123_456, 999_999, 1_234_567, 4_560_000_000)
-    assert [cli.compact(n) for n in counts] == [
+    assert [reports.compact(n) for n in counts] == [
         "999",
         "9,999",
         "12.3k",
