@@ -1085,7 +1085,13 @@ def bench_programming(
             "Rust problems need rustc: install Rust (rustup, or Debian's rustc package)"
         )
     by_id = {p.task_id: p for p in problems}
-    suffix = "".join(["-notests" if no_tests else "", "-noreflection" if no_reflection else ""])
+    suffix = "".join(
+        [
+            "-notests" if no_tests else "",
+            "-noreflection" if no_reflection else "",
+            "-fresh" if retry == "fresh" else "",
+        ]
+    )
     results: dict[str, list[dict[str, Any]]] = {}
     iterations: dict[str, int] = {}
     files: list[Path] = []
