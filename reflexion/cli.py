@@ -69,6 +69,7 @@ from reflexion.programming import language_of, load_problems
 from reflexion.reports import (
     code_paired,
     code_summary,
+    compare_table,
     household_summary,
     outcome_table,
     qa_paired,
@@ -1478,6 +1479,28 @@ def plot_results(
         )
     learning_curve(curves, output)
     console.print(f"learning curve {output}")
+
+
+@app.command("compare")
+def compare_results(
+    baseline: Annotated[Path, typer.Argument(help="Results JSONL of the baseline run.")],
+    others: Annotated[
+        list[Path], typer.Argument(help="Results JSONL files of the runs to compare with it.")
+    ],
+) -> None:
+    """Compare finished benchmark runs task by task with a baseline run: the tasks each
+    solved that the other did not and the exact McNemar p-value (HotPotQA: solved; programming:
+    the hidden tests; ALFWorld: won)."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for path in [baseline, *others]:
+        if not path.is_file():
+            raise ReflexionError(f"results file {path} does not exist: check the path")
+        finals = list(finished_tasks(path).values())
+        if not finals:
+            raise ReflexionError(f"{path} holds no finished tasks: run the benchmark first")
+        label = path.stem if path.stem not in runs else str(path)
+        runs[label] = finals
+    console.print(compare_table(runs, next(iter(runs))))
 
 
 def main() -> None:

@@ -224,3 +224,44 @@ def household_summary(results: dict[str, list[dict[str, Any]]], trials: int) -> 
             *(f"{counts[c]} ({counts[c] / total:.0%})" if total else "0" for c in FAILURE_CLASSES),
         )
     return solved, failures
+
+
+def outcome(final: dict[str, Any]) -> bool:
+    """Whether a ``final`` line counts as solved: the hidden tests (programming), a won game
+    (ALFWorld) or the evaluator's verdict (HotPotQA)."""
+    if "hidden_pass" in final:
+        return bool(final["hidden_pass"])
+    if "won_at" in final:
+        return final["won_at"] is not None
+    return bool(final.get("solved"))
+
+
+def compare_table(runs: dict[str, list[dict[str, Any]]], baseline: str) -> Table:
+    """Each run against the baseline run on the tasks both finished: solved counts, the tasks
+    one solved and the other did not, and the exact McNemar p-value."""
+    out = table(
+        "run",
+        "tasks in\ncommon",
+        "baseline\nsolved",
+        "run\nsolved",
+        "fixed",
+        "broken",
+        "McNemar\np",
+        title=f"paired against {baseline}",
+    )
+    base = {str(f.get("task_id")): outcome(f) for f in runs[baseline]}
+    for label, finals in runs.items():
+        if label == baseline:
+            continue
+        mine = {str(f.get("task_id")): outcome(f) for f in finals}
+        p = paired((base[t], mine[t]) for t in mine if t in base)
+        out.add_row(
+            label,
+            str(p.tasks),
+            str(p.baseline),
+            str(p.method),
+            str(p.fixed),
+            str(p.broken),
+            f"{p.p_value:.3g}",
+        )
+    return out

@@ -169,3 +169,30 @@ def test_runs_share_first_trials_when_they_differ_only_after_trial_1():
     assert _first_trial_key(base) == _first_trial_key(later)
     assert _first_trial_key(base) != _first_trial_key({**base, "test_trust": "anchored"})
     assert _first_trial_key(base) != _first_trial_key({**base, "temperature": 0.7})
+
+
+def test_compare_pairs_two_results_files_by_task(tmp_path, monkeypatch, capsys):
+    import json
+    import sys
+
+    from reflexion.cli import main
+
+    def write(name: str, passed: list[bool]) -> Path:
+        path = tmp_path / name
+        rows = [
+            {"type": "final", "thread_id": f"{name}-{i}", "task_id": f"t{i}", "hidden_pass": ok}
+            for i, ok in enumerate(passed)
+        ]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return path
+
+    base = write("repair.jsonl", [True, False, False, True, False])
+    other = write("fresh.jsonl", [True, True, True, False, False])
+    monkeypatch.setattr(sys, "argv", ["reflexion", "compare", str(base), str(other)])
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code in (0, None)
+    out = capsys.readouterr().out
+    row = next(ln for ln in out.splitlines() if ln.strip().startswith("fresh"))
+    assert row.split() == ["fresh", "5", "2", "3", "2", "1", "1"]
