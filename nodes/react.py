@@ -29,7 +29,7 @@ from reflexion.lessons import REACT_FAMILY, Family, recall_update
 from reflexion.models import EmbeddedChatModel
 from reflexion.parsing import parse_react_step
 from reflexion.prompts import few_shot, render
-from reflexion.wiki import LookupCursor, WikiBackend, WikiTools, get_backend
+from reflexion.wiki import LookupCursor, WikiBackend, WikiTools, get_backend, normalize_title
 
 STOP = ["\nObservation", "\nQuestion:", "\n---"]
 
@@ -49,6 +49,14 @@ FIRST_STEP_GRAMMAR = REACT_GRAMMAR.replace(
 )
 """The first step of a trial must search: small models otherwise answer at once from memory
 (what the CoT agent does), which defeats the point of a retrieval agent."""
+
+REPEATED_SEARCH = (
+    "You already searched [{entity}] in this trial and read its first paragraph above. "
+    "Lookup[keyword] reads further on that page; or Search a different entity, or "
+    "Finish[answer]."
+)
+"""The observation for a search repeated within a trial (small models otherwise loop on the
+same Search until the step limit); the page stays open for Lookup."""
 
 INVALID_ACTION = (
     "Invalid action ({error}). Reply with a Thought line and one Action: Search[entity], "
@@ -151,6 +159,17 @@ def _lines(step: Step) -> list[str]:
     ]
 
 
+def _searched_before(steps: list[Step], entity: str) -> bool:
+    """Whether this trial already searched ``entity`` (case, accents and punctuation aside)
+    and found its page."""
+    wanted = normalize_title(entity)
+    for step in steps:
+        action = step["action"]
+        if action.startswith("Search[") and normalize_title(action[7:-1]) == wanted:
+            return not step["observation"].startswith(("Could not find", "Search needs"))
+    return False
+
+
 def make_react_actor(
     model: BaseChatModel | None = None,
     backend: WikiBackend | None = None,
@@ -221,7 +240,10 @@ def make_react_actor(
                 "done": True,
                 "trajectory": state.trajectory + lines,
             }
-        if action == "search":
+        if action == "search" and _searched_before(state.steps, argument):
+            observation = REPEATED_SEARCH.format(entity=argument.strip())
+            written = f"Search[{argument}]"
+        elif action == "search":
             observation, cursor = tools(ctx).search(argument, cursor)
             written = f"Search[{argument}]"
         elif action == "lookup":

@@ -121,6 +121,29 @@ def test_step_limit_halts_the_trial_as_a_failure_with_the_reason(corpus):
     )
 
 
+def test_a_repeated_search_is_answered_without_searching_again(corpus):
+    replies = [
+        step("The author.", "Search[Ada Lovelace]"),
+        step("Again.", "Search[ada  lovelace]"),
+        step("Where was she born?", "Lookup[born]"),
+        step("London.", "Finish[London]"),
+    ]
+    graph, _actor, _ = build(corpus, replies)
+    state = run(graph, Context(max_trials=1))
+    observations = [line for line in state["trajectory"] if line.startswith("Observation:")]
+    assert observations[1].startswith("Observation: You already searched [ada lovelace]")
+    assert observations[2] == "Observation: (Result 1 / 2) She was born in London in 1815."
+    assert state["solved"] is True
+
+
+def test_a_search_that_found_nothing_may_be_tried_again(corpus):
+    replies = [step("x", "Search[Nowhere Land]"), step("y", "Search[Nowhere Land]")]
+    graph, _actor, _ = build(corpus, [*replies, step("z", "Finish[London]")])
+    state = run(graph, Context(max_trials=1))
+    observations = [line for line in state["trajectory"] if line.startswith("Observation:")]
+    assert all(o.startswith("Observation: Could not find") for o in observations)
+
+
 def test_finish_on_the_last_allowed_step_counts(corpus):
     graph, _actor, _ = build(corpus, SOLVING)
     assert run(graph, Context(max_trials=1, max_steps=3))["solved"] is True
