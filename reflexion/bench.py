@@ -423,13 +423,14 @@ def run_benchmark(
         resume = snapshot(graph, task.thread_id) is not None
         shared: Usage = {}
         shared_s = 0.0
+        forked = False
         if not resume and task.fork_from is not None:
             saver = graph.checkpointer
             if not isinstance(saver, BaseCheckpointSaver):
                 raise ReflexionError("paired runs need a graph compiled with a checkpointer")
             shared, shared_s = first_trial(task, task.fork_from)
             fork_thread(saver, task.fork_from, task.thread_id)
-            resume = True
+            resume = forked = True
         if resume:
             for event, payload in unrecorded(graph, task.thread_id, recorded.get(task.thread_id)):
                 on_event(event, payload)
@@ -446,7 +447,7 @@ def run_benchmark(
             state,
             wall_s=round(state["wall_s"] + shared_s, 2),
             usage=merge(earlier.get(task.thread_id) if resume else None, shared, state["usage"]),
-            resumed=resume,
+            resumed=resume and not forked,
             settings=settings,
         )
         if finalize is not None:

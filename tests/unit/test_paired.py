@@ -101,6 +101,7 @@ def test_every_strategy_continues_from_the_same_first_trial(saver, tmp_path):
     # trial 1's calls count for the run that made them, not again for the later one
     assert [f["usage"]["actor"]["calls"] for f in none] == [3, 3]
     assert [f["usage"]["actor"]["calls"] for f in reflexion] == [1, 1]
+    assert not any(f["resumed"] for f in [*none, *reflexion])  # a new fork is not a resume
     # the trial-1 line is in each strategy's results file
     lines = (tmp_path / "reflexion.jsonl").read_text().splitlines()
     assert sum('"type": "trial"' in ln and '"trial": 1' in ln for ln in lines) == 2
