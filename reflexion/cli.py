@@ -661,15 +661,16 @@ option existed keep their names)."""
 
 
 LATER_FIELDS = {"code_retry": "repair"}
-"""Context fields added after results files existed: in the settings only when not at their
-default, so earlier files keep their names (and their runs resume)."""
+"""Context fields added after results files existed, with the behaviour those files ran
+under: in the settings only when a run differs from it, so earlier files keep their names
+(and their runs resume)."""
 
 
 def _result_settings(ctx: Context) -> dict[str, Any]:
     left_out = {*TRANSPORT_FIELDS, "review_reflections"}
     if not ctx.lessons:
         left_out.update(LESSON_FIELDS)
-    left_out.update(k for k, default in LATER_FIELDS.items() if getattr(ctx, k) == default)
+    left_out.update(k for k, before in LATER_FIELDS.items() if getattr(ctx, k) == before)
     return {k: v for k, v in asdict(ctx).items() if k not in left_out}
 
 
@@ -1058,9 +1059,9 @@ def bench_programming(
         CodeRetry,
         typer.Option(
             "--retry",
-            help="reflexion: repair (the previous code, its test results and the reflection: "
-            "the paper) or fresh (a new sample at T = 0.8 from the task, the failed tests and "
-            "the reflection, without the previous code).",
+            help="reflexion: fresh (a new sample at T = 0.8 from the task, the failed tests "
+            "and the reflection, without the previous code) or repair (the previous code, its "
+            "test results and the reflection: the paper).",
         ),
     ] = _DEFAULTS.code_retry,
     paired_runs: PairedOpt = True,

@@ -173,12 +173,13 @@ class Context:
         },
     )
     code_retry: CodeRetry = field(
-        default="repair",
+        default="fresh",
         metadata={
-            "description": "Programming: what a retry starts from. repair: the previous "
-            "implementation, its test results and the reflections (the paper). fresh: the "
-            "task, the failed tests and the reflections, without the previous code, sampled "
-            "at temperature 0.8 (a small model otherwise edits its wrong code in place)."
+            "description": "Programming: what a retry starts from. fresh: the task, the "
+            "failed tests and the reflections, without the previous code, sampled at "
+            "temperature 0.8 (a small model otherwise edits its wrong code in place). "
+            "repair: the previous implementation, its test results and the reflections "
+            "(the paper)."
         },
     )
     test_timeout: float = field(

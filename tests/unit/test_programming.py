@@ -232,7 +232,7 @@ def all_prompts(*models: ScriptedChatModel) -> str:
 
 def test_loop_reflects_on_failed_tests_then_stops_when_they_pass():
     graph, actor, _tests_model, reflector = build([WRONG, RIGHT])
-    state = run(graph, Context(max_trials=4, memory_size=1, test_trust="all"))
+    state = run(graph, Context(max_trials=4, memory_size=1, test_trust="all", code_retry="repair"))
     assert state["tests"] == [
         "assert add(2, 3) == 5",
         "assert add(0, 0) == 0",
@@ -280,7 +280,7 @@ def test_no_test_generation_ablation_runs_every_iteration():
 
 def test_no_reflection_ablation_keeps_code_and_feedback_but_no_lesson():
     graph, actor, _tests, reflector = build([WRONG, RIGHT])
-    state = run(graph, Context(max_trials=3, strategy="none"))
+    state = run(graph, Context(max_trials=3, strategy="none", code_retry="repair"))
     assert reflector.prompts == [] and state.get("reflections", []) == []
     retry = actor.prompt_text(1)
     assert "return a - b" in retry and "# output: -1" in retry and "reflection" not in retry.lower()
@@ -298,7 +298,7 @@ def test_caller_given_tests_are_used_as_they_are():
 
 def test_a_reply_without_code_is_a_failed_trial_with_a_reason():
     graph, actor, *_ = build(["Sorry, I cannot.", RIGHT])
-    state = run(graph, Context(max_trials=2))
+    state = run(graph, Context(max_trials=2, code_retry="repair"))
     assert state["evaluations"][0]["feedback"].startswith(
         "No implementation: the reply does not define add"
     )

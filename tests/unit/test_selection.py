@@ -210,7 +210,7 @@ def test_a_fresh_retry_shows_the_failures_and_reflection_but_not_the_previous_co
     assert "a - b" not in text and "from scratch" in text
     assert "assert add(2, 3) == 5 # output: -1" in text and "check the arithmetic" in text
     graph, actor, _ = build([SUBTRACTS, RIGHT])
-    run(graph, TWO_EXAMPLES, Context(max_trials=2))
+    run(graph, TWO_EXAMPLES, Context(max_trials=2, code_retry="repair"))
     assert [m.type for m in actor.prompts[1]] == ["system", "human", "ai", "human"]
 
 
