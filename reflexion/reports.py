@@ -14,7 +14,7 @@ from reflexion.bench import solved_by_trial
 from reflexion.codebench import confusion, pass_at_1
 from reflexion.household import FAILURE_CLASSES, failure_counts, solved_curve
 from reflexion.prompts import load_prompt
-from reflexion.stats import copy_rate, paired
+from reflexion.stats import Paired, copy_rate, paired
 from reflexion.usage import merge, totals
 
 
@@ -191,12 +191,7 @@ def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:
         rate = f"{copy_rate(reflections, examples):.2f} of {len(reflections)}"
         out.add_row(
             label,
-            str(p.tasks),
-            str(p.baseline),
-            str(p.method),
-            str(p.fixed),
-            str(p.broken),
-            f"{p.p_value:.3g}",
+            *paired_cells(p),
             rate if reflections else "-",
         )
     return out
@@ -224,6 +219,12 @@ def household_summary(results: dict[str, list[dict[str, Any]]], trials: int) -> 
             *(f"{counts[c]} ({counts[c] / total:.0%})" if total else "0" for c in FAILURE_CLASSES),
         )
     return solved, failures
+
+
+def paired_cells(p: Paired) -> list[str]:
+    """Tasks, baseline solved, method solved, fixed, broken and the McNemar p, as cells."""
+    counts = (p.tasks, p.baseline, p.method, p.fixed, p.broken)
+    return [*(str(n) for n in counts), f"{p.p_value:.3g}"]
 
 
 def outcome(final: dict[str, Any]) -> bool:
@@ -255,13 +256,5 @@ def compare_table(runs: dict[str, list[dict[str, Any]]], baseline: str) -> Table
             continue
         mine = {str(f.get("task_id")): outcome(f) for f in finals}
         p = paired((base[t], mine[t]) for t in mine if t in base)
-        out.add_row(
-            label,
-            str(p.tasks),
-            str(p.baseline),
-            str(p.method),
-            str(p.fixed),
-            str(p.broken),
-            f"{p.p_value:.3g}",
-        )
+        out.add_row(label, *paired_cells(p))
     return out
