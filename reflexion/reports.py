@@ -42,7 +42,7 @@ def compact(n: int) -> str:
 def summarize(results: dict[str, list[dict[str, Any]]], max_trials: int) -> Table:
     """Per trial: the cumulative accuracy and tasks solved, one column per run (e.g. per
     strategy)."""
-    out = table("trial", *results, title="solved by trial (cumulative)")
+    out = table("trial", *results, title="cumulative accuracy by trial (solved/tasks)")
     curves = {label: solved_by_trial(finals, max_trials) for label, finals in results.items()}
     for t in range(1, max_trials + 1):
         row = [str(t)]
@@ -200,7 +200,9 @@ def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:
 def household_summary(results: dict[str, list[dict[str, Any]]], trials: int) -> tuple[Table, Table]:
     """Figure 3a as a table (proportion of games won by each trial, per strategy) and
     Figure 3b's counts (failed trials by class, per strategy)."""
-    solved = table("trial", *results, title="games won by trial (cumulative)")
+    solved = table(
+        "trial", *(f"{name}: solved" for name in results), title="games won by trial (cumulative)"
+    )
     curves = {name: solved_curve(f, trials) for name, f in results.items()}
     for t in range(1, trials + 1):
         cells = []
@@ -209,7 +211,7 @@ def household_summary(results: dict[str, list[dict[str, Any]]], trials: int) -> 
             value = curves[name][t - 1]
             cells.append(f"{value:.2f} ({round(value * n)}/{n})" if n else "-")
         solved.add_row(str(t), *cells)
-    failures = table("strategy", "failed\ntrials", *(c.replace("_", "\n") for c in FAILURE_CLASSES))
+    failures = table("strategy", "failed\ntrials", *(c.replace("_", " ") for c in FAILURE_CLASSES))
     for name, finals in results.items():
         counts = failure_counts(finals)
         total = sum(counts.values())
