@@ -194,9 +194,11 @@ def bench_command(
     *,
     concurrency: int = 1,
     langgraph_url: str | None = None,
+    paired: bool = True,
 ) -> list[str]:
     """The benchmark command under test (one strategy, ``concurrency`` questions at a time;
-    with ``langgraph_url``, every question runs on that LangGraph server)."""
+    with ``langgraph_url``, every question runs on that LangGraph server; ``paired=False``
+    runs each thread from its input, as a server does)."""
     return [
         sys.executable, "-m", "reflexion", "bench", "hotpotqa",
         "--limit", str(len(PLAN)), "--trials", "3", "--strategy", "reflexion",
@@ -204,6 +206,7 @@ def bench_command(
         "--model", "openai:fake", "--base-url", server.base_url,
         "--db", db, "-o", str(results), "--plot", str(results.with_suffix(".png")),
         *(("--server", langgraph_url) if langgraph_url else ()),
+        *(() if paired else ("--unpaired",)),
     ]  # fmt: skip
 
 

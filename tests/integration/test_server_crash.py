@@ -64,7 +64,10 @@ def reference(model: LoopbackModel, tmp_path_factory: pytest.TempPathFactory) ->
     tmp = tmp_path_factory.mktemp("reference")
     results = tmp / "r.jsonl"
     model.reset()
-    run_to_end(bench_command(model, str(tmp / "t.sqlite"), results, concurrency=CONCURRENCY), tmp)
+    command = bench_command(
+        model, str(tmp / "t.sqlite"), results, concurrency=CONCURRENCY, paired=False
+    )
+    run_to_end(command, tmp)
     return {"rows": rows(results), "calls": list(model.calls)}
 
 
@@ -76,6 +79,7 @@ def server_bench(model: LoopbackModel, results: Path, langgraph: str) -> list[st
         results,
         concurrency=CONCURRENCY,
         langgraph_url=langgraph,
+        paired=False,
     )
 
 
