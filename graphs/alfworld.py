@@ -3,7 +3,7 @@
 the next trial starts with the last Ω reflections. Compiled without a checkpointer: a
 LangGraph server brings its own, and the CLI compiles its own with SQLite."""
 
-from graphs.builder import alfworld_builder
+from reflexion.graphs.builder import alfworld_builder
 
 graph = alfworld_builder().compile(name="reflexion-alfworld")
 """Input: ``game`` (a name from the game set, a unique part of one, or a path to a

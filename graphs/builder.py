@@ -29,24 +29,30 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
-
-from nodes import EvaluateFn, make_cot_actor, make_evaluator, make_react_actor, make_reflector
-from nodes.coder import (
+from reflexion.nodes import (
+    EvaluateFn,
+    make_cot_actor,
+    make_evaluator,
+    make_react_actor,
+    make_reflector,
+)
+from reflexion.nodes.coder import (
     code_reflection_messages,
     make_code_actor,
     make_test_writer,
     make_unit_test_evaluator,
 )
-from nodes.household import (
+from reflexion.nodes.household import (
     EnvFactory,
     household_reflection_messages,
     make_household_actor,
     make_household_evaluator,
 )
-from nodes.reflector import make_review
-from reflexion.context import Context, get_context
-from reflexion.household import EnvSessions
-from reflexion.lessons import (
+from reflexion.nodes.reflector import make_review
+
+from reflexion.alfworld.household import EnvSessions
+from reflexion.core.context import Context, get_context
+from reflexion.core.lessons import (
     QA_FAMILY,
     REACT_FAMILY,
     Family,
@@ -57,8 +63,8 @@ from reflexion.lessons import (
     store_of,
     validate_lessons,
 )
-from reflexion.selection import chosen_index
-from reflexion.state import (
+from reflexion.core.selection import chosen_index
+from reflexion.core.state import (
     CodeInputState,
     CodeOutputState,
     CodeState,
@@ -69,7 +75,7 @@ from reflexion.state import (
     OutputState,
     State,
 )
-from reflexion.wiki import WikiBackend
+from reflexion.hotpotqa.wiki import WikiBackend
 
 
 def route_after_evaluation(

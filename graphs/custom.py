@@ -28,11 +28,10 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
-
-from graphs.builder import build_reflexion_graph
-from nodes.actor import memory_block, with_lessons
-from nodes.common import resolve_model
-from nodes.evaluator import (
+from reflexion.graphs.builder import build_reflexion_graph
+from reflexion.nodes.actor import memory_block, with_lessons
+from reflexion.nodes.common import resolve_model
+from reflexion.nodes.evaluator import (
     Evaluation,
     ask_judge,
     exact_match_evaluation,
@@ -40,12 +39,13 @@ from nodes.evaluator import (
     make_evaluator,
     verdict_to_evaluation,
 )
-from nodes.reflector import make_reflector
-from reflexion.context import Context, get_context
-from reflexion.errors import ReflexionError
-from reflexion.lessons import Family, recall_update
+from reflexion.nodes.reflector import make_reflector
 from reflexion.prompts import render
-from reflexion.state import State
+
+from reflexion.core.context import Context, get_context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.lessons import Family, recall_update
+from reflexion.core.state import State
 
 __all__ = [
     "ACTOR_VARIABLES",

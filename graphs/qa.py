@@ -2,7 +2,7 @@
 the CoT agent (question only) and the ReAct agent (Wikipedia search). Compiled without a
 checkpointer: a LangGraph server brings its own, and the CLI compiles its own with SQLite."""
 
-from graphs.builder import qa_builder, react_builder
+from reflexion.graphs.builder import qa_builder, react_builder
 
 graph = qa_builder(with_context=True).compile(name="reflexion-qa")
 """CoT (GT): chain of thought over the question and its context, exact match or LLM judge."""

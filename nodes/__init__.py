@@ -1,9 +1,9 @@
 """Node functions of the Reflexion graphs: actors, evaluators and the self-reflector."""
 
-from nodes.actor import make_cot_actor
-from nodes.evaluator import EvaluateFn, Evaluation, make_evaluator
-from nodes.react import make_react_actor
-from nodes.reflector import make_reflector
+from reflexion.nodes.actor import make_cot_actor
+from reflexion.nodes.evaluator import EvaluateFn, Evaluation, make_evaluator
+from reflexion.nodes.react import make_react_actor
+from reflexion.nodes.reflector import make_reflector
 
 __all__ = [
     "EvaluateFn",

@@ -15,15 +15,15 @@ from typing import Any, Protocol
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-
-from nodes.common import resolve_model, trajectory_text
-from reflexion.context import Context, get_context
-from reflexion.errors import ReflexionError
-from reflexion.lessons import QA_FAMILY, Family, recall_update
-from reflexion.models import EmbeddedChatModel
-from reflexion.parsing import FinishParse, parse_finish
+from reflexion.nodes.common import resolve_model, trajectory_text
 from reflexion.prompts import few_shot, render
-from reflexion.state import State
+
+from reflexion.core.context import Context, get_context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.lessons import QA_FAMILY, Family, recall_update
+from reflexion.core.models import EmbeddedChatModel
+from reflexion.core.parsing import FinishParse, parse_finish
+from reflexion.core.state import State
 
 STOP = ["\nQuestion:", "\nContext:", "\n---", "\nObservation"]
 

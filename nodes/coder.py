@@ -23,14 +23,16 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
+from reflexion.nodes.actor import with_lessons
+from reflexion.nodes.common import resolve_model
+from reflexion.prompts import few_shot, render
 
-from nodes.actor import with_lessons
-from nodes.common import resolve_model
-from reflexion.context import Context, get_context
-from reflexion.errors import ReflexionError
-from reflexion.examples import example_tests
-from reflexion.lessons import Family, programming_family, recall_update
-from reflexion.programming import (
+from reflexion.core.context import Context, get_context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.lessons import Family, programming_family, recall_update
+from reflexion.core.state import CodeState, TrialRecord
+from reflexion.programming.examples import example_tests
+from reflexion.programming.problems import (
     LANGUAGE_NAMES,
     CodeProblem,
     assemble,
@@ -40,15 +42,13 @@ from reflexion.programming import (
     sample_tests,
     stub,
 )
-from reflexion.prompts import few_shot, render
-from reflexion.sandbox import (
+from reflexion.programming.sandbox import (
     Limits,
     SuiteResult,
     check_rust_tests,
     run_python_tests,
     run_rust_tests,
 )
-from reflexion.state import CodeState, TrialRecord
 
 FENCES = {"py": "python", "rs": "rust"}
 TEST_FORMS = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-from reflexion.context import Context
-from reflexion.models import EmbeddedChatModel, RetryPolicy, load_chat_model
+from reflexion.core.context import Context
+from reflexion.core.models import EmbeddedChatModel, RetryPolicy, load_chat_model
 
 MESSAGE_OVERHEAD = 6
 """Tokens a chat template adds around each message (role markers), a close upper estimate."""

@@ -16,15 +16,15 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
-
-from nodes.common import resolve_model, trajectory_text
-from reflexion.context import Context, get_context
-from reflexion.errors import ReflexionError
-from reflexion.metrics import exact_match
-from reflexion.models import EmbeddedChatModel
-from reflexion.parsing import Verdict, parse_verdict
+from reflexion.nodes.common import resolve_model, trajectory_text
 from reflexion.prompts import render
-from reflexion.state import State, TrialRecord
+
+from reflexion.core.context import Context, get_context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.models import EmbeddedChatModel
+from reflexion.core.parsing import Verdict, parse_verdict
+from reflexion.core.state import State, TrialRecord
+from reflexion.hotpotqa.metrics import exact_match
 
 
 @dataclass(frozen=True)

@@ -27,27 +27,26 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
+from reflexion.nodes.actor import memory_block, with_lessons
+from reflexion.nodes.common import prompt_tokens, resolve_model, trajectory_text
+from reflexion.nodes.evaluator import Evaluation, ask_judge
+from reflexion.nodes.reflector import reflection_messages
+from reflexion.prompts import few_shot, render
 
-from nodes.actor import memory_block, with_lessons
-from nodes.common import prompt_tokens, resolve_model, trajectory_text
-from nodes.evaluator import Evaluation, ask_judge
-from nodes.reflector import reflection_messages
-from reflexion.alfworld_env import LIST_HINT, Environment, Game, TextWorldEnv, resolve_game
-from reflexion.context import Context, get_context
-from reflexion.errors import ReflexionError
-from reflexion.household import (
+from reflexion.alfworld.env import LIST_HINT, Environment, Game, TextWorldEnv, resolve_game
+from reflexion.alfworld.household import (
     NOTHING,
     THINK_REPLY,
     EnvSessions,
-    Episode,
     Turn,
     classify_failure,
     heuristic_trip,
     parse_turn,
 )
-from reflexion.lessons import Family, alfworld_family, recall_update
-from reflexion.prompts import few_shot, render
-from reflexion.state import HouseholdState, TrialRecord
+from reflexion.core.context import Context, get_context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.lessons import Family, alfworld_family, recall_update
+from reflexion.core.state import Episode, HouseholdState, TrialRecord
 
 STOP = ["\n"]
 """One line per turn: a thought or a command."""

@@ -19,17 +19,23 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from reflexion.nodes.actor import memory_block, with_lessons
+from reflexion.nodes.common import prompt_tokens, resolve_model
+from reflexion.prompts import few_shot, render
 from typing_extensions import TypedDict
 
-from nodes.actor import memory_block, with_lessons
-from nodes.common import prompt_tokens, resolve_model
-from reflexion.context import Context, get_context
-from reflexion.errors import ReflexionError
-from reflexion.lessons import REACT_FAMILY, Family, recall_update
-from reflexion.models import EmbeddedChatModel
-from reflexion.parsing import parse_react_step
-from reflexion.prompts import few_shot, render
-from reflexion.wiki import LookupCursor, WikiBackend, WikiTools, get_backend, normalize_title
+from reflexion.core.context import Context, get_context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.lessons import REACT_FAMILY, Family, recall_update
+from reflexion.core.models import EmbeddedChatModel
+from reflexion.core.parsing import parse_react_step
+from reflexion.hotpotqa.wiki import (
+    LookupCursor,
+    WikiBackend,
+    WikiTools,
+    get_backend,
+    normalize_title,
+)
 
 STOP = ["\nObservation", "\nQuestion:", "\n---"]
 

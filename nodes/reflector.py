@@ -16,11 +16,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
+from reflexion.nodes.common import resolve_model, trajectory_text
+from reflexion.prompts import few_shot, render
 
-from nodes.common import resolve_model, trajectory_text
-from reflexion.context import Context, get_context
-from reflexion.errors import ReflexionError
-from reflexion.lessons import (
+from reflexion.core.context import Context, get_context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.lessons import (
     QA_FAMILY,
     Family,
     current_thread_id,
@@ -30,10 +31,9 @@ from reflexion.lessons import (
     save_lesson,
     store_of,
 )
-from reflexion.memory import update_window
-from reflexion.parsing import clean_reflection
-from reflexion.prompts import few_shot, render
-from reflexion.state import State
+from reflexion.core.memory import update_window
+from reflexion.core.parsing import clean_reflection
+from reflexion.core.state import State
 
 STOP = ["\nTask:", "\n---", "\nPrevious attempt:"]
 

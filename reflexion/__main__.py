@@ -1,5 +1,5 @@
 """``python -m reflexion`` runs the CLI."""
 
-from reflexion.cli import main
+from reflexion.cli.app import main
 
 main()

@@ -26,8 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from reflexion.datasets import load_hotpotqa
-from reflexion.perf import chat_completion
+from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.perf.commands import chat_completion
 
 REPO = Path(__file__).resolve().parent.parent
 

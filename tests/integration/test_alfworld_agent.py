@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from reflexion.graphs.builder import alfworld_builder
 
-from graphs.builder import alfworld_builder
-from reflexion.alfworld_env import TextWorldEnv, load_games, select_games
-from reflexion.context import Context
-from reflexion.household import EnvSessions
+from reflexion.alfworld.env import TextWorldEnv, load_games, select_games
+from reflexion.alfworld.household import EnvSessions
+from reflexion.core.context import Context
 
 pytestmark = pytest.mark.integration
 

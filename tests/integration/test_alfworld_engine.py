@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from reflexion.alfworld_env import Game, TextWorldEnv, engine_available, load_games, select_games
-from reflexion.errors import ReflexionError
+from reflexion.alfworld.env import Game, TextWorldEnv, engine_available, load_games, select_games
+from reflexion.core.errors import ReflexionError
 
 pytestmark = [
     pytest.mark.integration,

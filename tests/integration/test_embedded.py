@@ -10,11 +10,17 @@ from pathlib import Path
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from reflexion.graphs.builder import qa_builder, react_builder
 
-from graphs.builder import qa_builder, react_builder
-from reflexion.context import Context
-from reflexion.datasets import load_hotpotqa
-from reflexion.models import DEFAULT_MODEL, PRESETS, TEST_MODEL, installed_presets, resolve_preset
+from reflexion.core.context import Context
+from reflexion.core.models import (
+    DEFAULT_MODEL,
+    PRESETS,
+    TEST_MODEL,
+    installed_presets,
+    resolve_preset,
+)
+from reflexion.hotpotqa.questions import load_hotpotqa
 
 pytestmark = pytest.mark.integration
 
@@ -151,9 +157,10 @@ def test_cli_bench_prints_trials_summary_and_resumes(tmp_path):
 
 
 def test_programming_solves_an_easy_humaneval_problem_with_the_default_model():
-    from graphs.builder import programming_builder
-    from reflexion.codebench import score_thread
-    from reflexion.programming import load_problems
+    from reflexion.graphs.builder import programming_builder
+
+    from reflexion.programming.problems import load_problems
+    from reflexion.programming.scoring import score_thread
 
     problem = next(p for p in load_problems("humaneval") if p.task_id == "HumanEval/53")  # add
     graph = programming_builder().compile(checkpointer=InMemorySaver())

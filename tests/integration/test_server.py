@@ -20,11 +20,11 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from reflexion.bench import BenchTask, Sink
-from reflexion.context import Context
-from reflexion.errors import ReflexionError
-from reflexion.models import TEST_MODEL
-from reflexion.remote import run_benchmark_remote, server_thread_id
+from reflexion.bench.driver import BenchTask, Sink
+from reflexion.bench.remote import run_benchmark_remote, server_thread_id
+from reflexion.core.context import Context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.models import TEST_MODEL
 from tests.langgraph_server import ROOT, free_port, langgraph_dev
 
 pytestmark = [pytest.mark.integration, pytest.mark.enable_socket]

@@ -17,12 +17,12 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from reflexion.graphs.builder import qa_builder, react_builder
 
-from graphs.builder import qa_builder, react_builder
-from reflexion.bench import BenchTask, Sink, finished_tasks, run_benchmark, stream_thread
-from reflexion.context import Context
-from reflexion.usage import UsageRecorder, merge, node_of, recorded_usage, totals
-from reflexion.wiki import OfflineCorpus
+from reflexion.bench.driver import BenchTask, Sink, finished_tasks, run_benchmark, stream_thread
+from reflexion.core.context import Context
+from reflexion.core.usage import UsageRecorder, merge, node_of, recorded_usage, totals
+from reflexion.hotpotqa.wiki import OfflineCorpus
 from tests.conftest import answer
 from tests.fake import RuleChatModel, ScriptedChatModel
 from tests.unit.test_wiki import PAGES, write_hotpotqa
@@ -272,7 +272,7 @@ def test_recorder_take_hands_over_and_resets():
 
 
 def test_usage_table_reports_tokens_per_solved_task():
-    from reflexion.reports import outcome_table
+    from reflexion.bench.reports import outcome_table
 
     finals = [
         {"solved": True, "usage": {"actor": {**counts(2), "wall_s": 1.0}}},

@@ -11,11 +11,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from reflexion.graphs.builder import alfworld_builder
+from reflexion.prompts import few_shot
 
-from graphs.builder import alfworld_builder
-from reflexion.context import Context
-from reflexion.errors import ReflexionError
-from reflexion.household import (
+from reflexion.alfworld.household import (
     EnvSessions,
     Turn,
     classify_failure,
@@ -23,7 +22,8 @@ from reflexion.household import (
     heuristic_trip,
     parse_turn,
 )
-from reflexion.prompts import few_shot
+from reflexion.core.context import Context
+from reflexion.core.errors import ReflexionError
 from tests.fake import RuleChatModel, ScriptedChatModel, ScriptedHousehold
 
 GAME = "pick_and_place_simple-Mug-None-Shelf-1/trial_1"

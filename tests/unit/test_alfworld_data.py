@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from reflexion import alfworld_env
-from reflexion.alfworld_env import (
+from reflexion.alfworld import env as alfworld_env
+from reflexion.alfworld.env import (
     KINDS,
     TASK_TYPES,
     Environment,
@@ -25,7 +25,7 @@ from reflexion.alfworld_env import (
     select_games,
     tidy_observation,
 )
-from reflexion.errors import ReflexionError
+from reflexion.core.errors import ReflexionError
 
 SHARED = Path("/work/shared/datasets/alfworld/valid_unseen")
 """The original ALFWorld files, where this machine has them (the bundle was packed from them)."""

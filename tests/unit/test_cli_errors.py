@@ -11,11 +11,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from reflexion import cli as cli_module
-from reflexion import datasets, models
-from reflexion.cli import main
-from reflexion.datasets import load_hotpotqa
-from reflexion.errors import DatasetError
+from reflexion.cli import app as cli_module
+from reflexion.cli.app import main
+from reflexion.core import data as datasets
+from reflexion.core import models
+from reflexion.core.errors import DatasetError
+from reflexion.hotpotqa.questions import load_hotpotqa
 
 
 def cli(monkeypatch, capsys, *args: str) -> tuple[int, str]:

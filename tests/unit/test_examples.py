@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from reflexion.examples import example_tests
-from reflexion.programming import CodeProblem
+from reflexion.programming.examples import example_tests
+from reflexion.programming.problems import CodeProblem
 
 
 def py(doc: str, signature: str = "def f(x, k=1):") -> list[str]:

@@ -18,15 +18,15 @@ from typing import Any
 import openai
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
+from reflexion.graphs.builder import qa_builder
+from reflexion.nodes import common as node_common
 
-import nodes.common
-from graphs.builder import qa_builder
-from reflexion.bench import BenchTask, Sink, finished_tasks, run_benchmark
-from reflexion.cli import main
-from reflexion.context import Context
-from reflexion.errors import ProviderError
-from reflexion.models import RetryingChatModel, RetryPolicy, load_chat_model
-from reflexion.perf import chat_completion
+from reflexion.bench.driver import BenchTask, Sink, finished_tasks, run_benchmark
+from reflexion.cli.app import main
+from reflexion.core.context import Context
+from reflexion.core.errors import ProviderError
+from reflexion.core.models import RetryingChatModel, RetryPolicy, load_chat_model
+from reflexion.perf.commands import chat_completion
 
 pytestmark = [
     pytest.mark.allow_hosts(["127.0.0.1"]),
@@ -192,7 +192,7 @@ def test_no_retry_when_turned_off(server):
 
 def test_structured_output_is_retried_too(server):
     server.script(["500"], then='ok:{"correct": true, "score": 1, "feedback": "fine"}')
-    from nodes.evaluator import JudgeOutput
+    from reflexion.nodes.evaluator import JudgeOutput
 
     out = model(server).with_structured_output(JudgeOutput, method="json_mode").invoke("Judge.")
     assert isinstance(out, JudgeOutput) and out.correct
@@ -290,7 +290,7 @@ def test_bench_summary_counts_errors_apart_from_failures(server, tmp_path, monke
     server.decide = answer_or_fail("q1", "500")
     # The CLI has no retry options: shrink the backoff and timeout of the policy it builds.
     fast = lambda **kw: RetryPolicy(**{**kw, "timeout": 0.5, "backoff": 0.01})  # noqa: E731
-    monkeypatch.setattr(nodes.common, "RetryPolicy", fast)
+    monkeypatch.setattr(node_common, "RetryPolicy", fast)
     dataset = write_questions(tmp_path / "q.jsonl")
     out = tmp_path / "r.jsonl"
     argv = ["reflexion", "bench", "hotpotqa", "--dataset", str(dataset), "--limit", "3"]

@@ -40,12 +40,9 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from reflexion.nodes.coder import format_feedback, valid_tests
 
-from nodes.coder import format_feedback, valid_tests
-from reflexion.context import Context
-from reflexion.errors import DatasetError
-from reflexion.examples import example_tests
-from reflexion.household import (
+from reflexion.alfworld.household import (
     FAILURE_CLASSES,
     ParsedTurn,
     Turn,
@@ -54,8 +51,9 @@ from reflexion.household import (
     heuristic_trip,
     parse_turn,
 )
-from reflexion.metrics import exact_match, normalize_answer
-from reflexion.parsing import (
+from reflexion.core.context import Context
+from reflexion.core.errors import DatasetError
+from reflexion.core.parsing import (
     FinishParse,
     ReactStepParse,
     Verdict,
@@ -64,7 +62,18 @@ from reflexion.parsing import (
     parse_react_step,
     parse_verdict,
 )
-from reflexion.programming import (
+from reflexion.hotpotqa.metrics import exact_match, normalize_answer
+from reflexion.hotpotqa.wiki import (
+    LookupCursor,
+    OfflineCorpus,
+    WikiTools,
+    base_title,
+    build_corpus,
+    normalize_title,
+    split_sentences,
+)
+from reflexion.programming.examples import example_tests
+from reflexion.programming.problems import (
     CodeParse,
     CodeProblem,
     assemble,
@@ -75,16 +84,7 @@ from reflexion.programming import (
     rust_preamble,
     tidy_python,
 )
-from reflexion.sandbox import SuiteResult, TestOutcome
-from reflexion.wiki import (
-    LookupCursor,
-    OfflineCorpus,
-    WikiTools,
-    base_title,
-    build_corpus,
-    normalize_title,
-    split_sentences,
-)
+from reflexion.programming.sandbox import SuiteResult, TestOutcome
 
 # ---- profiles ---------------------------------------------------------------------------------
 

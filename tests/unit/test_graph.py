@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reflexion.graphs.builder import qa_builder
 
-from graphs.builder import qa_builder
-from reflexion.context import Context
-from reflexion.memory import update_window
+from reflexion.core.context import Context
+from reflexion.core.memory import update_window
 from tests.conftest import answer
 from tests.fake import ScriptedChatModel
 
@@ -179,7 +179,7 @@ def test_graph_window_holds_the_newest_omega_reflections(omega, trials):
 
 
 def test_invalid_context_values_fail_clearly():
-    from reflexion.errors import ReflexionError
+    from reflexion.core.errors import ReflexionError
 
     with pytest.raises(ReflexionError, match="max_trials"):
         Context(max_trials=0)
@@ -188,7 +188,7 @@ def test_invalid_context_values_fail_clearly():
 
 
 def test_empty_task_is_rejected(make_graph):
-    from reflexion.errors import ReflexionError
+    from reflexion.core.errors import ReflexionError
 
     graph, _, _ = make_graph([answer("x")])
     with pytest.raises(ReflexionError, match="task is empty"):

@@ -24,22 +24,22 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore, Item, Op, Result
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
-
-from graphs.builder import (
+from reflexion.graphs.builder import (
     alfworld_builder,
     build_reflexion_graph,
     programming_builder,
     qa_builder,
     react_builder,
 )
-from graphs.custom import create_reflexion_graph
-from nodes import make_cot_actor, make_reflector
-from reflexion.cli import main
-from reflexion.context import Context
-from reflexion.errors import ReflexionError
-from reflexion.household import EnvSessions
-from reflexion.lessons import MAX_CANDIDATES, namespace, rank, recall, save_lesson, tokenize
-from reflexion.persistence import open_store
+from reflexion.graphs.custom import create_reflexion_graph
+from reflexion.nodes import make_cot_actor, make_reflector
+
+from reflexion.alfworld.household import EnvSessions
+from reflexion.cli.app import main
+from reflexion.core.context import Context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.lessons import MAX_CANDIDATES, namespace, rank, recall, save_lesson, tokenize
+from reflexion.core.persistence import open_store
 from tests.conftest import answer
 from tests.fake import ScriptedChatModel, ScriptedHousehold
 from tests.unit.test_alfworld import GAME, WIN
@@ -350,9 +350,9 @@ SQLITE_WRITER = textwrap.dedent(
     """
     import sys
     from langgraph.checkpoint.memory import InMemorySaver
-    from graphs.builder import qa_builder
-    from reflexion.context import Context
-    from reflexion.persistence import open_store
+    from reflexion.graphs.builder import qa_builder
+    from reflexion.core.context import Context
+    from reflexion.core.persistence import open_store
     from tests.fake import ScriptedChatModel
 
     actor = ScriptedChatModel(

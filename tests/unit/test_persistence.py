@@ -17,13 +17,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
+from reflexion.graphs.builder import programming_builder, qa_builder
 
-from graphs.builder import programming_builder, qa_builder
-from reflexion.bench import BenchTask, Sink, recorded_lines, run_benchmark, stream_thread
-from reflexion.cli import main
-from reflexion.context import Context
-from reflexion.errors import ReflexionError
-from reflexion.persistence import (
+from reflexion.bench.driver import BenchTask, Sink, recorded_lines, run_benchmark, stream_thread
+from reflexion.cli.app import main
+from reflexion.core.context import Context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.persistence import (
     Target,
     cut_short,
     open_checkpointer,

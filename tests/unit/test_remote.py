@@ -11,14 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
+from reflexion.graphs.builder import qa_builder
+from reflexion.graphs.qa import graph as qa_graph
 
-from graphs.builder import qa_builder
-from graphs.qa import graph as qa_graph
-from reflexion.bench import BenchTask, Sink, final_row, run_benchmark, stream_thread
-from reflexion.context import Context
-from reflexion.errors import ProviderError
-from reflexion.persistence import open_checkpointer, replay_from, unfinished
-from reflexion.remote import (
+from reflexion.bench.driver import BenchTask, Sink, final_row, run_benchmark, stream_thread
+from reflexion.bench.remote import (
     GRAPH_IDS,
     RemoteRunError,
     RunEvents,
@@ -26,6 +23,9 @@ from reflexion.remote import (
     error_text,
     server_thread_id,
 )
+from reflexion.core.context import Context
+from reflexion.core.errors import ProviderError
+from reflexion.core.persistence import open_checkpointer, replay_from, unfinished
 from tests.conftest import answer
 from tests.fake import ScriptedChatModel
 from tests.unit.test_persistence import (

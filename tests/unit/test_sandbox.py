@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from reflexion.errors import ReflexionError
-from reflexion.sandbox import (
+from reflexion.core.errors import ReflexionError
+from reflexion.programming.sandbox import (
     Limits,
     ProgramResult,
     SuiteResult,

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from reflexion.graphs.builder import programming_builder, qa_builder
 
-from graphs.builder import programming_builder, qa_builder
-from reflexion.codebench import score_thread
-from reflexion.context import Context
-from reflexion.errors import ReflexionError
-from reflexion.programming import CodeProblem
-from reflexion.selection import answers_in_force, chosen_index
+from reflexion.core.context import Context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.selection import answers_in_force, chosen_index
+from reflexion.programming.problems import CodeProblem
+from reflexion.programming.scoring import score_thread
 from tests.fake import ScriptedChatModel
 
 TWO_EXAMPLES = (
@@ -162,7 +162,7 @@ def test_every_choice_field_rejects_a_value_outside_its_type(field: str, value: 
 def test_unknown_context_keys_warn_and_known_ones_apply():
     from types import SimpleNamespace
 
-    from reflexion.context import get_context
+    from reflexion.core.context import get_context
 
     runtime = SimpleNamespace(context={"max_trials": 2, "max_trails": 5, "strategi": "none"})
     with pytest.warns(UserWarning, match="max_trails, strategi are not Context fields"):
@@ -174,7 +174,7 @@ def test_unknown_context_keys_warn_and_known_ones_apply():
 
 
 def test_exact_mcnemar_and_paired_counts():
-    from reflexion.stats import mcnemar_exact, paired
+    from reflexion.bench.stats import mcnemar_exact, paired
 
     assert mcnemar_exact(0, 0) == 1.0 and mcnemar_exact(3, 3) == 1.0
     assert mcnemar_exact(5, 0) == pytest.approx(2 / 32)
@@ -215,7 +215,7 @@ def test_a_fresh_retry_shows_the_failures_and_reflection_but_not_the_previous_co
 
 
 def test_copy_rate_counts_texts_that_reuse_a_run_of_the_examples_words():
-    from reflexion.stats import copy_rate
+    from reflexion.bench.stats import copy_rate
 
     examples = "My filter only accepts lowercase vowels, so the uppercase A is not counted."
     copied = "My filter only accepts lowercase vowels in this list."
@@ -226,7 +226,7 @@ def test_copy_rate_counts_texts_that_reuse_a_run_of_the_examples_words():
 
 def test_the_paired_programming_table_reports_fixed_broken_p_and_copy_rate():
 
-    from reflexion.reports import code_paired
+    from reflexion.bench.reports import code_paired
 
     copied = "My filter only accepts lowercase vowels, so nothing else counts."
     finals = [

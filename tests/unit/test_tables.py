@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from reflexion import reports
+from reflexion.bench import reports
 
 LABELS = [
     "cot-gt none",

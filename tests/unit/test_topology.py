@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphs.qa import cot_graph, graph
+from reflexion.graphs.qa import cot_graph, graph
 
 SNAPSHOT = Path(__file__).parent.parent / "snapshots" / "reflexion_qa.mmd"
 
@@ -39,7 +39,7 @@ def test_readme_diagram_is_the_real_graph():
 
 
 def test_programming_topology_and_schemas():
-    from graphs.programming import graph as programming
+    from reflexion.graphs.programming import graph as programming
 
     drawn = programming.get_graph().draw_mermaid()
     snapshot = SNAPSHOT.with_name("reflexion_programming.mmd")
@@ -53,7 +53,7 @@ def test_programming_topology_and_schemas():
 
 
 def test_alfworld_topology_and_schemas():
-    from graphs.alfworld import graph as alfworld
+    from reflexion.graphs.alfworld import graph as alfworld
 
     drawn = alfworld.get_graph().draw_mermaid()
     snapshot = SNAPSHOT.with_name("reflexion_alfworld.mmd")
@@ -71,7 +71,7 @@ def test_alfworld_topology_and_schemas():
 def test_generic_topology_and_schemas():
     """The generic ``reflexion`` graph (langgraph.json) draws as its snapshot and keeps the
     narrow QA input/output schemas."""
-    from graphs.generic import graph as generic
+    from reflexion.graphs.generic import graph as generic
 
     drawn = generic.get_graph().draw_mermaid()
     snapshot = SNAPSHOT.with_name("reflexion.mmd")

@@ -9,8 +9,14 @@ from typing import Any
 
 import pytest
 
-from reflexion.errors import ReflexionError
-from reflexion.wiki import LiveWikipedia, LookupCursor, OfflineCorpus, WikiTools, get_backend
+from reflexion.core.errors import ReflexionError
+from reflexion.hotpotqa.wiki import (
+    LiveWikipedia,
+    LookupCursor,
+    OfflineCorpus,
+    WikiTools,
+    get_backend,
+)
 
 PAGES = {
     "Ada Lovelace": [

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from reflexion.datasets import bundled
-from reflexion.errors import DatasetError, ReflexionError
+from reflexion.core.data import bundled
+from reflexion.core.errors import DatasetError, ReflexionError
 
 TASK_TYPES: dict[str, str] = {
     "pick_and_place_simple": "put",

@@ -52,7 +52,7 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import Config, StreamMode, ThreadState
 
-from reflexion.bench import (
+from reflexion.bench.driver import (
     BenchTask,
     Emit,
     Sink,
@@ -66,10 +66,10 @@ from reflexion.bench import (
     unrecorded,
     update_events,
 )
-from reflexion.context import Context
-from reflexion.errors import ReflexionError
-from reflexion.persistence import replay_from, unfinished
-from reflexion.usage import OTHER, Usage, merge, node_of, recorded_usage
+from reflexion.core.context import Context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.persistence import replay_from, unfinished
+from reflexion.core.usage import OTHER, Usage, merge, node_of, recorded_usage
 
 GRAPH_IDS = {
     "cot-gt": "reflexion_qa",

@@ -10,12 +10,13 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from reflexion.bench import solved_by_trial
-from reflexion.codebench import confusion, pass_at_1
-from reflexion.household import FAILURE_CLASSES, failure_counts, solved_curve
+from reflexion.alfworld.household import failure_counts, solved_curve
+from reflexion.bench.driver import solved_by_trial
+from reflexion.bench.stats import Paired, copy_rate, paired
+from reflexion.core.state import FAILURE_CLASSES
+from reflexion.core.usage import merge, totals
+from reflexion.programming.scoring import confusion, pass_at_1
 from reflexion.prompts import load_prompt
-from reflexion.stats import Paired, copy_rate, paired
-from reflexion.usage import merge, totals
 
 
 def table(*headers: str, title: str | None = None) -> Table:

@@ -39,8 +39,8 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, Item
 from rank_bm25 import BM25Plus
 
-from reflexion.context import Context, LessonFilter, get_context
-from reflexion.errors import ReflexionError
+from reflexion.core.context import Context, LessonFilter, get_context
+from reflexion.core.errors import ReflexionError
 
 NAMESPACE = ("reflexion", "lessons")
 """Prefix of every lesson's namespace; the task family follows."""

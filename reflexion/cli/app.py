@@ -27,9 +27,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from graphs.builder import alfworld_builder, programming_builder, qa_builder, react_builder
-from reflexion.alfworld_env import ENGINE_MISSING, engine_available, load_games, select_games
-from reflexion.bench import (
+from reflexion.alfworld.env import ENGINE_MISSING, engine_available, load_games, select_games
+from reflexion.alfworld.household import (
+    failure_curves,
+    self_evaluation,
+    solved_curve,
+    won_at,
+)
+from reflexion.bench.driver import (
     BenchTask,
     Graph,
     Sink,
@@ -39,34 +44,8 @@ from reflexion.bench import (
     solved_by_trial,
     stream_thread,
 )
-from reflexion.codebench import (
-    pass_curve,
-    score_thread,
-    write_human_eval_files,
-)
-from reflexion.context import LESSON_FILTERS, CodeRetry, Context, LessonFilter, TestTrust
-from reflexion.datasets import load_hotpotqa
-from reflexion.errors import ReflexionError
-from reflexion.examples import EXAMPLES_VERSION
-from reflexion.household import (
-    failure_curves,
-    self_evaluation,
-    solved_curve,
-    won_at,
-)
-from reflexion.models import DEFAULT_MODEL, installed_presets, load_chat_model
-from reflexion.perf import perf_app
-from reflexion.persistence import (
-    MEMORY,
-    open_checkpointer,
-    open_store,
-    parse_target,
-    thread_history,
-    unfinished,
-)
-from reflexion.plots import learning_curve
-from reflexion.programming import language_of, load_problems
-from reflexion.reports import (
+from reflexion.bench.plots import learning_curve
+from reflexion.bench.reports import (
     code_paired,
     code_summary,
     compare_table,
@@ -76,8 +55,34 @@ from reflexion.reports import (
     summarize,
     table,
 )
-from reflexion.sandbox import rustc_path
-from reflexion.selection import AnswerChoice
+from reflexion.core.context import LESSON_FILTERS, CodeRetry, Context, LessonFilter, TestTrust
+from reflexion.core.errors import ReflexionError
+from reflexion.core.models import DEFAULT_MODEL, installed_presets, load_chat_model
+from reflexion.core.persistence import (
+    MEMORY,
+    open_checkpointer,
+    open_store,
+    parse_target,
+    thread_history,
+    unfinished,
+)
+from reflexion.core.selection import AnswerChoice
+from reflexion.graphs.builder import (
+    alfworld_builder,
+    programming_builder,
+    qa_builder,
+    react_builder,
+)
+from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.perf.commands import perf_app
+from reflexion.programming.examples import EXAMPLES_VERSION
+from reflexion.programming.problems import language_of, load_problems
+from reflexion.programming.sandbox import rustc_path
+from reflexion.programming.scoring import (
+    pass_curve,
+    score_thread,
+    write_human_eval_files,
+)
 
 app = typer.Typer(
     name="reflexion",
@@ -932,7 +937,7 @@ def _run_with_progress(
 
         start = partial(run_benchmark, graph)
         if server is not None:
-            from reflexion.remote import GRAPH_IDS, run_benchmark_remote
+            from reflexion.bench.remote import GRAPH_IDS, run_benchmark_remote
 
             start = partial(run_benchmark_remote, server, GRAPH_IDS[agent])
         return start(

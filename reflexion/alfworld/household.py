@@ -13,25 +13,17 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from typing_extensions import TypedDict
 
-from reflexion.alfworld_env import Environment, Game
+from reflexion.alfworld.env import Environment, Game
+from reflexion.core.state import FAILURE_CLASSES, Episode, FailureClass
 
 THINK_REPLY = "OK."
 """What the agent observes after a ``think:`` turn (the paper's setup)."""
 
 NOTHING = "Nothing happens."
 """The engine's reply to a command it cannot carry out."""
-
-FailureClass = Literal["hallucination", "inefficient_planning", "step_limit", "other"]
-FAILURE_CLASSES: tuple[FailureClass, ...] = (
-    "hallucination",
-    "inefficient_planning",
-    "step_limit",
-    "other",
-)
 
 
 class Turn(TypedDict):
@@ -40,20 +32,6 @@ class Turn(TypedDict):
     action: str
     """``think: …`` or an environment command, as sent."""
     observation: str
-
-
-class Episode(TypedDict):
-    """What one finished trial did in the environment (for scoring and Figure 3b; never
-    shown to the agent, the evaluator or the reflector)."""
-
-    trial: int
-    won: bool
-    """The engine's own verdict."""
-    turns: int
-    commands: int
-    stop_reason: str | None
-    failure: FailureClass | None
-    """Why a trial that was not won failed; ``None`` when it was won."""
 
 
 @dataclass(frozen=True)

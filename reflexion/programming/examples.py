@@ -25,7 +25,7 @@ import builtins
 import re
 from collections.abc import Iterator
 
-from reflexion.programming import CodeProblem
+from reflexion.programming.problems import CodeProblem
 
 EXAMPLES_VERSION = 2
 """Which version of this parser read the examples (part of a benchmark's settings key, so

@@ -32,10 +32,10 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from reflexion.context import Context
-from reflexion.errors import ReflexionError
-from reflexion.persistence import cut_short, fork_thread, replay_from, thread_history
-from reflexion.usage import Usage, UsageRecorder, merge, recorded_usage
+from reflexion.core.context import Context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.persistence import cut_short, fork_thread, replay_from, thread_history
+from reflexion.core.usage import Usage, UsageRecorder, merge, recorded_usage
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 Emit = Callable[[str, "BenchTask", dict[str, Any]], None]

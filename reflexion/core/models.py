@@ -40,7 +40,7 @@ from langchain_core.runnables.retry import ExponentialJitterParams
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
-from reflexion.errors import EmptyReplyError, ModelError, ProviderError
+from reflexion.core.errors import EmptyReplyError, ModelError, ProviderError
 
 LOCAL_PREFIX = "local:"
 DEFAULT_MODEL = "local:qwen2.5-coder-0.5b"

@@ -974,7 +974,7 @@ fn __reflexion_report() {
 def _require_rustc() -> str:
     rustc = rustc_path()
     if rustc is None:
-        from reflexion.errors import ReflexionError  # not at the top: the child lacks it
+        from reflexion.core.errors import ReflexionError  # not at the top: the child lacks it
 
         raise ReflexionError(_MISSING_RUSTC)
     return rustc

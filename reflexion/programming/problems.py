@@ -22,8 +22,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
-from reflexion.datasets import bundled, iter_jsonl
-from reflexion.errors import DatasetError
+from reflexion.core.data import bundled, iter_jsonl
+from reflexion.core.errors import DatasetError
 
 Language = Literal["py", "rs"]
 LANGUAGES: tuple[Language, ...] = ("py", "rs")

@@ -49,14 +49,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Column, Table
 
-from graphs.builder import qa_builder
-from reflexion.bench import BenchTask, Sink, finished_tasks, run_benchmark, thread_config
-from reflexion.context import Context
-from reflexion.datasets import load_hotpotqa
-from reflexion.errors import ReflexionError
-from reflexion.models import DEFAULT_MODEL, LOCAL_PREFIX, EmbeddedChatModel, embedded_model
-from reflexion.persistence import open_checkpointer, parse_target
-from reflexion.usage import UsageRecorder, merge, totals
+from reflexion.bench.driver import BenchTask, Sink, finished_tasks, run_benchmark, thread_config
+from reflexion.core.context import Context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.models import DEFAULT_MODEL, LOCAL_PREFIX, EmbeddedChatModel, embedded_model
+from reflexion.core.persistence import open_checkpointer, parse_target
+from reflexion.core.usage import UsageRecorder, merge, totals
+from reflexion.graphs.builder import qa_builder
+from reflexion.hotpotqa.questions import load_hotpotqa
 
 perf_app = typer.Typer(
     help="Performance figures (printed, optionally saved as JSON); not timed tests.",
@@ -845,7 +845,7 @@ def inference_figures(spec: str, tokens: int, reps: int) -> dict[str, Any]:
             f"perf inference measures the embedded llama.cpp model; '{spec}' is not local:… "
             f"(e.g. {DEFAULT_MODEL})"
         )
-    from reflexion.models import _load_llama
+    from reflexion.core.models import _load_llama
 
     chat = embedded_model(
         spec[len(LOCAL_PREFIX) :], temperature=0.0, max_tokens=tokens, seed=0, slot="perf"
@@ -915,9 +915,9 @@ def _prefix_cache(chat: EmbeddedChatModel, reps: int) -> dict[str, Any]:
     """Prompt processing of the CoT (GT) actor's trial-1 prompt, then of its trial-2 prompt
     (a reflection appended after the stable prefix) right after it in the same context, and
     of the trial-2 prompt in a context whose cache was cleared. One token generated each."""
-    from nodes.actor import cot_messages
-    from reflexion.models import _load_llama
-    from reflexion.state import State
+    from reflexion.core.models import _load_llama
+    from reflexion.core.state import State
+    from reflexion.nodes.actor import cot_messages
 
     question = load_hotpotqa(limit=1)[0]
     ctx = Context(strategy="reflexion", memory_size=3)
@@ -1114,7 +1114,7 @@ RUN_SLICE: dict[str, str] = {
 def run_slice(out_dir: Path, model: str) -> list[Path]:
     """Run the fixed slice with ``reflexion bench`` (each strategy in a file of its own under
     ``out_dir``; a rerun resumes); ALFWorld only when its engine is installed."""
-    from reflexion.alfworld_env import engine_available
+    from reflexion.alfworld.env import engine_available
 
     files = []
     for name, args in RUN_SLICE.items():

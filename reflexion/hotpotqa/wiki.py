@@ -30,8 +30,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
 
-from reflexion.datasets import HOTPOTQA_SAMPLE, bundled, iter_hotpotqa
-from reflexion.errors import ReflexionError
+from reflexion.core.data import bundled
+from reflexion.core.errors import ReflexionError
+from reflexion.hotpotqa.questions import HOTPOTQA_SAMPLE, iter_hotpotqa
 
 MAX_SIMILAR = 5
 """How many similar titles a failed search lists."""

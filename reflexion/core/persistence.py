@@ -37,7 +37,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
-from reflexion.errors import ReflexionError
+from reflexion.core.errors import ReflexionError
 
 Kind = Literal["sqlite", "postgres", "memory"]
 

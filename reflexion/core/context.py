@@ -13,9 +13,9 @@ from typing import Annotated, Literal, get_args, get_origin, get_type_hints
 
 from langgraph.runtime import Runtime
 
-from reflexion.errors import ReflexionError
-from reflexion.models import DEFAULT_MODEL
-from reflexion.selection import AnswerChoice
+from reflexion.core.errors import ReflexionError
+from reflexion.core.models import DEFAULT_MODEL
+from reflexion.core.selection import AnswerChoice
 
 Strategy = Literal["none", "last_attempt", "reflexion", "last_attempt_and_reflexion"]
 EvaluatorKind = Literal["exact_match", "llm", "heuristic"]

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reflexion.programming import CodeProblem, assemble, hidden_program
-from reflexion.sandbox import Limits, run_python_program, run_rust_program
-from reflexion.selection import AnswerChoice, answers_in_force, chosen_index
+from reflexion.core.selection import AnswerChoice, answers_in_force, chosen_index
+from reflexion.programming.problems import CodeProblem, assemble, hidden_program
+from reflexion.programming.sandbox import Limits, run_python_program, run_rust_program
 
 
 def run_hidden(problem: CodeProblem, code: str, limits: Limits) -> tuple[bool, str]:

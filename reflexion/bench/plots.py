@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from reflexion.errors import ReflexionError
+from reflexion.core.errors import ReflexionError
 
 
 def learning_curve(

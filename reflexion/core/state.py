@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Literal
 
 from typing_extensions import TypedDict
-
-from reflexion.household import Episode
 
 
 class TrialRecord(TypedDict):
@@ -30,6 +28,29 @@ class TrialRecord(TypedDict):
     """Whether the trial solved the task (what stops the loop)."""
     feedback: str
     """The evaluator's feedback text (never the reference answer)."""
+
+
+FailureClass = Literal["hallucination", "inefficient_planning", "step_limit", "other"]
+FAILURE_CLASSES: tuple[FailureClass, ...] = (
+    "hallucination",
+    "inefficient_planning",
+    "step_limit",
+    "other",
+)
+
+
+class Episode(TypedDict):
+    """What one finished trial did in the environment (for scoring and Figure 3b; never
+    shown to the agent, the evaluator or the reflector)."""
+
+    trial: int
+    won: bool
+    """The engine's own verdict."""
+    turns: int
+    commands: int
+    stop_reason: str | None
+    failure: FailureClass | None
+    """Why a trial that was not won failed; ``None`` when it was won."""
 
 
 @dataclass(kw_only=True)

@@ -1,0 +1,1 @@
+../../../reflexion/__init__.py

@@ -1,0 +1,1 @@
+../../../reflexion/__main__.py
