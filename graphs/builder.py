@@ -29,26 +29,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
-from reflexion.nodes import (
-    EvaluateFn,
-    make_cot_actor,
-    make_evaluator,
-    make_react_actor,
-    make_reflector,
-)
-from reflexion.nodes.coder import (
-    code_reflection_messages,
-    make_code_actor,
-    make_test_writer,
-    make_unit_test_evaluator,
-)
-from reflexion.nodes.household import (
-    EnvFactory,
-    household_reflection_messages,
-    make_household_actor,
-    make_household_evaluator,
-)
-from reflexion.nodes.reflector import make_review
 
 from reflexion.alfworld.household import EnvSessions
 from reflexion.core.context import Context, get_context
@@ -76,6 +56,26 @@ from reflexion.core.state import (
     State,
 )
 from reflexion.hotpotqa.wiki import WikiBackend
+from reflexion.nodes import (
+    EvaluateFn,
+    make_cot_actor,
+    make_evaluator,
+    make_react_actor,
+    make_reflector,
+)
+from reflexion.nodes.coder import (
+    code_reflection_messages,
+    make_code_actor,
+    make_test_writer,
+    make_unit_test_evaluator,
+)
+from reflexion.nodes.household import (
+    EnvFactory,
+    household_reflection_messages,
+    make_household_actor,
+    make_household_evaluator,
+)
+from reflexion.nodes.reflector import make_review
 
 
 def route_after_evaluation(

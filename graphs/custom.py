@@ -28,6 +28,11 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
+
+from reflexion.core.context import Context, get_context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.lessons import Family, recall_update
+from reflexion.core.state import State
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.nodes.actor import memory_block, with_lessons
 from reflexion.nodes.common import resolve_model
@@ -41,11 +46,6 @@ from reflexion.nodes.evaluator import (
 )
 from reflexion.nodes.reflector import make_reflector
 from reflexion.prompts import render
-
-from reflexion.core.context import Context, get_context
-from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, recall_update
-from reflexion.core.state import State
 
 __all__ = [
     "ACTOR_VARIABLES",

@@ -12,14 +12,14 @@ without a checkpointer: a LangGraph server brings its own.
 from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
-from reflexion.graphs.builder import build_reflexion_graph
-from reflexion.graphs.custom import make_chat_actor, make_custom_evaluator
-from reflexion.nodes.evaluator import EvaluateFn, Evaluation, exact_match_evaluation, make_evaluator
-from reflexion.nodes.reflector import make_reflector
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.state import State
+from reflexion.graphs.builder import build_reflexion_graph
+from reflexion.graphs.custom import make_chat_actor, make_custom_evaluator
+from reflexion.nodes.evaluator import EvaluateFn, Evaluation, exact_match_evaluation, make_evaluator
+from reflexion.nodes.reflector import make_reflector
 
 GENERIC_FAMILY = "reflexion"
 """The task family of the generic graph's lessons (``Context.lessons``)."""

@@ -15,8 +15,6 @@ from typing import Any, Protocol
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-from reflexion.nodes.common import resolve_model, trajectory_text
-from reflexion.prompts import few_shot, render
 
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
@@ -24,6 +22,8 @@ from reflexion.core.lessons import QA_FAMILY, Family, recall_update
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.state import State
+from reflexion.nodes.common import resolve_model, trajectory_text
+from reflexion.prompts import few_shot, render
 
 STOP = ["\nQuestion:", "\nContext:", "\n---", "\nObservation"]
 

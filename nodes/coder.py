@@ -23,14 +23,13 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-from reflexion.nodes.actor import with_lessons
-from reflexion.nodes.common import resolve_model
-from reflexion.prompts import few_shot, render
 
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, programming_family, recall_update
 from reflexion.core.state import CodeState, TrialRecord
+from reflexion.nodes.actor import with_lessons
+from reflexion.nodes.common import resolve_model
 from reflexion.programming.examples import example_tests
 from reflexion.programming.problems import (
     LANGUAGE_NAMES,
@@ -49,6 +48,7 @@ from reflexion.programming.sandbox import (
     run_python_tests,
     run_rust_tests,
 )
+from reflexion.prompts import few_shot, render
 
 FENCES = {"py": "python", "rs": "rust"}
 TEST_FORMS = {

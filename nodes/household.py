@@ -27,11 +27,6 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
-from reflexion.nodes.actor import memory_block, with_lessons
-from reflexion.nodes.common import prompt_tokens, resolve_model, trajectory_text
-from reflexion.nodes.evaluator import Evaluation, ask_judge
-from reflexion.nodes.reflector import reflection_messages
-from reflexion.prompts import few_shot, render
 
 from reflexion.alfworld.env import LIST_HINT, Environment, Game, TextWorldEnv, resolve_game
 from reflexion.alfworld.household import (
@@ -47,6 +42,11 @@ from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, alfworld_family, recall_update
 from reflexion.core.state import Episode, HouseholdState, TrialRecord
+from reflexion.nodes.actor import memory_block, with_lessons
+from reflexion.nodes.common import prompt_tokens, resolve_model, trajectory_text
+from reflexion.nodes.evaluator import Evaluation, ask_judge
+from reflexion.nodes.reflector import reflection_messages
+from reflexion.prompts import few_shot, render
 
 STOP = ["\n"]
 """One line per turn: a thought or a command."""

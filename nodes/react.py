@@ -19,9 +19,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from reflexion.nodes.actor import memory_block, with_lessons
-from reflexion.nodes.common import prompt_tokens, resolve_model
-from reflexion.prompts import few_shot, render
 from typing_extensions import TypedDict
 
 from reflexion.core.context import Context, get_context
@@ -36,6 +33,9 @@ from reflexion.hotpotqa.wiki import (
     get_backend,
     normalize_title,
 )
+from reflexion.nodes.actor import memory_block, with_lessons
+from reflexion.nodes.common import prompt_tokens, resolve_model
+from reflexion.prompts import few_shot, render
 
 STOP = ["\nObservation", "\nQuestion:", "\n---"]
 

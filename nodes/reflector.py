@@ -16,8 +16,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
-from reflexion.nodes.common import resolve_model, trajectory_text
-from reflexion.prompts import few_shot, render
 
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
@@ -34,6 +32,8 @@ from reflexion.core.lessons import (
 from reflexion.core.memory import update_window
 from reflexion.core.parsing import clean_reflection
 from reflexion.core.state import State
+from reflexion.nodes.common import resolve_model, trajectory_text
+from reflexion.prompts import few_shot, render
 
 STOP = ["\nTask:", "\n---", "\nPrevious attempt:"]
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
-from reflexion.graphs.builder import qa_builder
 
+from reflexion.graphs.builder import qa_builder
 from tests.fake import ScriptedChatModel
 
 

@@ -71,15 +71,6 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import replay_from, unfinished
 from reflexion.core.usage import OTHER, Usage, merge, node_of, recorded_usage
 
-GRAPH_IDS = {
-    "cot-gt": "reflexion_qa",
-    "cot": "reflexion_qa_cot",
-    "react": "reflexion_react",
-    "programming": "reflexion_programming",
-    "alfworld": "reflexion_alfworld",
-}
-"""The graph (``langgraph.json``) that serves each agent of the CLI."""
-
 STREAM_MODES: tuple[StreamMode, ...] = ("updates", "checkpoints", "messages-tuple", "tasks")
 """Updates give the trial and reflection lines, checkpoints the moment they are saved;
 messages the tokens; tasks the node times."""

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
-from reflexion.graphs.builder import qa_builder, react_builder
 
 from reflexion.core.context import Context
 from reflexion.core.models import (
@@ -20,6 +19,7 @@ from reflexion.core.models import (
     installed_presets,
     resolve_preset,
 )
+from reflexion.graphs.builder import qa_builder, react_builder
 from reflexion.hotpotqa.questions import load_hotpotqa
 
 pytestmark = pytest.mark.integration
@@ -158,7 +158,6 @@ def test_cli_bench_prints_trials_summary_and_resumes(tmp_path):
 
 def test_programming_solves_an_easy_humaneval_problem_with_the_default_model():
     from reflexion.graphs.builder import programming_builder
-
     from reflexion.programming.problems import load_problems
     from reflexion.programming.scoring import score_thread
 

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from reflexion.graphs.builder import qa_builder
 
 from reflexion.bench.driver import stream_thread
 from reflexion.core.context import Context
 from reflexion.core.persistence import open_checkpointer, open_store, thread_history
+from reflexion.graphs.builder import qa_builder
 from reflexion.hotpotqa.questions import load_hotpotqa
 from tests.conftest import answer
 from tests.crashkit import (

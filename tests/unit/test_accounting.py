@@ -17,11 +17,11 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from reflexion.graphs.builder import qa_builder, react_builder
 
 from reflexion.bench.driver import BenchTask, Sink, finished_tasks, run_benchmark, stream_thread
 from reflexion.core.context import Context
 from reflexion.core.usage import UsageRecorder, merge, node_of, recorded_usage, totals
+from reflexion.graphs.builder import qa_builder, react_builder
 from reflexion.hotpotqa.wiki import OfflineCorpus
 from tests.conftest import answer
 from tests.fake import RuleChatModel, ScriptedChatModel

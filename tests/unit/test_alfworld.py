@@ -11,8 +11,6 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from reflexion.graphs.builder import alfworld_builder
-from reflexion.prompts import few_shot
 
 from reflexion.alfworld.household import (
     EnvSessions,
@@ -24,6 +22,8 @@ from reflexion.alfworld.household import (
 )
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
+from reflexion.graphs.builder import alfworld_builder
+from reflexion.prompts import few_shot
 from tests.fake import RuleChatModel, ScriptedChatModel, ScriptedHousehold
 
 GAME = "pick_and_place_simple-Mug-None-Shelf-1/trial_1"

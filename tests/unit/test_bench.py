@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
-from reflexion.graphs.builder import qa_builder
 
 from reflexion.bench.driver import BenchTask, Sink, finished_tasks, run_benchmark, solved_by_trial
 from reflexion.bench.plots import learning_curve
 from reflexion.cli.app import main
 from reflexion.core.context import Context
+from reflexion.graphs.builder import qa_builder
 from tests.fake import RuleChatModel
 
 QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(6)}

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from reflexion.cli import app as cli_module
+from reflexion.cli import alfworld as alfworld_cli
 from reflexion.cli.app import main
 from reflexion.core import data as datasets
 from reflexion.core import models
@@ -585,7 +585,7 @@ def test_alfworld_malformed_game_file(monkeypatch, capsys, games, content, needl
 
 
 def test_alfworld_without_the_engine(monkeypatch, capsys, games):
-    monkeypatch.setattr(cli_module, "engine_available", lambda: False)
+    monkeypatch.setattr(alfworld_cli, "engine_available", lambda: False)
     code, err = cli(monkeypatch, capsys, "bench", "alfworld", "--games", str(games))
     one_line_error(code, err, "pip install -e '.[alfworld]'")
 
@@ -600,7 +600,7 @@ def test_alfworld_without_the_engine(monkeypatch, capsys, games):
 def test_alfworld_bad_model_leaves_existing_results_alone(
     monkeypatch, capsys, tmp_path, games, args, needles
 ):
-    monkeypatch.setattr(cli_module, "engine_available", lambda: True)
+    monkeypatch.setattr(alfworld_cli, "engine_available", lambda: True)
     results = tmp_path / "results.jsonl"
     results.write_text(KEPT)
     code, err = cli(
@@ -612,7 +612,7 @@ def test_alfworld_bad_model_leaves_existing_results_alone(
 
 
 def test_alfworld_database_that_is_not_sqlite(monkeypatch, capsys, tmp_path, games):
-    monkeypatch.setattr(cli_module, "engine_available", lambda: True)
+    monkeypatch.setattr(alfworld_cli, "engine_available", lambda: True)
     db = tmp_path / "notes.sqlite"
     db.write_text("my notes\n" * 300)
     code, err = cli(
@@ -623,7 +623,7 @@ def test_alfworld_database_that_is_not_sqlite(monkeypatch, capsys, tmp_path, gam
 
 
 def test_alfworld_unwritable_output(monkeypatch, capsys, tmp_path, games):
-    monkeypatch.setattr(cli_module, "engine_available", lambda: True)
+    monkeypatch.setattr(alfworld_cli, "engine_available", lambda: True)
     blocker = tmp_path / "file"
     blocker.write_text("kept\n")
     code, err = cli(

@@ -18,14 +18,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.memory import InMemoryStore
-from reflexion.graphs.custom import create_reflexion_graph, read_reply
-from reflexion.graphs.generic import generic_evaluation
-from reflexion.nodes import Evaluation
 from typing_extensions import TypedDict
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.state import State
+from reflexion.graphs.custom import create_reflexion_graph, read_reply
+from reflexion.graphs.generic import generic_evaluation
+from reflexion.nodes import Evaluation
 from tests.fake import RuleChatModel, ScriptedChatModel
 
 ROOT = Path(__file__).parents[2]

@@ -6,12 +6,12 @@ import uuid
 from typing import Any
 
 import pytest
-from reflexion.graphs.builder import qa_builder
-from reflexion.nodes import Evaluation
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.state import State
+from reflexion.graphs.builder import qa_builder
+from reflexion.nodes import Evaluation
 from tests.conftest import answer
 from tests.fake import ScriptedChatModel
 

@@ -18,14 +18,14 @@ from typing import Any
 import openai
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
-from reflexion.graphs.builder import qa_builder
-from reflexion.nodes import common as node_common
 
 from reflexion.bench.driver import BenchTask, Sink, finished_tasks, run_benchmark
 from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ProviderError
 from reflexion.core.models import RetryingChatModel, RetryPolicy, load_chat_model
+from reflexion.graphs.builder import qa_builder
+from reflexion.nodes import common as node_common
 from reflexion.perf.commands import chat_completion
 
 pytestmark = [

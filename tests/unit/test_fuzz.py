@@ -40,7 +40,6 @@ from typing import Any, TypeVar
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reflexion.nodes.coder import format_feedback, valid_tests
 
 from reflexion.alfworld.household import (
     FAILURE_CLASSES,
@@ -72,6 +71,7 @@ from reflexion.hotpotqa.wiki import (
     normalize_title,
     split_sentences,
 )
+from reflexion.nodes.coder import format_feedback, valid_tests
 from reflexion.programming.examples import example_tests
 from reflexion.programming.problems import (
     CodeParse,

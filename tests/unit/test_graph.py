@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reflexion.graphs.builder import qa_builder
 
 from reflexion.core.context import Context
 from reflexion.core.memory import update_window
+from reflexion.graphs.builder import qa_builder
 from tests.conftest import answer
 from tests.fake import ScriptedChatModel
 

@@ -24,6 +24,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore, Item, Op, Result
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
+
+from reflexion.alfworld.household import EnvSessions
+from reflexion.cli.app import main
+from reflexion.core.context import Context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.lessons import MAX_CANDIDATES, namespace, rank, recall, save_lesson, tokenize
+from reflexion.core.persistence import open_store
 from reflexion.graphs.builder import (
     alfworld_builder,
     build_reflexion_graph,
@@ -33,13 +40,6 @@ from reflexion.graphs.builder import (
 )
 from reflexion.graphs.custom import create_reflexion_graph
 from reflexion.nodes import make_cot_actor, make_reflector
-
-from reflexion.alfworld.household import EnvSessions
-from reflexion.cli.app import main
-from reflexion.core.context import Context
-from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import MAX_CANDIDATES, namespace, rank, recall, save_lesson, tokenize
-from reflexion.core.persistence import open_store
 from tests.conftest import answer
 from tests.fake import ScriptedChatModel, ScriptedHousehold
 from tests.unit.test_alfworld import GAME, WIN

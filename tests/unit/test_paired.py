@@ -13,13 +13,13 @@ import pytest
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from reflexion.graphs.builder import qa_builder
 
 from reflexion.bench.driver import BenchTask, Sink, finished_tasks, run_benchmark
 from reflexion.bench.reports import qa_paired
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import fork_thread
+from reflexion.graphs.builder import qa_builder
 from tests.fake import RuleChatModel
 
 QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(3)}
@@ -163,13 +163,13 @@ def test_paired_table_counts_fixes_after_trial_1_and_against_none():
 
 
 def test_runs_share_first_trials_when_they_differ_only_after_trial_1():
-    from reflexion.cli.app import _first_trial_key
+    from reflexion.cli.bench import first_trial_key
 
     base = {"bench": "programming", "strategy": "reflexion", "max_trials": 4, "test_trust": "all"}
     later = {**base, "strategy": "none", "max_trials": 8, "resample_repeats": 0, "memory_size": 3}
-    assert _first_trial_key(base) == _first_trial_key(later)
-    assert _first_trial_key(base) != _first_trial_key({**base, "test_trust": "anchored"})
-    assert _first_trial_key(base) != _first_trial_key({**base, "temperature": 0.7})
+    assert first_trial_key(base) == first_trial_key(later)
+    assert first_trial_key(base) != first_trial_key({**base, "test_trust": "anchored"})
+    assert first_trial_key(base) != first_trial_key({**base, "temperature": 0.7})
 
 
 def test_compare_pairs_two_results_files_by_task(tmp_path, monkeypatch, capsys):

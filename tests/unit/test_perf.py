@@ -13,13 +13,13 @@ import pytest
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
-from reflexion.graphs.builder import qa_builder
 from rich.console import Console
 
 import reflexion.perf.commands as perf
 from reflexion.bench.driver import stream_thread
 from reflexion.cli.app import main
 from reflexion.core.context import Context
+from reflexion.graphs.builder import qa_builder
 from reflexion.perf.commands import InstantChatModel, learning_cost_figures, real_run_figures
 
 

@@ -17,7 +17,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
-from reflexion.graphs.builder import programming_builder, qa_builder
 
 from reflexion.bench.driver import BenchTask, Sink, recorded_lines, run_benchmark, stream_thread
 from reflexion.cli.app import main
@@ -32,6 +31,7 @@ from reflexion.core.persistence import (
     thread_history,
     unfinished,
 )
+from reflexion.graphs.builder import programming_builder, qa_builder
 from tests.conftest import answer
 from tests.fake import ScriptedChatModel
 from tests.unit.test_faults import server as server  # a fixture

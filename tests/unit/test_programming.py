@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
-from reflexion.graphs.builder import programming_builder
-from reflexion.nodes.coder import format_feedback
 
 from reflexion.core.context import Context
 from reflexion.core.errors import DatasetError
 from reflexion.core.selection import answers_in_force
+from reflexion.graphs.builder import programming_builder
+from reflexion.nodes.coder import format_feedback
 from reflexion.programming.problems import (
     CodeProblem,
     assemble,

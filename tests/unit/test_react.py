@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from reflexion.graphs.builder import react_builder
-from reflexion.graphs.qa import react_graph
-from reflexion.nodes.react import REACT_GRAMMAR
 
 from reflexion.core.context import Context
+from reflexion.graphs.builder import react_builder
+from reflexion.graphs.qa import react_graph
 from reflexion.hotpotqa.wiki import OfflineCorpus
+from reflexion.nodes.react import REACT_GRAMMAR
 from tests.fake import RuleChatModel, ScriptedChatModel
 from tests.unit.test_wiki import PAGES, write_hotpotqa
 

@@ -11,12 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
-from reflexion.graphs.builder import qa_builder
-from reflexion.graphs.qa import graph as qa_graph
 
 from reflexion.bench.driver import BenchTask, Sink, final_row, run_benchmark, stream_thread
 from reflexion.bench.remote import (
-    GRAPH_IDS,
     RemoteRunError,
     RunEvents,
     _snapshot,
@@ -26,6 +23,9 @@ from reflexion.bench.remote import (
 from reflexion.core.context import Context
 from reflexion.core.errors import ProviderError
 from reflexion.core.persistence import open_checkpointer, replay_from, unfinished
+from reflexion.graphs.agents import AGENTS
+from reflexion.graphs.builder import qa_builder
+from reflexion.graphs.qa import graph as qa_graph
 from tests.conftest import answer
 from tests.fake import ScriptedChatModel
 from tests.unit.test_persistence import (
@@ -67,8 +67,8 @@ def test_server_thread_ids_are_stable_uuids_one_per_thread():
 def test_every_cli_agent_maps_to_a_graph_in_langgraph_json():
     """`--server` submits runs to the graph of each CLI agent: every one is exported."""
     served = json.loads((Path(__file__).parents[2] / "langgraph.json").read_text())["graphs"]
-    assert set(GRAPH_IDS) == {"cot-gt", "cot", "react", "programming", "alfworld"}
-    assert set(GRAPH_IDS.values()) <= set(served)
+    assert set(AGENTS) == {"cot-gt", "cot", "react", "programming", "alfworld"}
+    assert {a.graph_id for a in AGENTS.values()} <= set(served)
 
 
 def test_streamed_parts_become_trial_and_reflection_events_with_their_usage():

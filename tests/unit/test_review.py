@@ -12,12 +12,12 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
-from reflexion.graphs.builder import qa_builder
 
 from reflexion.bench.driver import stream_thread
 from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
+from reflexion.graphs.builder import qa_builder
 from tests.conftest import answer
 from tests.fake import ScriptedChatModel
 from tests.unit.test_faults import server as server  # a fixture

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
-from reflexion.graphs.builder import programming_builder, qa_builder
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import answers_in_force, chosen_index
+from reflexion.graphs.builder import programming_builder, qa_builder
 from reflexion.programming.problems import CodeProblem
 from reflexion.programming.scoring import score_thread
 from tests.fake import ScriptedChatModel

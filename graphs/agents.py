@@ -1,0 +1,46 @@
+"""The agents known by name: the one table that the CLI, the benchmark runners and a LangGraph
+server's graph ids (``langgraph.json``) read, so that a new agent is one row here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.graph import StateGraph
+
+from reflexion.graphs.builder import (
+    alfworld_builder,
+    programming_builder,
+    qa_builder,
+    react_builder,
+)
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One agent: how to build its graph and where a server serves it."""
+
+    name: str
+    """What ``--agent`` and a thread's checkpoint metadata call it."""
+    graph_id: str
+    """The ``langgraph.json`` graph that serves it on a LangGraph server."""
+    build: Callable[[], StateGraph[Any, Any, Any, Any]]
+    """The uncompiled graph."""
+    answers_questions: bool
+    """Whether ``reflexion run`` starts it on a question; the others only run in a bench."""
+
+
+AGENTS: dict[str, Agent] = {
+    agent.name: agent
+    for agent in (
+        Agent("cot-gt", "reflexion_qa", lambda: qa_builder(with_context=True), True),
+        Agent("cot", "reflexion_qa_cot", lambda: qa_builder(with_context=False), True),
+        Agent("react", "reflexion_react", react_builder, True),
+        Agent("programming", "reflexion_programming", programming_builder, False),
+        Agent("alfworld", "reflexion_alfworld", alfworld_builder, False),
+    )
+}
+
+QUESTION_AGENTS = tuple(name for name, agent in AGENTS.items() if agent.answers_questions)
+"""The agents ``reflexion run`` and ``reflexion bench hotpotqa`` take."""

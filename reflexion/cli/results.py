@@ -1,0 +1,65 @@
+"""Commands on finished results files: ``plot`` (learning curves in one PNG) and ``compare``
+(runs paired task by task with a baseline)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from reflexion.bench.driver import finished_tasks, solved_by_trial
+from reflexion.bench.plots import learning_curve
+from reflexion.bench.reports import compare_table
+from reflexion.cli.common import console
+from reflexion.core.errors import ReflexionError
+
+
+def plot_results(
+    results: Annotated[
+        list[Path], typer.Argument(help="Results JSONL files of `reflexion bench`.")
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="PNG to write.")] = Path(
+        "learning-curve.png"
+    ),
+) -> None:
+    """Draw the learning curves of finished benchmark runs in one PNG (one line per file)."""
+    curves: dict[str, list[float]] = {}
+    for path in results:
+        if not path.is_file():
+            raise ReflexionError(f"results file {path} does not exist: check the path")
+        finals = list(finished_tasks(path).values())
+        if not finals:
+            raise ReflexionError(f"{path} holds no finished tasks: run the benchmark first")
+        settings = finals[0].get("settings", {})
+        label = f"{settings.get('agent', path.stem)} {settings.get('strategy', '')}".strip()
+        if label in curves:
+            label = f"{label} ({path.stem})"
+        trials = int(settings.get("max_trials") or max(len(f["evaluations"]) for f in finals))
+        curves[label] = solved_by_trial(finals, trials)
+        console.print(
+            f"{label}: {len(finals)} task(s), " + " ".join(f"{v:.2f}" for v in curves[label])
+        )
+    learning_curve(curves, output)
+    console.print(f"learning curve {output}")
+
+
+def compare_results(
+    baseline: Annotated[Path, typer.Argument(help="Results JSONL of the baseline run.")],
+    others: Annotated[
+        list[Path], typer.Argument(help="Results JSONL files of the runs to compare with it.")
+    ],
+) -> None:
+    """Compare finished benchmark runs task by task with a baseline run: the tasks each
+    solved that the other did not and the exact McNemar p-value (HotPotQA: solved; programming:
+    the hidden tests; ALFWorld: won)."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for path in [baseline, *others]:
+        if not path.is_file():
+            raise ReflexionError(f"results file {path} does not exist: check the path")
+        finals = list(finished_tasks(path).values())
+        if not finals:
+            raise ReflexionError(f"{path} holds no finished tasks: run the benchmark first")
+        label = path.stem if path.stem not in runs else str(path)
+        runs[label] = finals
+    console.print(compare_table(runs, next(iter(runs))))

