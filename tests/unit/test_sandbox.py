@@ -472,3 +472,26 @@ def test_rust_functions_need_rustc(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
         check_rust_tests(DIVISOR, [])
     with pytest.raises(ReflexionError, match="install Rust"):
         run_rust_program("fn main() {}")
+
+
+def test_the_child_side_imports_only_the_standard_library():
+    """Every sandboxed process runs child.py as a script under `python -I -S`: it must not
+    need the package, or anything installed."""
+    import ast
+    import sys
+
+    from reflexion.programming.sandbox import runner
+
+    child = Path(runner.__file__).with_name("child.py")
+    tree = ast.parse(child.read_text())
+    imported = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    } | {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+    }
+    assert imported - {"__future__"} <= set(sys.stdlib_module_names)

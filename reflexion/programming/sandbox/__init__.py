@@ -1,0 +1,29 @@
+"""A sandbox that runs untrusted, model-generated code (Python and Rust) against unit tests.
+
+The caller side (:mod:`.runner`) starts one process per test; the child side (:mod:`.child`,
+standard library only) enters the sandbox in that process and runs the test. See
+:mod:`.runner` for what contains a process.
+"""
+
+from reflexion.programming.sandbox.results import Limits, ProgramResult, SuiteResult, TestOutcome
+from reflexion.programming.sandbox.runner import (
+    check_rust_tests,
+    run_python_program,
+    run_python_tests,
+    run_rust_program,
+    run_rust_tests,
+)
+from reflexion.programming.sandbox.rust import rustc_path
+
+__all__ = [
+    "Limits",
+    "ProgramResult",
+    "SuiteResult",
+    "TestOutcome",
+    "check_rust_tests",
+    "run_python_program",
+    "run_python_tests",
+    "run_rust_program",
+    "run_rust_tests",
+    "rustc_path",
+]

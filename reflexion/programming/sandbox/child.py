@@ -1,0 +1,419 @@
+"""The sandbox's child side: this file runs as a script (``python -I -B -S child.py``) in
+every sandboxed process, so it imports the standard library only.
+
+It enters the sandbox (a new network namespace, resource limits, no new privileges, then the
+fresh uid the parent chose), installs the audit hook and runs one test or program, writing
+its verdict to the report pipe that the parent handed over. Whatever the candidate prints
+goes to files the parent reads only as text.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import ctypes
+import io
+import json
+import os
+import resource
+import signal
+import stat
+import sys
+import textwrap
+import types
+from typing import Any, NoReturn
+
+DETAIL_CHARS = 300
+
+OUTPUT_CHARS = 200
+
+SETUP_FAILED = 120  # exit status of a child that could not enter the sandbox
+
+_CLONE_NEWUSER = 0x10000000
+
+_CLONE_NEWNET = 0x40000000
+
+_PR_SET_NO_NEW_PRIVS = 38
+
+REPORT_ENV = "REFLEXION_REPORT_FD"
+
+
+def clip(text: str, limit: int) -> str:
+    """One line of at most ``limit`` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _child_main(argv: list[str]) -> NoReturn:
+    """Entry of a sandboxed child: read (and delete) the configuration, enter the sandbox, then
+    exec the command (``exec`` mode) or run Python code (the other modes)."""
+    try:
+        with open(argv[0], encoding="utf-8") as handle:
+            config: dict[str, Any] = json.load(handle)
+        os.unlink(argv[0])
+        report_fd = int(os.environ.pop(REPORT_ENV, "-1"))
+        _enter_sandbox(config)
+    except BaseException as exc:  # before any candidate code: report it as a setup failure
+        with contextlib.suppress(BaseException):
+            os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
+        os._exit(SETUP_FAILED)
+    if config["mode"] == "exec":
+        _exec_command(argv[1:], report_fd)
+    _run_python_child(config, report_fd)
+
+
+def _enter_sandbox(config: dict[str, Any]) -> None:
+    """Network namespace, resource limits, no new privileges, then the unprivileged uid."""
+    uid = config["uid"]
+    if config["isolate_network"]:
+        _isolate_network()
+    for name, (soft, hard) in config["rlimits"].items():
+        _set_rlimit(getattr(resource, name), soft, hard)
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if config["mode"] != "exec":
+        sys.path.extend(p for p in config.get("site_packages", []) if p not in sys.path)
+    if uid is not None:
+        if config["mode"] != "exec":
+            _keep_imports_reachable()
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    os.chdir(config["cwd"])
+
+
+def _isolate_network() -> bool:
+    """Enter a new network namespace (only a downed loopback): directly as root, otherwise
+    inside a new user namespace that maps the caller's own uid/gid; False if impossible."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return False
+    if not hasattr(libc, "unshare"):  # not Linux
+        return False
+    if os.geteuid() == 0:
+        return int(libc.unshare(_CLONE_NEWNET)) == 0
+    uid, gid = os.geteuid(), os.getegid()
+    if int(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET)) != 0:
+        return False
+    for name, text in (
+        ("setgroups", "deny"),
+        ("uid_map", f"{uid} {uid} 1"),
+        ("gid_map", f"{gid} {gid} 1"),
+    ):
+        with contextlib.suppress(OSError), open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+    return True
+
+
+def _set_rlimit(which: int, soft: int, hard: int) -> None:
+    """Lower a resource limit (never above the current hard limit)."""
+    _, current = resource.getrlimit(which)
+    if current != resource.RLIM_INFINITY:
+        hard = min(hard, current)
+        soft = min(soft, hard)
+    resource.setrlimit(which, (soft, hard))
+
+
+def reachable_by_others(path: str) -> bool:
+    """Whether an unrelated uid can traverse to ``path`` and list it (mode bits only)."""
+    real = os.path.realpath(path)
+    ancestor = real
+    try:
+        while ancestor != os.path.dirname(ancestor):
+            ancestor = os.path.dirname(ancestor)
+            if not os.stat(ancestor).st_mode & stat.S_IXOTH:
+                return False
+        mode = os.stat(real).st_mode
+    except OSError:
+        return False
+    return bool(mode & stat.S_IXOTH and mode & stat.S_IROTH)
+
+
+def _keep_imports_reachable() -> None:
+    """Keep the interpreter's library importable after the uid change when it lies somewhere
+    the new uid cannot reach (e.g. under ``/root``): each such ``sys.path`` directory is opened
+    now and replaced by its ``/proc/self/fd/N`` path, and loaded packages follow."""
+    moved: dict[str, str] = {}
+    for index, entry in enumerate(sys.path):
+        if not entry or not os.path.isdir(entry) or reachable_by_others(entry):
+            continue
+        descriptor = os.open(entry, os.O_RDONLY | os.O_DIRECTORY)
+        replacement = f"/proc/self/fd/{descriptor}"
+        moved[entry] = replacement
+        moved[os.path.realpath(entry)] = replacement
+        sys.path[index] = replacement
+    if not moved:
+        return
+
+    def relocate(path: str) -> str:
+        for old, new in moved.items():
+            if path == old or path.startswith(old + os.sep):
+                return new + path[len(old) :]
+        return path
+
+    sys.path_importer_cache.clear()
+    for module in list(sys.modules.values()):
+        paths = getattr(module, "__path__", None)
+        if isinstance(paths, list):
+            paths[:] = [relocate(p) if isinstance(p, str) else p for p in paths]
+
+
+def _exec_command(command: list[str], report_fd: int) -> NoReturn:
+    """Replace the child by ``command`` (a Rust binary or rustc) with default signal handling."""
+    for number in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(number, signal.SIG_DFL)
+    env = dict(os.environ)
+    if report_fd >= 0:
+        env[REPORT_ENV] = str(report_fd)
+    try:
+        os.execve(command[0], command, env)
+    except OSError as exc:
+        os.write(2, f"sandbox setup failed: cannot run {command[0]}: {exc}\n".encode())
+    os._exit(SETUP_FAILED)
+
+
+class _CappedWriter(io.RawIOBase):
+    """A file descriptor that takes the first ``cap`` bytes written and drops the rest."""
+
+    def __init__(self, descriptor: int, cap: int) -> None:
+        super().__init__()
+        self._descriptor = descriptor
+        self._left = cap
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._descriptor
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        size = view.nbytes
+        chunk = view[: max(self._left, 0)]
+        while chunk.nbytes:
+            try:
+                written = os.write(self._descriptor, chunk)
+            except OSError:
+                self._left = 0
+                break
+            chunk = chunk[written:]
+            self._left -= written
+        return size
+
+
+def _capped_stream(descriptor: int, cap: int) -> io.TextIOWrapper:
+    raw = _CappedWriter(descriptor, cap)
+    return io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors="backslashreplace")
+
+
+_PROCESS_EVENTS = frozenset(
+    {
+        "os.exec",
+        "os.fork",
+        "os.forkpty",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.system",
+        "os.startfile",
+        "subprocess.Popen",
+    }
+)
+
+_PATH_EVENTS: dict[str, tuple[int, ...]] = {
+    "os.chflags": (0,),
+    "os.chmod": (0,),
+    "os.chown": (0,),
+    "os.lchflags": (0,),
+    "os.link": (1,),
+    "os.mkdir": (0,),
+    "os.remove": (0,),
+    "os.removexattr": (0,),
+    "os.rename": (0, 1),
+    "os.rmdir": (0,),
+    "os.setxattr": (0,),
+    "os.symlink": (1,),
+    "os.truncate": (0,),
+    "os.utime": (0,),
+    "shutil.rmtree": (0,),
+}
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def _install_audit_hook(root: str) -> None:
+    """Make writes outside ``root``, network use, new processes and ctypes raise
+    ``PermissionError`` in this interpreter."""
+    allowed = os.path.realpath(root)
+
+    def outside(path: Any) -> bool:
+        if isinstance(path, int) or path is None:
+            return False
+        try:
+            real = os.path.realpath(os.fsdecode(path))
+        except (TypeError, ValueError):
+            return True
+        return real != "/dev/null" and real != allowed and not real.startswith(allowed + os.sep)
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event == "open":
+            path, mode, flags = (*args, None, None, None)[:3]
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and bool(flags & _WRITE_FLAGS)
+            )
+            if writing and outside(path):
+                raise PermissionError(f"write outside the sandbox: {path!s}")
+        elif event in _PATH_EVENTS:
+            for position in _PATH_EVENTS[event]:
+                if position < len(args) and outside(args[position]):
+                    raise PermissionError(f"write outside the sandbox: {args[position]!s}")
+        elif event in _PROCESS_EVENTS:
+            raise PermissionError(f"creating processes is not allowed in the sandbox ({event})")
+        elif event.startswith("socket.") and event != "socket.__new__":
+            raise PermissionError(f"network access is not allowed in the sandbox ({event})")
+        elif event.startswith("ctypes."):
+            raise PermissionError(f"ctypes is not allowed in the sandbox ({event})")
+
+    sys.addaudithook(hook)
+
+
+def _run_python_child(config: dict[str, Any], report_fd: int) -> NoReturn:
+    """Run the candidate under the audit hook, report through ``report_fd``, and exit at once
+    (no ``atexit`` handlers or finalizers of the candidate run)."""
+    cap = int(config["output_bytes"])
+    stdout, stderr = _capped_stream(1, cap), _capped_stream(2, cap)
+    sys.stdout, sys.stderr = stdout, stderr
+    _install_audit_hook(config["root"])
+    try:
+        status, detail = _python_attempt(config)
+    except BaseException as exc:  # e.g. a MemoryError while describing another error
+        status, detail = "fail", _describe(exc)
+    for stream in (stdout, stderr):
+        with contextlib.suppress(BaseException):
+            stream.flush()
+    message = json.dumps({"token": config["token"], "status": status, "detail": detail})
+    data = (message + "\n").encode()
+    with contextlib.suppress(OSError):
+        while data:
+            data = data[os.write(report_fd, data) :]
+    os._exit(0)
+
+
+def _python_attempt(config: dict[str, Any]) -> tuple[str, str]:
+    """Compile and run the candidate: ("pass"|"fail"|"compile_error", detail)."""
+    mode = config["mode"]
+    source = str(config["code"])
+    filename = "<program>" if mode == "program" else "<solution>"
+    try:
+        compiled = compile(source, filename, "exec", dont_inherit=True)
+    except Exception as exc:
+        return "compile_error", _syntax_error(exc, source)
+    if mode == "check":
+        return "pass", ""
+    test_code: Any = None
+    equality: tuple[Any, Any, Any] | None = None
+    if mode == "tests":
+        try:
+            tree = ast.parse(textwrap.dedent(str(config["test"])).strip(), "<test>")
+            test_code = compile(tree, "<test>", "exec", dont_inherit=True)
+            equality = _equality(tree)
+        except Exception as exc:
+            return "fail", "invalid test: " + _syntax_error(exc, str(config["test"]))
+    # The candidate runs as the __main__ module (as ``python file.py`` would), in tests as in
+    # programs, so that a ``__main__`` block behaves the same in internal and hidden tests.
+    main = types.ModuleType("__main__")
+    main.__builtins__ = builtins  # type: ignore[attr-defined]
+    sys.modules["__main__"] = main
+    namespace = main.__dict__
+    try:
+        exec(compiled, namespace)
+        if equality is not None:
+            exec(equality[0], namespace)
+            left = eval(equality[1], namespace)
+            right = eval(equality[2], namespace)
+            equal = left == right
+            if not equal:
+                return "fail", "output: " + _short_repr(left)
+        elif test_code is not None:
+            exec(test_code, namespace)
+    except SystemExit as exc:
+        code = exc.code
+        number = 0 if code is None else code if isinstance(code, int) else 1
+        return "fail", f"exited with code {number} (sys.exit)"
+    except BaseException as exc:
+        detail = _describe(exc)
+        if mode == "program":
+            detail += _program_location(exc, source)
+        return "fail", detail
+    return "pass", ""
+
+
+def _equality(tree: ast.Module) -> tuple[Any, Any, Any] | None:
+    """For a test ending in ``assert LEFT == RIGHT``: the statements before it, LEFT and RIGHT,
+    compiled (so that a failure can report LEFT's value, evaluated only once)."""
+    if not tree.body:
+        return None
+    node = tree.body[-1]
+    if not isinstance(node, ast.Assert) or not isinstance(node.test, ast.Compare):
+        return None
+    compare = node.test
+    if len(compare.ops) != 1 or not isinstance(compare.ops[0], ast.Eq):
+        return None
+    before = ast.Module(body=tree.body[:-1], type_ignores=[])
+    return (
+        compile(before, "<test>", "exec", dont_inherit=True),
+        compile(ast.Expression(compare.left), "<test>", "eval", dont_inherit=True),
+        compile(ast.Expression(compare.comparators[0]), "<test>", "eval", dont_inherit=True),
+    )
+
+
+def _short_repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except BaseException as exc:
+        text = f"<repr failed: {type(exc).__name__}>"
+    return clip(text, OUTPUT_CHARS)
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: first line of the message`` (``reads stdin: EOFError: ...`` for input())."""
+    name = type(exc).__name__
+    try:
+        message = str(exc).strip()
+    except BaseException:
+        message = ""
+    first = message.splitlines()[0] if message else ""
+    text = f"{name}: {first}" if first else name
+    if isinstance(exc, EOFError):
+        text = "reads stdin: " + text
+    return clip(text, DETAIL_CHARS)
+
+
+def _syntax_error(exc: BaseException, source: str) -> str:
+    if isinstance(exc, SyntaxError):
+        where = f" (line {exc.lineno})" if exc.lineno else ""
+        lines = source.splitlines()
+        text = ""
+        if exc.lineno and 0 < exc.lineno <= len(lines):
+            text = "\n    " + lines[exc.lineno - 1].strip()
+        return f"{type(exc).__name__}: {exc.msg}{where}{text}"
+    return _describe(exc)
+
+
+def _program_location(exc: BaseException, source: str) -> str:
+    """`` (line N: <source line>)`` of the innermost program frame of a traceback."""
+    line = None
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<program>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    lines = source.splitlines()
+    if line is None or not 0 < line <= len(lines):
+        return ""
+    return f" (line {line}: {lines[line - 1].strip()})"
+
+
+if __name__ == "__main__":
+    _child_main(sys.argv[1:])

@@ -1,0 +1,226 @@
+"""The caller side's process housekeeping: resource limits, waiting and killing (a process
+group, or every process of a sandbox uid), a fresh unused uid, and reading back what a
+process wrote without letting it fill the caller's memory."""
+
+from __future__ import annotations
+
+import contextlib
+import grp
+import math
+import os
+import pwd
+import re
+import select
+import shutil
+import signal
+import site
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+
+_REPORT_BYTES = 64 * 1024
+_TAIL_BYTES = 4096
+_SHARED_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+UID_BASE = 1_000_000  # fresh uids come from [UID_BASE, UID_BASE + UID_SPAN)
+UID_SPAN = 1_000_000
+
+
+def write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def site_packages() -> list[str]:
+    """The caller's site-packages directories (the child starts without ``site``)."""
+    try:
+        found = [*site.getsitepackages(), site.getusersitepackages()]
+    except AttributeError:  # a virtualenv's old site.py
+        found = []
+    return [p for p in found if os.path.isdir(p) and p in sys.path]
+
+
+def rlimits(
+    seconds: float, memory_mb: int, file_bytes: int, files: int | None, processes: int | None
+) -> dict[str, list[int]]:
+    cpu = math.ceil(seconds) + 1
+    limits = {
+        "RLIMIT_AS": [memory_mb * 1024 * 1024] * 2,
+        "RLIMIT_CPU": [cpu, cpu + 1],
+        "RLIMIT_FSIZE": [file_bytes] * 2,
+        "RLIMIT_CORE": [0, 0],
+    }
+    if files is not None:
+        limits["RLIMIT_NOFILE"] = [files] * 2
+    if processes is not None:
+        limits["RLIMIT_NPROC"] = [processes] * 2
+    return limits
+
+
+def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Wait until ``proc`` exits, at most ``timeout`` seconds; True when it timed out. With a
+    pidfd the child is left unreaped (a zombie), so its process group cannot be reused before
+    it is killed."""
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        try:
+            proc.wait(max(timeout, 0.0))
+        except subprocess.TimeoutExpired:
+            return True
+        return False
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        return not poller.poll(max(0, math.ceil(timeout * 1000)))
+    finally:
+        os.close(pidfd)
+
+
+def unused_uid() -> int | None:
+    """A random uid from a high range that no user, group or process has (or ``None``)."""
+    for _ in range(8):
+        uid = UID_BASE + int.from_bytes(os.urandom(4), "big") % UID_SPAN
+        try:
+            pwd.getpwuid(uid)
+            continue
+        except KeyError:
+            pass
+        try:
+            grp.getgrgid(uid)
+            continue
+        except KeyError:
+            pass
+        if not _processes_of(uid):
+            return uid
+    return None
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the child's whole process group (its session), then reap the child."""
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+
+
+def _proc_statuses() -> Iterator[tuple[int, str]]:
+    """``(pid, /proc/PID/status text)`` of every readable process."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", encoding="utf-8", errors="replace") as handle:
+                yield int(entry), handle.read()
+        except OSError:
+            continue
+
+
+def _uid_of(status: str) -> int | None:
+    uids = re.search(r"^Uid:\s*(\d+)", status, re.M)
+    return int(uids.group(1)) if uids else None
+
+
+def _processes_of(uid: int) -> list[int]:
+    """Live (non-zombie) processes whose real uid is ``uid``."""
+    found: list[int] = []
+    for pid, status in _proc_statuses():
+        state = re.search(r"^State:\s*(\S)", status, re.M)
+        if _uid_of(status) == uid and not (state and state.group(1) in "ZX"):
+            found.append(pid)
+    return found
+
+
+def kill_uid(uid: int) -> None:
+    """Kill every process of the sandbox uid, also those that left the process group."""
+    for _ in range(100):
+        victims = _processes_of(uid)
+        if not victims:
+            return
+        for pid in victims:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.005)
+
+
+def user_task_count(uid: int) -> int | None:
+    """Processes and threads of ``uid`` (what ``RLIMIT_NPROC`` counts), or ``None``."""
+    if not os.access("/proc", os.R_OK | os.X_OK):
+        return None
+    total = 0
+    for _pid, status in _proc_statuses():
+        if _uid_of(status) == uid:
+            threads = re.search(r"^Threads:\s*(\d+)", status, re.M)
+            total += int(threads.group(1)) if threads else 1
+    return total
+
+
+def remove_owned_files(uid: int) -> None:
+    """Remove what the sandbox uid left in world-writable directories such as /tmp."""
+    for directory in {*_SHARED_WRITABLE_DIRS, tempfile.gettempdir()}:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    remove_tree(entry.path)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                continue
+
+
+def remove_tree(path: str) -> None:
+    """Remove a directory tree, also one whose subdirectories were made unreadable."""
+    shutil.rmtree(path, ignore_errors=True)
+    if not os.path.lexists(path):
+        return
+    with contextlib.suppress(OSError):
+        os.chmod(path, 0o700)
+    for current, dirs, _ in os.walk(path):
+        for name in dirs:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.join(current, name), 0o700, follow_symlinks=False)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def drain(descriptor: int) -> str:
+    """What is in the report pipe (without blocking on a writer that is still alive)."""
+    os.set_blocking(descriptor, False)
+    chunks: list[bytes] = []
+    size = 0
+    while size < _REPORT_BYTES:
+        try:
+            chunk = os.read(descriptor, _REPORT_BYTES - size)
+        except (BlockingIOError, InterruptedError):
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+def read_head(path: str, limit: int, *, tail: bool = False) -> str:
+    """The first ``limit`` bytes of a file; with ``tail`` also its last few KiB."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(limit)
+            end = b""
+            if tail:
+                size = os.fstat(handle.fileno()).st_size
+                if size > limit:
+                    handle.seek(max(limit, size - _TAIL_BYTES))
+                    end = b"\n...\n" + handle.read(_TAIL_BYTES)
+    except OSError:
+        return ""
+    return (head + end).decode("utf-8", errors="replace")
