@@ -28,7 +28,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from reflexion.alfworld.env import LIST_HINT, Environment, Game, TextWorldEnv, resolve_game
+from reflexion.alfworld.env import Environment, TextWorldEnv
+from reflexion.alfworld.games import LIST_HINT, Game, resolve_game
 from reflexion.alfworld.household import (
     NOTHING,
     THINK_REPLY,

@@ -1,1 +1,39 @@
-"""Reflexion on LangGraph: state, context, models, datasets and the CLI."""
+"""Reflexion (Shinn et al. 2023) on LangGraph.
+
+The public API, loaded on first use so that ``import reflexion`` stays light::
+
+    from reflexion import Context, create_reflexion_graph
+
+The package is grouped by role: ``core`` (context, state, models, memory, lessons, persistence),
+one folder per task family (``hotpotqa``, ``programming``, ``alfworld``), ``bench`` (the
+benchmark driver and its reports), ``cli``, ``perf`` and ``testing`` (fake models); the graphs,
+their nodes and the prompt files are ``reflexion.graphs``, ``reflexion.nodes`` and
+``reflexion.prompts``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reflexion.core.context import Context
+    from reflexion.core.state import InputState, OutputState, State
+    from reflexion.graphs.custom import create_reflexion_graph
+
+_EXPORTS = {
+    "Context": "reflexion.core.context",
+    "InputState": "reflexion.core.state",
+    "OutputState": "reflexion.core.state",
+    "State": "reflexion.core.state",
+    "create_reflexion_graph": "reflexion.graphs.custom",
+}
+
+__all__ = ["Context", "InputState", "OutputState", "State", "create_reflexion_graph"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'reflexion' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

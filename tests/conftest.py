@@ -9,7 +9,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.graphs.builder import qa_builder
-from tests.fake import ScriptedChatModel
+from reflexion.testing import ScriptedChatModel
 
 
 def answer(text: str, thought: str = "I reason about it.") -> str:

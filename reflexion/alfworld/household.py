@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from typing_extensions import TypedDict
 
-from reflexion.alfworld.env import Environment, Game
+from reflexion.alfworld.env import Environment
+from reflexion.alfworld.games import Game
 from reflexion.core.state import FAILURE_CLASSES, Episode, FailureClass
 
 THINK_REPLY = "OK."

@@ -8,7 +8,8 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from reflexion.alfworld.env import ENGINE_MISSING, engine_available, load_games, select_games
+from reflexion.alfworld.env import ENGINE_MISSING, engine_available
+from reflexion.alfworld.games import load_games, select_games
 from reflexion.alfworld.household import failure_curves, self_evaluation, solved_curve, won_at
 from reflexion.bench.driver import BenchTask
 from reflexion.bench.plots import learning_curve

@@ -17,7 +17,7 @@ from rich.markup import escape
 from reflexion.cli import alfworld, hotpotqa, programming, results, threads
 from reflexion.cli.common import err_console
 from reflexion.core.errors import ReflexionError
-from reflexion.perf.commands import perf_app
+from reflexion.perf import perf_app
 
 app = typer.Typer(
     name="reflexion",

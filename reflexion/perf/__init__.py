@@ -1,0 +1,15 @@
+"""``reflexion perf``: figures about the implementation itself (overhead, concurrency, the
+embedded model's speed, the cost of learning), each printed with the machine it ran on."""
+
+import typer
+
+from reflexion.perf import concurrency, inference, learning_cost, overhead
+
+perf_app = typer.Typer(
+    help="Performance figures (printed, optionally saved as JSON); not timed tests.",
+    no_args_is_help=True,
+)
+perf_app.command("overhead")(overhead.overhead)
+perf_app.command("concurrency")(concurrency.concurrency)
+perf_app.command("inference")(inference.inference)
+perf_app.command("learning-cost")(learning_cost.learning_cost)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from reflexion.alfworld.env import Game, TextWorldEnv, engine_available, load_games, select_games
+from reflexion.alfworld.env import TextWorldEnv, engine_available
+from reflexion.alfworld.games import Game, load_games, select_games
 from reflexion.core.errors import ReflexionError
 
 pytestmark = [

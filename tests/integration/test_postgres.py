@@ -27,6 +27,7 @@ from reflexion.core.context import Context
 from reflexion.core.persistence import open_checkpointer, open_store, thread_history
 from reflexion.graphs.builder import qa_builder
 from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.crashkit import (
     PLAN,
@@ -40,7 +41,6 @@ from tests.crashkit import (
     rows,
     run_to_end,
 )
-from tests.fake import ScriptedChatModel
 
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed")
 

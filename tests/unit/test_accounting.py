@@ -23,8 +23,8 @@ from reflexion.core.context import Context
 from reflexion.core.usage import UsageRecorder, merge, node_of, recorded_usage, totals
 from reflexion.graphs.builder import qa_builder, react_builder
 from reflexion.hotpotqa.wiki import OfflineCorpus
+from reflexion.testing import RuleChatModel, ScriptedChatModel
 from tests.conftest import answer
-from tests.fake import RuleChatModel, ScriptedChatModel
 from tests.unit.test_wiki import PAGES, write_hotpotqa
 
 CALL = {"prompt_tokens": 10, "completion_tokens": 5}

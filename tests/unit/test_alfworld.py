@@ -24,7 +24,7 @@ from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.builder import alfworld_builder
 from reflexion.prompts import few_shot
-from tests.fake import RuleChatModel, ScriptedChatModel, ScriptedHousehold
+from reflexion.testing import RuleChatModel, ScriptedChatModel, ScriptedHousehold
 
 GAME = "pick_and_place_simple-Mug-None-Shelf-1/trial_1"
 WIN = [

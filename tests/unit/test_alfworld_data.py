@@ -12,18 +12,16 @@ from pathlib import Path
 import pytest
 
 from reflexion.alfworld import env as alfworld_env
-from reflexion.alfworld.env import (
+from reflexion.alfworld.env import Environment, TextWorldEnv, tidy_observation
+from reflexion.alfworld.games import (
     KINDS,
     TASK_TYPES,
-    Environment,
     Game,
-    TextWorldEnv,
     bundled_games_path,
     load_games,
     pack_games,
     resolve_game,
     select_games,
-    tidy_observation,
 )
 from reflexion.core.errors import ReflexionError
 
@@ -312,7 +310,9 @@ def test_resolve_unknown_and_ambiguous_names(three_games: Path):
     with pytest.raises(ReflexionError):
         resolve_game(" ", three_games)
     for info in (unknown, ambiguous):
-        assert "\n" not in str(info.value) and "python -m reflexion.alfworld_env" in str(info.value)
+        assert "\n" not in str(info.value) and "python -m reflexion.alfworld.games" in str(
+            info.value
+        )
 
 
 # ---- the environment without the engine -------------------------------------------------------

@@ -22,7 +22,7 @@ from reflexion.bench.plots import learning_curve
 from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.graphs.builder import qa_builder
-from tests.fake import RuleChatModel
+from reflexion.testing import RuleChatModel
 
 QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(6)}
 

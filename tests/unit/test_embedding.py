@@ -26,7 +26,7 @@ from reflexion.core.state import State
 from reflexion.graphs.custom import create_reflexion_graph, read_reply
 from reflexion.graphs.generic import generic_evaluation
 from reflexion.nodes import Evaluation
-from tests.fake import RuleChatModel, ScriptedChatModel
+from reflexion.testing import RuleChatModel, ScriptedChatModel
 
 ROOT = Path(__file__).parents[2]
 LESSON = "I named the Elbe, but Prague lies on the Vltava."

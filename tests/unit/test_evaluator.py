@@ -12,8 +12,8 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.state import State
 from reflexion.graphs.builder import qa_builder
 from reflexion.nodes import Evaluation
+from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
-from tests.fake import ScriptedChatModel
 
 TASK = {"task": "Which river flows through Prague?", "context": "Prague lies on the Vltava."}
 

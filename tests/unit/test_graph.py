@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from reflexion.core.context import Context
 from reflexion.core.memory import update_window
 from reflexion.graphs.builder import qa_builder
+from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
-from tests.fake import ScriptedChatModel
 
 TASK = {
     "task": "Which river flows through Prague?",

@@ -40,8 +40,8 @@ from reflexion.graphs.builder import (
 )
 from reflexion.graphs.custom import create_reflexion_graph
 from reflexion.nodes import make_cot_actor, make_reflector
+from reflexion.testing import ScriptedChatModel, ScriptedHousehold
 from tests.conftest import answer
-from tests.fake import ScriptedChatModel, ScriptedHousehold
 from tests.unit.test_alfworld import GAME, WIN
 from tests.unit.test_alfworld import games as games  # a fixture
 from tests.unit.test_faults import server as server  # a fixture
@@ -353,7 +353,7 @@ SQLITE_WRITER = textwrap.dedent(
     from reflexion.graphs.builder import qa_builder
     from reflexion.core.context import Context
     from reflexion.core.persistence import open_store
-    from tests.fake import ScriptedChatModel
+    from reflexion.testing import ScriptedChatModel
 
     actor = ScriptedChatModel(
         replies=["Thought: t.\\nAction: Finish[Elbe]", "Thought: t.\\nAction: Finish[Vltava]"]

@@ -20,7 +20,7 @@ from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import fork_thread
 from reflexion.graphs.builder import qa_builder
-from tests.fake import RuleChatModel
+from reflexion.testing import RuleChatModel
 
 QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(3)}
 

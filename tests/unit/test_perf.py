@@ -15,12 +15,14 @@ from langchain_core.outputs import ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from rich.console import Console
 
-import reflexion.perf.commands as perf
 from reflexion.bench.driver import stream_thread
 from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.graphs.builder import qa_builder
-from reflexion.perf.commands import InstantChatModel, learning_cost_figures, real_run_figures
+from reflexion.perf import learning_cost, machine, overhead
+from reflexion.perf.learning_cost import learning_cost_figures
+from reflexion.perf.overhead import real_run_figures
+from reflexion.testing import InstantChatModel
 
 
 def cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
@@ -41,7 +43,9 @@ def figures(path: Path) -> dict[str, Any]:
 def _workdir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     # Wide enough that no table cell wraps.
-    monkeypatch.setattr(perf, "console", Console(width=250, highlight=False))
+    wide = Console(width=250, highlight=False)
+    for module in (machine, learning_cost):
+        monkeypatch.setattr(module, "console", wide)
 
 
 # ---- overhead -----------------------------------------------------------------------------------
@@ -127,12 +131,12 @@ class SlowModel(InstantChatModel):
 
 
 def test_usage_records_model_time_per_node():
-    actor = SlowModel(reply=perf.WRONG_ACTOR)
-    reflector = SlowModel(reply=perf.REFLECTION)
+    actor = SlowModel(reply=overhead.WRONG_ACTOR)
+    reflector = SlowModel(reply=overhead.REFLECTION)
     graph = qa_builder(actor_model=actor, reflector_model=reflector).compile(
         checkpointer=InMemorySaver()
     )
-    state = stream_thread(graph, "t", dict(perf.LOOP_TASK), Context(max_trials=2))
+    state = stream_thread(graph, "t", dict(overhead.LOOP_TASK), Context(max_trials=2))
     usage = state["usage"]
     for node in ("actor", "reflector"):
         calls = usage[node]["calls"]
@@ -235,8 +239,8 @@ def test_learning_cost_run_shells_the_fixed_slice(monkeypatch, capsys, tmp_path)
         hotpot(out, strategy, [True], 10)
         return type("Done", (), {"returncode": 0})()
 
-    monkeypatch.setattr(perf.subprocess, "run", fake_run)
-    monkeypatch.setattr("reflexion.alfworld_env.engine_available", lambda: False)
+    monkeypatch.setattr(learning_cost.subprocess, "run", fake_run)
+    monkeypatch.setattr("reflexion.alfworld.env.engine_available", lambda: False)
     code, out, err = cli(monkeypatch, capsys, "perf", "learning-cost", "--run", "--model", "m:x")
     assert code == 0, err
     assert [c[4] for c in commands] == ["hotpotqa", "hotpotqa", "programming", "programming"]

@@ -32,8 +32,8 @@ from reflexion.core.persistence import (
     unfinished,
 )
 from reflexion.graphs.builder import programming_builder, qa_builder
+from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
-from tests.fake import ScriptedChatModel
 from tests.unit.test_faults import server as server  # a fixture
 from tests.unit.test_programming import PROMPT, RIGHT, TESTS_REPLY, WRONG
 

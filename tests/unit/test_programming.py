@@ -33,7 +33,7 @@ from reflexion.programming.scoring import (
     score_thread,
     write_human_eval_files,
 )
-from tests.fake import ScriptedChatModel
+from reflexion.testing import ScriptedChatModel
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b.\n    >>> add(2, 3)\n    5\n    """\n'
 HIDDEN = "def check(candidate):\n    assert candidate(40, 2) == 42  # HIDDEN-MARKER\n"

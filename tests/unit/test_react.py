@@ -16,7 +16,7 @@ from reflexion.graphs.builder import react_builder
 from reflexion.graphs.qa import react_graph
 from reflexion.hotpotqa.wiki import OfflineCorpus
 from reflexion.nodes.react import REACT_GRAMMAR
-from tests.fake import RuleChatModel, ScriptedChatModel
+from reflexion.testing import RuleChatModel, ScriptedChatModel
 from tests.unit.test_wiki import PAGES, write_hotpotqa
 
 TASK = {

@@ -26,8 +26,8 @@ from reflexion.core.persistence import open_checkpointer, replay_from, unfinishe
 from reflexion.graphs.agents import AGENTS
 from reflexion.graphs.builder import qa_builder
 from reflexion.graphs.qa import graph as qa_graph
+from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
-from tests.fake import ScriptedChatModel
 from tests.unit.test_persistence import (
     cut_short_in_the_second_evaluator,
     killed_after_the_second_actor,

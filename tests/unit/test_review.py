@@ -18,8 +18,8 @@ from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.builder import qa_builder
+from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
-from tests.fake import ScriptedChatModel
 from tests.unit.test_faults import server as server  # a fixture
 
 PRAGUE = {"task": "Which river flows through Prague?", "context": "", "reference": "Vltava"}

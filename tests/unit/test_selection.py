@@ -15,7 +15,7 @@ from reflexion.core.selection import answers_in_force, chosen_index
 from reflexion.graphs.builder import programming_builder, qa_builder
 from reflexion.programming.problems import CodeProblem
 from reflexion.programming.scoring import score_thread
-from tests.fake import ScriptedChatModel
+from reflexion.testing import ScriptedChatModel
 
 TWO_EXAMPLES = (
     'def add(a: int, b: int) -> int:\n    """Return the sum of a and b.\n'

@@ -1,4 +1,6 @@
-"""A scripted fake chat model for unit tests: replies from a list and records every prompt."""
+"""Fake chat models and a fake household, for tests and for measuring the loop without a model:
+scripted replies that record every prompt, replies computed by a rule, and an instant fixed
+reply with fixed token counts."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
@@ -76,7 +79,8 @@ class ScriptedHousehold:
 
     One room: ``countertop 1`` holds a ``mug 1``, ``cabinet 1`` is closed, ``shelf 1`` is
     empty. The task is to put the mug on the shelf; ``move mug 1 to shelf 1`` while holding
-    it wins and ends the episode (``move mug 1 to shelf 1``, the engine's phrasing). Anything else the room does not allow: ``Nothing happens.``
+    it wins and ends the episode (``move mug 1 to shelf 1``, the engine's phrasing). Anything
+    else the room does not allow: ``Nothing happens.``
     Counts resets and steps so tests can see replays.
     """
 
@@ -124,7 +128,8 @@ class ScriptedHousehold:
             return f"You arrive at {place}. On the {place}, you see {self._contents(place)}."
         if command == "open cabinet 1" and self.at == "cabinet 1":
             self.cabinet_open = True
-            return f"You open the cabinet 1. The cabinet 1 is open. In it, you see {self._contents('cabinet 1')}."
+            inside = self._contents("cabinet 1")
+            return f"You open the cabinet 1. The cabinet 1 is open. In it, you see {inside}."
         if words[:1] == ["take"] and " from " in command and self.held is None:
             obj, place = command[len("take ") :].split(" from ", 1)
             if place == self.at and obj in self.places.get(place, []):
@@ -160,3 +165,31 @@ class ScriptedHousehold:
 
     def close(self) -> None:
         self.closed = True
+
+
+class InstantChatModel(BaseChatModel):
+    """A chat model that answers at once with a fixed reply (no I/O, deterministic) and
+    reports a fixed token count, so a run measures the graph and not a model."""
+
+    reply: str
+    prompt_tokens: int = 100
+    completion_tokens: int = 20
+
+    @property
+    def _llm_type(self) -> str:
+        return "perf-instant"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        usage = UsageMetadata(
+            input_tokens=self.prompt_tokens,
+            output_tokens=self.completion_tokens,
+            total_tokens=self.prompt_tokens + self.completion_tokens,
+        )
+        message = AIMessage(content=self.reply, usage_metadata=usage)
+        return ChatResult(generations=[ChatGeneration(message=message)])

@@ -1,0 +1,1 @@
+../../../reflexion/testing.py

@@ -1,0 +1,83 @@
+"""The layout the README describes: graphs, nodes and prompts installed inside the package, no
+module too long to read in one sitting, no package importing one that imports it back, and the
+type-checking mirror in .ci/typing complete."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2]
+PACKAGES = {
+    "reflexion": ROOT / "reflexion",
+    **{f"reflexion.{d}": ROOT / d for d in ("graphs", "nodes", "prompts")},
+}
+MOST_LINES = 600
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for name, folder in PACKAGES.items():
+        for file in folder.rglob("*.py"):
+            parts = file.relative_to(folder).with_suffix("").parts
+            if name == "reflexion" and parts[0] in ("graphs", "nodes", "prompts"):
+                continue
+            found[".".join((name, *parts)).removesuffix(".__init__")] = file
+    return found
+
+
+def package_of(module: str) -> str:
+    """The second-level package a module belongs to (reflexion.core, reflexion.graphs, …)."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 2 else module
+
+
+def test_graphs_nodes_and_prompts_import_inside_the_package():
+    import reflexion.graphs.agents
+    import reflexion.nodes
+    import reflexion.prompts
+
+    assert Path(reflexion.graphs.agents.__file__).parent == ROOT / "graphs"
+    assert Path(reflexion.nodes.__file__).parent == ROOT / "nodes"
+    assert reflexion.prompts.load_prompt("cot_system")
+
+
+def test_no_module_is_longer_than_600_lines():
+    long = {
+        m: n for m, f in modules().items() if (n := len(f.read_text().splitlines())) > MOST_LINES
+    }
+    assert long == {}
+
+
+def test_no_import_cycle_between_packages():
+    edges: dict[str, set[str]] = {}
+    for module, file in modules().items():
+        here = package_of(module)
+        for node in ast.walk(ast.parse(file.read_text())):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.module.startswith("reflexion.")
+            ):
+                there = package_of(node.module)
+                if there != here and there != "reflexion.testing":
+                    edges.setdefault(here, set()).add(there)
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in edges.get(start, ()):
+            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
+                return True
+        return False
+
+    cycles = sorted(p for p in edges if reaches(p, p, {p}))
+    assert cycles == []
+
+
+def test_the_type_checking_mirror_links_every_entry():
+    """mypy cannot follow the editable install's mapping of graphs/, nodes/ and prompts/, so it
+    reads .ci/typing/reflexion, a tree of links laid out as the installed package."""
+    mirror = ROOT / ".ci" / "typing" / "reflexion"
+    wanted = {p.name for p in (ROOT / "reflexion").iterdir() if p.name != "__pycache__"}
+    wanted |= {"graphs", "nodes", "prompts"}
+    assert {p.name for p in mirror.iterdir()} == wanted
+    assert all((mirror / name).resolve().exists() for name in wanted)
