@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from reflexion.hotpotqa.questions import load_hotpotqa
-from reflexion.perf.commands import chat_completion
+from reflexion.perf.concurrency import chat_completion
 
 REPO = Path(__file__).resolve().parent.parent
 

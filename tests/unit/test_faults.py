@@ -26,7 +26,7 @@ from reflexion.core.errors import ProviderError
 from reflexion.core.models import RetryingChatModel, RetryPolicy, load_chat_model
 from reflexion.graphs.builder import qa_builder
 from reflexion.nodes import common as node_common
-from reflexion.perf.commands import chat_completion
+from reflexion.perf.concurrency import chat_completion
 
 pytestmark = [
     pytest.mark.allow_hosts(["127.0.0.1"]),

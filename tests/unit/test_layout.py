@@ -81,3 +81,17 @@ def test_the_type_checking_mirror_links_every_entry():
     wanted |= {"graphs", "nodes", "prompts"}
     assert {p.name for p in mirror.iterdir()} == wanted
     assert all((mirror / name).resolve().exists() for name in wanted)
+
+
+def test_every_package_is_listed_for_the_wheel():
+    """pyproject.toml lists the packages (package-dir maps three of them), so a new folder
+    must be added there or a built wheel would leave it out."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {"reflexion.graphs", "reflexion.nodes", "reflexion.prompts"}
+    for init in (ROOT / "reflexion").rglob("__init__.py"):
+        found.add(".".join(("reflexion", *init.parent.relative_to(ROOT / "reflexion").parts)))
+    assert listed == found
