@@ -14,37 +14,9 @@ from reflexion.alfworld.household import failure_curves, self_evaluation, solved
 from reflexion.bench.driver import BenchTask
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import household_summary, outcome_table
-from reflexion.cli.bench import (
-    Family,
-    Task,
-    Variant,
-    check_output,
-    default_plot,
-    report_errors,
-    result_settings,
-    run_variants,
-    strategies_of,
-)
+from reflexion.cli import bench as run
+from reflexion.cli import options as opt
 from reflexion.cli.common import console, with_lessons
-from reflexion.cli.options import (
-    DEFAULT_DB,
-    DEFAULTS,
-    BaseUrlOpt,
-    ConcurrencyOpt,
-    DbOpt,
-    LessonFilterOpt,
-    LessonsOpt,
-    ModelOpt,
-    OffsetOpt,
-    OutputOpt,
-    RecallOpt,
-    ServerOpt,
-    TempOpt,
-    check_memory,
-    check_offset,
-    choice,
-    given,
-)
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
@@ -88,7 +60,7 @@ def bench_alfworld(
             help="How many games, taken in turn from each task type (12 = 2 of each of the 6).",
         ),
     ] = 12,
-    offset: OffsetOpt = 0,
+    offset: opt.OffsetOpt = 0,
     in_order: Annotated[
         bool,
         typer.Option("--in-order", help="Take games in name order, not in turn by task type."),
@@ -96,15 +68,15 @@ def bench_alfworld(
     max_steps: Annotated[
         int,
         typer.Option("--max-steps", min=1, help="Most turns (thoughts and commands) per trial."),
-    ] = DEFAULTS.alfworld_steps,
+    ] = opt.DEFAULTS.alfworld_steps,
     memory: Annotated[
         int, typer.Option("--memory", "-k", min=0, help="Ω: reflections the actor sees.")
     ] = 3,
-    model: ModelOpt = DEFAULT_MODEL,
-    temperature: TempOpt = DEFAULTS.temperature,
-    base_url: BaseUrlOpt = None,
-    concurrency: ConcurrencyOpt = 1,
-    output: OutputOpt = None,
+    model: opt.ModelOpt = DEFAULT_MODEL,
+    temperature: opt.TempOpt = opt.DEFAULTS.temperature,
+    base_url: opt.BaseUrlOpt = None,
+    concurrency: opt.ConcurrencyOpt = 1,
+    output: opt.OutputOpt = None,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -113,21 +85,21 @@ def bench_alfworld(
             "(Figure 3b) go next to it with a -failures suffix.",
         ),
     ] = None,
-    db: DbOpt = DEFAULT_DB,
-    server: ServerOpt = None,
-    lessons: LessonsOpt = False,
-    recall_k: RecallOpt = DEFAULTS.recall_k,
-    lesson_filter: LessonFilterOpt = DEFAULTS.lesson_filter,
+    db: opt.DbOpt = opt.DEFAULT_DB,
+    server: opt.ServerOpt = None,
+    lessons: opt.LessonsOpt = False,
+    recall_k: opt.RecallOpt = opt.DEFAULTS.recall_k,
+    lesson_filter: opt.LessonFilterOpt = opt.DEFAULTS.lesson_filter,
 ) -> None:
     """Reflexion on ALFWorld (the real TextWorld engine): the proportion of games solved per
     trial (Figure 3a) and why failed trials failed — hallucination, inefficient planning or the
     step limit (Figure 3b) — as tables and PNGs."""
-    evaluator = choice(evaluator, ("heuristic", "llm"), "--evaluator")
-    check_memory(memory, trials, given=given(cli, "memory"))
-    strategies = strategies_of(strategy)
-    check_output(output, strategies)
+    evaluator = opt.choice(evaluator, ("heuristic", "llm"), "--evaluator")
+    opt.check_memory(memory, trials, given=opt.given(cli, "memory"))
+    strategies = run.strategies_of(strategy)
+    run.check_output(output, strategies)
     selected = select_games(load_games(games), limit, offset, balanced=not in_order)
-    check_offset(selected, offset, "games")
+    opt.check_offset(selected, offset, "games")
     if server is None and not engine_available():  # a server plays the games itself
         raise ReflexionError(ENGINE_MISSING)
     variants = []
@@ -149,7 +121,7 @@ def bench_alfworld(
         ctx = with_lessons(ctx, lessons, recall_k, lesson_filter)
         settings = {
             "bench": "alfworld",
-            **result_settings(ctx),
+            **run.result_settings(ctx),
             "games_source": str(games or "valid_unseen"),
         }
         header = (
@@ -157,7 +129,7 @@ def bench_alfworld(
             f"Ω={memory} · steps={max_steps} · model={model} · {len(selected)} game(s)"
         )
         variants.append(
-            Variant(
+            run.Variant(
                 name,
                 "alfworld",
                 ctx,
@@ -167,11 +139,11 @@ def bench_alfworld(
                 finalize=_episodes,
             )
         )
-    family = Family(
+    family = run.Family(
         "alfworld",
         "games",
         [
-            Task(
+            run.Task(
                 g.name,
                 {"game": g.name, "task_id": g.name},
                 f"[bold]{escape(g.kind)}:{escape(g.name.split('/')[0][-28:])}[/] ",
@@ -182,7 +154,7 @@ def bench_alfworld(
         print_trial=_print_household_trial,
         print_final=_print_household_final,
     )
-    outcome = run_variants(
+    outcome = run.run_variants(
         family,
         variants,
         db=db,
@@ -206,8 +178,8 @@ def bench_alfworld(
             f"per game {mean}"
         )
     console.print(outcome_table(results, outcome.errors, lambda f: bool(f.get("won_at")), "games"))
-    report_errors(outcome.errors, "game")
-    plot = default_plot(plot, outcome, f"alfworld-{evaluator}-{'+'.join(strategies)}")
+    run.report_errors(outcome.errors, "game")
+    plot = run.default_plot(plot, outcome, f"alfworld-{evaluator}-{'+'.join(strategies)}")
     curves = {name: solved_curve(f, trials) for name, f in results.items() if f}
     if curves:
         learning_curve(curves, plot, title=f"ALFWorld ({evaluator}): proportion solved by trial")

@@ -10,43 +10,9 @@ import typer
 from reflexion.bench.driver import solved_by_trial
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import outcome_table, qa_paired, summarize
-from reflexion.cli.bench import (
-    Family,
-    Task,
-    Variant,
-    check_output,
-    default_plot,
-    report_errors,
-    result_settings,
-    run_variants,
-    strategies_of,
-)
+from reflexion.cli import bench as run
+from reflexion.cli import options as opt
 from reflexion.cli.common import console, qa_context, with_lessons
-from reflexion.cli.options import (
-    DEFAULT_DB,
-    DEFAULTS,
-    BaseUrlOpt,
-    ConcurrencyOpt,
-    DbOpt,
-    EvaluatorOpt,
-    LessonFilterOpt,
-    LessonsOpt,
-    MemoryOpt,
-    ModelOpt,
-    OffsetOpt,
-    OutputOpt,
-    PairedOpt,
-    RecallOpt,
-    ServerOpt,
-    StepsOpt,
-    TempOpt,
-    TrialsOpt,
-    WikiOpt,
-    check_offset,
-    choice,
-    given,
-    paired_locally,
-)
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.graphs.agents import QUESTION_AGENTS
 from reflexion.hotpotqa.questions import load_hotpotqa
@@ -59,16 +25,16 @@ def bench_hotpotqa(
         typer.Option("--dataset", help="HotPotQA JSONL (default: bundled 100-question sample)."),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many questions.")] = 5,
-    offset: OffsetOpt = 0,
+    offset: opt.OffsetOpt = 0,
     agent: Annotated[
         str,
         typer.Option(
             "--agent", help="cot-gt (with gold context) | cot (question only) | react (Wikipedia)."
         ),
     ] = "cot-gt",
-    model: ModelOpt = DEFAULT_MODEL,
-    trials: TrialsOpt = DEFAULTS.max_trials,
-    memory: MemoryOpt = DEFAULTS.memory_size,
+    model: opt.ModelOpt = DEFAULT_MODEL,
+    trials: opt.TrialsOpt = opt.DEFAULTS.max_trials,
+    memory: opt.MemoryOpt = opt.DEFAULTS.memory_size,
     strategy: Annotated[
         str,
         typer.Option(
@@ -76,11 +42,11 @@ def bench_hotpotqa(
             help="One or more of none, last_attempt, reflexion, last_attempt_and_reflexion, "
             "comma-separated; each runs in turn and gets a line in the plot.",
         ),
-    ] = DEFAULTS.strategy,
-    evaluator: EvaluatorOpt = DEFAULTS.evaluator,
-    temperature: TempOpt = DEFAULTS.temperature,
-    base_url: BaseUrlOpt = None,
-    wiki: WikiOpt = DEFAULTS.wiki,
+    ] = opt.DEFAULTS.strategy,
+    evaluator: opt.EvaluatorOpt = opt.DEFAULTS.evaluator,
+    temperature: opt.TempOpt = opt.DEFAULTS.temperature,
+    base_url: opt.BaseUrlOpt = None,
+    wiki: opt.WikiOpt = opt.DEFAULTS.wiki,
     corpus: Annotated[
         Path | None,
         typer.Option(
@@ -89,29 +55,29 @@ def bench_hotpotqa(
             "(default: the --dataset file).",
         ),
     ] = None,
-    max_steps: StepsOpt = DEFAULTS.max_steps,
-    concurrency: ConcurrencyOpt = 1,
-    output: OutputOpt = None,
+    max_steps: opt.StepsOpt = opt.DEFAULTS.max_steps,
+    concurrency: opt.ConcurrencyOpt = 1,
+    output: opt.OutputOpt = None,
     plot: Annotated[
         Path | None,
         typer.Option("--plot", help="Learning-curve PNG (default: next to the results)."),
     ] = None,
-    db: DbOpt = DEFAULT_DB,
-    server: ServerOpt = None,
-    lessons: LessonsOpt = False,
-    recall_k: RecallOpt = DEFAULTS.recall_k,
-    lesson_filter: LessonFilterOpt = DEFAULTS.lesson_filter,
-    paired_runs: PairedOpt = True,
+    db: opt.DbOpt = opt.DEFAULT_DB,
+    server: opt.ServerOpt = None,
+    lessons: opt.LessonsOpt = False,
+    recall_k: opt.RecallOpt = opt.DEFAULTS.recall_k,
+    lesson_filter: opt.LessonFilterOpt = opt.DEFAULTS.lesson_filter,
+    paired_runs: opt.PairedOpt = True,
 ) -> None:
     """Reflexion on HotPotQA: every trial printed and saved, a per-trial accuracy table, a
     paired comparison with the no-memory baseline and a learning-curve PNG (one line per
     strategy)."""
-    agent = choice(agent, QUESTION_AGENTS, "--agent")
-    strategies = strategies_of(strategy)
-    paired = paired_locally(cli, paired_runs, server)
-    check_output(output, strategies)
+    agent = opt.choice(agent, QUESTION_AGENTS, "--agent")
+    strategies = run.strategies_of(strategy)
+    paired = opt.paired_locally(cli, paired_runs, server)
+    run.check_output(output, strategies)
     questions = load_hotpotqa(dataset, limit=limit, offset=offset)
-    check_offset(questions, offset, "questions")
+    opt.check_offset(questions, offset, "questions")
     if corpus is None and dataset is not None:
         corpus = dataset
     variants = []
@@ -128,13 +94,13 @@ def bench_hotpotqa(
             corpus=str(corpus) if corpus else None,
             max_steps=max_steps,
             load=False,
-            memory_given=given(cli, "memory"),
+            memory_given=opt.given(cli, "memory"),
         )
         ctx = with_lessons(ctx, lessons, recall_k, lesson_filter)
         settings = {
             "bench": "hotpotqa",
             "agent": agent,
-            **result_settings(ctx),
+            **run.result_settings(ctx),
             "dataset": str(dataset or "sample"),
         }
         header = (
@@ -142,13 +108,13 @@ def bench_hotpotqa(
             f"model={model} · {len(questions)} question(s)"
         )
         variants.append(
-            Variant(f"{agent} {name}", agent, ctx, settings, f"hotpotqa-{agent}-{name}", header)
+            run.Variant(f"{agent} {name}", agent, ctx, settings, f"hotpotqa-{agent}-{name}", header)
         )
-    family = Family(
+    family = run.Family(
         "hotpotqa",
         "questions",
         [
-            Task(
+            run.Task(
                 q.id,
                 {
                     "task": q.question,
@@ -162,7 +128,7 @@ def bench_hotpotqa(
             for i, q in enumerate(questions, 1)
         ],
     )
-    outcome = run_variants(
+    outcome = run.run_variants(
         family,
         variants,
         db=db,
@@ -184,8 +150,8 @@ def bench_hotpotqa(
     console.print(outcome_table(results, outcome.errors, lambda f: bool(f["solved"]), "questions"))
     if paired:
         console.print(qa_paired(results, f"{agent} none"))
-    report_errors(outcome.errors, "question")
-    plot = default_plot(plot, outcome, f"hotpotqa-{agent}-{'+'.join(strategies)}")
+    run.report_errors(outcome.errors, "question")
+    plot = run.default_plot(plot, outcome, f"hotpotqa-{agent}-{'+'.join(strategies)}")
     curves = {label: solved_by_trial(f, trials) for label, f in results.items() if f}
     if curves:
         learning_curve(curves, plot, title=f"HotPotQA {agent}: proportion solved by trial")

