@@ -9,7 +9,8 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field, fields
 from functools import cache
-from typing import Annotated, Literal, get_args, get_origin, get_type_hints
+from types import UnionType
+from typing import Annotated, Literal, Union, get_args, get_origin, get_type_hints
 
 from langgraph.runtime import Runtime
 
@@ -279,6 +280,11 @@ class Context:
     )
 
     def __post_init__(self) -> None:
+        for name, kinds in _scalar_types().items():
+            value = getattr(self, name)
+            if not _is_kind(value, kinds):
+                wanted = " or ".join("None" if k is type(None) else k.__name__ for k in kinds)
+                raise ReflexionError(f"{name} is {value!r}: give a value of type {wanted}")
         for name, allowed in _choices().items():
             value = getattr(self, name)
             if value not in allowed:
@@ -351,6 +357,32 @@ def _choices() -> dict[str, tuple[object, ...]]:
         for f in fields(Context)
         if get_origin(hints[f.name]) is Literal
     }
+
+
+@cache
+def _scalar_types() -> dict[str, tuple[type, ...]]:
+    """Every ``Context`` field typed as plain ``int``, ``float``, ``bool`` or ``str`` (or one of
+    them or None), with the types it accepts: a server's JSON context or an embedding app can
+    hand over a string where a number belongs, and that should read as a clear error."""
+    plain = (int, float, bool, str, type(None))
+    found = {}
+    for f in fields(Context):
+        hint = get_type_hints(Context)[f.name]
+        if get_origin(hint) is Annotated:
+            hint = get_args(hint)[0]
+        kinds = get_args(hint) if get_origin(hint) in (UnionType, Union) else (hint,)
+        if all(k in plain for k in kinds):
+            found[f.name] = tuple(kinds)
+    return found
+
+
+def _is_kind(value: object, kinds: tuple[type, ...]) -> bool:
+    """``isinstance`` as a context field means it: a bool is not a number, an int is a float."""
+    if isinstance(value, bool):
+        return bool in kinds
+    if isinstance(value, int) and float in kinds:
+        return True
+    return any(isinstance(value, k) for k in kinds if k is not bool)
 
 
 def get_context(runtime: Runtime[Context] | None) -> Context:

@@ -159,6 +159,28 @@ def test_every_choice_field_rejects_a_value_outside_its_type(field: str, value: 
         Context(**{field: value})
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "wanted"),
+    [
+        ("max_trials", "3", "int"),
+        ("memory_size", 1.5, "int"),
+        ("temperature", True, "float"),
+        ("temperature", "0.7", "float"),
+        ("base_url", 8080, "str or None"),
+        ("lessons", "yes", "bool"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_a_one_line_error(field: str, value: object, wanted: str):
+    """A server's JSON context or an embedding app can send a string where a number belongs:
+    that names the field and the type, instead of a TypeError from deep inside a node."""
+    with pytest.raises(ReflexionError, match=f"^{field} is .*: give a value of type {wanted}$"):
+        Context(**{field: value})
+
+
+def test_an_int_is_accepted_where_a_float_belongs():
+    assert Context(temperature=1, test_timeout=2).temperature == 1
+
+
 def test_unknown_context_keys_warn_and_known_ones_apply():
     from types import SimpleNamespace
 
