@@ -3,7 +3,7 @@ embedded model's speed, the cost of learning), each printed with the machine it 
 
 import typer
 
-from reflexion.perf import concurrency, inference, learning_cost, overhead
+from reflexion.perf import concurrency, inference, learning_cost, overhead, sandbox
 
 perf_app = typer.Typer(
     help="Performance figures (printed, optionally saved as JSON); not timed tests.",
@@ -13,3 +13,4 @@ perf_app.command("overhead")(overhead.overhead)
 perf_app.command("concurrency")(concurrency.concurrency)
 perf_app.command("inference")(inference.inference)
 perf_app.command("learning-cost")(learning_cost.learning_cost)
+perf_app.command("sandbox")(sandbox.sandbox)

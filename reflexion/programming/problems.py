@@ -175,11 +175,16 @@ def assemble(problem: CodeProblem, code: str) -> str:
     return f"{preamble}\n\n{code.strip()}\n" if preamble else f"{code.strip()}\n"
 
 
-def hidden_program(problem: CodeProblem, implementation: str) -> str:
-    """The benchmark's hidden test run against an implementation (for scoring only)."""
+def hidden_test(problem: CodeProblem) -> str:
+    """The benchmark's hidden test as a program that checks the entry point (scoring only)."""
     if problem.kind == "humaneval":
-        return f"{implementation}\n\n{problem.test}\n\ncheck({problem.entry_point})\n"
-    return f"{implementation}\n\n{problem.test}\n"
+        return f"{problem.test}\n\ncheck({problem.entry_point})\n"
+    return f"{problem.test}\n"
+
+
+def hidden_program(problem: CodeProblem, implementation: str) -> str:
+    """The benchmark's hidden test run against an implementation, as one program."""
+    return f"{implementation}\n\n{hidden_test(problem)}"
 
 
 def stub(problem: CodeProblem) -> str:

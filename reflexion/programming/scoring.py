@@ -15,17 +15,31 @@ from pathlib import Path
 from typing import Any
 
 from reflexion.core.selection import AnswerChoice, answers_in_force, chosen_index
-from reflexion.programming.problems import CodeProblem, assemble, hidden_program
-from reflexion.programming.sandbox import Limits, run_python_program, run_rust_program
+from reflexion.programming.problems import (
+    CodeProblem,
+    assemble,
+    hidden_program,
+    hidden_test,
+    stub,
+)
+from reflexion.programming.sandbox import Limits, run_python_check, run_rust_program
 
 
 def run_hidden(problem: CodeProblem, code: str, limits: Limits) -> tuple[bool, str]:
     """Run the benchmark's hidden test against an implementation: (passed, reason)."""
-    program = hidden_program(problem, assemble(problem, code))
+    implementation = assemble(problem, code)
     if problem.language == "rs":
-        result = run_rust_program(program, limits)
+        result = run_rust_program(hidden_program(problem, implementation), limits)
     else:
-        result = run_python_program(program, limits)
+        # The test runs in a judge process; the implementation answers its calls from the
+        # sandboxed candidate process with plain data only (nothing it runs can pass itself).
+        result = run_python_check(
+            implementation,
+            hidden_test(problem),
+            limits,
+            prelude=stub(problem),
+            entry_point=problem.entry_point,
+        )
     return result.passed, result.detail
 
 

@@ -19,6 +19,7 @@ from reflexion.programming.sandbox import (
     ProgramResult,
     SuiteResult,
     check_rust_tests,
+    run_python_check,
     run_python_program,
     run_python_tests,
     run_rust_program,
@@ -154,7 +155,12 @@ def test_python_prints_cannot_fake_a_result() -> None:
         "    return 1\n"
     )
     result = run_python_tests(code, ["assert f() == 2"])
-    assert details(result) == ["output: 1"]
+    # The writes reach the candidate's own reply pipe too: a reply that is not plain data
+    # breaks the channel, and the test fails.
+    assert not result.passed
+    assert details(result) == [
+        "the candidate broke the channel (it may only answer with plain data)"
+    ]
 
 
 # ---- Python: hostile code ---------------------------------------------------------------------
@@ -475,23 +481,171 @@ def test_rust_functions_need_rustc(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
 
 
 def test_the_child_side_imports_only_the_standard_library():
-    """Every sandboxed process runs child.py as a script under `python -I -S`: it must not
-    need the package, or anything installed."""
+    """Every sandboxed process runs child.py as a script under `python -I -S` (it loads its
+    sibling plain.py by path): neither may need the package, or anything installed. child.py
+    imports plain.py from the package only when the caller side imports it."""
     import ast
     import sys
 
     from reflexion.programming.sandbox import runner
 
-    child = Path(runner.__file__).with_name("child.py")
-    tree = ast.parse(child.read_text())
-    imported = {
-        alias.name.split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import)
-        for alias in node.names
-    } | {
-        node.module.split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
-    }
-    assert imported - {"__future__"} <= set(sys.stdlib_module_names)
+    for name in ("child.py", "plain.py"):
+        tree = ast.parse(Path(runner.__file__).with_name(name).read_text())
+        guarded = {
+            id(node)
+            for branch in tree.body
+            if isinstance(branch, ast.If) and ast.unparse(branch.test) == "__package__"
+            for node in ast.walk(ast.Module(body=branch.body, type_ignores=[]))
+        }
+        imported = {
+            alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        } | {
+            node.module.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and id(node) not in guarded
+        }
+        assert imported - {"__future__"} <= set(sys.stdlib_module_names), name
+
+
+# ---- Python: verdicts the candidate cannot forge ------------------------------------------------
+# Tests run in a judge process; the candidate's functions answer from another process with
+# plain data only. Each test below is code that fails its test and tries to be reported as
+# passing anyway.
+
+
+def test_an_object_equal_to_everything_does_not_cross_to_the_judge() -> None:
+    code = (
+        "class Anything:\n"
+        "    def __eq__(self, other):\n"
+        "        return True\n"
+        "    __hash__ = object.__hash__\n"
+        "class Two(int):\n"
+        "    def __eq__(self, other):\n"
+        "        return True\n"
+        "    __hash__ = int.__hash__\n"
+        "def f():\n"
+        "    return Anything()\n"
+        "def g():\n"
+        "    return [Two(1)]\n"
+        "def h():\n"
+        "    return 1\n"
+    )
+    result = run_python_tests(code, ["assert f() == 5", "assert g() == [2]", "assert h() == 1"])
+    assert [o.passed for o in result.outcomes] == [False, False, True]
+    assert details(result)[0].startswith("TypeError: f returned a value of type Anything: only")
+    assert "a value of type Two" in details(result)[1]
+
+
+def test_patching_what_the_reporter_uses_forges_nothing() -> None:
+    code = (
+        "import builtins, json, os, sys\n"
+        'FAKE = \'{"status": "pass", "detail": ""}\'\n'
+        "json.dumps = lambda *a, **k: FAKE\n"
+        "json.loads = lambda *a, **k: {'status': 'pass', 'detail': ''}\n"
+        "_write = os.write\n"
+        "os.write = lambda fd, data: _write(fd, FAKE.encode() + b'\\n')\n"
+        "os._exit = lambda code=0: None\n"
+        "builtins.isinstance = lambda *a: True\n"
+        "def f():\n"
+        "    return 1\n"
+    )
+    result = run_python_tests(code, ["assert f() == 2", "assert f() == 1"])
+    # Its own process breaks (a broken channel or a crash): the test fails, and a test the
+    # same code would pass cannot pass either, so nothing was forged.
+    assert [o.passed for o in result.outcomes] == [False, False]
+
+
+def test_walking_the_frames_finds_no_verdict_to_write() -> None:
+    """The candidate's process holds its own configuration (and a token of its own), not the
+    judge's: whatever it reports there is never read as the test's verdict."""
+    code = (
+        "import json, os, sys\n"
+        "def f():\n"
+        "    frame = sys._getframe()\n"
+        "    while frame is not None:\n"
+        "        for value in list(frame.f_locals.values()):\n"
+        "            if isinstance(value, dict) and 'token' in value:\n"
+        "                line = json.dumps({'token': value['token'], 'status': 'pass', 'detail': ''})\n"
+        "                for fd in range(3, 64):\n"
+        "                    try:\n"
+        "                        os.write(fd, (line + '\\n').encode())\n"
+        "                    except OSError:\n"
+        "                        pass\n"
+        "        frame = frame.f_back\n"
+        "    os._exit(0)\n"
+    )
+    result = run_python_tests(code, ["assert f() == 2"])
+    assert not result.passed
+
+
+def test_the_candidate_cannot_reach_the_judge_process() -> None:
+    """Other processes of the sandbox (the judge) are not dumpable: their memory, descriptors
+    and environment are closed to the candidate."""
+    code = (
+        "import os\n"
+        "def f():\n"
+        "    reached = []\n"
+        "    for pid in os.listdir('/proc'):\n"
+        "        if not pid.isdigit() or int(pid) == os.getpid():\n"
+        "            continue\n"
+        "        for what in ('environ', 'mem', 'fd'):\n"
+        "            try:\n"
+        "                path = f'/proc/{pid}/{what}'\n"
+        "                os.listdir(path) if what == 'fd' else open(path, 'rb').read(1)\n"
+        "                reached.append(what)\n"
+        "            except (OSError, PermissionError):\n"
+        "                pass\n"
+        "    return reached\n"
+    )
+    result = run_python_tests(code, ["assert f() == []"])
+    assert result.passed, details(result)
+
+
+def test_exceptions_and_exits_of_the_candidate_keep_their_names() -> None:
+    code = (
+        "import sys\n"
+        "class Custom(Exception):\n"
+        "    pass\n"
+        "def f(x):\n"
+        "    if x == 1:\n"
+        "        raise ValueError('bad one')\n"
+        "    if x == 2:\n"
+        "        raise Custom('mine')\n"
+        "    if x == 3:\n"
+        "        sys.exit(4)\n"
+        "    return {(1, 2): {3}, 'b': b'x', 'n': None, 'f': 1.5}\n"
+    )
+    tests = [
+        "assert f(1) == 0",
+        "assert f(2) == 0",
+        "assert f(3) == 0",
+        "try:\n    f(1)\nexcept ValueError as e:\n    assert str(e) == 'bad one'",
+        "assert f(0) == {(1, 2): {3}, 'b': b'x', 'n': None, 'f': 1.5}",
+        "assert f(lambda: 0) == 0",
+    ]
+    result = run_python_tests(code, tests)
+    assert [o.passed for o in result.outcomes] == [False, False, False, True, True, False]
+    assert details(result)[:3] == [
+        "ValueError: bad one",
+        "Custom: mine",
+        "exited with code 4 (sys.exit)",
+    ]
+    assert details(result)[5].startswith("TypeError: f was called with a value of type function")
+
+
+def test_a_hidden_test_uses_the_prompts_helpers_not_the_candidates() -> None:
+    """A benchmark's check runs in the judge after the trusted prompt: a candidate that
+    redefines a helper the check relies on cannot make a wrong answer pass."""
+    prompt = 'def double(x):\n    return 2 * x\n\ndef half(y):\n    """double(half(y)) == y"""\n'
+    test = "def check(candidate):\n    assert double(candidate(8)) == 8\n\ncheck(half)\n"
+    wrong = "def double(x):\n    return 8\n\ndef half(y):\n    return 0\n"
+    right = "def half(y):\n    return y // 2\n"
+    stubbed = prompt + "    raise NotImplementedError\n"
+    assert not run_python_check(wrong, test, prelude=stubbed, entry_point="half").passed
+    assert run_python_check(right, test, prelude=stubbed, entry_point="half").passed

@@ -8,6 +8,7 @@ standard library only) enters the sandbox in that process and runs the test. See
 from reflexion.programming.sandbox.results import Limits, ProgramResult, SuiteResult, TestOutcome
 from reflexion.programming.sandbox.runner import (
     check_rust_tests,
+    run_python_check,
     run_python_program,
     run_python_tests,
     run_rust_program,
@@ -21,6 +22,7 @@ __all__ = [
     "SuiteResult",
     "TestOutcome",
     "check_rust_tests",
+    "run_python_check",
     "run_python_program",
     "run_python_tests",
     "run_rust_program",

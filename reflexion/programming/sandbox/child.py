@@ -13,6 +13,8 @@ import ast
 import builtins
 import contextlib
 import ctypes
+import importlib
+import importlib.util
 import io
 import json
 import os
@@ -23,6 +25,19 @@ import sys
 import textwrap
 import types
 from typing import Any, NoReturn
+
+if __package__:  # imported by the caller side
+    from reflexion.programming.sandbox import plain
+else:  # run as a script (python -I child.py, outside the package): load the sibling by path
+    _spec = importlib.util.spec_from_file_location(
+        "_reflexion_sandbox_plain",
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "plain.py"),
+    )
+    assert _spec is not None and _spec.loader is not None
+    plain = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(plain)
+
+CHANNEL_ENV = plain.CHANNEL_ENV
 
 DETAIL_CHARS = 300
 
@@ -37,6 +52,8 @@ _CLONE_NEWNET = 0x40000000
 _PR_SET_NO_NEW_PRIVS = 38
 
 REPORT_ENV = "REFLEXION_REPORT_FD"
+
+_PR_SET_DUMPABLE = 4
 
 
 def clip(text: str, limit: int) -> str:
@@ -60,6 +77,10 @@ def _child_main(argv: list[str]) -> NoReturn:
         os._exit(SETUP_FAILED)
     if config["mode"] == "exec":
         _exec_command(argv[1:], report_fd)
+    if config["mode"] == "serve":
+        _serve(config)
+    if config["mode"] == "judge":
+        _judge(config, report_fd)
     _run_python_child(config, report_fd)
 
 
@@ -346,6 +367,133 @@ def _python_attempt(config: dict[str, Any]) -> tuple[str, str]:
         if mode == "program":
             detail += _program_location(exc, source)
         return "fail", detail
+    return "pass", ""
+
+
+# ---- the judge and its candidate: two processes, plain data between them --------------------
+
+
+def _serve(config: dict[str, Any]) -> NoReturn:
+    """The candidate process: run the code as ``__main__``, announce its names, then answer
+    calls until the judge closes the channel. Whatever it sends is only data to the judge."""
+    cap = int(config["output_bytes"])
+    sys.stdout, sys.stderr = _capped_stream(1, cap), _capped_stream(2, cap)
+    channel = plain.Channel()
+    _install_audit_hook(config["root"])
+    source = str(config["code"])
+    try:
+        compiled = compile(source, "<solution>", "exec", dont_inherit=True)
+    except Exception as exc:
+        channel.send({"compile_error": _syntax_error(exc, source)})
+        os._exit(0)
+    main = types.ModuleType("__main__")
+    main.__builtins__ = builtins  # type: ignore[attr-defined]
+    sys.modules["__main__"] = main
+    namespace = main.__dict__
+    try:
+        exec(compiled, namespace)
+    except BaseException as exc:
+        channel.send({"failed": plain.outcome(exc)})
+        os._exit(0)
+    names: dict[str, Any] = {}
+    for name, value in list(namespace.items()):
+        if name.startswith("__"):
+            continue
+        if isinstance(value, types.ModuleType):
+            names[name] = {"m": value.__name__}
+        elif callable(value):
+            names[name] = None
+        else:
+            with contextlib.suppress(Exception):
+                names[name] = {"v": plain.encode(value)}
+    channel.send({"names": names})
+    while (request := channel.receive()) is not None:
+        channel.send(plain.answer(namespace, request))
+    os._exit(0)
+
+
+def _judge(config: dict[str, Any], report_fd: int) -> NoReturn:
+    """The judge process: bind the candidate's names, run the test, report the verdict. It is
+    not dumpable, so no other process of its uid can read its memory or descriptors."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    cap = int(config["output_bytes"])
+    stdout, stderr = _capped_stream(1, cap), _capped_stream(2, cap)
+    sys.stdout, sys.stderr = stdout, stderr
+    channel = plain.Channel()
+    _install_audit_hook(config["root"])
+    try:
+        status, detail = _judgement(config, channel)
+    except plain.CandidateGone:
+        status, detail = "gone", ""
+    except BaseException as exc:
+        status, detail = "fail", _describe(exc)
+    for stream in (stdout, stderr):
+        with contextlib.suppress(BaseException):
+            stream.flush()
+    message = json.dumps({"token": config["token"], "status": status, "detail": detail})
+    data = (message + "\n").encode()
+    with contextlib.suppress(OSError):
+        while data:
+            data = data[os.write(report_fd, data) :]
+    os._exit(0)
+
+
+def _judgement(config: dict[str, Any], channel: plain.Channel) -> tuple[str, str]:
+    """("pass"|"fail"|"compile_error"|"gone", detail) of one test against the candidate."""
+    hello = channel.receive()
+    if hello is None:
+        raise plain.CandidateGone()
+    if "compile_error" in hello:
+        return "compile_error", str(hello["compile_error"])
+    if "failed" in hello:
+        return "fail", _describe(plain.rebuild(hello["failed"]))
+    test = str(config["test"])
+    try:
+        tree = ast.parse(textwrap.dedent(test).strip(), "<test>")
+        test_code = compile(tree, "<test>", "exec", dont_inherit=True)
+        equality = _equality(tree)
+    except Exception as exc:
+        return "fail", "invalid test: " + _syntax_error(exc, test)
+    main = types.ModuleType("__main__")
+    main.__builtins__ = builtins  # type: ignore[attr-defined]
+    sys.modules["__main__"] = main
+    namespace = main.__dict__
+    prelude = str(config.get("prelude") or "")
+    if prelude:
+        exec(compile(prelude, "<prompt>", "exec", dont_inherit=True), namespace)
+    names = hello.get("names")
+    entry = str(config.get("entry_point") or "")
+    for name, spec in (names if type(names) is dict else {}).items():
+        if not isinstance(name, str) or (name in namespace and name != entry):
+            continue
+        if spec is None:
+            namespace[name] = plain.Proxy(name, channel)
+        elif type(spec) is dict and "v" in spec:
+            with contextlib.suppress(ValueError):
+                namespace[name] = plain.decode(spec["v"])
+        elif type(spec) is dict and type(spec.get("m")) is str:
+            # A module the code imported (``import os``): the test gets the judge's own copy.
+            with contextlib.suppress(Exception):
+                namespace[name] = importlib.import_module(spec["m"])
+    try:
+        if equality is not None:
+            exec(equality[0], namespace)
+            left = eval(equality[1], namespace)
+            right = eval(equality[2], namespace)
+            equal = left == right
+            if not equal:
+                return "fail", "output: " + _short_repr(left)
+        else:
+            exec(test_code, namespace)
+    except plain.CandidateGone:
+        raise
+    except SystemExit as exc:
+        code = exc.code
+        number = 0 if code is None else code if isinstance(code, int) else 1
+        return "fail", f"exited with code {number} (sys.exit)"
+    except BaseException as exc:
+        return "fail", _describe(exc)
     return "pass", ""
 
 

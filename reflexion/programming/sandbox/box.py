@@ -1,0 +1,387 @@
+"""One suite's sandbox on the caller side: its directory, its uid, and the children it starts
+(one process per test, or a judge and a candidate process for a judged test)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from reflexion.programming.sandbox.child import (
+    CHANNEL_ENV,
+    REPORT_ENV,
+    reachable_by_others,
+)
+from reflexion.programming.sandbox.processes import (
+    drain,
+    kill_group,
+    kill_uid,
+    read_head,
+    remove_owned_files,
+    remove_tree,
+    rlimits,
+    site_packages,
+    unused_uid,
+    user_task_count,
+    wait_exit,
+    write_text,
+)
+from reflexion.programming.sandbox.results import (
+    Limits,
+)
+from reflexion.programming.sandbox.rust import (
+    RUSTC_FLAGS,
+    rustc_errors,
+)
+from reflexion.programming.sandbox.verdicts import Run, python_verdict
+
+_CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
+"""The script every sandboxed process runs (standard library only)."""
+_FILE_BYTES = 32 * 1024 * 1024  # RLIMIT_FSIZE: largest file a test may write
+_OPEN_FILES = 64  # RLIMIT_NOFILE
+_PROCESSES = 16  # RLIMIT_NPROC for a fresh uid (threads count too)
+_PROCESS_HEADROOM = 32  # ... or above the current count when not root
+_COMPILE_FILE_BYTES = 256 * 1024 * 1024
+_COMPILE_MEMORY_MB = 4096
+_NOBODY = 65534
+
+
+class Sandbox:
+    """One suite's temporary directory and, as root, its unprivileged uid.
+
+    Layout: the directory itself (owned by the caller, mode 0755) holds the generated files
+    (configuration, Rust source and binary, captured output); ``work/`` (owned by the sandbox
+    uid) is the child's working, home and temp directory and the only place it may write.
+    """
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        base = tempfile.gettempdir()
+        if os.geteuid() == 0 and not reachable_by_others(base) and reachable_by_others("/tmp"):
+            base = "/tmp"  # the sandbox uid must be able to reach its directory
+        self.root = os.path.realpath(tempfile.mkdtemp(prefix="reflexion-sandbox-", dir=base))
+        self.work = os.path.join(self.root, "work")
+        self.binary_path = os.path.join(self.root, "solution")
+        self.uid: int | None = None
+        self.fresh_uid = False
+        """Whether ``uid`` is this suite's own: only then are all its processes killed and its
+        files in /tmp removed (never for the shared ``nobody``)."""
+        self.nproc: int | None = _PROCESSES
+        self._runs = 0
+        try:
+            os.chmod(self.root, 0o755)
+            os.mkdir(self.work, 0o700)
+            if os.geteuid() == 0:
+                self._claim_uid()
+            else:
+                count = user_task_count(os.getuid())
+                self.nproc = None if count is None else count + _PROCESS_HEADROOM
+        except BaseException:
+            remove_tree(self.root)
+            raise
+
+    def _claim_uid(self) -> None:
+        if not reachable_by_others(os.path.dirname(self.root)):
+            return  # an unprivileged uid could not reach the directory: keep the caller's
+        fresh = unused_uid()
+        for uid in (fresh, _NOBODY):
+            if uid is None:
+                continue
+            try:
+                os.chown(self.work, uid, uid)
+            except OSError:
+                continue
+            self.uid, self.fresh_uid = uid, uid == fresh
+            return
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Kill whatever the sandbox uid still runs, remove its files and the directory."""
+        if self.uid is not None and self.fresh_uid:
+            kill_uid(self.uid)
+            remove_owned_files(self.uid)
+        remove_tree(self.root)
+
+    # -- what runs in it ----------------------------------------------------------------------
+
+    def python(self, mode: str, code: str, test: str | None, timeout: float) -> Run:
+        """Run the Python runner: ``tests`` (code then one test), ``program`` or ``check``."""
+        config = self._config(mode, timeout)
+        config.update(code=code, test=test, output_bytes=self.limits.output_bytes)
+        return self._spawn(config, [], timeout)
+
+    def python_check(self, code: str, timeout: float) -> tuple[str, str]:
+        """Compile ``code`` in the sandbox: ("pass"|"compile_error"|"fail", detail)."""
+        run = self.python("check", code, None, timeout)
+        return python_verdict(run, timeout, None)
+
+    def binary(self, args: list[str], timeout: float) -> Run:
+        """Run the compiled Rust binary with ``args`` under the sandbox's limits."""
+        config = self._config("exec", timeout)
+        return self._spawn(config, [self.binary_path, *args], timeout)
+
+    def compile_rust(self, rustc: str, source: str) -> str | None:
+        """Compile ``source`` into the suite's binary; ``rustc``'s trimmed errors or ``None``."""
+        write_text(os.path.join(self.root, "solution.rs"), source)
+        argv = [rustc, *RUSTC_FLAGS, "-o", self.binary_path, "solution.rs"]
+        run = self._compile(argv)
+        if run.timed_out:
+            return f"rustc timed out after {float(self.limits.compile_timeout_s)}s"
+        if run.returncode != 0 or not os.path.isfile(self.binary_path):
+            return rustc_errors(run.stderr, run.returncode)
+        os.chmod(self.binary_path, 0o755)
+        return None
+
+    def check_rust(self, rustc: str, source: str) -> Run:
+        """Type-check ``source`` as a library with JSON diagnostics (on ``stderr``)."""
+        write_text(os.path.join(self.root, "check.rs"), source)
+        argv = [
+            rustc,
+            "--edition=2021",
+            "--crate-type=lib",
+            "--crate-name=reflexion_check",
+            "--emit=metadata",
+            "--error-format=json",
+            "--cap-lints=allow",
+            "-o",
+            os.path.join(self.root, "check.rmeta"),
+            "check.rs",
+        ]
+        return self._compile(argv, capture=4 * 1024 * 1024)
+
+    def _compile(self, argv: list[str], capture: int = 64 * 1024) -> Run:
+        # rustc runs as the caller (the rustup proxy needs its home), with its environment,
+        # under generous limits and the compile timeout.
+        timeout = self.limits.compile_timeout_s
+        config: dict[str, Any] = {
+            "mode": "exec",
+            "uid": None,
+            "isolate_network": False,
+            "cwd": self.root,
+            "rlimits": rlimits(
+                timeout * 2,
+                max(self.limits.memory_mb, _COMPILE_MEMORY_MB),
+                _COMPILE_FILE_BYTES,
+                None,
+                None,
+            ),
+        }
+        env = dict(os.environ)
+        env.update(TMPDIR=self.root, RUST_BACKTRACE="0")
+        return self._spawn(config, argv, timeout, env=env, trusted=True, capture=capture)
+
+    def _config(self, mode: str, timeout: float) -> dict[str, Any]:
+        return {
+            "mode": mode,
+            "uid": self.uid,
+            "isolate_network": True,
+            "cwd": self.work,
+            "root": self.root,
+            "token": os.urandom(16).hex(),
+            "site_packages": site_packages(),
+            "rlimits": rlimits(
+                timeout,
+                self.limits.memory_mb,
+                max(_FILE_BYTES, self.limits.output_bytes),
+                _OPEN_FILES,
+                self.nproc,
+            ),
+        }
+
+    def _env(self) -> dict[str, str]:
+        return {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "HOME": self.work,
+            "TMPDIR": self.work,
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONIOENCODING": "utf-8",
+            "RUST_BACKTRACE": "0",
+            "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
+
+    def _spawn(
+        self,
+        config: dict[str, Any],
+        command: list[str],
+        timeout: float,
+        *,
+        env: dict[str, str] | None = None,
+        trusted: bool = False,
+        capture: int | None = None,
+    ) -> Run:
+        """Start ``child.py`` as a child that enters the sandbox described by ``config`` and
+        then runs the Python runner or execs ``command``; wait, kill, reap and collect."""
+        started = self._start(config, command, env=env)
+        if isinstance(started, Run):
+            return started
+        try:
+            timed_out = wait_exit(started.proc, timeout)
+        finally:
+            self._stop(started.proc, trusted=trusted)
+        return self._collect(started, timed_out, capture)
+
+    def judged(
+        self, code: str, test: str, timeout: float, *, prelude: str = "", entry_point: str = ""
+    ) -> tuple[Run, Run]:
+        """Run ``test`` in a judge process against ``code`` served by a candidate process.
+
+        The candidate process runs the code and answers calls over a pipe with plain data
+        only; the judge process binds the candidate's functions to proxies that make those
+        calls, runs the test and reports its verdict. The judge is not dumpable, so the
+        candidate cannot read its memory or descriptors, and it alone holds the report pipe
+        and the token: nothing the candidate runs can write a verdict.
+        ``prelude`` (trusted code, e.g. the benchmark's prompt) runs in the judge first; its
+        names win over the candidate's, except ``entry_point``. Returns (judge, candidate).
+        """
+        calls_read, calls_write = os.pipe()
+        replies_read, replies_write = os.pipe()
+        serve = self._config("serve", timeout)
+        serve.update(code=code, output_bytes=self.limits.output_bytes)
+        judge = self._config("judge", timeout)
+        judge.update(
+            test=test,
+            prelude=prelude,
+            entry_point=entry_point,
+            output_bytes=self.limits.output_bytes,
+        )
+        try:
+            candidate = self._start(serve, [], channel=(calls_read, replies_write))
+            judging = self._start(judge, [], channel=(replies_read, calls_write))
+        finally:
+            for descriptor in (calls_read, calls_write, replies_read, replies_write):
+                os.close(descriptor)
+        if isinstance(candidate, Run) or isinstance(judging, Run):
+            for started in (candidate, judging):
+                if not isinstance(started, Run):
+                    self._stop(started.proc)
+                    self._collect(started, False, None)
+            failed = candidate if isinstance(candidate, Run) else judging
+            assert isinstance(failed, Run)
+            return failed, failed
+        deadline = time.monotonic() + timeout
+        try:
+            timed_out = wait_exit(judging.proc, timeout)
+            # The judge is done: the candidate gets a moment to finish the last reply's exit.
+            left = min(0.2, max(0.0, deadline - time.monotonic()))
+            candidate_timed_out = timed_out or wait_exit(candidate.proc, left)
+        finally:
+            self._stop(judging.proc)
+            self._stop(candidate.proc)
+        return (
+            self._collect(judging, timed_out, None),
+            self._collect(candidate, candidate_timed_out and timed_out, None),
+        )
+
+    def _start(
+        self,
+        config: dict[str, Any],
+        command: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        channel: tuple[int, int] | None = None,
+    ) -> _Started | Run:
+        """Write the configuration and start the child (a :class:`Run` when it cannot start)."""
+        self._runs += 1
+        n = self._runs
+        config_path = os.path.join(self.root, f"config-{n}.json")
+        out_path = os.path.join(self.root, f"stdout-{n}")
+        err_path = os.path.join(self.root, f"stderr-{n}")
+        descriptor = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            json.dump(config, handle)
+        python = sys.executable or shutil.which("python3") or "python3"
+        # -I: no PYTHON* variables, no user site, no script directory on sys.path; -B: no
+        # bytecode files; -S: no site import (fast start; installed packages are added to
+        # sys.path by the child, without their .pth hooks).
+        argv = [python, "-I", "-B", "-S", _CHILD, config_path, *command]
+        read_end, write_end = os.pipe()
+        child_env = dict(env if env is not None else self._env())
+        child_env[REPORT_ENV] = str(write_end)
+        passed = [write_end]
+        if channel is not None:
+            child_env[CHANNEL_ENV] = f"{channel[0]},{channel[1]}"
+            passed.extend(channel)
+        try:
+            with open(out_path, "wb") as out, open(err_path, "wb") as err:
+                proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    pass_fds=tuple(passed),
+                    cwd=self.root,
+                    env=child_env,
+                    start_new_session=True,
+                )
+        except OSError as exc:
+            self._cleanup(read_end, config_path, out_path, err_path)
+            return Run(None, False, "", "", f"could not start: {exc}")
+        finally:
+            os.close(write_end)
+        token = str(config.get("token", ""))
+        return _Started(proc, read_end, config_path, out_path, err_path, token)
+
+    def _stop(self, proc: subprocess.Popen[bytes], *, trusted: bool = False) -> None:
+        """Kill the child's process group and, with a fresh uid, every process of that uid."""
+        kill_group(proc)
+        if self.uid is not None and self.fresh_uid and not trusted:
+            kill_uid(self.uid)
+
+    def _collect(self, started: _Started, timed_out: bool, capture: int | None) -> Run:
+        """Reap the child and read its report and captured output; remove its files."""
+        try:
+            proc = started.proc
+            proc.wait()
+            cap = self.limits.output_bytes if capture is None else capture
+            return Run(
+                proc.returncode,
+                timed_out,
+                drain(started.report),
+                read_head(started.stdout, self.limits.output_bytes),
+                read_head(started.stderr, cap, tail=True),
+                started.token,
+            )
+        finally:
+            self._cleanup(started.report, started.config, started.stdout, started.stderr)
+
+    @staticmethod
+    def _cleanup(report: int, *paths: str) -> None:
+        os.close(report)
+        for path in paths:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+@dataclass
+class _Started:
+    """A started child and what :meth:`Sandbox._collect` reads back from it."""
+
+    proc: subprocess.Popen[bytes]
+    report: int
+    """Read end of its report pipe."""
+    config: str
+    stdout: str
+    stderr: str
+    token: str
