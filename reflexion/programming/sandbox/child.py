@@ -9,7 +9,6 @@ goes to files the parent reads only as text.
 
 from __future__ import annotations
 
-import ast
 import builtins
 import contextlib
 import ctypes
@@ -22,9 +21,11 @@ import resource
 import signal
 import stat
 import sys
-import textwrap
 import types
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    import ast
 
 if __package__:  # imported by the caller side
     from reflexion.programming.sandbox import plain
@@ -336,9 +337,7 @@ def _python_attempt(config: dict[str, Any]) -> tuple[str, str]:
     equality: tuple[Any, Any, Any] | None = None
     if mode == "tests":
         try:
-            tree = ast.parse(textwrap.dedent(str(config["test"])).strip(), "<test>")
-            test_code = compile(tree, "<test>", "exec", dont_inherit=True)
-            equality = _equality(tree)
+            test_code, equality = _compile_test(str(config["test"]))
         except Exception as exc:
             return "fail", "invalid test: " + _syntax_error(exc, str(config["test"]))
     # The candidate runs as the __main__ module (as ``python file.py`` would), in tests as in
@@ -450,9 +449,7 @@ def _judgement(config: dict[str, Any], channel: plain.Channel) -> tuple[str, str
         return "fail", _describe(plain.rebuild(hello["failed"]))
     test = str(config["test"])
     try:
-        tree = ast.parse(textwrap.dedent(test).strip(), "<test>")
-        test_code = compile(tree, "<test>", "exec", dont_inherit=True)
-        equality = _equality(tree)
+        test_code, equality = _compile_test(test)
     except Exception as exc:
         return "fail", "invalid test: " + _syntax_error(exc, test)
     main = types.ModuleType("__main__")
@@ -497,9 +494,21 @@ def _judgement(config: dict[str, Any], channel: plain.Channel) -> tuple[str, str
     return "pass", ""
 
 
+def _compile_test(test: str) -> tuple[Any, tuple[Any, Any, Any] | None]:
+    """A test compiled, and its equality split (see :func:`_equality`). ``ast`` is imported
+    here, not at the top: a candidate process never parses a test and starts faster."""
+    import ast
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(test).strip(), "<test>")
+    return compile(tree, "<test>", "exec", dont_inherit=True), _equality(tree)
+
+
 def _equality(tree: ast.Module) -> tuple[Any, Any, Any] | None:
     """For a test ending in ``assert LEFT == RIGHT``: the statements before it, LEFT and RIGHT,
     compiled (so that a failure can report LEFT's value, evaluated only once)."""
+    import ast
+
     if not tree.body:
         return None
     node = tree.body[-1]
