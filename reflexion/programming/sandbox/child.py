@@ -311,10 +311,18 @@ def _run_python_child(config: dict[str, Any], report_fd: int) -> NoReturn:
         status, detail = _python_attempt(config)
     except BaseException as exc:  # e.g. a MemoryError while describing another error
         status, detail = "fail", _describe(exc)
-    for stream in (stdout, stderr):
+    _report(report_fd, config["token"], status, detail, (stdout, stderr))
+
+
+def _report(
+    report_fd: int, token: str, status: str, detail: str, streams: tuple[io.TextIOWrapper, ...]
+) -> NoReturn:
+    """Flush the capped output, write the verdict line with the token, and exit at once (no
+    ``atexit`` handlers or finalizers of the code that ran)."""
+    for stream in streams:
         with contextlib.suppress(BaseException):
             stream.flush()
-    message = json.dumps({"token": config["token"], "status": status, "detail": detail})
+    message = json.dumps({"token": token, "status": status, "detail": detail})
     data = (message + "\n").encode()
     with contextlib.suppress(OSError):
         while data:
@@ -427,15 +435,7 @@ def _judge(config: dict[str, Any], report_fd: int) -> NoReturn:
         status, detail = "gone", ""
     except BaseException as exc:
         status, detail = "fail", _describe(exc)
-    for stream in (stdout, stderr):
-        with contextlib.suppress(BaseException):
-            stream.flush()
-    message = json.dumps({"token": config["token"], "status": status, "detail": detail})
-    data = (message + "\n").encode()
-    with contextlib.suppress(OSError):
-        while data:
-            data = data[os.write(report_fd, data) :]
-    os._exit(0)
+    _report(report_fd, config["token"], status, detail, (stdout, stderr))
 
 
 def _judgement(config: dict[str, Any], channel: plain.Channel) -> tuple[str, str]:
