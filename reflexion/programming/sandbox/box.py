@@ -122,15 +122,15 @@ class Sandbox:
 
     # -- what runs in it ----------------------------------------------------------------------
 
-    def python(self, mode: str, code: str, test: str | None, timeout: float) -> Run:
-        """Run the Python runner: ``tests`` (code then one test), ``program`` or ``check``."""
+    def python(self, mode: str, code: str, timeout: float) -> Run:
+        """Run the Python runner: ``program`` (a whole program) or ``check`` (compile only)."""
         config = self._config(mode, timeout)
-        config.update(code=code, test=test, output_bytes=self.limits.output_bytes)
+        config.update(code=code, output_bytes=self.limits.output_bytes)
         return self._spawn(config, [], timeout)
 
     def python_check(self, code: str, timeout: float) -> tuple[str, str]:
         """Compile ``code`` in the sandbox: ("pass"|"compile_error"|"fail", detail)."""
-        run = self.python("check", code, None, timeout)
+        run = self.python("check", code, timeout)
         return python_verdict(run, timeout, None)
 
     def binary(self, args: list[str], timeout: float) -> Run:

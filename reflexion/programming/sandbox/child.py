@@ -331,50 +331,37 @@ def _report(
 
 
 def _python_attempt(config: dict[str, Any]) -> tuple[str, str]:
-    """Compile and run the candidate: ("pass"|"fail"|"compile_error", detail)."""
-    mode = config["mode"]
+    """Compile the code (``check``) or run it as a whole program (``program``): ("pass"|
+    "fail"|"compile_error", detail). Tests are judged in two processes (:func:`_judge`)."""
     source = str(config["code"])
-    filename = "<program>" if mode == "program" else "<solution>"
     try:
-        compiled = compile(source, filename, "exec", dont_inherit=True)
+        compiled = compile(source, "<program>", "exec", dont_inherit=True)
     except Exception as exc:
         return "compile_error", _syntax_error(exc, source)
-    if mode == "check":
+    if config["mode"] == "check":
         return "pass", ""
-    test_code: Any = None
-    equality: tuple[Any, Any, Any] | None = None
-    if mode == "tests":
-        try:
-            test_code, equality = _compile_test(str(config["test"]))
-        except Exception as exc:
-            return "fail", "invalid test: " + _syntax_error(exc, str(config["test"]))
-    # The candidate runs as the __main__ module (as ``python file.py`` would), in tests as in
-    # programs, so that a ``__main__`` block behaves the same in internal and hidden tests.
+    try:
+        exec(compiled, _main_namespace())
+    except SystemExit as exc:
+        return "fail", _exit_detail(exc)
+    except BaseException as exc:
+        return "fail", _describe(exc) + _program_location(exc, source)
+    return "pass", ""
+
+
+def _main_namespace() -> dict[str, Any]:
+    """A fresh ``__main__`` module's namespace: code runs as ``python file.py`` would run it,
+    so a ``__main__`` block behaves the same in internal and hidden tests."""
     main = types.ModuleType("__main__")
     main.__builtins__ = builtins  # type: ignore[attr-defined]
     sys.modules["__main__"] = main
-    namespace = main.__dict__
-    try:
-        exec(compiled, namespace)
-        if equality is not None:
-            exec(equality[0], namespace)
-            left = eval(equality[1], namespace)
-            right = eval(equality[2], namespace)
-            equal = left == right
-            if not equal:
-                return "fail", "output: " + _short_repr(left)
-        elif test_code is not None:
-            exec(test_code, namespace)
-    except SystemExit as exc:
-        code = exc.code
-        number = 0 if code is None else code if isinstance(code, int) else 1
-        return "fail", f"exited with code {number} (sys.exit)"
-    except BaseException as exc:
-        detail = _describe(exc)
-        if mode == "program":
-            detail += _program_location(exc, source)
-        return "fail", detail
-    return "pass", ""
+    return main.__dict__
+
+
+def _exit_detail(exc: SystemExit) -> str:
+    code = exc.code
+    number = 0 if code is None else code if isinstance(code, int) else 1
+    return f"exited with code {number} (sys.exit)"
 
 
 # ---- the judge and its candidate: two processes, plain data between them --------------------
@@ -393,10 +380,7 @@ def _serve(config: dict[str, Any]) -> NoReturn:
     except Exception as exc:
         channel.send({"compile_error": _syntax_error(exc, source)})
         os._exit(0)
-    main = types.ModuleType("__main__")
-    main.__builtins__ = builtins  # type: ignore[attr-defined]
-    sys.modules["__main__"] = main
-    namespace = main.__dict__
+    namespace = _main_namespace()
     try:
         exec(compiled, namespace)
     except BaseException as exc:
@@ -452,10 +436,7 @@ def _judgement(config: dict[str, Any], channel: plain.Channel) -> tuple[str, str
         test_code, equality = _compile_test(test)
     except Exception as exc:
         return "fail", "invalid test: " + _syntax_error(exc, test)
-    main = types.ModuleType("__main__")
-    main.__builtins__ = builtins  # type: ignore[attr-defined]
-    sys.modules["__main__"] = main
-    namespace = main.__dict__
+    namespace = _main_namespace()
     prelude = str(config.get("prelude") or "")
     if prelude:
         exec(compile(prelude, "<prompt>", "exec", dont_inherit=True), namespace)
@@ -486,9 +467,7 @@ def _judgement(config: dict[str, Any], channel: plain.Channel) -> tuple[str, str
     except plain.CandidateGone:
         raise
     except SystemExit as exc:
-        code = exc.code
-        number = 0 if code is None else code if isinstance(code, int) else 1
-        return "fail", f"exited with code {number} (sys.exit)"
+        return "fail", _exit_detail(exc)
     except BaseException as exc:
         return "fail", _describe(exc)
     return "pass", ""

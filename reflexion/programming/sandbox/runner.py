@@ -133,7 +133,7 @@ def run_python_program(
     """
     timeout = limits.test_timeout_s if timeout_s is None else timeout_s
     with Sandbox(limits) as box:
-        run = box.python("program", source, None, timeout)
+        run = box.python("program", source, timeout)
         status, detail = python_verdict(run, timeout, None)
     if status == "pass":
         return ProgramResult(True, "")
