@@ -49,13 +49,14 @@ def bench_alfworld(
         ),
     ] = "none,reflexion",
     trials: Annotated[
-        int, typer.Option("--trials", "-t", min=1, help="Most trials per game.")
+        int, typer.Option("--trials", "-t", metavar="N", min=1, help="Most trials per game.")
     ] = 10,
     limit: Annotated[
         int,
         typer.Option(
             "--limit",
             "-n",
+            metavar="N",
             min=1,
             help="How many games, taken in turn from each task type (12 = 2 of each of the 6).",
         ),
@@ -67,10 +68,13 @@ def bench_alfworld(
     ] = False,
     max_steps: Annotated[
         int,
-        typer.Option("--max-steps", min=1, help="Most turns (thoughts and commands) per trial."),
+        typer.Option(
+            "--max-steps", metavar="N", min=1, help="Most turns (thoughts and commands) per trial."
+        ),
     ] = opt.DEFAULTS.alfworld_steps,
     memory: Annotated[
-        int, typer.Option("--memory", "-k", min=0, help="Ω: reflections the actor sees.")
+        int,
+        typer.Option("--memory", "-k", metavar="N", min=0, help="Ω: reflections the actor sees."),
     ] = 3,
     model: opt.ModelOpt = DEFAULT_MODEL,
     temperature: opt.TempOpt = opt.DEFAULTS.temperature,

@@ -24,7 +24,9 @@ def bench_hotpotqa(
         Path | None,
         typer.Option("--dataset", help="HotPotQA JSONL (default: bundled 100-question sample)."),
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many questions.")] = 5,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", metavar="N", min=1, help="How many questions.")
+    ] = 5,
     offset: opt.OffsetOpt = 0,
     agent: Annotated[
         str,

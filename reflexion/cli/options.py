@@ -9,7 +9,6 @@ import typer
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.models import DEFAULT_MODEL
 
 DEFAULT_DB = str(Path(".reflexion") / "checkpoints.sqlite")
 DEFAULTS = Context()
@@ -22,13 +21,19 @@ ModelOpt = Annotated[
     typer.Option(
         "--model",
         "-m",
-        help="provider:model for actor, evaluator and reflector, e.g. "
-        f"{DEFAULT_MODEL}, local:smollm2-135m, openai:gpt-4o-mini.",
+        show_default=False,
+        help="provider:model for actor, evaluator and reflector (default: the embedded 0.5B "
+        "model; `reflexion models` lists the local presets; hosted: e.g. openai:gpt-4o-mini).",
     ),
 ]
-TrialsOpt = Annotated[int, typer.Option("--trials", "-t", min=1, help="Most trials per task.")]
+TrialsOpt = Annotated[
+    int, typer.Option("--trials", "-t", metavar="N", min=1, help="Most trials per task.")
+]
 MemoryOpt = Annotated[
-    int, typer.Option("--memory", "-k", min=0, help="Ω: reflections kept in memory (0 = none).")
+    int,
+    typer.Option(
+        "--memory", "-k", metavar="N", min=0, help="Ω: reflections kept in memory (0 = none)."
+    ),
 ]
 StrategyOpt = Annotated[
     str,
@@ -38,7 +43,8 @@ StrategyOpt = Annotated[
 ]
 EvaluatorOpt = Annotated[str, typer.Option("--evaluator", help="exact_match | llm.")]
 TempOpt = Annotated[
-    float, typer.Option("--temperature", min=0.0, max=2.0, help="Actor sampling temperature.")
+    float,
+    typer.Option("--temperature", metavar="T", help="Actor sampling temperature."),
 ]
 BaseUrlOpt = Annotated[
     str | None,
@@ -54,15 +60,19 @@ CorpusOpt = Annotated[
     ),
 ]
 StepsOpt = Annotated[
-    int, typer.Option("--max-steps", min=1, help="react: most steps per trial (halts after).")
+    int,
+    typer.Option(
+        "--max-steps", metavar="N", min=1, help="react: most steps per trial (halts after)."
+    ),
 ]
 DbOpt = Annotated[
     str,
     typer.Option(
         "--db",
-        help="Where threads are kept: a SQLite file (default) or a "
-        "postgresql://user@host:port/db connection string (postgres extra); :memory: keeps "
-        "them in this process only.",
+        show_default=False,
+        help="Where threads are kept: a SQLite file (default: checkpoints.sqlite in "
+        ".reflexion/), a postgresql:// connection string (postgres extra), or :memory: to "
+        "keep them in this process only.",
     ),
 ]
 ThreadOpt = Annotated[
@@ -79,7 +89,11 @@ LessonsOpt = Annotated[
 RecallOpt = Annotated[
     int,
     typer.Option(
-        "--recall-k", min=0, max=50, help="With --lessons: past lessons recalled per task."
+        "--recall-k",
+        metavar="N",
+        min=0,
+        max=50,
+        help="With --lessons: past lessons recalled per task.",
     ),
 ]
 LessonFilterOpt = Annotated[
@@ -114,7 +128,7 @@ PairedOpt = Annotated[
 
 
 ConcurrencyOpt = Annotated[
-    int, typer.Option("--concurrency", "-c", min=1, help="Tasks run at once.")
+    int, typer.Option("--concurrency", "-c", metavar="N", min=1, help="Tasks run at once.")
 ]
 OutputOpt = Annotated[
     Path | None,
@@ -122,7 +136,9 @@ OutputOpt = Annotated[
         "--output", "-o", help="Results JSONL (appended; enables resume; one strategy only)."
     ),
 ]
-OffsetOpt = Annotated[int, typer.Option("--offset", min=0, help="Skip this many tasks first.")]
+OffsetOpt = Annotated[
+    int, typer.Option("--offset", metavar="N", min=0, help="Skip this many tasks first.")
+]
 
 
 def paired_locally(cli: typer.Context, paired_runs: bool, server: str | None) -> bool:

@@ -51,7 +51,10 @@ def bench_programming(
         ),
     ] = "simple,reflexion",
     max_iters: Annotated[
-        int, typer.Option("--max-iters", min=1, help="reflexion: most implementations per problem.")
+        int,
+        typer.Option(
+            "--max-iters", metavar="N", min=1, help="reflexion: most implementations per problem."
+        ),
     ] = 5,
     no_tests: Annotated[
         bool,
@@ -65,7 +68,10 @@ def bench_programming(
         ),
     ] = False,
     max_tests: Annotated[
-        int, typer.Option("--max-tests", min=1, help="Most self-written tests kept per problem.")
+        int,
+        typer.Option(
+            "--max-tests", metavar="N", min=1, help="Most self-written tests kept per problem."
+        ),
     ] = opt.DEFAULTS.max_tests,
     no_example_tests: Annotated[
         bool,
@@ -76,7 +82,7 @@ def bench_programming(
         ),
     ] = False,
     test_timeout: Annotated[
-        float, typer.Option("--test-timeout", min=0.1, help="Seconds per unit test.")
+        float, typer.Option("--test-timeout", metavar="X", min=0.1, help="Seconds per unit test.")
     ] = opt.DEFAULTS.test_timeout,
     test_trust: Annotated[
         TestTrust,
@@ -92,15 +98,18 @@ def bench_programming(
             "--select", help="Answer returned: best attempt by the internal tests, or last."
         ),
     ] = opt.DEFAULTS.select_answer,
-    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many problems.")] = 5,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", metavar="N", min=1, help="How many problems.")
+    ] = 5,
     offset: opt.OffsetOpt = 0,
     model: opt.ModelOpt = DEFAULT_MODEL,
     memory: Annotated[
-        int, typer.Option("--memory", "-k", min=1, help="Ω: reflections the actor sees.")
+        int,
+        typer.Option("--memory", "-k", metavar="N", min=1, help="Ω: reflections the actor sees."),
     ] = 1,
     temperature: Annotated[
         float,
-        typer.Option("--temperature", min=0.0, max=2.0, help="Actor sampling temperature."),
+        typer.Option("--temperature", metavar="T", help="Actor sampling temperature."),
     ] = 0.0,
     base_url: opt.BaseUrlOpt = None,
     concurrency: opt.ConcurrencyOpt = 1,
@@ -118,6 +127,7 @@ def bench_programming(
         int,
         typer.Option(
             "--resample",
+            metavar="N",
             min=0,
             help="reflexion: redraws (at T = 0.8) of a retry that repeats earlier code; 0 keeps "
             "the repeat (the paper).",

@@ -264,9 +264,14 @@ def _levels(value: str) -> list[int]:
 
 
 def concurrency(
-    tasks: Annotated[int, typer.Option("--tasks", "-k", min=1, help="Tasks per level.")] = 32,
+    tasks: Annotated[
+        int, typer.Option("--tasks", "-k", metavar="N", min=1, help="Tasks per level.")
+    ] = 32,
     latency: Annotated[
-        float, typer.Option("--latency", min=0.0, help="Seconds the fake server takes per call.")
+        float,
+        typer.Option(
+            "--latency", metavar="X", min=0.0, help="Seconds the fake server takes per call."
+        ),
     ] = 0.2,
     levels: Annotated[
         str, typer.Option("--levels", help="Concurrency levels, comma-separated.")
@@ -275,6 +280,7 @@ def concurrency(
         int,
         typer.Option(
             "--solve-at",
+            metavar="N",
             min=1,
             max=10,
             help="The fake model answers right at this trial (so each task makes this many "

@@ -202,9 +202,9 @@ def inference(
         ),
     ] = DEFAULT_MODEL,
     tokens: Annotated[
-        int, typer.Option("--tokens", min=1, help="max_tokens of each generation.")
+        int, typer.Option("--tokens", metavar="N", min=1, help="max_tokens of each generation.")
     ] = 128,
-    reps: Annotated[int, typer.Option("--reps", min=1, help="Calls per path.")] = 3,
+    reps: Annotated[int, typer.Option("--reps", metavar="N", min=1, help="Calls per path.")] = 3,
     json_path: JsonOpt = None,
 ) -> None:
     """Tokens/s of the embedded path (EmbeddedChatModel.invoke) against llama-cpp-python's

@@ -244,11 +244,16 @@ def overhead(
     trials: Annotated[
         int,
         typer.Option(
-            "--trials", "-t", min=0, help="Trials timed per checkpointer (0: skip the loop)."
+            "--trials",
+            "-t",
+            metavar="N",
+            min=0,
+            help="Trials timed per checkpointer (0: skip the loop).",
         ),
     ] = 300,
     trials_per_task: Annotated[
-        int, typer.Option("--trials-per-task", min=1, help="Trials per thread (all fail).")
+        int,
+        typer.Option("--trials-per-task", metavar="N", min=1, help="Trials per thread (all fail)."),
     ] = 3,
     postgres: Annotated[
         str | None,

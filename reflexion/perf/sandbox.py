@@ -51,8 +51,10 @@ def sandbox_figures(tests: int, reps: int, rust: bool) -> dict[str, Any]:
 
 
 def sandbox(
-    tests: Annotated[int, typer.Option("--tests", min=1, help="Tests per suite.")] = 20,
-    reps: Annotated[int, typer.Option("--reps", min=1, help="Suites timed.")] = 3,
+    tests: Annotated[
+        int, typer.Option("--tests", metavar="N", min=1, help="Tests per suite.")
+    ] = 20,
+    reps: Annotated[int, typer.Option("--reps", metavar="N", min=1, help="Suites timed.")] = 3,
     rust: Annotated[
         bool, typer.Option("--rust/--no-rust", help="Also time Rust (when rustc is there).")
     ] = True,

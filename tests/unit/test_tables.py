@@ -73,3 +73,39 @@ def test_counts_are_compact():
         "1.23M",
         "4.56G",
     ]
+
+
+COMMANDS = [
+    [],
+    ["bench"],
+    ["bench", "hotpotqa"],
+    ["bench", "programming"],
+    ["bench", "alfworld"],
+    ["run"],
+    ["show"],
+    ["history"],
+    ["models"],
+    ["plot"],
+    ["compare"],
+    ["perf"],
+    ["perf", "overhead"],
+    ["perf", "concurrency"],
+    ["perf", "inference"],
+    ["perf", "learning-cost"],
+    ["perf", "sandbox"],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "reflexion")
+def test_every_help_reads_whole_at_80_columns(command: list[str], monkeypatch) -> None:
+    """Typer's help wraps words but cuts a word longer than its column with '…': every
+    option's help, metavar and default must fit at 80 columns."""
+    from typer.testing import CliRunner
+
+    from reflexion.cli.app import app
+
+    monkeypatch.setenv("COLUMNS", "80")
+    result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.output
+    assert max(len(line) for line in result.output.splitlines()) <= 80
