@@ -16,44 +16,26 @@ written by earlier, interrupted runs plus this run's, so a resumed thread counts
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
+from reflexion.bench.ledger import BenchTask, Emit, Ledger, Sink
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import cut_short, fork_thread, replay_from, thread_history
-from reflexion.core.usage import Usage, UsageRecorder, merge, recorded_usage
+from reflexion.core.usage import Usage, UsageRecorder, merge
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
-Emit = Callable[[str, "BenchTask", dict[str, Any]], None]
-"""Called with (event, task, payload) for ``trial``, ``reflection``, ``final`` and ``error``."""
-
-
-@dataclass(frozen=True)
-class BenchTask:
-    """One task of a benchmark: its thread, its graph input and what the results file keeps."""
-
-    thread_id: str
-    input: dict[str, Any]
-    label: str
-    meta: dict[str, Any]
-    """Copied into the ``final`` line (task id, question, reference…)."""
-    fork_from: str | None = None
-    """A paired comparison's shared first-trial thread: the task's thread is a fork of it
-    (see :func:`run_benchmark`); None runs the task from its input."""
 
 
 def recursion_limit(ctx: Context) -> int:
@@ -176,107 +158,6 @@ def release_held(
     held.clear()
 
 
-def finished_tasks(path: Path) -> dict[str, dict[str, Any]]:
-    """The ``final`` lines of a results file, by thread id (a line cut by a crash is skipped:
-    its thread resumes from the checkpointer)."""
-    done: dict[str, dict[str, Any]] = {}
-    for row in read_results(path):
-        if row.get("type") == "final":
-            done[str(row.get("thread_id"))] = row
-    return done
-
-
-def read_results(path: Path) -> Iterator[dict[str, Any]]:
-    """Every well-formed line of a results file."""
-    if not path.is_file():
-        return
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(row, dict):
-                yield row
-
-
-class Sink:
-    """Appends JSON lines to the results file from any thread, flushed line by line."""
-
-    def __init__(self, handle: TextIO) -> None:
-        self._handle = handle
-        self._lock = threading.Lock()
-        self._torn = self._ends_mid_line()
-
-    def _ends_mid_line(self) -> bool:
-        """Whether the file ends in a line a killed process left unfinished; the next line
-        then starts on a new line instead of joining it (and being lost with it)."""
-        path = self.path
-        if path is None or path.stat().st_size == 0:
-            return False
-        with path.open("rb") as fh:
-            fh.seek(-1, os.SEEK_END)
-            return fh.read(1) != b"\n"
-
-    @property
-    def path(self) -> Path | None:
-        """The results file, when the handle is an open file (not e.g. a ``StringIO``)."""
-        name = getattr(self._handle, "name", None)
-        if isinstance(name, str) and Path(name).is_file():
-            return Path(name)
-        return None
-
-    def write(self, row: dict[str, Any]) -> None:
-        line = json.dumps(row, ensure_ascii=False) + "\n"
-        with self._lock:
-            if self._torn:
-                line, self._torn = "\n" + line, False
-            self._handle.write(line)
-            self._handle.flush()
-
-
-def recorded_lines(rows: Iterable[dict[str, Any]]) -> dict[str, tuple[set[int], set[int]]]:
-    """By thread id: the trial numbers that have a ``trial`` line and those that have a
-    ``reflection`` line (a reflection line without ``trial``, from an older version, follows
-    the thread's trial line before it)."""
-    found: dict[str, tuple[set[int], set[int]]] = {}
-    last: dict[str, int] = {}
-    for row in rows:
-        thread = str(row.get("thread_id"))
-        trials, reflections = found.setdefault(thread, (set(), set()))
-        number = row.get("trial")
-        if row.get("type") == "trial" and isinstance(number, int):
-            trials.add(number)
-            last[thread] = number
-        elif row.get("type") == "reflection":
-            number = number if isinstance(number, int) else last.get(thread)
-            if number is not None:
-                reflections.add(number)
-    return found
-
-
-def note_line(
-    recorded: dict[str, tuple[set[int], set[int]]],
-    thread_id: str,
-    event: str,
-    payload: dict[str, Any],
-) -> bool:
-    """Note a trial or reflection line about to be written in ``recorded`` (see
-    :func:`recorded_lines`); ``False`` when the file has it already. A resume re-emits the
-    update of a node whose writes were saved before its step's checkpoint; its line was
-    recovered from the checkpoints just before (:func:`unrecorded`), so it is not written
-    twice."""
-    trials, reflections = recorded.setdefault(thread_id, (set(), set()))
-    number = payload.get("trial")
-    if not isinstance(number, int):
-        return True
-    seen = trials if event == "trial" else reflections
-    if number in seen:
-        return False
-    seen.add(number)
-    return True
-
-
 class SavedStates(Protocol):
     """What :func:`unrecorded` reads of a thread: a compiled graph with its checkpointer, or a
     LangGraph server thread's saved states (:class:`reflexion.remote.ServerThread`)."""
@@ -313,42 +194,6 @@ def unrecorded(
             yield "reflection", {"text": text, "trial": number, "usage": {}, "recovered": True}
 
 
-def final_row(
-    task: BenchTask,
-    values: Mapping[str, Any],
-    *,
-    wall_s: float,
-    usage: Usage,
-    resumed: bool,
-    settings: dict[str, Any],
-) -> dict[str, Any]:
-    """A task's ``final`` line from its thread's final state (local or on a server)."""
-    return {
-        "type": "final",
-        "thread_id": task.thread_id,
-        **task.meta,
-        "answer": values.get("answer"),
-        "solved": bool(values.get("solved")),
-        "trials": values.get("trial", 0),
-        "evaluations": values.get("evaluations", []),
-        "reflections": values.get("reflections", []),
-        "wall_s": wall_s,
-        "usage": usage,
-        "resumed": resumed,
-        "settings": settings,
-    }
-
-
-def error_row(task: BenchTask, reason: str) -> dict[str, Any]:
-    """A failed task's ``error`` line; ``reason`` is cut to its first line, 500 characters."""
-    return {
-        "type": "error",
-        "thread_id": task.thread_id,
-        **task.meta,
-        "error": (reason.splitlines() or [""])[0][:500],
-    }
-
-
 def run_benchmark(
     graph: Graph,
     tasks: list[BenchTask],
@@ -379,13 +224,7 @@ def run_benchmark(
     outcomes differ by what happens after it alone. The shared trial's usage and wall time
     count for the task that ran it.
     """
-    done = dict(done or {})
-    results: dict[str, dict[str, Any]] = {}
-    errors: list[dict[str, Any]] = []
-    # What interrupted runs already recorded (read before this run writes anything).
-    recorded_rows = list(read_results(sink.path)) if sink.path is not None else []
-    earlier = recorded_usage(recorded_rows)
-    recorded = recorded_lines(recorded_rows)
+    ledger = Ledger(tasks, sink, settings, done, emit)
     locks: dict[str, threading.Lock] = {}
     guard = threading.Lock()
 
@@ -409,16 +248,9 @@ def run_benchmark(
             usage: Usage = state["usage"]
             return usage, float(state["wall_s"])
 
-    def report(event: str, task: BenchTask, payload: dict[str, Any]) -> None:
-        if emit is not None:
-            emit(event, task, payload)
-
     def one(task: BenchTask) -> dict[str, Any]:
         def on_event(event: str, payload: dict[str, Any]) -> None:
-            if not note_line(recorded, task.thread_id, event, payload):
-                return
-            sink.write({"type": event, "thread_id": task.thread_id, **payload})
-            report(event, task, payload)
+            ledger.line(task, event, payload)
 
         resume = snapshot(graph, task.thread_id) is not None
         shared: Usage = {}
@@ -432,7 +264,8 @@ def run_benchmark(
             fork_thread(saver, task.fork_from, task.thread_id)
             resume = forked = True
         if resume:
-            for event, payload in unrecorded(graph, task.thread_id, recorded.get(task.thread_id)):
+            recorded = ledger.recorded.get(task.thread_id)
+            for event, payload in unrecorded(graph, task.thread_id, recorded):
                 on_event(event, payload)
         state = stream_thread(
             graph,
@@ -442,49 +275,37 @@ def run_benchmark(
             on_event,
             metadata=metadata,
         )
-        final = final_row(
+        return ledger.final(
             task,
             state,
             wall_s=round(state["wall_s"] + shared_s, 2),
-            usage=merge(earlier.get(task.thread_id) if resume else None, shared, state["usage"]),
+            usage=merge(shared, state["usage"]),
             resumed=resume and not forked,
-            settings=settings,
+            counted=resume,
+            extra=finalize(task, state) if finalize is not None else None,
         )
-        if finalize is not None:
-            final.update(finalize(task, state))
-        sink.write(final)
-        report("final", task, final)
-        return final
 
     def failed(task: BenchTask, exc: BaseException) -> None:
-        row = error_row(task, f"{type(exc).__name__}: {exc}")
-        sink.write(row)
-        errors.append(row)
-        report("error", task, row)
+        ledger.failed(task, f"{type(exc).__name__}: {exc}")
 
-    pending = [t for t in tasks if t.thread_id not in done]
-    for task in tasks:
-        if task.thread_id in done:
-            report("skipped", task, done[task.thread_id])
+    pending = ledger.pending()
     if concurrency <= 1:
         for task in pending:
             try:
-                results[task.thread_id] = one(task)
+                one(task)
             except (ReflexionError, KeyboardInterrupt):
                 raise
             except Exception as exc:
                 failed(task, exc)
     else:
-        _run_pool(pending, one, failed, results, concurrency)
-    finals = [done.get(t.thread_id) or results.get(t.thread_id) for t in tasks]
-    return [f for f in finals if f is not None], errors
+        _run_pool(pending, one, failed, concurrency)
+    return ledger.finals()
 
 
 def _run_pool(
     pending: list[BenchTask],
     one: Callable[[BenchTask], dict[str, Any]],
     failed: Callable[[BenchTask, BaseException], None],
-    results: dict[str, dict[str, Any]],
     concurrency: int,
 ) -> None:
     """Keep ``concurrency`` tasks in flight; on Ctrl-C stop at once (checkpoints make the
@@ -505,8 +326,6 @@ def _run_pool(
                     raise exc
                 if exc is not None:
                     failed(task, exc)
-                else:
-                    results[task.thread_id] = future.result()
     except KeyboardInterrupt:
         executor.shutdown(wait=False, cancel_futures=True)
         # Worker threads cannot be interrupted; leave without waiting for them.

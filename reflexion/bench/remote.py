@@ -52,24 +52,12 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import Config, StreamMode, ThreadState
 
-from reflexion.bench.driver import (
-    BenchTask,
-    Emit,
-    Sink,
-    error_row,
-    final_row,
-    note_line,
-    read_results,
-    recorded_lines,
-    recursion_limit,
-    release_held,
-    unrecorded,
-    update_events,
-)
+from reflexion.bench.driver import recursion_limit, release_held, unrecorded, update_events
+from reflexion.bench.ledger import BenchTask, Emit, Ledger, Sink
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import replay_from, unfinished
-from reflexion.core.usage import OTHER, Usage, merge, node_of, recorded_usage
+from reflexion.core.usage import OTHER, Usage, merge, node_of
 
 STREAM_MODES: tuple[StreamMode, ...] = ("updates", "checkpoints", "messages-tuple", "tasks")
 """Updates give the trial and reflection lines, checkpoints the moment they are saved;
@@ -332,37 +320,17 @@ def run_benchmark_remote(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Run every task not already in ``done`` on the LangGraph server at ``url``, at most
     ``concurrency`` runs submitted at once; return (finals in task order, errors), like
-    :func:`reflexion.bench.run_benchmark`."""
-    done = dict(done or {})
+    :func:`reflexion.bench.driver.run_benchmark`."""
     metadata = dict(metadata or {})
 
     async def run_all() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        results: dict[str, dict[str, Any]] = {}
-        errors: list[dict[str, Any]] = []
-        # What interrupted runs already recorded (read before this run writes anything).
-        recorded_rows = list(read_results(sink.path)) if sink.path is not None else []
-        earlier = recorded_usage(recorded_rows)
-        recorded = recorded_lines(recorded_rows)
+        ledger = Ledger(tasks, sink, settings, done, emit)
         fatal = _reflexion_error_names()
         context = asdict(ctx)
         config: Config = {"recursion_limit": recursion_limit(ctx)}
-
-        def report(event: str, task: BenchTask, payload: dict[str, Any]) -> None:
-            if emit is not None:
-                emit(event, task, payload)
-
-        def write_line(task: BenchTask, event: str, payload: dict[str, Any]) -> None:
-            """A trial or reflection line, once (its trial number noted as recorded)."""
-            if note_line(recorded, task.thread_id, event, payload):
-                sink.write({"type": event, "thread_id": task.thread_id, **payload})
-                report(event, task, payload)
-
-        for task in tasks:
-            if task.thread_id in done:
-                report("skipped", task, done[task.thread_id])
-        pending = [t for t in tasks if t.thread_id not in done]
+        pending = ledger.pending()
         if not pending:
-            return [done[t.thread_id] for t in tasks], errors
+            return ledger.finals()
 
         async with get_client(url=url, api_key=None) as client:
             await check_server(client, url, graph_id)
@@ -377,7 +345,7 @@ def run_benchmark_remote(
                 """Write the lines the thread's saved states hold and the file lacks; one this
                 client still holds (its checkpoint event did not arrive) keeps its usage."""
                 for event, payload in await missing_lines(
-                    client, thread_id, state, recorded.get(task.thread_id)
+                    client, thread_id, state, ledger.recorded.get(task.thread_id)
                 ):
                     key = "trial" if event == "trial" else "text"
                     mine = next(
@@ -385,7 +353,7 @@ def run_benchmark_remote(
                     )
                     if mine is not None:
                         payload = {**mine, "trial": payload["trial"]}
-                    write_line(task, event, payload)
+                    ledger.line(task, event, payload)
 
             async def stream(
                 task: BenchTask, thread_id: str, task_input: Any, checkpoint_id: str | None
@@ -413,7 +381,7 @@ def run_benchmark_remote(
                     if part.event == "checkpoints":  # the root graph's (a subgraph's: "…|ns")
                         # Sent after the save (durability="sync"): what is held is saved.
                         saved = part.data.get("values") if isinstance(part.data, dict) else None
-                        release_held(held, saved, lambda e, p: write_line(task, e, p))
+                        release_held(held, saved, lambda e, p: ledger.line(task, e, p))
                         continue
                     for event, payload in events.feed(part.event, part.data):
                         used.append(payload["usage"])
@@ -467,34 +435,27 @@ def run_benchmark_remote(
                             f"{why}); rerun to resume it"
                         )
                 values = dict(state["values"]) if isinstance(state["values"], dict) else {}
-                final = final_row(
+                extra = None
+                if finalize is not None:
+                    extra = await asyncio.to_thread(finalize, task, values)
+                return ledger.final(
                     task,
                     values,
                     wall_s=round(wall, 2),
-                    usage=merge(earlier.get(task.thread_id) if resumed else None, usage),
+                    usage=usage,
                     resumed=resumed,
-                    settings=settings,
+                    counted=resumed,
+                    extra=extra,
                 )
-                if finalize is not None:
-                    final.update(await asyncio.to_thread(finalize, task, values))
-                sink.write(final)
-                report("final", task, final)
-                return final
-
-            def failed(task: BenchTask, exc: BaseException) -> None:
-                row = error_row(task, error_text(exc))
-                sink.write(row)
-                errors.append(row)
-                report("error", task, row)
 
             async def guarded(task: BenchTask) -> None:
                 async with slots:
                     try:
-                        results[task.thread_id] = await one(task)
+                        await one(task)
                     except ReflexionError:
                         raise
                     except Exception as exc:
-                        failed(task, exc)
+                        ledger.failed(task, error_text(exc))
 
             try:
                 async with asyncio.TaskGroup() as group:
@@ -502,7 +463,6 @@ def run_benchmark_remote(
                         group.create_task(guarded(task))
             except* ReflexionError as group_error:
                 raise group_error.exceptions[0] from None
-        finals = [done.get(t.thread_id) or results.get(t.thread_id) for t in tasks]
-        return [f for f in finals if f is not None], errors
+        return ledger.finals()
 
     return asyncio.run(run_all())

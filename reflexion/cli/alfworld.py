@@ -11,7 +11,7 @@ from rich.markup import escape
 from reflexion.alfworld.env import ENGINE_MISSING, engine_available
 from reflexion.alfworld.games import load_games, select_games
 from reflexion.alfworld.household import failure_curves, self_evaluation, solved_curve, won_at
-from reflexion.bench.driver import BenchTask
+from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import household_summary, outcome_table
 from reflexion.cli import bench as run

@@ -19,7 +19,8 @@ from typing import Any
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from reflexion.bench.driver import BenchTask, Graph, Sink, finished_tasks, run_benchmark
+from reflexion.bench.driver import Graph, run_benchmark
+from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
 from reflexion.cli.common import (
     checkpointer,
     compile_agent,

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from reflexion.bench.driver import BenchTask
+from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import code_paired, code_summary, outcome_table
 from reflexion.cli import bench as run

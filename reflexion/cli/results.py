@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from reflexion.bench.driver import finished_tasks, solved_by_trial
+from reflexion.bench.driver import solved_by_trial
+from reflexion.bench.ledger import finished_tasks
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import compare_table
 from reflexion.cli.common import console

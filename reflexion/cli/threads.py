@@ -13,11 +13,7 @@ import typer
 from langgraph.types import Command
 from rich.markup import escape
 
-from reflexion.bench.driver import (
-    Graph,
-    snapshot,
-    stream_thread,
-)
+from reflexion.bench.driver import Graph, snapshot, stream_thread
 from reflexion.bench.reports import (
     table,
 )

@@ -18,7 +18,8 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from reflexion.bench.driver import BenchTask, Sink, run_benchmark
+from reflexion.bench.driver import run_benchmark
+from reflexion.bench.ledger import BenchTask, Sink
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.builder import qa_builder

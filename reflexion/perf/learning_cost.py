@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Column, Table
 
-from reflexion.bench.driver import finished_tasks
+from reflexion.bench.ledger import finished_tasks
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.core.usage import merge, totals

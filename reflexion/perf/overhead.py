@@ -19,7 +19,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from rich.markup import escape
 from rich.table import Column, Table
 
-from reflexion.bench.driver import finished_tasks, thread_config
+from reflexion.bench.driver import thread_config
+from reflexion.bench.ledger import finished_tasks
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import open_checkpointer, parse_target

@@ -20,7 +20,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from reflexion.bench.driver import BenchTask, Sink
+from reflexion.bench.ledger import BenchTask, Sink
 from reflexion.bench.remote import run_benchmark_remote, server_thread_id
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError

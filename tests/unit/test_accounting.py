@@ -18,7 +18,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from reflexion.bench.driver import BenchTask, Sink, finished_tasks, run_benchmark, stream_thread
+from reflexion.bench.driver import run_benchmark, stream_thread
+from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
 from reflexion.core.context import Context
 from reflexion.core.usage import UsageRecorder, merge, node_of, recorded_usage, totals
 from reflexion.graphs.builder import qa_builder, react_builder

@@ -17,7 +17,8 @@ import pytest
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from reflexion.bench.driver import BenchTask, Sink, finished_tasks, run_benchmark, solved_by_trial
+from reflexion.bench.driver import run_benchmark, solved_by_trial
+from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
 from reflexion.bench.plots import learning_curve
 from reflexion.cli.app import main
 from reflexion.core.context import Context

@@ -19,7 +19,8 @@ import openai
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from reflexion.bench.driver import BenchTask, Sink, finished_tasks, run_benchmark
+from reflexion.bench.driver import run_benchmark
+from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
 from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ProviderError

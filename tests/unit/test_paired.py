@@ -14,7 +14,8 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from reflexion.bench.driver import BenchTask, Sink, finished_tasks, run_benchmark
+from reflexion.bench.driver import run_benchmark
+from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
 from reflexion.bench.reports import qa_paired
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError

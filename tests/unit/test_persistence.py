@@ -18,7 +18,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
-from reflexion.bench.driver import BenchTask, Sink, recorded_lines, run_benchmark, stream_thread
+from reflexion.bench.driver import run_benchmark, stream_thread
+from reflexion.bench.ledger import BenchTask, Sink, recorded_lines
 from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError

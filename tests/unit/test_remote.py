@@ -12,7 +12,8 @@ from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.bench.driver import BenchTask, Sink, final_row, run_benchmark, stream_thread
+from reflexion.bench.driver import run_benchmark, stream_thread
+from reflexion.bench.ledger import BenchTask, Sink, final_row
 from reflexion.bench.remote import (
     RemoteRunError,
     RunEvents,
