@@ -190,7 +190,15 @@ def test_the_generic_graphs_default_actor_keeps_lessons_in_the_system_message():
         trial=1,
     )
     actor = ScriptedChatModel(replies=[answer("Vltava")])
-    graph = create_reflexion_graph(actor, "exact_match", checkpointer=InMemorySaver(), store=store)
+    # A scripted reflector too: a unit test never loads the embedded model.
+    reflector = ScriptedChatModel(replies=["Check the river's name against the context."])
+    graph = create_reflexion_graph(
+        actor,
+        "exact_match",
+        reflector_model=reflector,
+        checkpointer=InMemorySaver(),
+        store=store,
+    )
     graph.invoke(PRAGUE, config("g1"), context=Context(lessons=True, **ALL))
     assert (
         HEADER in actor.prompts[0][0].text and "read the question twice" in actor.prompts[0][0].text
