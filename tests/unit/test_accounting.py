@@ -5,9 +5,7 @@ prompt and 5 completion tokens per call, unchanged by a resume or by concurrency
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +17,18 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from reflexion.bench.driver import run_benchmark, stream_thread
-from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
+from reflexion.bench.ledger import Sink, finished_tasks
 from reflexion.core.context import Context
 from reflexion.core.usage import UsageRecorder, merge, node_of, recorded_usage, totals
 from reflexion.graphs.builder import qa_builder, react_builder
 from reflexion.hotpotqa.wiki import OfflineCorpus
 from reflexion.testing import RuleChatModel, ScriptedChatModel
+from tests.benchkit import QUESTIONS, gold_on_trial, tasks
 from tests.conftest import answer
 from tests.unit.test_wiki import PAGES, write_hotpotqa
 
 CALL = {"prompt_tokens": 10, "completion_tokens": 5}
 """What one call of the fake models reports."""
-
-QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(6)}
 
 
 def counts(calls: int) -> dict[str, int]:
@@ -57,39 +54,6 @@ class CountingRuleModel(RuleChatModel):
         usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
         message = AIMessage(content=text, usage_metadata=usage)
         return ChatResult(generations=[ChatGeneration(message=message)])
-
-
-def gold_on_trial(trial: int) -> Any:
-    """Actor rule: wrong until the prompt carries ``trial - 1`` reflections, then right."""
-
-    def rule(messages: list[BaseMessage]) -> str:
-        text = messages[-1].text
-        number = re.search(r"What is item (\d+)\?", text)
-        assert number, text
-        if text.count("- lesson") + 1 >= trial:
-            return f"Thought: ok.\nAction: Finish[answer {number.group(1)}]"
-        return "Thought: guess.\nAction: Finish[wrong]"
-
-    return rule
-
-
-@pytest.fixture
-def saver(tmp_path: Path) -> Iterator[SqliteSaver]:
-    conn = sqlite3.connect(tmp_path / "threads.sqlite", check_same_thread=False)
-    yield SqliteSaver(conn)
-    conn.close()
-
-
-def tasks(ids: list[str]) -> list[BenchTask]:
-    return [
-        BenchTask(
-            thread_id=f"t-{i}",
-            input={"task": QUESTIONS[i][0], "context": "", "reference": QUESTIONS[i][1]},
-            label=i,
-            meta={"task_id": i},
-        )
-        for i in ids
-    ]
 
 
 def bench(graph: Any, ids: list[str], out: Path, **kwargs: Any) -> tuple[list, list]:

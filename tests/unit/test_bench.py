@@ -4,12 +4,9 @@ resume after an interruption or a failure, bounded concurrency, learning curves.
 from __future__ import annotations
 
 import json
-import re
-import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,53 +15,13 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from reflexion.bench.driver import run_benchmark, solved_by_trial
-from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
+from reflexion.bench.ledger import Sink, finished_tasks
 from reflexion.bench.plots import learning_curve
 from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.graphs.builder import qa_builder
 from reflexion.testing import RuleChatModel
-
-QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(6)}
-
-
-def question_of(messages: list[BaseMessage]) -> str:
-    match = re.search(r"Question: (What is item \d+\?)", messages[-1].text)
-    assert match, messages[-1].text
-    return match.group(1)
-
-
-def gold_on_trial(trial: int) -> Any:
-    """Actor rule: wrong until the prompt carries ``trial - 1`` reflections, then right."""
-
-    def rule(messages: list[BaseMessage]) -> str:
-        text = messages[-1].text
-        seen = text.count("- lesson")
-        number = question_of(messages).split()[-1].rstrip("?")
-        if seen + 1 >= trial:
-            return f"Thought: ok.\nAction: Finish[answer {number}]"
-        return "Thought: guess.\nAction: Finish[wrong]"
-
-    return rule
-
-
-@pytest.fixture
-def saver(tmp_path: Path) -> Iterator[SqliteSaver]:
-    conn = sqlite3.connect(tmp_path / "threads.sqlite", check_same_thread=False)
-    yield SqliteSaver(conn)
-    conn.close()
-
-
-def tasks(ids: list[str]) -> list[BenchTask]:
-    return [
-        BenchTask(
-            thread_id=f"t-{i}",
-            input={"task": QUESTIONS[i][0], "context": "", "reference": QUESTIONS[i][1]},
-            label=i,
-            meta={"task_id": i},
-        )
-        for i in ids
-    ]
+from tests.benchkit import QUESTIONS, gold_on_trial, tasks
 
 
 def graph_with(saver: SqliteSaver, actor: RuleChatModel) -> Any:

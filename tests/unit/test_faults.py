@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import sys
 import threading
 import time
@@ -17,7 +16,6 @@ from typing import Any
 
 import openai
 import pytest
-from langgraph.checkpoint.sqlite import SqliteSaver
 
 from reflexion.bench.driver import run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
@@ -217,13 +215,6 @@ def answer_or_fail(bad: str, fault: str) -> Decide:
         return f"ok:Thought: easy.\nAction: Finish[answer {match.group(1)}]"
 
     return decide
-
-
-@pytest.fixture
-def saver(tmp_path: Path) -> Iterator[SqliteSaver]:
-    conn = sqlite3.connect(tmp_path / "threads.sqlite", check_same_thread=False)
-    yield SqliteSaver(conn)
-    conn.close()
 
 
 def test_exhausted_retries_become_an_error_line_and_the_run_goes_on(server, saver, tmp_path):

@@ -4,15 +4,12 @@ continues from a fork of that checkpoint (fake models, a real SQLite checkpointe
 from __future__ import annotations
 
 import re
-import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.sqlite import SqliteSaver
 
 from reflexion.bench.driver import run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
@@ -46,13 +43,6 @@ class Actor:
             return f"Thought: ok.\nAction: Finish[answer {number}]"
         self.first_calls.append(number)
         return f"Thought: guess.\nAction: Finish[guess {len(self.first_calls)}]"
-
-
-@pytest.fixture
-def saver(tmp_path: Path) -> Iterator[SqliteSaver]:
-    conn = sqlite3.connect(tmp_path / "threads.sqlite", check_same_thread=False)
-    yield SqliteSaver(conn)
-    conn.close()
 
 
 def graph_with(saver: Any, actor: Actor) -> Any:
