@@ -16,16 +16,18 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 
-class ScriptedChatModel(BaseChatModel):
-    """Returns ``replies`` in order (the last one repeats) and keeps the prompts it saw."""
+class FakeChatModel(BaseChatModel):
+    """What the fakes share: a reply computed by :meth:`reply`, and the token counts it reports
+    (``usage``: prompt and completion tokens per call; ``None`` reports none)."""
 
-    replies: list[str]
-    prompts: list[list[BaseMessage]] = Field(default_factory=list)
-    kwargs_seen: list[dict[str, Any]] = Field(default_factory=list)
+    usage: tuple[int, int] | None = None
 
     @property
     def _llm_type(self) -> str:
-        return "scripted-fake"
+        return "fake"
+
+    def reply(self, messages: list[BaseMessage], stop: list[str] | None, **kwargs: Any) -> str:
+        raise NotImplementedError
 
     def _generate(
         self,
@@ -34,22 +36,41 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        index = min(len(self.prompts), len(self.replies) - 1)
-        self.prompts.append(list(messages))
-        self.kwargs_seen.append({"stop": stop, **kwargs})
-        text = self.replies[index]
-        message = AIMessage(
-            content=text,
-            usage_metadata={"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
-        )
+        text = self.reply(list(messages), stop, **kwargs)
+        counts = None
+        if self.usage is not None:
+            prompt, completion = self.usage
+            counts = UsageMetadata(
+                input_tokens=prompt, output_tokens=completion, total_tokens=prompt + completion
+            )
+        message = AIMessage(content=text, usage_metadata=counts)
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+class ScriptedChatModel(FakeChatModel):
+    """Returns ``replies`` in order (the last one repeats) and keeps the prompts it saw."""
+
+    replies: list[str]
+    prompts: list[list[BaseMessage]] = Field(default_factory=list)
+    kwargs_seen: list[dict[str, Any]] = Field(default_factory=list)
+    usage: tuple[int, int] | None = (10, 5)
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-fake"
+
+    def reply(self, messages: list[BaseMessage], stop: list[str] | None, **kwargs: Any) -> str:
+        index = min(len(self.prompts), len(self.replies) - 1)
+        self.prompts.append(messages)
+        self.kwargs_seen.append({"stop": stop, **kwargs})
+        return self.replies[index]
 
     def prompt_text(self, call: int) -> str:
         """All message contents of one recorded call, joined."""
         return "\n".join(m.text for m in self.prompts[call])
 
 
-class RuleChatModel(BaseChatModel):
+class RuleChatModel(FakeChatModel):
     """Replies with ``rule(messages)``; thread-safe, for concurrent runs. ``rule`` may raise
     to simulate a failing provider or an interruption."""
 
@@ -61,17 +82,10 @@ class RuleChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "rule-fake"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def reply(self, messages: list[BaseMessage], stop: list[str] | None, **kwargs: Any) -> str:
         with self.lock:
             self.calls += 1
-        text = self.rule(list(messages))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+        return self.rule(messages)
 
 
 class ScriptedHousehold:
@@ -167,29 +181,16 @@ class ScriptedHousehold:
         self.closed = True
 
 
-class InstantChatModel(BaseChatModel):
+class InstantChatModel(FakeChatModel):
     """A chat model that answers at once with a fixed reply (no I/O, deterministic) and
     reports a fixed token count, so a run measures the graph and not a model."""
 
-    reply: str
-    prompt_tokens: int = 100
-    completion_tokens: int = 20
+    text: str
+    usage: tuple[int, int] | None = (100, 20)
 
     @property
     def _llm_type(self) -> str:
         return "perf-instant"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        usage = UsageMetadata(
-            input_tokens=self.prompt_tokens,
-            output_tokens=self.completion_tokens,
-            total_tokens=self.prompt_tokens + self.completion_tokens,
-        )
-        message = AIMessage(content=self.reply, usage_metadata=usage)
-        return ChatResult(generations=[ChatGeneration(message=message)])
+    def reply(self, messages: list[BaseMessage], stop: list[str] | None, **kwargs: Any) -> str:
+        return self.text

@@ -71,8 +71,8 @@ def time_loop(
     and reflector every trial but the last) and time them, after one untimed warm-up thread.
     Each thread runs as the benchmark runs it: ``stream_mode="updates"`` with the usage
     recorder as callback. Returns the timing and the thread ids it created."""
-    actor = InstantChatModel(reply=WRONG_ACTOR)
-    reflector = InstantChatModel(reply=REFLECTION)
+    actor = InstantChatModel(text=WRONG_ACTOR)
+    reflector = InstantChatModel(text=REFLECTION)
     graph = qa_builder(actor_model=actor, reflector_model=reflector).compile(
         checkpointer=checkpointer
     )

@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -40,20 +38,9 @@ def no_wall(usage: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {node: {k: v for k, v in c.items() if k not in times} for node, c in usage.items()}
 
 
-class CountingRuleModel(RuleChatModel):
+def CountingRuleModel(rule: Any) -> RuleChatModel:
     """The thread-safe rule model, reporting 10 prompt and 5 completion tokens per call."""
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        text = super()._generate(messages, stop, run_manager, **kwargs).generations[0].text
-        usage = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
-        message = AIMessage(content=text, usage_metadata=usage)
-        return ChatResult(generations=[ChatGeneration(message=message)])
+    return RuleChatModel(rule=rule, usage=(10, 5))
 
 
 def bench(graph: Any, ids: list[str], out: Path, **kwargs: Any) -> tuple[list, list]:

@@ -131,8 +131,8 @@ class SlowModel(InstantChatModel):
 
 
 def test_usage_records_model_time_per_node():
-    actor = SlowModel(reply=overhead.WRONG_ACTOR)
-    reflector = SlowModel(reply=overhead.REFLECTION)
+    actor = SlowModel(text=overhead.WRONG_ACTOR)
+    reflector = SlowModel(text=overhead.REFLECTION)
     graph = qa_builder(actor_model=actor, reflector_model=reflector).compile(
         checkpointer=InMemorySaver()
     )
