@@ -42,7 +42,7 @@ from reflexion.alfworld.household import (
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, alfworld_family, recall_update
-from reflexion.core.state import Episode, HouseholdState, TrialRecord
+from reflexion.core.state import Episode, HouseholdState, TrialInput, TrialRecord
 from reflexion.nodes.actor import memory_block, with_lessons
 from reflexion.nodes.common import prompt_tokens, resolve_model, trajectory_text
 from reflexion.nodes.evaluator import Evaluation, ask_judge
@@ -109,15 +109,10 @@ def household_reflection_messages(state: Any) -> list[BaseMessage]:
 
 
 @dataclass(kw_only=True)
-class PlayInput:
-    """What the ALFWorld actor reads from the Reflexion state."""
+class PlayInput(TrialInput):
+    """What the ALFWorld actor reads from the Reflexion state: a trial's input and the game."""
 
     game: str = ""
-    task: str = ""
-    trial: int = 0
-    previous_trajectory: list[str] = field(default_factory=list)
-    reflections: list[str] = field(default_factory=list)
-    lessons: list[str] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)

@@ -26,6 +26,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import REACT_FAMILY, Family, recall_update
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import parse_react_step
+from reflexion.core.state import TrialInput
 from reflexion.hotpotqa.wiki import (
     LookupCursor,
     WikiBackend,
@@ -80,14 +81,8 @@ class Step(TypedDict):
 
 
 @dataclass(kw_only=True)
-class ReactInput:
+class ReactInput(TrialInput):
     """What the ReAct subgraph reads from the Reflexion state."""
-
-    task: str = ""
-    trial: int = 0
-    previous_trajectory: list[str] = field(default_factory=list)
-    reflections: list[str] = field(default_factory=list)
-    lessons: list[str] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)
