@@ -16,8 +16,7 @@ from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import household_summary, outcome_table
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
-from reflexion.cli.common import console, with_lessons
-from reflexion.core.context import Context
+from reflexion.cli.common import console, one_model_context, with_lessons
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 
@@ -108,15 +107,13 @@ def bench_alfworld(
         raise ReflexionError(ENGINE_MISSING)
     variants = []
     for name in strategies:
-        ctx = Context(
-            actor_model=model,
-            evaluator_model=model,
-            reflector_model=model,
-            base_url=base_url,
+        ctx = one_model_context(
+            model,
+            base_url,
             max_trials=trials,
             memory_size=memory,
-            strategy=name,  # type: ignore[arg-type]
-            evaluator=evaluator,  # type: ignore[arg-type]
+            strategy=name,
+            evaluator=evaluator,
             temperature=temperature,
             max_tokens=128,
             games=str(games) if games else None,
@@ -161,11 +158,7 @@ def bench_alfworld(
     outcome = run.run_variants(
         family,
         variants,
-        db=db,
-        server=server,
-        lessons=lessons,
-        concurrency=concurrency,
-        output=output,
+        run.Where(db, server, lessons, concurrency, output),
         paired=False,
     )
     results = outcome.results

@@ -84,6 +84,18 @@ class Variant:
     """Adds family fields (hidden-test verdicts, episodes, …) to a finished task's row."""
 
 
+@dataclass(frozen=True)
+class Where:
+    """Where and how a bench runs its variants: the thread database, a LangGraph server (the
+    threads then live there), the lesson store, tasks at once, and a results file to use."""
+
+    db: str
+    server: str | None = None
+    lessons: bool = False
+    concurrency: int = 1
+    output: Path | None = None
+
+
 @dataclass
 class Outcome:
     """What :func:`run_variants` hands back for the reports."""
@@ -225,12 +237,8 @@ def check_output(output: Path | None, names: list[str]) -> None:
 def run_variants(
     family: Family,
     variants: list[Variant],
+    where: Where,
     *,
-    db: str,
-    server: str | None,
-    lessons: bool,
-    concurrency: int,
-    output: Path | None,
     paired: bool,
     after: Callable[[Variant, list[dict[str, Any]], Path], None] | None = None,
 ) -> Outcome:
@@ -239,8 +247,8 @@ def run_variants(
     one trial forks each task's shared first trial (see :func:`first_trial_key`)."""
     outcome = Outcome()
     with (
-        checkpointer(local_db(db, server)) as saver,
-        lesson_store(db, lessons and server is None) as store,
+        checkpointer(local_db(where.db, where.server)) as saver,
+        lesson_store(where.db, where.lessons and where.server is None) as store,
     ):
         graphs: dict[str, Graph] = {}
         for variant in variants:
@@ -251,7 +259,7 @@ def run_variants(
             if base:
                 settings["paired"] = True
             key = settings_key(settings)
-            out = output or Path("runs") / f"{variant.file_stem}-{key}.jsonl"
+            out = where.output or Path("runs") / f"{variant.file_stem}-{key}.jsonl"
             outcome.files[variant.label] = out
             done = finished_tasks(out)
             tasks = [
@@ -265,18 +273,18 @@ def run_variants(
                 for task in family.tasks
             ]
             with open_output(out) as handle:
-                if server is None and any(t.thread_id not in done for t in tasks):
+                if where.server is None and any(t.thread_id not in done for t in tasks):
                     resolve_models(variant.ctx)
-                console.print(f"{variant.header} · concurrency={concurrency} → {out}")
+                console.print(f"{variant.header} · concurrency={where.concurrency} → {out}")
                 finals, errors = run_with_progress(
                     graph,
                     tasks,
                     variant,
                     Sink(handle),
                     family,
-                    concurrency,
+                    where.concurrency,
                     done,
-                    server=server,
+                    server=where.server,
                 )
             outcome.results[variant.label] = finals
             outcome.errors[variant.label] = len(errors)

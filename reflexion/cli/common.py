@@ -49,23 +49,33 @@ def qa_context(
         raise ReflexionError(
             f"corpus file {corpus} does not exist: check the path given to --corpus"
         )
-    ctx = Context(
-        actor_model=model,
-        evaluator_model=model,
-        reflector_model=model,
-        base_url=base_url,
+    ctx = one_model_context(
+        model,
+        base_url,
         max_trials=trials,
         memory_size=memory,
-        strategy=strategy,  # type: ignore[arg-type]
-        evaluator=evaluator,  # type: ignore[arg-type]
+        strategy=strategy,
+        evaluator=evaluator,
         temperature=temperature,
-        wiki=wiki,  # type: ignore[arg-type]
+        wiki=wiki,
         corpus=corpus,
         max_steps=max_steps,
     )
     if load:
         resolve_models(ctx)
     return ctx
+
+
+def one_model_context(model: str, base_url: str | None, **fields: Any) -> Context:
+    """A context whose actor, evaluator and reflector all run ``model`` (what ``--model``
+    means), with the other fields given."""
+    return Context(
+        actor_model=model,
+        evaluator_model=model,
+        reflector_model=model,
+        base_url=base_url,
+        **fields,
+    )
 
 
 def resolve_models(ctx: Context) -> None:

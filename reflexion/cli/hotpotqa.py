@@ -133,11 +133,7 @@ def bench_hotpotqa(
     outcome = run.run_variants(
         family,
         variants,
-        db=db,
-        server=server,
-        lessons=lessons,
-        concurrency=concurrency,
-        output=output,
+        run.Where(db, server, lessons, concurrency, output),
         paired=paired,
     )
     results = outcome.results

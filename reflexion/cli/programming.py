@@ -14,7 +14,7 @@ from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import code_paired, code_summary, outcome_table
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
-from reflexion.cli.common import console, with_lessons
+from reflexion.cli.common import console, one_model_context, with_lessons
 from reflexion.core.context import CodeRetry, Context, TestTrust
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
@@ -170,11 +170,9 @@ def bench_programming(
     variants = []
     for name in names:
         simple = name == "simple"
-        ctx = Context(
-            actor_model=model,
-            evaluator_model=model,
-            reflector_model=model,
-            base_url=base_url,
+        ctx = one_model_context(
+            model,
+            base_url,
             max_trials=1 if simple else max_iters,
             memory_size=memory,
             strategy="none" if simple or no_reflection else "reflexion",
@@ -247,11 +245,7 @@ def bench_programming(
     outcome = run.run_variants(
         family,
         variants,
-        db=db,
-        server=server,
-        lessons=lessons,
-        concurrency=concurrency,
-        output=output,
+        run.Where(db, server, lessons, concurrency, output),
         paired=paired,
         after=human_eval_files,
     )
