@@ -251,3 +251,15 @@ def test_learning_cost_run_shells_the_fixed_slice(monkeypatch, capsys, tmp_path)
 def test_learning_cost_needs_files_or_run(monkeypatch, capsys):
     code, _, err = cli(monkeypatch, capsys, "perf", "learning-cost")
     assert code == 2 and "--run" in err
+
+
+# ---- sandbox ------------------------------------------------------------------------------------
+
+
+def test_sandbox_times_a_judged_python_test_in_wall_and_cpu_time():
+    from reflexion.perf.sandbox import sandbox_figures
+
+    fig = sandbox_figures(tests=2, reps=1, rust=False)
+    assert set(fig) == {"py"}
+    assert fig["py"]["wall_ms_per_test"] > 0 and fig["py"]["cpu_ms_per_test"] > 0
+    assert fig["py"]["tests"] == 2 and fig["py"]["reps"] == 1
