@@ -56,6 +56,9 @@ TEST_FORMS = {
     "rs": "assert_eq!(add(2, 3), 5);",
 }
 
+NO_TESTS = "No unit tests were run"
+"""How the feedback of an iteration without internal tests (``simple``, ``--no-tests``) starts."""
+
 
 STOPS = {
     "py": ["\n```\n", "\nprint(", "\n# Test", "\n# Example", "\nif __name__", "\nassert "],
@@ -365,7 +368,7 @@ def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[Context]], dict[s
                     if result.compile_error is not None
                     else "The implementation compiles."
                 )
-                feedback = f"No unit tests were run (there are no internal tests). {status}"
+                feedback = f"{NO_TESTS} (there are no internal tests). {status}"
         record = TrialRecord(
             trial=state.trial,
             answer=state.answer,

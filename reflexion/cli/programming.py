@@ -19,6 +19,7 @@ from reflexion.core.context import CodeRetry, Context, TestTrust
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.core.selection import AnswerChoice
+from reflexion.nodes.coder import NO_TESTS
 from reflexion.programming.examples import EXAMPLES_VERSION
 from reflexion.programming.problems import CodeProblem, language_of, load_problems
 from reflexion.programming.sandbox import rustc_path
@@ -285,8 +286,15 @@ def _scorer(by_id: dict[str, CodeProblem], ctx: Context) -> run.Finalize:
 
 
 def _print_code_trial(payload: dict[str, Any], label: str) -> None:
-    mark = "[green]✓[/]" if payload["success"] else "[red]✗[/]"
     head = payload["feedback"].splitlines()[0] if payload["feedback"] else ""
+    if head.startswith(NO_TESTS):  # nothing to pass or fail: say what was checked
+        compiles = "does not compile" not in head
+        console.print(
+            f"{label}iteration {payload['trial']}: no internal tests "
+            f"[dim]({'compiles' if compiles else 'does not compile'})[/]"
+        )
+        return
+    mark = "[green]✓[/]" if payload["success"] else "[red]✗[/]"
     console.print(
         f"{label}iteration {payload['trial']}: {mark} internal "
         f"score={payload['score']:.2f} [dim]{escape(head[:100])}[/]"
