@@ -193,11 +193,6 @@ def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
     ]
     if state.trial == 0 or not state.evaluations:
         return messages
-    previous = (
-        _fenced(state.answer, problem.language)
-        if state.answer
-        else "\n".join(state.trajectory) or "(no reply)"
-    )
     reflection_block = ""
     if ctx.uses_reflections and ctx.memory_size > 0 and state.reflections:
         window = state.reflections[-ctx.memory_size :]
@@ -212,6 +207,11 @@ def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
     )
     if fresh:
         return [messages[0], HumanMessage(f"{task}\n\n{retry}")]
+    previous = (
+        _fenced(state.answer, problem.language)
+        if state.answer
+        else "\n".join(state.trajectory) or "(no reply)"
+    )
     return [*messages, AIMessage(previous), HumanMessage(retry)]
 
 
@@ -255,10 +255,14 @@ def make_code_actor(
         parsed = extract_code(reply.text, problem)
         first = reply, parsed
         tried = {code_key(e["answer"], problem.language) for e in state.evaluations if e["answer"]}
-        hot = resolve_model(model, ctx.actor_model, ctx, temperature=hot_temperature, role="actor")
+        hot = llm if temperature == hot_temperature else None  # built only if a redraw runs
         for _ in range(ctx.resample_repeats if tried else 0):
             if parsed.code is not None and code_key(parsed.code, problem.language) not in tried:
                 break
+            if hot is None:
+                hot = resolve_model(
+                    model, ctx.actor_model, ctx, temperature=hot_temperature, role="actor"
+                )
             reply = hot.invoke(messages, stop=STOPS[problem.language])
             parsed = extract_code(reply.text, problem)
         if parsed.code is None:  # no resample gave code: keep the first reply

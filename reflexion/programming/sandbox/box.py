@@ -16,10 +16,10 @@ from types import TracebackType
 from typing import Any
 
 from reflexion.programming.sandbox.child import (
-    CHANNEL_ENV,
     REPORT_ENV,
     reachable_by_others,
 )
+from reflexion.programming.sandbox.plain import CHANNEL_ENV
 from reflexion.programming.sandbox.processes import (
     drain,
     kill_group,

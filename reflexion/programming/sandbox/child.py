@@ -38,7 +38,6 @@ else:  # run as a script (python -I child.py, outside the package): load the sib
     plain = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(plain)
 
-CHANNEL_ENV = plain.CHANNEL_ENV
 
 DETAIL_CHARS = 300
 
