@@ -182,11 +182,6 @@ def hidden_test(problem: CodeProblem) -> str:
     return f"{problem.test}\n"
 
 
-def hidden_program(problem: CodeProblem, implementation: str) -> str:
-    """The benchmark's hidden test run against an implementation, as one program."""
-    return f"{implementation}\n\n{hidden_test(problem)}"
-
-
 def stub(problem: CodeProblem) -> str:
     """The prompt completed with a placeholder body (compiles; used to check tests)."""
     if problem.language == "py":
@@ -376,7 +371,7 @@ __all__ = [
     "candidate_tests",
     "dataset_path",
     "extract_code",
-    "hidden_program",
+    "hidden_test",
     "humaneval_path",
     "language_of",
     "load_problems",

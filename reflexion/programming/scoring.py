@@ -18,21 +18,22 @@ from reflexion.core.selection import AnswerChoice, answers_in_force, chosen_inde
 from reflexion.programming.problems import (
     CodeProblem,
     assemble,
-    hidden_program,
     hidden_test,
     stub,
 )
-from reflexion.programming.sandbox import Limits, run_python_check, run_rust_program
+from reflexion.programming.sandbox import Limits, run_python_check, run_rust_check
 
 
 def run_hidden(problem: CodeProblem, code: str, limits: Limits) -> tuple[bool, str]:
     """Run the benchmark's hidden test against an implementation: (passed, reason)."""
     implementation = assemble(problem, code)
+    # The test runs in a judge process; the implementation answers its calls from the
+    # sandboxed candidate process with plain data only (nothing it runs can pass itself).
     if problem.language == "rs":
-        result = run_rust_program(hidden_program(problem, implementation), limits)
+        result = run_rust_check(
+            implementation, hidden_test(problem), limits, entry_point=problem.entry_point
+        )
     else:
-        # The test runs in a judge process; the implementation answers its calls from the
-        # sandboxed candidate process with plain data only (nothing it runs can pass itself).
         result = run_python_check(
             implementation,
             hidden_test(problem),

@@ -21,7 +21,7 @@ from reflexion.programming.problems import (
     assemble,
     candidate_tests,
     extract_code,
-    hidden_program,
+    hidden_test,
     load_problems,
     sample_tests,
 )
@@ -187,7 +187,7 @@ def test_assemble_brings_the_prompts_helpers_and_imports():
     program = assemble(problem, "def f(x):\n    return helper(x)")
     assert "import math" in program and "def helper" in program
     assert program.rstrip().endswith("return helper(x)")
-    assert hidden_program(problem, program).rstrip().endswith("check(f)")
+    assert hidden_test(problem).rstrip().endswith("check(f)")
 
 
 def test_feedback_is_in_the_papers_format():

@@ -1,4 +1,4 @@
-"""The sandbox with real processes and (when installed) the real rustc: results and details of
+"""The sandbox with real processes, Python (Rust: test_sandbox_rust.py): results and details of
 passing and failing tests, and hostile code (loops, fork bombs, memory hogs, early exits,
 stdin, writes outside the sandbox, network, floods of output) that must fail only its own test,
 return promptly and leave nothing behind."""
@@ -11,33 +11,18 @@ import resource
 import time
 from pathlib import Path
 
-import pytest
-
-from reflexion.core.errors import ReflexionError
 from reflexion.programming.sandbox import (
     Limits,
     ProgramResult,
-    SuiteResult,
-    check_rust_tests,
     run_python_check,
     run_python_program,
     run_python_tests,
-    run_rust_program,
-    run_rust_tests,
-    rustc_path,
 )
+from tests.sandboxkit import FAST, LOOP, assert_cleaned_up, details
 
-FAST = Limits(test_timeout_s=1.0, suite_timeout_s=20.0)
-LOOP = Limits(test_timeout_s=0.5, suite_timeout_s=20.0)  # for tests that must time out
 ADD = "def add(a, b):\n    return a + b\n"
 # A test that reports the sandbox's uid and working directory as its "actual value".
 WHERE = "import os; assert (os.getuid(), os.getcwd()) == None"
-
-needs_rustc = pytest.mark.skipif(rustc_path() is None, reason="rustc is not installed")
-
-
-def details(result: SuiteResult) -> list[str]:
-    return [o.detail for o in result.outcomes]
 
 
 def where(detail: str) -> tuple[int, Path]:
@@ -45,37 +30,6 @@ def where(detail: str) -> tuple[int, Path]:
     match = re.fullmatch(r"output: \((\d+), '(.+)'\)", detail)
     assert match, detail
     return int(match.group(1)), Path(match.group(2))
-
-
-def processes(uid: int | None = None, marker: bytes | None = None) -> list[int]:
-    """Live processes with that real uid and/or that marker in their command line."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            status = Path(f"/proc/{entry}/status").read_text()
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-        except OSError:
-            continue
-        state = re.search(r"^State:\s*(\S)", status, re.M)
-        real_uid = re.search(r"^Uid:\s*(\d+)", status, re.M)
-        if state is None or real_uid is None or state.group(1) in "ZX":
-            continue
-        if uid is not None and int(real_uid.group(1)) != uid:
-            continue
-        if marker is not None and marker not in cmdline:
-            continue
-        found.append(int(entry))
-    return found
-
-
-def assert_cleaned_up(uid: int, workdir: Path) -> None:
-    """The sandbox directory is gone and, when a dedicated uid was used, none of its
-    processes survive."""
-    assert not workdir.parent.exists()
-    if os.geteuid() == 0 and uid != 0:
-        assert processes(uid=uid) == []
 
 
 # ---- Python: results --------------------------------------------------------------------------
@@ -336,148 +290,6 @@ def test_run_python_program() -> None:
     slow = run_python_program("while True:\n    pass\n", FAST, timeout_s=0.5)
     assert time.monotonic() - start < 3
     assert slow == ProgramResult(False, "timed out after 0.5s")
-
-
-# ---- Rust -------------------------------------------------------------------------------------
-
-DIVISOR = "fn largest_divisor(n: isize) -> isize {\n    (1..n).rev().find(|d| n % d == 0).unwrap_or(1)\n}\n"
-WRONG_DIVISOR = "fn largest_divisor(n: isize) -> isize {\n    n - 1\n}\n"
-
-
-@needs_rustc
-def test_rust_tests_pass_fail_panic_and_time_out() -> None:
-    start = time.monotonic()
-    result = run_rust_tests(
-        "use std::collections::HashMap;\n" + DIVISOR,
-        [
-            "assert_eq!(candidate(10), 5);",
-            "assert_eq!(largest_divisor(49), 7);",
-            "assert_eq!(candidate(10), 4);",
-            'panic!("boom {}", 1);',
-            "let v: Vec<i32> = Vec::new(); let _ = v[3];",
-            "loop {}",
-            "std::process::exit(0);",
-            "assert!(candidate(3) == 1)",
-        ],
-        LOOP,
-        entry_point="largest_divisor",
-    )
-    assert time.monotonic() - start < 8
-    assert result.compile_error is None
-    assert [o.passed for o in result.outcomes] == [
-        True,
-        True,
-        False,
-        False,
-        False,
-        False,
-        False,
-        True,
-    ]
-    assert details(result)[2:7] == [
-        "output: 5",
-        "boom 1",
-        "index out of bounds: the len is 0 but the index is 3",
-        "timed out after 0.5s",
-        "exited with code 0 before reporting a result",
-    ]
-
-
-@needs_rustc
-def test_rust_wrong_implementation_reports_the_actual_value() -> None:
-    result = run_rust_tests(
-        WRONG_DIVISOR,
-        ["assert_eq!(candidate(10), 5);", "assert_eq!(candidate(2), 1);"],
-        FAST,
-        entry_point="largest_divisor",
-    )
-    assert details(result) == ["output: 9", ""]
-    assert not result.passed
-
-
-@needs_rustc
-def test_rust_compile_error_fails_every_test() -> None:
-    result = run_rust_tests(
-        'fn largest_divisor(n: isize) -> isize {\n    n + "x"\n}\n',
-        ["assert_eq!(candidate(10), 5);", "assert_eq!(candidate(3), 1);"],
-        FAST,
-        entry_point="largest_divisor",
-    )
-    assert result.compile_error is not None
-    assert "error" in result.compile_error
-    assert "solution.rs" in result.compile_error
-    assert len(result.compile_error) <= 1600
-    assert details(result) == ["compile error", "compile error"]
-    assert not result.passed
-
-
-@needs_rustc
-def test_run_rust_program() -> None:
-    passing = run_rust_program(
-        DIVISOR + "fn main() {\n    assert_eq!(largest_divisor(10), 5);\n}\n"
-    )
-    assert passing == ProgramResult(True, "")
-    failing = run_rust_program(
-        WRONG_DIVISOR
-        + "fn main() {\n    let candidate = largest_divisor;\n    assert_eq!(candidate(10), 5);\n}\n"
-    )
-    assert failing == ProgramResult(False, "output: 9")
-    broken = run_rust_program('fn main() {\n    let x: i32 = "no";\n}\n')
-    assert not broken.passed
-    assert broken.detail.startswith("compile error: mismatched types")
-
-
-@needs_rustc
-def test_rust_processes_cannot_outlive_the_run_nor_escape() -> None:
-    marker = "31.4159"
-    spawn = "setsid" if os.geteuid() == 0 else "sleep"
-    args = '"sleep", "31.4159"' if os.geteuid() == 0 else '"31.4159"'
-    program = (
-        "fn main() {\n"
-        "    for _ in 0..100 {\n"
-        f'        let _ = std::process::Command::new("{spawn}").args([{args}]).spawn();\n'
-        "    }\n"
-        '    let _ = std::fs::write("/tmp/reflexion-sandbox-escape-test", "x");\n'
-        "    loop {}\n"
-        "}\n"
-    )
-    start = time.monotonic()
-    result = run_rust_program(program, LOOP)
-    assert time.monotonic() - start < 6
-    assert result == ProgramResult(False, "timed out after 0.5s")
-    assert processes(marker=marker.encode()) == []
-    if os.geteuid() == 0:
-        assert not Path("/tmp/reflexion-sandbox-escape-test").exists()
-
-
-@needs_rustc
-def test_check_rust_tests_keeps_only_tests_that_compile() -> None:
-    stub = "fn largest_divisor(n: isize) -> isize {\n    unimplemented!()\n}\n"
-    tests = [
-        "assert_eq!(candidate(3), 1);",
-        "assert_eq!(candidate(3, 1);",  # unbalanced
-        'assert_eq!(candidate(3), "one");',  # wrong type
-        "assert_eq!(candidate(10) 5);",  # bad macro syntax
-        "assert_eq!(candidate(10), 5);",
-        "assert_eq!(candidate(vec![1]), 1);",  # wrong argument type
-        "assert_eq!(largest_divisor(49), 7);",
-    ]
-    kept = check_rust_tests(stub, tests, FAST, entry_point="largest_divisor")
-    assert kept == [tests[0], tests[4], tests[6]]
-    assert check_rust_tests("fn broken( {", tests[:1], FAST, entry_point="largest_divisor") == []
-
-
-def test_rust_functions_need_rustc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.delenv("CARGO_HOME", raising=False)
-    assert rustc_path() is None
-    with pytest.raises(ReflexionError, match="install Rust"):
-        run_rust_tests(DIVISOR, ["assert_eq!(candidate(3), 1);"], entry_point="largest_divisor")
-    with pytest.raises(ReflexionError, match="install Rust"):
-        check_rust_tests(DIVISOR, [])
-    with pytest.raises(ReflexionError, match="install Rust"):
-        run_rust_program("fn main() {}")
 
 
 def test_the_child_side_imports_only_the_standard_library():

@@ -1,8 +1,10 @@
 """A sandbox that runs untrusted, model-generated code (Python and Rust) against unit tests.
 
-The caller side (:mod:`.runner`) starts one process per test; the child side (:mod:`.child`,
-standard library only) enters the sandbox in that process and runs the test. See
-:mod:`.runner` for what contains a process.
+The caller side (:mod:`.runner`) starts the processes of each test: a judge that runs the test
+and a candidate process that runs the code and answers the judge's calls with plain data only
+(:mod:`.plain` for Python, ``wire.rs`` for Rust). The child side (:mod:`.child`, standard
+library only) enters the sandbox in each process. See :mod:`.runner` for what contains a
+process.
 """
 
 from reflexion.programming.sandbox.results import Limits, ProgramResult, SuiteResult, TestOutcome
@@ -11,6 +13,7 @@ from reflexion.programming.sandbox.runner import (
     run_python_check,
     run_python_program,
     run_python_tests,
+    run_rust_check,
     run_rust_program,
     run_rust_tests,
 )
@@ -25,6 +28,7 @@ __all__ = [
     "run_python_check",
     "run_python_program",
     "run_python_tests",
+    "run_rust_check",
     "run_rust_program",
     "run_rust_tests",
     "rustc_path",

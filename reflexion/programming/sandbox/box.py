@@ -51,6 +51,7 @@ _PROCESSES = 16  # RLIMIT_NPROC for a fresh uid (threads count too)
 _PROCESS_HEADROOM = 32  # ... or above the current count when not root
 _COMPILE_FILE_BYTES = 256 * 1024 * 1024
 _COMPILE_MEMORY_MB = 4096
+_COMPILE_CAPTURE = 64 * 1024  # bytes of rustc's stderr read back
 _NOBODY = 65534
 
 
@@ -138,16 +139,35 @@ class Sandbox:
         config = self._config("exec", timeout)
         return self._spawn(config, [self.binary_path, *args], timeout)
 
-    def compile_rust(self, rustc: str, source: str) -> str | None:
-        """Compile ``source`` into the suite's binary; ``rustc``'s trimmed errors or ``None``."""
-        write_text(os.path.join(self.root, "solution.rs"), source)
-        argv = [rustc, *RUSTC_FLAGS, "-o", self.binary_path, "solution.rs"]
-        run = self._compile(argv)
-        if run.timed_out:
-            return f"rustc timed out after {float(self.limits.compile_timeout_s)}s"
-        if run.returncode != 0 or not os.path.isfile(self.binary_path):
-            return rustc_errors(run.stderr, run.returncode)
-        os.chmod(self.binary_path, 0o755)
+    def compile_rust(self, rustc: str, sources: dict[str, str]) -> str | None:
+        """Compile each source into the binary of its name (``solution``, ``judge``), all at
+        once; the first failure's trimmed ``rustc`` errors, or ``None``. The judge binary is
+        execute-only for others, so the kernel keeps it undumpable under the sandbox uid."""
+        started = []
+        for name, source in sources.items():
+            write_text(os.path.join(self.root, f"{name}.rs"), source)
+            argv = [rustc, *RUSTC_FLAGS, "-o", os.path.join(self.root, name), f"{name}.rs"]
+            config, command, env = self._compiler(argv)
+            started.append((name, self._start(config, command, env=env)))
+        timeout = self.limits.compile_timeout_s
+        deadline = time.monotonic() + timeout
+        runs: dict[str, Run] = {}
+        for name, begun in started:
+            if isinstance(begun, Run):
+                runs[name] = begun
+                continue
+            try:
+                timed_out = wait_exit(begun.proc, max(0.0, deadline - time.monotonic()))
+            finally:
+                self._stop(begun.proc, trusted=True)
+            runs[name] = self._collect(begun, timed_out, _COMPILE_CAPTURE)
+        for name, run in runs.items():
+            binary = os.path.join(self.root, name)
+            if run.timed_out:
+                return f"rustc timed out after {float(timeout)}s"
+            if run.returncode != 0 or not os.path.isfile(binary):
+                return rustc_errors(run.stderr, run.returncode)
+            os.chmod(binary, 0o711 if name == "judge" else 0o755)
         return None
 
     def check_rust(self, rustc: str, source: str) -> Run:
@@ -167,9 +187,14 @@ class Sandbox:
         ]
         return self._compile(argv, capture=4 * 1024 * 1024)
 
-    def _compile(self, argv: list[str], capture: int = 64 * 1024) -> Run:
-        # rustc runs as the caller (the rustup proxy needs its home), with its environment,
-        # under generous limits and the compile timeout.
+    def _compile(self, argv: list[str], capture: int = _COMPILE_CAPTURE) -> Run:
+        config, command, env = self._compiler(argv)
+        timeout = self.limits.compile_timeout_s
+        return self._spawn(config, command, timeout, env=env, trusted=True, capture=capture)
+
+    def _compiler(self, argv: list[str]) -> tuple[dict[str, Any], list[str], dict[str, str]]:
+        """How ``rustc`` runs: as the caller (the rustup proxy needs its home), with its
+        environment, under generous limits (the compile timeout is the caller's to apply)."""
         timeout = self.limits.compile_timeout_s
         config: dict[str, Any] = {
             "mode": "exec",
@@ -186,7 +211,7 @@ class Sandbox:
         }
         env = dict(os.environ)
         env.update(TMPDIR=self.root, RUST_BACKTRACE="0")
-        return self._spawn(config, argv, timeout, env=env, trusted=True, capture=capture)
+        return config, argv, env
 
     def _config(self, mode: str, timeout: float) -> dict[str, Any]:
         return {
@@ -255,8 +280,6 @@ class Sandbox:
         ``prelude`` (trusted code, e.g. the benchmark's prompt) runs in the judge first; its
         names win over the candidate's, except ``entry_point``. Returns (judge, candidate).
         """
-        calls_read, calls_write = os.pipe()
-        replies_read, replies_write = os.pipe()
         serve = self._config("serve", timeout)
         serve.update(code=code, output_bytes=self.limits.output_bytes)
         judge = self._config("judge", timeout)
@@ -266,18 +289,37 @@ class Sandbox:
             entry_point=entry_point,
             output_bytes=self.limits.output_bytes,
         )
+        return self._pair((judge, []), (serve, []), timeout)
+
+    def judged_binary(self, args: list[str], timeout: float) -> tuple[Run, Run]:
+        """Run the compiled judge with ``args`` against the compiled candidate, which serves
+        the judge's calls (see :meth:`judged`). Returns (judge, candidate)."""
+        judge = (self._config("exec", timeout), [os.path.join(self.root, "judge"), *args])
+        return self._pair(judge, (self._config("exec", timeout), [self.binary_path]), timeout)
+
+    def _pair(
+        self,
+        judge: tuple[dict[str, Any], list[str]],
+        candidate: tuple[dict[str, Any], list[str]],
+        timeout: float,
+    ) -> tuple[Run, Run]:
+        """Start the judge, then the candidate, joined by two pipes; wait for the judge, give
+        the candidate a moment to finish, stop and collect both. Returns (judge, candidate)."""
+        calls_read, calls_write = os.pipe()
+        replies_read, replies_write = os.pipe()
         try:
-            candidate = self._start(serve, [], channel=(calls_read, replies_write))
-            judging = self._start(judge, [], channel=(replies_read, calls_write))
+            # The judge first: it is undumpable before any of the candidate's code runs.
+            judging = self._start(*judge, channel=(replies_read, calls_write))
+            serving = self._start(*candidate, channel=(calls_read, replies_write))
         finally:
             for descriptor in (calls_read, calls_write, replies_read, replies_write):
                 os.close(descriptor)
-        if isinstance(candidate, Run) or isinstance(judging, Run):
-            for started in (candidate, judging):
+        if isinstance(serving, Run) or isinstance(judging, Run):
+            for started in (serving, judging):
                 if not isinstance(started, Run):
                     self._stop(started.proc)
                     self._collect(started, False, None)
-            failed = candidate if isinstance(candidate, Run) else judging
+            failed = serving if isinstance(serving, Run) else judging
             assert isinstance(failed, Run)
             return failed, failed
         deadline = time.monotonic() + timeout
@@ -285,13 +327,13 @@ class Sandbox:
             timed_out = wait_exit(judging.proc, timeout)
             # The judge is done: the candidate gets a moment to finish the last reply's exit.
             left = min(0.2, max(0.0, deadline - time.monotonic()))
-            candidate_timed_out = timed_out or wait_exit(candidate.proc, left)
+            candidate_timed_out = timed_out or wait_exit(serving.proc, left)
         finally:
             self._stop(judging.proc)
-            self._stop(candidate.proc)
+            self._stop(serving.proc)
         return (
             self._collect(judging, timed_out, None),
-            self._collect(candidate, candidate_timed_out and timed_out, None),
+            self._collect(serving, candidate_timed_out and timed_out, None),
         )
 
     def _start(

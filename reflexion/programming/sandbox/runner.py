@@ -42,9 +42,10 @@ hook). An audit hook is not a security boundary on its own; it turns the common 
 failed tests with a readable reason, while the uid, the namespace and the limits are what
 contain a process.
 
-Rust code is compiled once per suite with ``rustc`` (as the calling user, with a timeout) into
-a binary whose ``main`` runs the test whose number it is given; the binary then runs once per
-test under the same limits.
+Rust is judged the same way: ``rustc`` (as the calling user, with a timeout) compiles, once per
+suite, the candidate's code with a server ``main`` and, separately, a judge whose ``main`` runs
+the test whose number it is given against a proxy of the entry point; per test, the judge and
+a candidate process then run under the same limits, joined by two pipes.
 """
 
 from __future__ import annotations
@@ -68,13 +69,17 @@ from reflexion.programming.sandbox.results import (
 from reflexion.programming.sandbox.rust import (
     COMPILE_ERROR_CHARS,
     balanced,
+    candidate_server,
+    judge_program,
+    judge_suite,
     require_rustc,
     rust_check_crate,
     rust_error_tests,
     rust_failure,
+    rust_judged,
     rust_program_harness,
-    rust_test_harness,
 )
+from reflexion.programming.sandbox.signature import UnsupportedSignature, entry_signature
 from reflexion.programming.sandbox.verdicts import (
     clip_block,
     judged_verdict,
@@ -169,25 +174,35 @@ def run_rust_tests(
     tests: Sequence[str],
     limits: Limits = DEFAULT_LIMITS,
     *,
-    entry_point: str | None = None,
+    entry_point: str,
 ) -> SuiteResult:
-    """Compile ``code`` with the tests once, then run each test in a sandboxed process.
+    """Judge ``code`` with Rust tests: compile once, then run each test in a judge process
+    against a candidate process that serves ``entry_point``.
 
-    ``code`` is a full Rust implementation; each test is a statement such as
-    ``assert_eq!(candidate(3), 1);``. The tests become the arms of a generated ``fn main``
-    (so ``code`` must not define ``main``); with ``entry_point`` each arm starts with
-    ``let candidate = <entry_point>;``. A failed ``assert_eq!`` reports ``output: <left>``,
-    another panic its message. A compile error (``rustc``'s text, trimmed) fails every test
-    with ``compile error``; with no tests the code is only compiled.
+    ``code`` is a full Rust implementation (without ``main``); each test is a statement such
+    as ``assert_eq!(candidate(3), 1);``. The tests become the arms of the judge's ``main``,
+    each after ``let candidate = <entry_point>;``; there ``entry_point`` is a proxy that calls
+    the candidate's function in its own sandboxed process, so only plain data crosses and
+    nothing the candidate runs can write a verdict. A failed ``assert_eq!`` reports ``output:
+    <left>``, another panic its message (the candidate's own, when it panicked). A compile
+    error (``rustc``'s text, trimmed) fails every test with ``compile error``, and so does an
+    entry point whose types are not plain data; with no tests the code is only compiled.
 
     Raises:
         ReflexionError: when ``rustc`` is not installed.
     """
     rustc = require_rustc()
     tests = list(tests)
-    source = rust_test_harness(code, tests, entry_point)
+    try:
+        sig = entry_signature(code, entry_point)
+    except UnsupportedSignature as exc:
+        reason = f"cannot judge {entry_point}: {exc}"
+        return SuiteResult(tuple(TestOutcome(t, False, "compile error") for t in tests), reason)
+    sources = {"solution": candidate_server(code, sig)}
+    if tests:
+        sources["judge"] = judge_suite(tests, sig)
     with Sandbox(limits) as box:
-        error = box.compile_rust(rustc, source)
+        error = box.compile_rust(rustc, sources)
         if error is not None:
             failed = tuple(TestOutcome(t, False, "compile error") for t in tests)
             return SuiteResult(failed, error)
@@ -199,12 +214,52 @@ def run_rust_tests(
                 outcomes.append(TestOutcome(test, False, suite_timeout(limits)))
                 continue
             timeout = min(limits.test_timeout_s, remaining)
-            run = box.binary([str(index)], timeout)
-            if run.report.startswith("ok"):
-                outcomes.append(TestOutcome(test, True, ""))
-            else:
-                outcomes.append(TestOutcome(test, False, rust_failure(run, timeout, limits)))
+            judge, candidate = box.judged_binary([str(index)], timeout)
+            reason = rust_judged(judge, candidate, timeout, limits)
+            outcomes.append(TestOutcome(test, not reason, reason))
         return SuiteResult(tuple(outcomes))
+
+
+def run_rust_check(
+    code: str,
+    test_program: str,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    entry_point: str,
+    timeout_s: float | None = None,
+) -> ProgramResult:
+    """Judge ``code`` with a benchmark's Rust test program (its own ``fn main``, e.g.
+    MultiPL-E's ``let candidate = f; assert_eq!(…);``): the program runs in a judge process
+    where ``entry_point`` is a proxy into the candidate's process (see :func:`run_rust_tests`).
+    It passes when the program's ``main`` returns within ``timeout_s`` (default
+    ``limits.test_timeout_s``).
+
+    Raises:
+        ReflexionError: when ``rustc`` is not installed.
+    """
+    rustc = require_rustc()
+    timeout = limits.test_timeout_s if timeout_s is None else timeout_s
+    try:
+        sig = entry_signature(code, entry_point)
+    except UnsupportedSignature as exc:
+        return ProgramResult(False, clip(f"cannot judge {entry_point}: {exc}", DETAIL_CHARS))
+    judge = judge_program(test_program, sig)
+    if judge is None:
+        return ProgramResult(False, "the test program needs exactly one fn main")
+    with Sandbox(limits) as box:
+        error = box.compile_rust(rustc, {"solution": candidate_server(code, sig), "judge": judge})
+        if error is not None:
+            return ProgramResult(False, _compile_detail(error))
+        judged, candidate = box.judged_binary([], timeout)
+    reason = rust_judged(judged, candidate, timeout, None)
+    return ProgramResult(not reason, reason)
+
+
+def _compile_detail(error: str) -> str:
+    """``compile error: <first error line>``."""
+    first = next((ln for ln in error.splitlines() if ln.startswith("error")), error)
+    first = re.sub(r"^error(?:\[E\d+\])?: ", "", first)
+    return clip(f"compile error: {first}", DETAIL_CHARS)
 
 
 def run_rust_program(
@@ -223,11 +278,9 @@ def run_rust_program(
     timeout = limits.test_timeout_s if timeout_s is None else timeout_s
     program, wrapped = rust_program_harness(source)
     with Sandbox(limits) as box:
-        error = box.compile_rust(rustc, program)
+        error = box.compile_rust(rustc, {"solution": program})
         if error is not None:
-            first = next((ln for ln in error.splitlines() if ln.startswith("error")), error)
-            first = re.sub(r"^error(?:\[E\d+\])?: ", "", first)
-            return ProgramResult(False, clip(f"compile error: {first}", DETAIL_CHARS))
+            return ProgramResult(False, _compile_detail(error))
         run = box.binary([], timeout)
     if run.returncode == 0 and not run.timed_out and (run.report.startswith("ok") or not wrapped):
         return ProgramResult(True, "")

@@ -1,17 +1,22 @@
-"""Rust in the sandbox: finding ``rustc``, the harness that runs one test per process, and
-reading compile errors and panics into short reasons."""
+"""Rust in the sandbox: finding ``rustc``, the crates of a judged test (the judge, which runs
+the tests against a proxy of the entry point, and the candidate's server, which answers its
+calls with plain data; see ``wire.rs``), and reading compile errors and panics into short
+reasons."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import shutil
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from reflexion.programming.sandbox.child import DETAIL_CHARS, OUTPUT_CHARS, clip
 from reflexion.programming.sandbox.results import Limits
+from reflexion.programming.sandbox.signature import Signature
 from reflexion.programming.sandbox.verdicts import Run, clip_block, process_reason, timeout_reason
 
 COMPILE_ERROR_CHARS = 1500
@@ -109,6 +114,19 @@ fn __reflexion_report() {
 }
 """
 
+_JUDGE_PRELUDE = "#[allow(unused_imports)]\nuse std::collections::*;\n"
+"""The judge's only import: the collections a test may name (an explicit import in a test
+program shadows a glob without a clash)."""
+
+_ENDED = "reflexion-judge: the candidate's process ended before replying"
+_GARBLED = "reflexion-judge: the candidate's reply is not a"
+
+
+@functools.cache
+def _wire() -> str:
+    """The Rust module both binaries of a judged test carry (``wire.rs``)."""
+    return Path(__file__).with_name("wire.rs").read_text(encoding="utf-8")
+
 
 def require_rustc() -> str:
     rustc = rustc_path()
@@ -119,16 +137,71 @@ def require_rustc() -> str:
     return rustc
 
 
-def rust_test_harness(code: str, tests: Sequence[str], entry_point: str | None) -> str:
-    """``code`` plus a ``main`` that runs test number ``argv[1]`` and then reports."""
-    bind = f"        let candidate = {entry_point};\n" if entry_point else ""
+def _proxy(sig: Signature) -> str:
+    """The judge's stand-in for the entry point: it sends the arguments to the candidate's
+    process and reads the result back as the declared type (a reference result is leaked)."""
+    params = ", ".join(f"a{i}: {t.render()}" for i, t in enumerate(sig.params))
+    result = sig.returns
+    shown = result.render("'static") if result.kind == "ref" else result.render()
+    puts = "".join(
+        f"    __reflexion_wire::Put::put(&a{i}, &mut request);\n" for i in range(len(sig.params))
+    )
+    value = "value"
+    if result.kind == "ref":
+        inner = result.args[0].kind
+        value = {
+            "str": "Box::leak(value.into_boxed_str())",
+            "slice": "Box::leak(value.into_boxed_slice())",
+        }.get(inner, "Box::leak(Box::new(value))")
+    return (
+        "#[allow(dead_code, unused_mut, clippy::all)]\n"
+        f"fn {sig.name}({params}) -> {shown} {{\n"
+        "    let mut request: Vec<u8> = Vec::new();\n"
+        f"{puts}"
+        "    let reply = __reflexion_wire::call(&request);\n"
+        f"    let value: {result.owned().render()} = "
+        f"__reflexion_wire::reply(&reply, {json.dumps(result.render())});\n"
+        f"    {value}\n"
+        "}\n"
+    )
+
+
+def candidate_server(code: str, sig: Signature) -> str:
+    """``code`` plus a ``main`` that answers the judge's calls of the entry point until the
+    channel closes."""
+    reads, args = [], []
+    for i, param in enumerate(sig.params):
+        mutable = param.kind == "ref" and param.mutable
+        reads.append(
+            f"        let {'mut ' if mutable else ''}a{i}: {param.owned().render()} = "
+            "__reflexion_wire::arg(r)?;\n"
+        )
+        args.append(("&mut " if mutable else "&" if param.kind == "ref" else "") + f"a{i}")
+    return (
+        f"{code.rstrip()}\n\n{_wire()}\n"
+        "fn main() {\n"
+        "    __reflexion_wire::serve(|r, out| {\n"
+        f"{''.join(reads)}"
+        f"        let value = {sig.name}({', '.join(args)});\n"
+        "        __reflexion_wire::Put::put(&value, out);\n"
+        "        Ok(())\n"
+        "    });\n"
+        "}\n"
+    )
+
+
+def judge_suite(tests: Sequence[str], sig: Signature) -> str:
+    """The judge of a suite: a proxy of the entry point and a ``main`` that runs test number
+    ``argv[1]`` (after ``let candidate = <entry point>;``) and then reports."""
     arms = "".join(
-        f"        {i} => {{\n{bind}        {test.strip()}\n        }}\n"
+        f"        {i} => {{\n            let candidate = {sig.name};\n"
+        f"            {test.strip()}\n        }}\n"
         for i, test in enumerate(tests)
     )
     return (
-        f"{code.rstrip()}\n\n{_RUST_REPORT_FN}\n"
+        f"{_JUDGE_PRELUDE}\n{_wire()}\n{_proxy(sig)}\n{_RUST_REPORT_FN}\n"
         "fn main() {\n"
+        "    __reflexion_wire::guard();\n"
         "    let __reflexion_which: usize = std::env::args().nth(1)"
         ".and_then(|s| s.parse().ok()).unwrap_or(usize::MAX);\n"
         "    match __reflexion_which {\n"
@@ -140,15 +213,44 @@ def rust_test_harness(code: str, tests: Sequence[str], entry_point: str | None) 
     )
 
 
-def rust_program_harness(source: str) -> tuple[str, bool]:
-    """The program with its ``main`` wrapped so that returning from it is reported; unchanged
-    (and ``False``) unless it has exactly one top-level ``fn main``."""
+def judge_program(test_program: str, sig: Signature) -> str | None:
+    """The judge of a benchmark's test program (its own ``fn main``, e.g. MultiPL-E's), whose
+    return is reported; ``None`` unless it has exactly one top-level ``fn main``."""
+    harness, wrapped = rust_program_harness(test_program, first="__reflexion_wire::guard();")
+    if not wrapped:
+        return None
+    return f"{_JUDGE_PRELUDE}\n{_wire()}\n{_proxy(sig)}\n{harness}"
+
+
+def rust_judged(judge: Run, candidate: Run, timeout: float, limits: Limits | None) -> str:
+    """Why a judged Rust test failed (``""`` when it passed): the judge's panic, or, when the
+    candidate's process ended before replying, why it did."""
+    if judge.report.startswith("ok") and judge.returncode == 0 and not judge.timed_out:
+        return ""
+    if judge.timed_out:
+        return timeout_reason(timeout, limits)
+    if _ENDED in judge.stderr:
+        if candidate.returncode == 0:
+            return "exited with code 0 before returning a result"
+        return rust_failure(candidate, timeout, limits)
+    garbled = judge.stderr.find(_GARBLED)
+    if garbled >= 0:
+        line = judge.stderr[garbled:].splitlines()[0]
+        return clip("the candidate's reply is not a" + line[len(_GARBLED) :], DETAIL_CHARS)
+    return rust_failure(judge, timeout, limits)
+
+
+def rust_program_harness(source: str, first: str = "") -> tuple[str, bool]:
+    """The program with its ``main`` wrapped so that returning from it is reported (after
+    ``first``, a statement run before it); unchanged (and ``False``) unless it has exactly one
+    top-level ``fn main``."""
     mains = _RUST_PROGRAM_MAIN.findall(source)
     if len(mains) != 1:
         return source, False
     renamed = _RUST_PROGRAM_MAIN.sub("fn __reflexion_user_main(", source, count=1)
     wrapper = (
         "fn main() -> std::process::ExitCode {\n"
+        f"    {first}\n"
         "    let code = std::process::Termination::report(__reflexion_user_main());\n"
         "    __reflexion_report();\n"
         "    code\n"

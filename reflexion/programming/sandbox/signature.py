@@ -1,0 +1,219 @@
+"""The entry point's signature in a Rust implementation, read for a judged test.
+
+The judge calls the candidate through a proxy with the entry point's signature, so the types
+are read into a small set of plain-data types (integers, floats, ``bool``, ``char``, strings,
+vectors, slices, options, tuples, maps and sets, ``Box``, and references to these at the top
+of a parameter or the result) and written back out from that reading. Nothing of the code's
+own text reaches the judge's source. Standard library only: the sandbox's caller side uses it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_INTEGERS = ("i8", "i16", "i32", "i64", "i128", "isize", "u8", "u16", "u32", "u64", "u128", "usize")
+_SCALARS = frozenset((*_INTEGERS, "f32", "f64", "bool", "char", "String"))
+_GENERICS = {
+    "Vec": ("Vec", 1),
+    "Option": ("Option", 1),
+    "Box": ("Box", 1),
+    "VecDeque": ("std::collections::VecDeque", 1),
+    "HashSet": ("std::collections::HashSet", 1),
+    "BTreeSet": ("std::collections::BTreeSet", 1),
+    "HashMap": ("std::collections::HashMap", 2),
+    "BTreeMap": ("std::collections::BTreeMap", 2),
+}
+_PATH_PREFIXES = frozenset({"std", "alloc", "collections", "string", "vec", "option", "boxed"})
+_TUPLE_MAX = 8
+_PARAMS_MAX = 16
+
+_TOKEN = re.compile(r"\s*(::|->|'[A-Za-z_]\w*|[A-Za-z_]\w*|\d+|[^\sA-Za-z_\d])")
+
+
+class UnsupportedSignature(ValueError):
+    """The entry point cannot be called across processes (its types are not plain data)."""
+
+
+@dataclass(frozen=True)
+class RustType:
+    """A plain-data Rust type: ``scalar`` (``name``), ``str``, ``generic`` (``name`` with
+    ``args``), ``tuple`` (``args``), ``slice`` (``args[0]``) or ``ref`` (``args[0]``,
+    ``mutable``)."""
+
+    kind: str
+    name: str = ""
+    args: tuple[RustType, ...] = ()
+    mutable: bool = False
+
+    def render(self, lifetime: str = "") -> str:
+        """The type as Rust source (a reference with ``lifetime`` when given)."""
+        if self.kind == "scalar" or self.kind == "str":
+            return self.name or "str"
+        inner = ", ".join(a.render() for a in self.args)
+        if self.kind == "generic":
+            return f"{self.name}<{inner}>"
+        if self.kind == "tuple":
+            return f"({inner},)" if len(self.args) == 1 else f"({inner})"
+        if self.kind == "slice":
+            return f"[{inner}]"
+        prefix = f"&{lifetime} " if lifetime else "&"
+        return prefix + ("mut " if self.mutable else "") + self.args[0].render()
+
+    def owned(self) -> RustType:
+        """The owned type a value of this type is read into (``&str`` → ``String``, ``&[T]``
+        → ``Vec<T>``, ``&T`` → ``T``)."""
+        if self.kind == "ref":
+            return self.args[0].owned()
+        if self.kind == "str":
+            return RustType("scalar", "String")
+        if self.kind == "slice":
+            return RustType("generic", "Vec", self.args)
+        return self
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The entry point's name, parameter types and result type (``()`` when it has none)."""
+
+    name: str
+    params: tuple[RustType, ...]
+    returns: RustType
+
+
+def entry_signature(code: str, name: str) -> Signature:
+    """Read ``fn name(...) -> T`` from ``code`` (its first top-level definition).
+
+    Raises:
+        UnsupportedSignature: when there is no such function, or a type is not plain data.
+    """
+    found = re.search(rf"(?m)^[ \t]*(?:pub(?:\s*\([^)]*\))?\s+)?fn\s+{re.escape(name)}\b", code)
+    if found is None:
+        raise UnsupportedSignature(f"no top-level fn {name} in the implementation")
+    tokens = _Tokens(code, found.end())
+    if tokens.peek() == "<":
+        tokens.lifetimes_only()
+    tokens.expect("(")
+    params: list[RustType] = []
+    while tokens.peek() != ")":
+        if len(params) >= _PARAMS_MAX:
+            raise UnsupportedSignature(f"{name} takes more than {_PARAMS_MAX} parameters")
+        tokens.pattern()
+        params.append(tokens.type(top=True))
+        if tokens.peek() != ")":
+            tokens.expect(",")
+    tokens.expect(")")
+    returns = RustType("tuple")
+    if tokens.peek() == "->":
+        tokens.next()
+        returns = tokens.type(top=True)
+    if tokens.peek() != "{":
+        raise UnsupportedSignature(f"{name}: expected its body after the signature")
+    return Signature(name, tuple(params), returns)
+
+
+class _Tokens:
+    """A token stream over ``code`` from ``start`` (a small recursive-descent reader)."""
+
+    def __init__(self, code: str, start: int) -> None:
+        self.code = code
+        self.at = start
+        self._next: str | None = None
+
+    def peek(self) -> str:
+        if self._next is None:
+            match = _TOKEN.match(self.code, self.at)
+            if match is None:
+                self._next = ""
+            else:
+                self._next = match.group(1)
+                self.at = match.end()
+        return self._next
+
+    def next(self) -> str:
+        token = self.peek()
+        self._next = None
+        return token
+
+    def expect(self, want: str) -> None:
+        got = self.next()
+        if got != want:
+            raise UnsupportedSignature(f"expected {want!r} in the signature, found {got!r}")
+
+    def lifetimes_only(self) -> None:
+        """Generic parameters ``<'a, 'b>``; type parameters are not plain data."""
+        self.expect("<")
+        while self.peek() != ">":
+            token = self.next()
+            if not token.startswith("'") and token != ",":
+                raise UnsupportedSignature("generic functions cannot be judged")
+        self.expect(">")
+
+    def pattern(self) -> None:
+        """Skip a parameter's pattern up to its ``:``."""
+        depth = 0
+        while True:
+            token = self.next()
+            if token == "" or (token == "self" and depth == 0):
+                raise UnsupportedSignature("methods cannot be judged")
+            if token in "([{":
+                depth += 1
+            elif token in ")]}":
+                depth -= 1
+            elif token == ":" and depth == 0:
+                return
+
+    def type(self, *, top: bool = False) -> RustType:
+        token = self.next()
+        if token == "&":
+            if not top:
+                raise UnsupportedSignature("references inside other types cannot be judged")
+            if self.peek().startswith("'"):
+                self.next()
+            mutable = self.peek() == "mut"
+            if mutable:
+                self.next()
+            inner = self._unsized() if self.peek() in ("str", "[") else self.type()
+            return RustType("ref", args=(inner,), mutable=mutable)
+        if token == "(":
+            items: list[RustType] = []
+            while self.peek() != ")":
+                items.append(self.type())
+                if self.peek() != ")":
+                    self.expect(",")
+            self.expect(")")
+            if len(items) > _TUPLE_MAX:
+                raise UnsupportedSignature(f"tuples of more than {_TUPLE_MAX} cannot be judged")
+            return RustType("tuple", args=tuple(items))
+        return self._named(token)
+
+    def _unsized(self) -> RustType:
+        if self.next() == "str":
+            return RustType("str")
+        item = self.type()
+        self.expect("]")
+        return RustType("slice", args=(item,))
+
+    def _named(self, token: str) -> RustType:
+        while self.peek() == "::":
+            if token not in _PATH_PREFIXES:
+                raise UnsupportedSignature(f"the type path {token}:: cannot be judged")
+            self.next()
+            token = self.next()
+        if token in _SCALARS:
+            return RustType("scalar", token)
+        if token not in _GENERICS:
+            shown = token if re.fullmatch(r"\w+", token) else repr(token)
+            raise UnsupportedSignature(f"the type {shown} is not plain data")
+        path, arity = _GENERICS[token]
+        self.expect("<")
+        args = [self.type()]
+        while self.peek() == ",":
+            self.next()
+            if self.peek() == ">":
+                break
+            args.append(self.type())
+        self.expect(">")
+        if len(args) != arity:
+            raise UnsupportedSignature(f"{token} takes {arity} type argument(s)")
+        return RustType("generic", path, tuple(args))

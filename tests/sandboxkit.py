@@ -1,0 +1,52 @@
+"""What the sandbox tests share: short limits, a skip for machines without rustc, and a look
+at the live processes (nothing a test started may survive it)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from reflexion.programming.sandbox import Limits, SuiteResult, rustc_path
+
+FAST = Limits(test_timeout_s=1.0, suite_timeout_s=20.0)
+LOOP = Limits(test_timeout_s=0.5, suite_timeout_s=20.0)  # for tests that must time out
+
+needs_rustc = pytest.mark.skipif(rustc_path() is None, reason="rustc is not installed")
+
+
+def details(result: SuiteResult) -> list[str]:
+    return [o.detail for o in result.outcomes]
+
+
+def processes(uid: int | None = None, marker: bytes | None = None) -> list[int]:
+    """Live processes with that real uid and/or that marker in their command line."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        state = re.search(r"^State:\s*(\S)", status, re.M)
+        real_uid = re.search(r"^Uid:\s*(\d+)", status, re.M)
+        if state is None or real_uid is None or state.group(1) in "ZX":
+            continue
+        if uid is not None and int(real_uid.group(1)) != uid:
+            continue
+        if marker is not None and marker not in cmdline:
+            continue
+        found.append(int(entry))
+    return found
+
+
+def assert_cleaned_up(uid: int, workdir: Path) -> None:
+    """The sandbox directory is gone and, when a dedicated uid was used, none of its
+    processes survive."""
+    assert not workdir.parent.exists()
+    if os.geteuid() == 0 and uid != 0:
+        assert processes(uid=uid) == []
