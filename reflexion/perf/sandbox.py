@@ -1,5 +1,6 @@
 """``reflexion perf sandbox``: what one sandboxed unit test costs, in wall time and in CPU time
-(a judged Python test runs a judge and a candidate process; a Rust test one binary run)."""
+(a judged test runs a judge and a candidate process; a Rust suite first compiles both binaries,
+and the figure per Rust test includes its share of that)."""
 
 from __future__ import annotations
 

@@ -388,3 +388,11 @@ def test_whatever_follows_fn_f_only_plain_type_text_reaches_the_judge(tail: str)
         return
     for rendered in [t.render() for t in sig.params] + [sig.returns.render("'static")]:
         assert re.fullmatch(r"[\w<>(),&\[\]: ']*", rendered), rendered
+
+
+@needs_rustc
+def test_a_judge_kept_from_an_earlier_suite_judges_the_next_candidate() -> None:
+    tests = ["assert_eq!(candidate(10), 5);", "assert_eq!(candidate(2), 1);"]
+    first = run_rust_tests(DIVISOR, tests, FAST, entry_point="largest_divisor")
+    again = run_rust_tests(WRONG_DIVISOR, tests, FAST, entry_point="largest_divisor")
+    assert (details(first), details(again)) == (["", ""], ["output: 9", ""])

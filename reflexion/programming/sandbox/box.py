@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -53,6 +56,44 @@ _COMPILE_FILE_BYTES = 256 * 1024 * 1024
 _COMPILE_MEMORY_MB = 4096
 _COMPILE_CAPTURE = 64 * 1024  # bytes of rustc's stderr read back
 _NOBODY = 65534
+
+
+class _Binaries:
+    """Compiled judges by source, in the caller's memory (a few, least recently used first)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.lock = threading.Lock()
+        self.binaries: OrderedDict[str, bytes] = OrderedDict()
+
+    @staticmethod
+    def _key(rustc: str, source: str) -> str:
+        return hashlib.sha256("\0".join((rustc, *RUSTC_FLAGS, source)).encode()).hexdigest()
+
+    def restore(self, rustc: str, source: str, path: str) -> bool:
+        """Write the binary compiled from ``source`` to ``path`` (mode 0711); False if none."""
+        key = self._key(rustc, source)
+        with self.lock:
+            binary = self.binaries.get(key)
+            if binary is None:
+                return False
+            self.binaries.move_to_end(key)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o711)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(binary)
+        os.chmod(path, 0o711)  # whatever the umask
+        return True
+
+    def keep(self, rustc: str, source: str, path: str) -> None:
+        with open(path, "rb") as handle:
+            binary = handle.read()
+        with self.lock:
+            self.binaries[self._key(rustc, source)] = binary
+            while len(self.binaries) > self.size:
+                self.binaries.popitem(last=False)
+
+
+_JUDGES = _Binaries(32)
 
 
 class Sandbox:
@@ -142,12 +183,16 @@ class Sandbox:
     def compile_rust(self, rustc: str, sources: dict[str, str]) -> str | None:
         """Compile each source into the binary of its name (``solution``, ``judge``), all at
         once; the first failure's trimmed ``rustc`` errors, or ``None``. The judge binary is
-        execute-only for others, so the kernel keeps it undumpable under the sandbox uid."""
+        execute-only for others, so the kernel keeps it undumpable under the sandbox uid; a
+        judge compiled before from the same source (the same tests, the same signature) is
+        taken from this process's memory, where no sandboxed code can reach it."""
         started = []
         for name, source in sources.items():
+            path = os.path.join(self.root, name)
+            if name == "judge" and _JUDGES.restore(rustc, source, path):
+                continue
             write_text(os.path.join(self.root, f"{name}.rs"), source)
-            argv = [rustc, *RUSTC_FLAGS, "-o", os.path.join(self.root, name), f"{name}.rs"]
-            config, command, env = self._compiler(argv)
+            config, command, env = self._compiler([rustc, *RUSTC_FLAGS, "-o", path, f"{name}.rs"])
             started.append((name, self._start(config, command, env=env)))
         timeout = self.limits.compile_timeout_s
         deadline = time.monotonic() + timeout
@@ -162,12 +207,14 @@ class Sandbox:
                 self._stop(begun.proc, trusted=True)
             runs[name] = self._collect(begun, timed_out, _COMPILE_CAPTURE)
         for name, run in runs.items():
-            binary = os.path.join(self.root, name)
+            path = os.path.join(self.root, name)
             if run.timed_out:
                 return f"rustc timed out after {float(timeout)}s"
-            if run.returncode != 0 or not os.path.isfile(binary):
+            if run.returncode != 0 or not os.path.isfile(path):
                 return rustc_errors(run.stderr, run.returncode)
-            os.chmod(binary, 0o711 if name == "judge" else 0o755)
+            os.chmod(path, 0o711 if name == "judge" else 0o755)
+            if name == "judge":
+                _JUDGES.keep(rustc, sources[name], path)
         return None
 
     def check_rust(self, rustc: str, source: str) -> Run:

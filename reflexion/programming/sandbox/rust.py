@@ -33,6 +33,8 @@ RUSTC_FLAGS = (
     "overflow-checks=on",
     "-C",
     "debug-assertions=on",
+    "-C",
+    "strip=debuginfo",  # a tenth of the size; panic messages keep their locations
     "--cap-lints=allow",
     "--color=never",
 )
