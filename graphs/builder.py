@@ -87,9 +87,11 @@ def route_after_evaluation(
 
 
 def _ends_thread(record: Any, trial: int, ctx: Context) -> bool:
-    """Whether a thread stops after the evaluation ``record`` of trial ``trial``: on success
-    or at the trial limit."""
-    return bool(record and record.get("success")) or trial >= ctx.max_trials
+    """Whether a thread stops after the evaluation ``record`` of trial ``trial``: on success,
+    when the evaluator says another trial could learn nothing, or at the trial limit."""
+    if record and (record.get("success") or record.get("last")):
+        return True
+    return trial >= ctx.max_trials
 
 
 def route_after_reflection(state: State, runtime: Runtime[Context]) -> Literal["review", "actor"]:

@@ -335,8 +335,9 @@ def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[Context]], dict[s
     """The evaluator node: success when every internal test that counts passes (under
     ``Context.test_trust="anchored"``, self-written tests that every attempt failed do not
     count). The score is the share of all internal tests passed, comparable across trials.
-    Without internal tests it can only check that the code compiles, so it never reports
-    success and every trial runs (the paper's "no test generation" ablation)."""
+    Without internal tests it can only check that the code compiles and never reports success:
+    when tests were asked for (``generate_tests``) and none came, a compiling attempt is the
+    thread's last; in the paper's "no test generation" ablation every trial runs."""
 
     def unit_test_evaluator(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = get_context(runtime)
@@ -346,6 +347,7 @@ def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[Context]], dict[s
             suite_timeout_s=ctx.test_timeout * (len(state.tests) + 2) + 30,
         )
         failures: list[list[str]] = []
+        last = False
         if state.answer is None:
             score, success = 0.0, False
             feedback = f"No implementation: {state.stop_reason or 'no code block was found'}"
@@ -373,6 +375,9 @@ def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[Context]], dict[s
                     else "The implementation compiles."
                 )
                 feedback = f"{NO_TESTS} (there are no internal tests). {status}"
+                # Tests were asked for and none came: a compiling attempt leaves nothing to
+                # learn from, so the thread stops (in the no-tests ablation it goes on).
+                last = result.compile_error is None and ctx.generate_tests
         record = TrialRecord(
             trial=state.trial,
             answer=state.answer,
@@ -380,6 +385,8 @@ def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[Context]], dict[s
             success=success,
             feedback=feedback,
         )
+        if last:
+            record["last"] = True
         return {"evaluations": [record], "solved": success, "test_failures": failures}
 
     return unit_test_evaluator

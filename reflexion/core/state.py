@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -28,6 +28,9 @@ class TrialRecord(TypedDict):
     """Whether the trial solved the task (what stops the loop)."""
     feedback: str
     """The evaluator's feedback text (never the reference answer)."""
+    last: NotRequired[bool]
+    """Set when another trial could learn nothing more (e.g. no tests to run): the thread
+    stops after this trial, solved or not."""
 
 
 FailureClass = Literal["hallucination", "inefficient_planning", "step_limit", "other"]

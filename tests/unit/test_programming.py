@@ -278,6 +278,14 @@ def test_no_test_generation_ablation_runs_every_iteration():
     assert len(reflector.prompts) == 2
 
 
+def test_a_thread_whose_test_writer_wrote_no_tests_stops_after_a_compiling_attempt():
+    graph, actor, tests_model, reflector = build([RIGHT, RIGHT], tests=["No tests."])
+    state = run(graph, Context(max_trials=4, example_tests=False))
+    assert len(tests_model.prompts) == 1 and state.get("tests", []) == []
+    assert state["trial"] == 1 and reflector.prompts == [] and len(actor.prompts) == 1
+    assert state["evaluations"][0].get("last") is True and not state["solved"]
+
+
 def test_no_reflection_ablation_keeps_code_and_feedback_but_no_lesson():
     graph, actor, _tests, reflector = build([WRONG, RIGHT])
     state = run(graph, Context(max_trials=3, strategy="none", code_retry="repair"))
