@@ -22,6 +22,7 @@ from reflexion.programming.sandbox import (
     run_rust_tests,
     rustc_path,
 )
+from reflexion.programming.sandbox.box import Sandbox
 from reflexion.programming.sandbox.signature import UnsupportedSignature, entry_signature
 from tests.sandboxkit import FAST, LOOP, details, needs_rustc, processes
 
@@ -396,3 +397,32 @@ def test_a_judge_kept_from_an_earlier_suite_judges_the_next_candidate() -> None:
     first = run_rust_tests(DIVISOR, tests, FAST, entry_point="largest_divisor")
     again = run_rust_tests(WRONG_DIVISOR, tests, FAST, entry_point="largest_divisor")
     assert (details(first), details(again)) == (["", ""], ["output: 9", ""])
+
+
+@needs_rustc
+def test_binaries_start_through_the_launcher_into_the_whole_sandbox() -> None:
+    """The native launcher takes child.py's steps: limits, no new privileges, a fresh uid
+    without groups (as root), the sandbox's directory and a network namespace with only lo."""
+    program = (
+        "fn main() {\n"
+        '    let status = std::fs::read_to_string("/proc/self/status").unwrap();\n'
+        "    let field = |name: &str| status.lines().find(|l| l.starts_with(name)).unwrap()\n"
+        '        .split_whitespace().nth(1).unwrap_or("").to_string();\n'
+        '    assert_eq!(field("NoNewPrivs:"), "1");\n'
+        '    let limits = std::fs::read_to_string("/proc/self/limits").unwrap();\n'
+        '    assert!(limits.lines().any(|l| l.starts_with("Max open files") && l.contains(" 64 ")));\n'
+        '    assert!(limits.lines().any(|l| l.starts_with("Max core file size") && l.contains(" 0 ")));\n'
+        '    assert!(std::env::current_dir().unwrap().ends_with("work"));\n'
+        '    let devices = std::fs::read_to_string("/proc/net/dev").unwrap();\n'
+        "    assert_eq!(devices.lines().skip(2).map(|l| l.trim().split(':').next().unwrap().to_string()).collect::<Vec<_>>(), vec![\"lo\"]);\n"
+        f"    if {str(os.geteuid() == 0).lower()} {{\n"
+        '        assert_ne!(field("Uid:"), "0");\n'
+        '        assert_eq!(field("Groups:"), "");\n'
+        "    }\n"
+        "}\n"
+    )
+    result = run_rust_program(program, FAST)
+    assert result == ProgramResult(True, ""), result
+    with Sandbox(FAST) as box:
+        assert box.compile_rust(str(rustc_path()), {"solution": program}) is None
+        assert box.launcher is not None and box.binary([], 1.0).returncode == 0

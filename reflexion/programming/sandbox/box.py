@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -42,6 +43,7 @@ from reflexion.programming.sandbox.results import (
 )
 from reflexion.programming.sandbox.rust import (
     RUSTC_FLAGS,
+    launcher_source,
     rustc_errors,
 )
 from reflexion.programming.sandbox.verdicts import Run, python_verdict
@@ -70,18 +72,18 @@ class _Binaries:
     def _key(rustc: str, source: str) -> str:
         return hashlib.sha256("\0".join((rustc, *RUSTC_FLAGS, source)).encode()).hexdigest()
 
-    def restore(self, rustc: str, source: str, path: str) -> bool:
-        """Write the binary compiled from ``source`` to ``path`` (mode 0711); False if none."""
+    def restore(self, rustc: str, source: str, path: str, mode: int) -> bool:
+        """Write the binary compiled from ``source`` to ``path``; False if there is none."""
         key = self._key(rustc, source)
         with self.lock:
             binary = self.binaries.get(key)
             if binary is None:
                 return False
             self.binaries.move_to_end(key)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o711)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(binary)
-        os.chmod(path, 0o711)  # whatever the umask
+        os.chmod(path, mode)  # whatever the umask
         return True
 
     def keep(self, rustc: str, source: str, path: str) -> None:
@@ -93,7 +95,11 @@ class _Binaries:
                 self.binaries.popitem(last=False)
 
 
-_JUDGES = _Binaries(32)
+_KEPT = _Binaries(32)
+_MODES = {"judge": 0o711, "launcher": 0o700}
+"""Binaries kept between suites, and their modes: the judge execute-only for others (see
+:meth:`Sandbox.compile_rust`), the launcher the caller's alone (it runs before the uid
+change)."""
 
 
 class Sandbox:
@@ -117,6 +123,8 @@ class Sandbox:
         """Whether ``uid`` is this suite's own: only then are all its processes killed and its
         files in /tmp removed (never for the shared ``nobody``)."""
         self.nproc: int | None = _PROCESSES
+        self.launcher: str | None = None
+        """The native launcher binaries start through, once compiled (else ``child.py``)."""
         self._runs = 0
         try:
             os.chmod(self.root, 0o755)
@@ -177,19 +185,21 @@ class Sandbox:
 
     def binary(self, args: list[str], timeout: float) -> Run:
         """Run the compiled Rust binary with ``args`` under the sandbox's limits."""
-        config = self._config("exec", timeout)
+        config = {**self._config("exec", timeout), "native": True}
         return self._spawn(config, [self.binary_path, *args], timeout)
 
     def compile_rust(self, rustc: str, sources: dict[str, str]) -> str | None:
         """Compile each source into the binary of its name (``solution``, ``judge``), all at
         once; the first failure's trimmed ``rustc`` errors, or ``None``. The judge binary is
-        execute-only for others, so the kernel keeps it undumpable under the sandbox uid; a
-        judge compiled before from the same source (the same tests, the same signature) is
-        taken from this process's memory, where no sandboxed code can reach it."""
+        execute-only for others, so the kernel keeps it undumpable under the sandbox uid. The
+        judge, and the native launcher the binaries then start through (``launcher.rs``), are
+        kept in this process's memory, where no sandboxed code can reach them, and taken from
+        there when the same source comes again (the same tests, the same signature)."""
+        wanted = {**sources, "launcher": launcher_source()}
         started = []
-        for name, source in sources.items():
+        for name, source in wanted.items():
             path = os.path.join(self.root, name)
-            if name == "judge" and _JUDGES.restore(rustc, source, path):
+            if name in _MODES and _KEPT.restore(rustc, source, path, _MODES[name]):
                 continue
             write_text(os.path.join(self.root, f"{name}.rs"), source)
             config, command, env = self._compiler([rustc, *RUSTC_FLAGS, "-o", path, f"{name}.rs"])
@@ -206,15 +216,25 @@ class Sandbox:
             finally:
                 self._stop(begun.proc, trusted=True)
             runs[name] = self._collect(begun, timed_out, _COMPILE_CAPTURE)
-        for name, run in runs.items():
+        compiled = {name for name, _ in started}
+        launcher = os.path.join(self.root, "launcher")
+        built = runs.pop("launcher", Run(0, False, "", "", ""))
+        if built.returncode == 0 and not built.timed_out and os.path.isfile(launcher):
+            self.launcher = launcher  # else the binaries start through child.py
+        else:
+            compiled.discard("launcher")
+        for name in compiled:
             path = os.path.join(self.root, name)
+            if name in runs and (runs[name].returncode != 0 or not os.path.isfile(path)):
+                continue
+            os.chmod(path, _MODES.get(name, 0o755))
+            if name in _MODES:
+                _KEPT.keep(rustc, wanted[name], path)
+        for name, run in runs.items():
             if run.timed_out:
                 return f"rustc timed out after {float(timeout)}s"
-            if run.returncode != 0 or not os.path.isfile(path):
+            if run.returncode != 0 or not os.path.isfile(os.path.join(self.root, name)):
                 return rustc_errors(run.stderr, run.returncode)
-            os.chmod(path, 0o711 if name == "judge" else 0o755)
-            if name == "judge":
-                _JUDGES.keep(rustc, sources[name], path)
         return None
 
     def check_rust(self, rustc: str, source: str) -> Run:
@@ -341,8 +361,9 @@ class Sandbox:
     def judged_binary(self, args: list[str], timeout: float) -> tuple[Run, Run]:
         """Run the compiled judge with ``args`` against the compiled candidate, which serves
         the judge's calls (see :meth:`judged`). Returns (judge, candidate)."""
-        judge = (self._config("exec", timeout), [os.path.join(self.root, "judge"), *args])
-        return self._pair(judge, (self._config("exec", timeout), [self.binary_path]), timeout)
+        judge = ({**self._config("exec", timeout), "native": True}, [self.root + "/judge", *args])
+        candidate = ({**self._config("exec", timeout), "native": True}, [self.binary_path])
+        return self._pair(judge, candidate, timeout)
 
     def _pair(
         self,
@@ -397,14 +418,7 @@ class Sandbox:
         config_path = os.path.join(self.root, f"config-{n}.json")
         out_path = os.path.join(self.root, f"stdout-{n}")
         err_path = os.path.join(self.root, f"stderr-{n}")
-        descriptor = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            json.dump(config, handle)
-        python = sys.executable or shutil.which("python3") or "python3"
-        # -I: no PYTHON* variables, no user site, no script directory on sys.path; -B: no
-        # bytecode files; -S: no site import (fast start; installed packages are added to
-        # sys.path by the child, without their .pth hooks).
-        argv = [python, "-I", "-B", "-S", _CHILD, config_path, *command]
+        argv = self._argv(config, command, config_path)
         read_end, write_end = os.pipe()
         child_env = dict(env if env is not None else self._env())
         child_env[REPORT_ENV] = str(write_end)
@@ -431,6 +445,28 @@ class Sandbox:
             os.close(write_end)
         token = str(config.get("token", ""))
         return _Started(proc, read_end, config_path, out_path, err_path, token)
+
+    def _argv(self, config: dict[str, Any], command: list[str], config_path: str) -> list[str]:
+        """How the child starts: a binary marked ``native`` through the launcher, once there
+        is one (the same steps as child.py's, without an interpreter's start); anything else
+        through child.py, which reads the configuration from ``config_path``."""
+        if config.get("native") and self.launcher is not None:
+            argv = [self.launcher, "--cwd", config["cwd"]]
+            if config["isolate_network"]:
+                argv.append("--net")
+            if config["uid"] is not None:
+                argv += ["--uid", str(config["uid"])]
+            for name, (soft, hard) in config["rlimits"].items():
+                argv += ["--rlimit", f"{getattr(resource, name)}:{soft}:{hard}"]
+            return [*argv, "--", *command]
+        descriptor = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            json.dump(config, handle)
+        python = sys.executable or shutil.which("python3") or "python3"
+        # -I: no PYTHON* variables, no user site, no script directory on sys.path; -B: no
+        # bytecode files; -S: no site import (fast start; installed packages are added to
+        # sys.path by the child, without their .pth hooks).
+        return [python, "-I", "-B", "-S", _CHILD, config_path, *command]
 
     def _stop(self, proc: subprocess.Popen[bytes], *, trusted: bool = False) -> None:
         """Kill the child's process group and, with a fresh uid, every process of that uid."""

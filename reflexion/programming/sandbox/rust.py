@@ -130,6 +130,12 @@ def _wire() -> str:
     return Path(__file__).with_name("wire.rs").read_text(encoding="utf-8")
 
 
+@functools.cache
+def launcher_source() -> str:
+    """The native launcher that starts a compiled binary in the sandbox (``launcher.rs``)."""
+    return Path(__file__).with_name("launcher.rs").read_text(encoding="utf-8")
+
+
 def require_rustc() -> str:
     rustc = rustc_path()
     if rustc is None:
