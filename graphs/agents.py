@@ -10,6 +10,7 @@ from typing import Any
 from langgraph.graph import StateGraph
 
 from reflexion.graphs.builder import (
+    REACT_REFLECT_EXAMPLES,
     alfworld_builder,
     programming_builder,
     qa_builder,
@@ -29,6 +30,8 @@ class Agent:
     """The uncompiled graph."""
     answers_questions: bool
     """Whether ``reflexion run`` starts it on a question; the others only run in a bench."""
+    reflect_examples: str = "reflect_examples"
+    """The prompt file of worked reflections its reflector shows (the copy rate's source)."""
 
 
 AGENTS: dict[str, Agent] = {
@@ -36,9 +39,17 @@ AGENTS: dict[str, Agent] = {
     for agent in (
         Agent("cot-gt", "reflexion_qa", lambda: qa_builder(with_context=True), True),
         Agent("cot", "reflexion_qa_cot", lambda: qa_builder(with_context=False), True),
-        Agent("react", "reflexion_react", react_builder, True),
-        Agent("programming", "reflexion_programming", programming_builder, False),
-        Agent("alfworld", "reflexion_alfworld", alfworld_builder, False),
+        Agent("react", "reflexion_react", react_builder, True, REACT_REFLECT_EXAMPLES),
+        Agent(
+            "programming",
+            "reflexion_programming",
+            programming_builder,
+            False,
+            "code_reflect_examples",
+        ),
+        Agent(
+            "alfworld", "reflexion_alfworld", alfworld_builder, False, "alfworld_reflect_examples"
+        ),
     )
 }
 

@@ -77,6 +77,9 @@ from reflexion.nodes.household import (
 )
 from reflexion.nodes.reflector import make_review
 
+REACT_REFLECT_EXAMPLES = "reflect_examples_react"
+"""The ReAct reflector's worked examples (the CoT agents use ``reflect_examples``)."""
+
 
 def route_after_evaluation(
     state: State, runtime: Runtime[Context]
@@ -267,7 +270,7 @@ def react_builder(
     return build_reflexion_graph(
         make_react_actor(actor_model, backend, family=REACT_FAMILY),
         make_evaluator(evaluator_model, evaluate),
-        make_reflector(reflector_model, examples="reflect_examples_react", family=REACT_FAMILY),
+        make_reflector(reflector_model, examples=REACT_REFLECT_EXAMPLES, family=REACT_FAMILY),
         family=REACT_FAMILY,
     )
 

@@ -122,10 +122,13 @@ def code_summary(results: dict[str, list[dict[str, Any]]]) -> Table:
     return out
 
 
-def qa_paired(results: dict[str, list[dict[str, Any]]], baseline: str) -> Table:
+def qa_paired(
+    results: dict[str, list[dict[str, Any]]], baseline: str, examples: str = "reflect_examples"
+) -> Table:
     """Strategies forked from one shared trial 1, question by question: what each fixed after
     trial 1, and each against the no-memory baseline (when it ran) with the exact McNemar
-    p-value on the questions one solved and the other did not."""
+    p-value on the questions one solved and the other did not; and the copy rate of the
+    strategy's reflections against the worked examples of the prompt file ``examples``."""
     out = table(
         "strategy",
         "questions",
@@ -134,8 +137,12 @@ def qa_paired(results: dict[str, list[dict[str, Any]]], baseline: str) -> Table:
         "fixed\nafter\ntrial 1",
         "vs none\n+/−",
         "McNemar\np",
-        title="paired: every strategy continues each question from the same trial-1 checkpoint",
+        "copy rate",
+        title="paired: every strategy continues each question from the same trial-1 checkpoint; "
+        "copy rate: reflections that reuse 5 words in a row of the reflection prompt's worked "
+        "examples",
     )
+    worked = load_prompt(examples)
     solved = {
         label: {f["task_id"]: bool(f["solved"]) for f in finals}
         for label, finals in results.items()
@@ -150,6 +157,7 @@ def qa_paired(results: dict[str, list[dict[str, Any]]], baseline: str) -> Table:
             common = [q for q in solved[label] if q in reference]
             p = paired((reference[q], solved[label][q]) for q in common)
             versus, p_value = f"+{p.fixed}/−{p.broken}", f"{p.p_value:.3g}"
+        reflections = [r for f in finals for r in f.get("reflections") or []]
         out.add_row(
             label,
             str(first.tasks),
@@ -158,6 +166,7 @@ def qa_paired(results: dict[str, list[dict[str, Any]]], baseline: str) -> Table:
             str(first.fixed),
             versus,
             p_value,
+            f"{copy_rate(reflections, worked):.2f} of {len(reflections)}" if reflections else "-",
         )
     return out
 

@@ -14,7 +14,7 @@ from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, qa_context, with_lessons
 from reflexion.core.models import DEFAULT_MODEL
-from reflexion.graphs.agents import QUESTION_AGENTS
+from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
 from reflexion.hotpotqa.questions import load_hotpotqa
 
 
@@ -147,7 +147,7 @@ def bench_hotpotqa(
         )
     console.print(outcome_table(results, outcome.errors, lambda f: bool(f["solved"]), "questions"))
     if paired:
-        console.print(qa_paired(results, f"{agent} none"))
+        console.print(qa_paired(results, f"{agent} none", AGENTS[agent].reflect_examples))
     run.report_errors(outcome.errors, "question")
     plot = run.default_plot(plot, outcome, f"hotpotqa-{agent}-{'+'.join(strategies)}")
     curves = {label: solved_by_trial(f, trials) for label, f in results.items() if f}

@@ -142,15 +142,20 @@ def test_paired_table_counts_fixes_after_trial_1_and_against_none():
     def final(task: str, first: bool, solved: bool) -> dict[str, Any]:
         return {"task_id": task, "solved": solved, "evaluations": [{"success": first}]}
 
+    copied = "I confused where the opera premiered with where its composer was born."
     results = {
         "cot none": [final("a", True, True), final("b", False, False), final("c", False, True)],
-        "cot reflexion": [final("a", True, True), final("b", False, True), final("c", False, True)],
+        "cot reflexion": [
+            final("a", True, True),
+            {**final("b", False, True), "reflections": [copied, "I misread the year."]},
+            final("c", False, True),
+        ],
     }
     table = qa_paired(results, "cot none")
     cells = [[str(c) for c in col.cells] for col in table.columns]
     rows = list(zip(*cells, strict=True))
-    assert rows[0] == ("cot none", "3", "1", "2", "1", "-", "-")
-    assert rows[1] == ("cot reflexion", "3", "1", "3", "2", "+1/−0", "1")
+    assert rows[0] == ("cot none", "3", "1", "2", "1", "-", "-", "-")
+    assert rows[1] == ("cot reflexion", "3", "1", "3", "2", "+1/−0", "1", "0.50 of 2")
 
 
 def test_runs_share_first_trials_when_they_differ_only_after_trial_1():
