@@ -65,6 +65,14 @@ REPEATED_SEARCH = (
 """The observation for a search repeated within a trial (small models otherwise loop on the
 same Search until the step limit); the page stays open for Lookup."""
 
+REPEATED_MISS = (
+    "You already searched [{entity}] in this trial and it was not found; searching it again "
+    "will not find it either. Search one of the similar titles, Lookup[keyword] on a page you "
+    "found, or Finish[answer]. {observation}"
+)
+"""The observation for a search that found nothing and is tried again within a trial (the
+loop a 1.5B model fell into on a title the corpus lacks), with the similar titles again."""
+
 INVALID_ACTION = (
     "Invalid action ({error}). Reply with a Thought line and one Action: Search[entity], "
     "Lookup[keyword] or Finish[answer]."
@@ -160,15 +168,17 @@ def _lines(step: Step) -> list[str]:
     ]
 
 
-def _searched_before(steps: list[Step], entity: str) -> bool:
-    """Whether this trial already searched ``entity`` (case, accents and punctuation aside)
-    and found its page."""
+def _searched_before(steps: list[Step], entity: str) -> bool | None:
+    """Whether this trial already searched ``entity`` (case, accents and punctuation aside):
+    True when it found its page, False when it found nothing, ``None`` when it did not."""
     wanted = normalize_title(entity)
     for step in steps:
         action = step["action"]
         if action.startswith("Search[") and normalize_title(action[7:-1]) == wanted:
-            return not step["observation"].startswith(("Could not find", "Search needs"))
-    return False
+            observation = step["observation"]
+            if not observation.startswith("Search needs"):
+                return not observation.startswith(("Could not find", "You already searched ["))
+    return None
 
 
 def make_react_actor(
@@ -241,11 +251,14 @@ def make_react_actor(
                 "done": True,
                 "trajectory": state.trajectory + lines,
             }
-        if action == "search" and _searched_before(state.steps, argument):
+        before = _searched_before(state.steps, argument) if action == "search" else None
+        if action == "search" and before:
             observation = REPEATED_SEARCH.format(entity=argument.strip())
             written = f"Search[{argument}]"
         elif action == "search":
             observation, cursor = tools(ctx).search(argument, cursor)
+            if before is False:
+                observation = REPEATED_MISS.format(entity=argument.strip(), observation=observation)
             written = f"Search[{argument}]"
         elif action == "lookup":
             observation, cursor = tools(ctx).lookup(argument, cursor)

@@ -101,6 +101,22 @@ def base_title(title: str) -> str:
     return re.sub(r"\([^()]*\)\s*$", "", title).strip() or title
 
 
+def redirect_target(query: str, titles: Iterable[str]) -> str | None:
+    """The one title among ``titles`` that a Wikipedia redirect from the normalized ``query``
+    would most likely lead to: a title of two or more words that stands in the query word for
+    word and makes up at least two thirds of it ("VIVA Media AG" → "VIVA Media", "The
+    Missouri Compromise" → "Missouri Compromise"); ``None`` when none or several do."""
+    words = query.split()
+    hits = []
+    for title in titles:
+        part = normalize_title(base_title(title)).split()
+        if not 2 <= len(part) < len(words) or 3 * len(part) < 2 * len(words):
+            continue
+        if any(words[i : i + len(part)] == part for i in range(len(words) - len(part) + 1)):
+            hits.append(title)
+    return hits[0] if len(hits) == 1 else None
+
+
 # ---- the tools --------------------------------------------------------------------------------
 
 
@@ -249,7 +265,13 @@ class OfflineCorpus:
                 return SearchHit(None, tuple(r[0] for r in rows))
         if row is not None:
             return SearchHit(_page(row[0], json.loads(row[1])))
-        return SearchHit(None, tuple(self.rank(entity, MAX_SIMILAR)))
+        similar = self.rank(entity, MAX_SIMILAR)
+        target = redirect_target(norm, similar)
+        if target is not None:
+            found = self.page(target)
+            if found is not None:
+                return SearchHit(found)
+        return SearchHit(None, tuple(similar))
 
     def rank(self, text: str, k: int = MAX_SIMILAR) -> list[str]:
         """Titles ranked by BM25 over title (weight 4) and text (weight 1)."""

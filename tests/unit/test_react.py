@@ -136,12 +136,15 @@ def test_a_repeated_search_is_answered_without_searching_again(corpus):
     assert state["solved"] is True
 
 
-def test_a_search_that_found_nothing_may_be_tried_again(corpus):
-    replies = [step("x", "Search[Nowhere Land]"), step("y", "Search[Nowhere Land]")]
+def test_a_search_that_found_nothing_tried_again_says_it_will_not_find_it(corpus):
+    replies = [step("x", "Search[Nowhere Land]")] * 3
     graph, _actor, _ = build(corpus, [*replies, step("z", "Finish[London]")])
     state = run(graph, Context(max_trials=1))
     observations = [line for line in state["trajectory"] if line.startswith("Observation:")]
-    assert all(o.startswith("Observation: Could not find") for o in observations)
+    assert observations[0].startswith("Observation: Could not find [Nowhere Land]. Similar:")
+    for again in observations[1:]:
+        assert again.startswith("Observation: You already searched [Nowhere Land] in this trial")
+        assert "will not find it either" in again and "Could not find [Nowhere Land]" in again
 
 
 def test_finish_on_the_last_allowed_step_counts(corpus):

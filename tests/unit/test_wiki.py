@@ -35,6 +35,8 @@ PAGES = {
     "Mercury Records": ["Mercury Records is an American record label."],
     "Erdős number": ["The Erdős number describes collaboration distance to Paul Erdős."],
     "Analytical Engine (film)": ["Analytical Engine is a short film about computing."],
+    "VIVA Media": ["VIVA Media GmbH (until 2004 VIVA Media AG) is a music television network."],
+    "Missouri Compromise": ["The Missouri Compromise is the legislation passed in 1820."],
 }
 
 
@@ -99,6 +101,22 @@ def test_search_ignores_accents(tools):
 def test_unique_disambiguated_title_is_found_like_a_redirect(tools):
     _obs, cursor = search(tools, "Analytical Engine")
     assert cursor.page == "Analytical Engine (film)"
+
+
+@pytest.mark.parametrize(
+    ("entity", "page"),
+    [
+        ("VIVA Media AG", "VIVA Media"),
+        ("The Missouri Compromise", "Missouri Compromise"),
+        ("Media AG", None),  # the title does not stand in the query word for word
+        ("Ada Lovelace Byron family", None),  # the title is only half of the query
+        ("Mercury Records label", "Mercury Records"),
+    ],
+)
+def test_a_longer_query_around_one_title_is_found_like_a_redirect(tools, entity, page):
+    observation, cursor = search(tools, entity)
+    assert cursor.page == page
+    assert observation.startswith("Could not find") == (page is None)
 
 
 def test_ambiguous_title_lists_the_candidates(tools):
