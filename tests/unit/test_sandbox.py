@@ -301,7 +301,7 @@ def test_the_child_side_imports_only_the_standard_library():
 
     from reflexion.programming.sandbox import runner
 
-    for name in ("child.py", "plain.py"):
+    for name in ("child.py", "plain.py", "forkserver.py"):
         tree = ast.parse(Path(runner.__file__).with_name(name).read_text())
         guarded = {
             id(node)

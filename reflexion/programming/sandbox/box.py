@@ -25,6 +25,8 @@ from reflexion.programming.sandbox.child import (
 )
 from reflexion.programming.sandbox.plain import CHANNEL_ENV
 from reflexion.programming.sandbox.processes import (
+    ForkedProcess,
+    ForkServer,
     drain,
     kill_group,
     kill_uid,
@@ -50,6 +52,8 @@ from reflexion.programming.sandbox.verdicts import Run, python_verdict
 
 _CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 """The script every sandboxed process runs (standard library only)."""
+_FORK_SERVER = os.path.join(os.path.dirname(_CHILD), "forkserver.py")
+"""The script that forks a suite's Python processes (standard library only)."""
 _FILE_BYTES = 32 * 1024 * 1024  # RLIMIT_FSIZE: largest file a test may write
 _OPEN_FILES = 64  # RLIMIT_NOFILE
 _PROCESSES = 16  # RLIMIT_NPROC for a fresh uid (threads count too)
@@ -123,6 +127,8 @@ class Sandbox:
         """Whether ``uid`` is this suite's own: only then are all its processes killed and its
         files in /tmp removed (never for the shared ``nobody``)."""
         self.nproc: int | None = _PROCESSES
+        self._server: ForkServer | None = None
+        self._fork_failed = False
         self.launcher: str | None = None
         """The native launcher binaries start through, once compiled (else ``child.py``)."""
         self._runs = 0
@@ -164,7 +170,11 @@ class Sandbox:
         self.close()
 
     def close(self) -> None:
-        """Kill whatever the sandbox uid still runs, remove its files and the directory."""
+        """Kill whatever the sandbox uid still runs, end the fork server, remove the sandbox
+        uid's files and the directory."""
+        if self._server is not None:
+            self._server.close()
+            self._server = None
         if self.uid is not None and self.fresh_uid:
             kill_uid(self.uid)
             remove_owned_files(self.uid)
@@ -428,22 +438,27 @@ class Sandbox:
             passed.extend(channel)
         try:
             with open(out_path, "wb") as out, open(err_path, "wb") as err:
-                proc = subprocess.Popen(
-                    argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out,
-                    stderr=err,
-                    pass_fds=tuple(passed),
-                    cwd=self.root,
-                    env=child_env,
-                    start_new_session=True,
-                )
+                fds = [out.fileno(), err.fileno(), *passed]
+                proc: subprocess.Popen[bytes] | ForkedProcess | None
+                proc = self._fork(argv, config_path, child_env, fds)
+                if proc is None:
+                    proc = subprocess.Popen(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=err,
+                        pass_fds=tuple(passed),
+                        cwd=self.root,
+                        env=child_env,
+                        start_new_session=True,
+                    )
         except OSError as exc:
             self._cleanup(read_end, config_path, out_path, err_path)
             return Run(None, False, "", "", f"could not start: {exc}")
         finally:
             os.close(write_end)
         token = str(config.get("token", ""))
+        assert proc is not None
         return _Started(proc, read_end, config_path, out_path, err_path, token)
 
     def _argv(self, config: dict[str, Any], command: list[str], config_path: str) -> list[str]:
@@ -468,7 +483,28 @@ class Sandbox:
         # sys.path by the child, without their .pth hooks).
         return [python, "-I", "-B", "-S", _CHILD, config_path, *command]
 
-    def _stop(self, proc: subprocess.Popen[bytes], *, trusted: bool = False) -> None:
+    def _fork(
+        self, argv: list[str], config_path: str, env: dict[str, str], fds: list[int]
+    ) -> ForkedProcess | None:
+        """Start a child.py child through the suite's fork server (started on first use);
+        ``None`` when the child is no child.py one, or there is no working server."""
+        if argv[-1:] != [config_path] or argv[-2:-1] != [_CHILD] or not ForkServer.usable():
+            return None
+        if self._fork_failed:
+            return None
+        try:
+            if self._server is None:
+                self._server = ForkServer(argv[0], _FORK_SERVER, self.root)
+            return self._server.spawn(config_path, self.root, env, fds)
+        except (OSError, ValueError, KeyError):
+            if self._server is not None:
+                self._server.close()
+            self._server, self._fork_failed = None, True
+            return None
+
+    def _stop(
+        self, proc: subprocess.Popen[bytes] | ForkedProcess, *, trusted: bool = False
+    ) -> None:
         """Kill the child's process group and, with a fresh uid, every process of that uid."""
         kill_group(proc)
         if self.uid is not None and self.fresh_uid and not trusted:
@@ -503,7 +539,7 @@ class Sandbox:
 class _Started:
     """A started child and what :meth:`Sandbox._collect` reads back from it."""
 
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes] | ForkedProcess
     report: int
     """Read end of its report pipe."""
     config: str

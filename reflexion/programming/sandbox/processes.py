@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import grp
+import json
 import math
 import os
 import pwd
@@ -14,11 +15,14 @@ import select
 import shutil
 import signal
 import site
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 _REPORT_BYTES = 64 * 1024
 _TAIL_BYTES = 4096
@@ -58,7 +62,7 @@ def rlimits(
     return limits
 
 
-def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+def wait_exit(proc: subprocess.Popen[bytes] | ForkedProcess, timeout: float) -> bool:
     """Wait until ``proc`` exits, at most ``timeout`` seconds; True when it timed out. With a
     pidfd the child is left unreaped (a zombie), so its process group cannot be reused before
     it is killed."""
@@ -97,7 +101,7 @@ def unused_uid() -> int | None:
     return None
 
 
-def kill_group(proc: subprocess.Popen[bytes]) -> None:
+def kill_group(proc: subprocess.Popen[bytes] | ForkedProcess) -> None:
     """Kill the child's whole process group (its session), then reap the child."""
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -224,3 +228,77 @@ def read_head(path: str, limit: int, *, tail: bool = False) -> str:
     except OSError:
         return ""
     return (head + end).decode("utf-8", errors="replace")
+
+
+class ForkedProcess:
+    """A sandboxed process the fork server started: what :class:`subprocess.Popen` offers the
+    caller side (``pid``, ``wait``, ``returncode``), the exit status coming from the server."""
+
+    def __init__(self, server: ForkServer, pid: int) -> None:
+        self.server = server
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Reap it through the server (the caller has killed its group, or it has exited)."""
+        if self.returncode is None:
+            self.returncode = self.server.reap(self.pid)
+        return self.returncode
+
+
+class ForkServer:
+    """One suite's fork server (``forkserver.py``): it forks the sandboxed Python processes,
+    so each costs a fork, not an interpreter's start. Needs ``os.pidfd_open`` (Linux 5.3),
+    which :func:`wait_exit` then uses to wait for a process that is not the caller's child."""
+
+    def __init__(self, python: str, script: str, cwd: str) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = subprocess.Popen(
+                [python, "-I", "-B", "-S", script, str(theirs.fileno())],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=(theirs.fileno(),),
+                cwd=cwd,
+                env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+                start_new_session=True,
+            )
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        self.sock = ours
+        self.lock = threading.Lock()
+
+    @staticmethod
+    def usable() -> bool:
+        return hasattr(os, "pidfd_open") and hasattr(socket, "send_fds")
+
+    def _ask(self, request: dict[str, object], fds: Sequence[int] = ()) -> dict[str, Any]:
+        with self.lock:
+            socket.send_fds(self.sock, [json.dumps(request).encode()], list(fds))
+            reply = self.sock.recv(_REPORT_BYTES)
+        if not reply:
+            raise OSError("the sandbox's fork server has ended")
+        answer: dict[str, Any] = json.loads(reply)
+        return answer
+
+    def spawn(self, config: str, cwd: str, env: dict[str, str], fds: list[int]) -> ForkedProcess:
+        """Fork a child that runs child.py with ``config``; ``fds``: stdout, stderr, report
+        and the channel's ends."""
+        pid = int(self._ask({"config": config, "cwd": cwd, "env": env}, fds)["pid"])
+        return ForkedProcess(self, pid)
+
+    def reap(self, pid: int) -> int | None:
+        code = self._ask({"reap": pid})["code"]
+        return None if code is None else int(code)
+
+    def close(self) -> None:
+        """End the server (it exits when its socket closes) and reap it."""
+        self.sock.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            kill_group(self.proc)

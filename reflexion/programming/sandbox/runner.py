@@ -2,8 +2,9 @@
 
 A sandbox that runs untrusted, model-generated code (Python and Rust) against unit tests.
 
-Every test runs in a process of its own, so an ``os._exit``, a segfault or a crash fails only
-that test. Each process:
+Every test runs in processes of its own (a judge and a candidate), so an ``os._exit``, a
+segfault or a crash fails only that test. Python processes are forked from the suite's fork
+server (``forkserver.py``), compiled binaries start through ``launcher.rs``; each process:
 
 * starts in a new session (``start_new_session=True``); when it ends or overruns its wall-clock
   limit the whole process group is killed with ``SIGKILL`` and the child is always reaped;
