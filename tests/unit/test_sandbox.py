@@ -461,3 +461,22 @@ def test_a_hidden_test_uses_the_prompts_helpers_not_the_candidates() -> None:
     stubbed = prompt + "    raise NotImplementedError\n"
     assert not run_python_check(wrong, test, prelude=stubbed, entry_point="half").passed
     assert run_python_check(right, test, prelude=stubbed, entry_point="half").passed
+
+
+def test_the_fork_servers_socket_does_not_reach_the_forked_processes() -> None:
+    """The suite's fork server starts processes as the caller: a forked child closes its
+    socket first, so neither the candidate nor the judge holds a socket."""
+    listing = (
+        "def sockets():\n"
+        "    import os\n"
+        "    found = []\n"
+        "    for fd in os.listdir('/proc/self/fd'):\n"
+        "        try:\n"
+        "            found += [fd] if os.readlink(f'/proc/self/fd/{fd}').startswith('socket') else []\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    return found\n"
+    )
+    test = listing + "assert sockets() == [] and f() == []"
+    result = run_python_tests(listing + "def f():\n    return sockets()\n", [test])
+    assert result.passed, details(result)
