@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -25,6 +24,7 @@ from reflexion.bench.remote import run_benchmark_remote, server_thread_id
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import TEST_MODEL
+from tests.clikit import reflexion
 from tests.langgraph_server import ROOT, free_port, langgraph_dev
 
 pytestmark = [pytest.mark.integration, pytest.mark.enable_socket]
@@ -209,21 +209,19 @@ def test_cli_bench_on_the_server_runs_tasks_in_parallel_and_resumes(client, serv
     runs nothing, and a thread that finished without a final line gets one from its server
     state without running again."""
     out, png = tmp_path / "r.jsonl", tmp_path / "curve.png"
-    cmd = [
-        *(sys.executable, "-m", "reflexion", "bench", "hotpotqa"),
+    cmd = (
+        *("bench", "hotpotqa"),
         *("--server", server, "-n", "3", "-c", "3", "--trials", "2", "-m", TEST_MODEL),
         *("--output", str(out), "--plot", str(png), "--db", str(tmp_path / "unused.sqlite")),
-    ]
-    env = {**os.environ, "COLUMNS": "200"}
+    )
     stop, seen = threading.Event(), {}
     watcher = threading.Thread(target=lambda: seen.update(watch_runs(client, out, stop)))
     watcher.start()
     try:
-        first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=420)
+        first = reflexion(*cmd, timeout=420)
     finally:
         stop.set()
         watcher.join()
-    assert first.returncode == 0, first.stderr
     assert seen["most_running"] > 1, seen
     assert seen["trial_while_running"], seen
     assert "trial 1:" in first.stdout and "cumulative accuracy" in first.stdout
@@ -240,15 +238,13 @@ def test_cli_bench_on_the_server_runs_tasks_in_parallel_and_resumes(client, serv
         assert final["usage"]["actor"]["calls"] == len(final["evaluations"])
         assert final["usage"]["actor"]["prompt_tokens"] > 0
     # Same command again: every question is skipped, nothing appended.
-    again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
-    assert again.returncode == 0, again.stderr
+    again = reflexion(*cmd, timeout=120)
     assert "trial 1:" not in again.stdout
     assert [json.loads(line) for line in out.read_text().splitlines()] == lines
     # A finished thread whose final line was lost: the final line comes from the server state.
     lost = finals[0]["thread_id"]
     out.write_text("".join(json.dumps(row) + "\n" for row in lines if row is not finals[0]))
-    third = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
-    assert third.returncode == 0, third.stderr
+    third = reflexion(*cmd, timeout=120)
     assert "trial 1:" not in third.stdout
     redone = [json.loads(line) for line in out.read_text().splitlines()][len(lines) - 1 :]
     assert [(row["type"], row["thread_id"]) for row in redone] == [("final", lost)]
