@@ -21,7 +21,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from reflexion.bench.driver import Graph, run_benchmark
+from reflexion.bench.driver import Finalize, Graph, ServerGraph, run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
 from reflexion.cli import options as opt
 from reflexion.cli.common import (
@@ -41,7 +41,6 @@ from reflexion.core.errors import ReflexionError
 from reflexion.graphs.agents import AGENTS
 
 Printer = Callable[[dict[str, Any], str], None]
-Finalize = Callable[[BenchTask, dict[str, Any]], dict[str, Any]]
 Results = dict[str, list[dict[str, Any]]]
 
 
@@ -214,12 +213,9 @@ def run_with_progress(
                     family.print_final(payload, task.label)
                 progress.advance(bar)
 
-        start = functools.partial(run_benchmark, graph)
-        if server is not None:
-            from reflexion.bench.remote import run_benchmark_remote
-
-            start = functools.partial(run_benchmark_remote, server, AGENTS[variant.agent].graph_id)
-        return start(
+        target = graph if server is None else ServerGraph(server, AGENTS[variant.agent].graph_id)
+        return run_benchmark(
+            target,
             tasks,
             variant.ctx,
             sink,

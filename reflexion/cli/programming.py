@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from reflexion.bench.driver import Finalize
 from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import code_paired, code_summary, outcome_table
@@ -258,7 +259,7 @@ def bench_programming(
     console.print(f"results in {files} · pass@1 plot {plot}")
 
 
-def _scorer(by_id: dict[str, CodeProblem], ctx: Context) -> run.Finalize:
+def _scorer(by_id: dict[str, CodeProblem], ctx: Context) -> Finalize:
     """Scores a finished thread on the problem's hidden tests (never seen by the graph)."""
 
     def finalize(task: BenchTask, state: dict[str, Any]) -> dict[str, Any]:

@@ -19,8 +19,9 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
+from reflexion.bench.driver import ServerGraph, run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink
-from reflexion.bench.remote import run_benchmark_remote, server_thread_id
+from reflexion.bench.remote import server_thread_id
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import TEST_MODEL
@@ -87,7 +88,7 @@ def test_a_run_streams_stops_before_the_reflector_and_a_second_run_resumes_it(cl
     """A run of reflexion_qa streams its node updates (actor, then evaluator); started with
     interrupt_before=["reflector"] it leaves the thread interrupted after a failed trial 1
     (next == reflector), its state holding that evaluation and no reflection. A second run with
-    input None (submitted by run_benchmark_remote, which finds the thread unfinished) goes on
+    input None (submitted by run_benchmark on the server, which finds the thread unfinished) goes on
     from there: its reflection arrives while the run is still running, and the thread ends
     with the reflection and trial 2's evaluation."""
     task = BenchTask(
@@ -129,8 +130,8 @@ def test_a_run_streams_stops_before_the_reflector_and_a_second_run_resumes_it(cl
         events.append((event, "running" if running else "not running"))
 
     out = io.StringIO()
-    finals, errors = run_benchmark_remote(
-        server, "reflexion_qa", [task], ctx, Sink(out), settings={}, emit=emit
+    finals, errors = run_benchmark(
+        ServerGraph(server, "reflexion_qa"), [task], ctx, Sink(out), settings={}, emit=emit
     )
     assert errors == []
     # trial 1 ran outside the results file (the SDK stream above): it is recovered from the
@@ -155,11 +156,12 @@ def test_unreachable_server_and_unknown_graph_are_one_line_errors(server):
     task = BenchTask(thread_id="never-run", input={"task": "x"}, label="", meta={})
     args = ([task], Context(), Sink(io.StringIO()))
     with pytest.raises(ReflexionError) as unreachable:
-        run_benchmark_remote(f"http://127.0.0.1:{free_port()}", "reflexion_qa", *args, settings={})
+        unreachable_server = ServerGraph(f"http://127.0.0.1:{free_port()}", "reflexion_qa")
+        run_benchmark(unreachable_server, *args, settings={})
     assert "cannot reach the LangGraph server" in str(unreachable.value)
     assert "langgraph dev" in str(unreachable.value) and "\n" not in str(unreachable.value)
     with pytest.raises(ReflexionError) as unknown:
-        run_benchmark_remote(server, "no_such_graph", *args, settings={})
+        run_benchmark(ServerGraph(server, "no_such_graph"), *args, settings={})
     message = str(unknown.value)
     assert "no_such_graph" in message and "reflexion_qa" in message and "\n" not in message
 
