@@ -35,6 +35,7 @@ from tests.crashkit import (
     check_consistent,
     environment,
     kill_at,
+    kill_then_rerun,
     rows,
     run_to_end,
 )
@@ -172,15 +173,5 @@ def test_sigkill_on_postgres_loses_nothing_and_repeats_nothing(
     once, the finals equal the uninterrupted run's, and no recorded trial is asked again."""
     results = tmp_path / "r.jsonl"
     command = bench_command(loopback, dsn, results)
-    holder: list[Any] = []
-    recorded = kill_at(
-        loopback, command, tmp_path, request_no, lambda: holder.append(lock_postgres(dsn)), 0.6
-    )
-    for conn in holder:
-        conn.rollback()
-        conn.close()
-    assert len(recorded) < len(reference["rows"])
-    loopback.reset()
-    run_to_end(command, tmp_path)
-    check_consistent(rows(results), reference, recorded, list(loopback.calls))
+    kill_then_rerun(loopback, command, tmp_path, request_no, reference, lambda: lock_postgres(dsn))
     assert len(PLAN) == sum(r["type"] == "final" for r in rows(results))

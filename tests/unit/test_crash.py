@@ -23,7 +23,7 @@ from tests.crashkit import (
     bench_command,
     check_consistent,
     environment,
-    kill_at,
+    kill_then_rerun,
     rows,
     run_to_end,
     wait_for,
@@ -81,22 +81,8 @@ def test_sigkill_then_rerun_loses_nothing_and_repeats_nothing(
     db = tmp_path / "t.sqlite"
     results = tmp_path / "r.jsonl"
     command = bench_command(loopback, str(db), results)
-    holder: list[sqlite3.Connection] = []
-    recorded = kill_at(
-        loopback,
-        command,
-        tmp_path,
-        request_no,
-        (lambda: holder.append(lock_sqlite(db))) if lock else None,
-        settle=0.6,
-    )
-    for conn in holder:
-        conn.rollback()
-        conn.close()
-    assert len(recorded) < len(reference["rows"]), "killed after the run had finished"
-    loopback.reset()
-    run_to_end(command, tmp_path)
-    check_consistent(rows(results), reference, recorded, list(loopback.calls))
+    locked = (lambda: lock_sqlite(db)) if lock else None
+    kill_then_rerun(loopback, command, tmp_path, request_no, reference, locked)
 
 
 def test_ctrl_c_says_how_to_resume_and_the_rerun_finishes(loopback, reference, tmp_path):
