@@ -1,14 +1,20 @@
 """What the benchmark-runner tests share: numbered questions, an actor rule that learns from
-reflections, and their tasks (the SQLite checkpointer fixture is in tests/unit/conftest.py)."""
+reflections, their tasks, a run of them into a results file and that file's lines (the SQLite
+checkpointer fixture is in tests/unit/conftest.py)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from reflexion.bench.ledger import BenchTask
+from reflexion.bench.driver import run_benchmark
+from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
+from reflexion.core.context import Context
 
 QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(6)}
 
@@ -42,3 +48,25 @@ def tasks(ids: list[str]) -> list[BenchTask]:
         )
         for i in ids
     ]
+
+
+def bench(
+    graph: Any, ids: list[str], out: Path, settings: dict[str, Any] | None = None, **kwargs: Any
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Run the questions ``ids`` (three trials each) into the results file ``out``, skipping
+    those it finished; ``kwargs`` go to :func:`run_benchmark`."""
+    with out.open("a", encoding="utf-8") as handle:
+        return run_benchmark(
+            graph,
+            tasks(ids),
+            Context(max_trials=3),
+            Sink(handle),
+            settings=settings or {},
+            done=finished_tasks(out),
+            **kwargs,
+        )
+
+
+def rows(out: Path) -> list[dict[str, Any]]:
+    """Every line of a results file."""
+    return [json.loads(line) for line in out.read_text().splitlines()]

@@ -294,6 +294,31 @@ def kill_at(
         server.release()
 
 
+def kill_then_rerun(
+    server: LoopbackModel,
+    command: list[str],
+    cwd: Path,
+    request: int,
+    reference: dict[str, Any],
+    lock: Callable[[], Any] | None = None,
+) -> None:
+    """SIGKILL the command at model request ``request`` (:func:`kill_at`; ``lock()`` first
+    blocks the checkpoint writes and returns the connection holding the lock, rolled back and
+    closed after the kill), run the same command to the end, and check the results against
+    the uninterrupted ``reference`` run (:func:`check_consistent`)."""
+    results = Path(command[command.index("-o") + 1])
+    holder: list[Any] = []
+    hold = (lambda: holder.append(lock())) if lock is not None else None
+    recorded = kill_at(server, command, cwd, request, hold, settle=0.6)
+    for conn in holder:
+        conn.rollback()
+        conn.close()
+    assert len(recorded) < len(reference["rows"]), "killed after the run had finished"
+    server.reset()
+    run_to_end(command, cwd)
+    check_consistent(rows(results), reference, recorded, list(server.calls))
+
+
 def comparable(final: dict[str, Any]) -> dict[str, Any]:
     """A final line without what legitimately differs between runs (time, usage, resumed)."""
     return {k: v for k, v in final.items() if k not in ("wall_s", "usage", "resumed")}

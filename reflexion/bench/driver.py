@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
@@ -36,6 +37,17 @@ from reflexion.core.persistence import cut_short, fork_thread, replay_from, thre
 from reflexion.core.usage import Usage, UsageRecorder, merge
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
+Finalize = Callable[[BenchTask, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ServerGraph:
+    """A graph on a LangGraph server: the server's URL and the graph's id there. Given to
+    :func:`run_benchmark` in place of a compiled graph, every task runs on that server
+    (:mod:`reflexion.bench.remote`)."""
+
+    url: str
+    graph_id: str
 
 
 def recursion_limit(ctx: Context) -> int:
@@ -195,7 +207,7 @@ def unrecorded(
 
 
 def run_benchmark(
-    graph: Graph,
+    graph: Graph | ServerGraph,
     tasks: list[BenchTask],
     ctx: Context,
     sink: Sink,
@@ -205,16 +217,18 @@ def run_benchmark(
     done: dict[str, dict[str, Any]] | None = None,
     emit: Emit | None = None,
     metadata: dict[str, Any] | None = None,
-    finalize: Callable[[BenchTask, dict[str, Any]], dict[str, Any]] | None = None,
+    finalize: Finalize | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Run every task not already in ``done``; return (finals in task order, errors).
 
     ``finalize(task, final_state)`` may add fields to a task's ``final`` line (e.g. the
     programming benchmark's hidden-test scores); it runs in the task's worker.
 
-    At most ``concurrency`` threads run at once (each task is one LangGraph thread; the
-    checkpointer and the results file are shared). A task that raises is recorded as an
-    ``error`` line and the run goes on; a rerun retries it from its checkpoint.
+    At most ``concurrency`` tasks run at once, each one LangGraph thread: here, sharing the
+    graph's checkpointer, or on a LangGraph server when ``graph`` is a :class:`ServerGraph`
+    (:func:`reflexion.bench.remote.run_on_server`); the results file is shared. A task that
+    raises is recorded as an ``error`` line and the run goes on; a rerun retries it from its
+    checkpoint.
 
     A task with ``fork_from`` is half of a paired comparison: its first trial runs once, on
     the thread ``fork_from``, and stops before the reflector (or ends, when it succeeded);
@@ -225,6 +239,22 @@ def run_benchmark(
     count for the task that ran it.
     """
     ledger = Ledger(tasks, sink, settings, done, emit)
+    if isinstance(graph, ServerGraph):
+        from reflexion.bench.remote import run_on_server  # langgraph-sdk only when used
+
+        return run_on_server(graph, ledger, ctx, concurrency, metadata or {}, finalize)
+    return _run_here(graph, ledger, ctx, concurrency, metadata, finalize)
+
+
+def _run_here(
+    graph: Graph,
+    ledger: Ledger,
+    ctx: Context,
+    concurrency: int,
+    metadata: dict[str, Any] | None,
+    finalize: Finalize | None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """:func:`run_benchmark` in this process: a worker thread per task in flight."""
     locks: dict[str, threading.Lock] = {}
     guard = threading.Lock()
 

@@ -3,7 +3,8 @@
 Each task becomes a run on a server thread, submitted through ``langgraph-sdk``; the server's
 own queue spreads the runs over its workers (``langgraph dev --n-jobs-per-worker N`` on one
 machine, a deployed server with Postgres past one machine). The results file, the resume rules
-and the return value are those of :func:`reflexion.bench.run_benchmark`:
+and the return value are those of a local run (:func:`reflexion.bench.driver.run_benchmark`,
+which runs here when given a :class:`~reflexion.bench.driver.ServerGraph`):
 
 * every task is a server thread whose id is a UUID derived from the task's thread id
   (:func:`server_thread_id`), so a rerun finds it again;
@@ -52,8 +53,15 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import Config, StreamMode, ThreadState
 
-from reflexion.bench.driver import recursion_limit, release_held, unrecorded, update_events
-from reflexion.bench.ledger import BenchTask, Emit, Ledger, Sink
+from reflexion.bench.driver import (
+    Finalize,
+    ServerGraph,
+    recursion_limit,
+    release_held,
+    unrecorded,
+    update_events,
+)
+from reflexion.bench.ledger import BenchTask, Ledger
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import replay_from, unfinished
@@ -304,27 +312,19 @@ async def check_server(client: LangGraphClient, url: str, graph_id: str) -> None
     )
 
 
-def run_benchmark_remote(
-    url: str,
-    graph_id: str,
-    tasks: list[BenchTask],
+def run_on_server(
+    server: ServerGraph,
+    ledger: Ledger,
     ctx: Context,
-    sink: Sink,
-    *,
-    settings: dict[str, Any],
-    concurrency: int = 1,
-    done: dict[str, dict[str, Any]] | None = None,
-    emit: Emit | None = None,
-    metadata: dict[str, Any] | None = None,
-    finalize: Callable[[BenchTask, dict[str, Any]], dict[str, Any]] | None = None,
+    concurrency: int,
+    metadata: dict[str, Any],
+    finalize: Finalize | None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Run every task not already in ``done`` on the LangGraph server at ``url``, at most
-    ``concurrency`` runs submitted at once; return (finals in task order, errors), like
-    :func:`reflexion.bench.driver.run_benchmark`."""
-    metadata = dict(metadata or {})
+    """:func:`reflexion.bench.driver.run_benchmark` on a LangGraph server: every pending task
+    of ``ledger`` a run there, at most ``concurrency`` submitted at once."""
+    url, graph_id = server.url, server.graph_id
 
     async def run_all() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        ledger = Ledger(tasks, sink, settings, done, emit)
         fatal = _reflexion_error_names()
         context = asdict(ctx)
         config: Config = {"recursion_limit": recursion_limit(ctx)}

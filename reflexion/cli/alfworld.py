@@ -16,11 +16,15 @@ from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import household_summary, outcome_table
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
-from reflexion.cli.common import console, one_model_context, with_lessons
+from reflexion.cli.common import console, one_model_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 
 
+@run.common_options(
+    plot_help="PNG of the proportion solved per trial (Figure 3a); the failure classes "
+    "(Figure 3b) go next to it with a -failures suffix."
+)
 def bench_alfworld(
     cli: typer.Context,
     games: Annotated[
@@ -78,21 +82,8 @@ def bench_alfworld(
     model: opt.ModelOpt = DEFAULT_MODEL,
     temperature: opt.TempOpt = opt.DEFAULTS.temperature,
     base_url: opt.BaseUrlOpt = None,
-    concurrency: opt.ConcurrencyOpt = 1,
-    output: opt.OutputOpt = None,
-    plot: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot",
-            help="PNG of the proportion solved per trial (Figure 3a); the failure classes "
-            "(Figure 3b) go next to it with a -failures suffix.",
-        ),
-    ] = None,
-    db: opt.DbOpt = opt.DEFAULT_DB,
-    server: opt.ServerOpt = None,
-    lessons: opt.LessonsOpt = False,
-    recall_k: opt.RecallOpt = opt.DEFAULTS.recall_k,
-    lesson_filter: opt.LessonFilterOpt = opt.DEFAULTS.lesson_filter,
+    *,
+    common: run.Common,
 ) -> None:
     """Reflexion on ALFWorld (the real TextWorld engine): the proportion of games solved per
     trial (Figure 3a) and why failed trials failed — hallucination, inefficient planning or the
@@ -100,10 +91,10 @@ def bench_alfworld(
     evaluator = opt.choice(evaluator, ("heuristic", "llm"), "--evaluator")
     opt.check_memory(memory, trials, given=opt.given(cli, "memory"))
     strategies = run.strategies_of(strategy)
-    run.check_output(output, strategies)
+    run.check_output(common.where.output, strategies)
     selected = select_games(load_games(games), limit, offset, balanced=not in_order)
     opt.check_offset(selected, offset, "games")
-    if server is None and not engine_available():  # a server plays the games itself
+    if common.where.server is None and not engine_available():  # a server plays the games itself
         raise ReflexionError(ENGINE_MISSING)
     variants = []
     for name in strategies:
@@ -119,7 +110,7 @@ def bench_alfworld(
             games=str(games) if games else None,
             alfworld_steps=max_steps,
         )
-        ctx = with_lessons(ctx, lessons, recall_k, lesson_filter)
+        ctx = common.with_lessons(ctx)
         settings = {
             "bench": "alfworld",
             **run.result_settings(ctx),
@@ -155,12 +146,7 @@ def bench_alfworld(
         print_trial=_print_household_trial,
         print_final=_print_household_final,
     )
-    outcome = run.run_variants(
-        family,
-        variants,
-        run.Where(db, server, lessons, concurrency, output),
-        paired=False,
-    )
+    outcome = common.run(family, variants, paired=False)
     results = outcome.results
     solved_table, failure_table = household_summary(results, trials)
     console.print(solved_table)
@@ -176,7 +162,7 @@ def bench_alfworld(
         )
     console.print(outcome_table(results, outcome.errors, lambda f: bool(f.get("won_at")), "games"))
     run.report_errors(outcome.errors, "game")
-    plot = run.default_plot(plot, outcome, f"alfworld-{evaluator}-{'+'.join(strategies)}")
+    plot = common.plot_path(outcome, f"alfworld-{evaluator}-{'+'.join(strategies)}")
     curves = {name: solved_curve(f, trials) for name, f in results.items() if f}
     if curves:
         learning_curve(curves, plot, title=f"ALFWorld ({evaluator}): proportion solved by trial")

@@ -8,19 +8,22 @@ options into :class:`Variant` s; :func:`run_variants` does the rest.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from functools import partial
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from reflexion.bench.driver import Graph, run_benchmark
+from reflexion.bench.driver import Finalize, Graph, ServerGraph, run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
+from reflexion.cli import options as opt
 from reflexion.cli.common import (
     checkpointer,
     compile_agent,
@@ -30,6 +33,7 @@ from reflexion.cli.common import (
     open_output,
     print_trial,
     resolve_models,
+    with_lessons,
 )
 from reflexion.cli.options import STRATEGIES, choice
 from reflexion.core.context import Context
@@ -37,7 +41,6 @@ from reflexion.core.errors import ReflexionError
 from reflexion.graphs.agents import AGENTS
 
 Printer = Callable[[dict[str, Any], str], None]
-Finalize = Callable[[BenchTask, dict[str, Any]], dict[str, Any]]
 Results = dict[str, list[dict[str, Any]]]
 
 
@@ -210,12 +213,9 @@ def run_with_progress(
                     family.print_final(payload, task.label)
                 progress.advance(bar)
 
-        start = partial(run_benchmark, graph)
-        if server is not None:
-            from reflexion.bench.remote import run_benchmark_remote
-
-            start = partial(run_benchmark_remote, server, AGENTS[variant.agent].graph_id)
-        return start(
+        target = graph if server is None else ServerGraph(server, AGENTS[variant.agent].graph_id)
+        return run_benchmark(
+            target,
             tasks,
             variant.ctx,
             sink,
@@ -300,3 +300,78 @@ def default_plot(plot: Path | None, outcome: Outcome, stem: str) -> Path:
     files = list(outcome.files.values())
     key = settings_key({"files": [str(f) for f in files]})
     return files[0].with_name(f"{stem}-{key}.png")
+
+
+@dataclass(frozen=True)
+class Common:
+    """The options every bench command takes, as :func:`common_options` hands them over."""
+
+    where: Where
+    plot: Path | None
+    recall_k: int
+    lesson_filter: str
+
+    def with_lessons(self, ctx: Context) -> Context:
+        """``ctx`` with ``--lessons``, ``--recall-k`` and ``--lesson-filter`` applied."""
+        return with_lessons(ctx, self.where.lessons, self.recall_k, self.lesson_filter)
+
+    def run(
+        self,
+        family: Family,
+        variants: list[Variant],
+        *,
+        paired: bool,
+        after: Callable[[Variant, list[dict[str, Any]], Path], None] | None = None,
+    ) -> Outcome:
+        """:func:`run_variants` where these options say."""
+        return run_variants(family, variants, self.where, paired=paired, after=after)
+
+    def plot_path(self, outcome: Outcome, stem: str) -> Path:
+        """``--plot``, or a PNG beside the results (:func:`default_plot`)."""
+        return default_plot(self.plot, outcome, stem)
+
+
+def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Give a bench command the options they all take. Its parameter ``common`` stands, in
+    its signature and so in ``--help``, for --concurrency, --output, --plot (described by
+    ``plot_help``), --db, --server, --lessons, --recall-k and --lesson-filter; the command
+    gets their values as one :class:`Common`."""
+    shared: list[tuple[str, Any, Any]] = [
+        ("concurrency", opt.ConcurrencyOpt, 1),
+        ("output", opt.OutputOpt, None),
+        ("plot", Annotated[Path | None, typer.Option("--plot", help=plot_help)], None),
+        ("db", opt.DbOpt, opt.DEFAULT_DB),
+        ("server", opt.ServerOpt, None),
+        ("lessons", opt.LessonsOpt, False),
+        ("recall_k", opt.RecallOpt, opt.DEFAULTS.recall_k),
+        ("lesson_filter", opt.LessonFilterOpt, opt.DEFAULTS.lesson_filter),
+    ]
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        signature = inspect.signature(command, eval_str=True)
+        params: list[inspect.Parameter] = []
+        for param in signature.parameters.values():
+            if param.name != "common":
+                params.append(param)
+                continue
+            params += [
+                inspect.Parameter(name, param.kind, default=default, annotation=annotation)
+                for name, annotation, default in shared
+            ]
+
+        @functools.wraps(command)
+        def with_common(**values: Any) -> None:
+            where = Where(**{f.name: values.pop(f.name) for f in fields(Where)})
+            plot, recall_k, lesson_filter = (
+                values.pop(k) for k in ("plot", "recall_k", "lesson_filter")
+            )
+            command(**values, common=Common(where, plot, recall_k, lesson_filter))
+
+        # Typer reads the options from the signature and the type hints.
+        with_common.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        with_common.__annotations__ = {p.name: p.annotation for p in params} | {
+            "return": signature.return_annotation
+        }
+        return with_common
+
+    return decorate

@@ -12,12 +12,13 @@ from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import outcome_table, qa_paired, summarize
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
-from reflexion.cli.common import console, qa_context, with_lessons
+from reflexion.cli.common import console, qa_context
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
 from reflexion.hotpotqa.questions import load_hotpotqa
 
 
+@run.common_options(plot_help="Learning-curve PNG (default: next to the results).")
 def bench_hotpotqa(
     cli: typer.Context,
     dataset: Annotated[
@@ -58,17 +59,8 @@ def bench_hotpotqa(
         ),
     ] = None,
     max_steps: opt.StepsOpt = opt.DEFAULTS.max_steps,
-    concurrency: opt.ConcurrencyOpt = 1,
-    output: opt.OutputOpt = None,
-    plot: Annotated[
-        Path | None,
-        typer.Option("--plot", help="Learning-curve PNG (default: next to the results)."),
-    ] = None,
-    db: opt.DbOpt = opt.DEFAULT_DB,
-    server: opt.ServerOpt = None,
-    lessons: opt.LessonsOpt = False,
-    recall_k: opt.RecallOpt = opt.DEFAULTS.recall_k,
-    lesson_filter: opt.LessonFilterOpt = opt.DEFAULTS.lesson_filter,
+    *,
+    common: run.Common,
     paired_runs: opt.PairedOpt = True,
 ) -> None:
     """Reflexion on HotPotQA: every trial printed and saved, a per-trial accuracy table, a
@@ -76,8 +68,8 @@ def bench_hotpotqa(
     strategy)."""
     agent = opt.choice(agent, QUESTION_AGENTS, "--agent")
     strategies = run.strategies_of(strategy)
-    paired = opt.paired_locally(cli, paired_runs, server)
-    run.check_output(output, strategies)
+    paired = opt.paired_locally(cli, paired_runs, common.where.server)
+    run.check_output(common.where.output, strategies)
     questions = load_hotpotqa(dataset, limit=limit, offset=offset)
     opt.check_offset(questions, offset, "questions")
     if corpus is None and dataset is not None:
@@ -98,7 +90,7 @@ def bench_hotpotqa(
             load=False,
             memory_given=opt.given(cli, "memory"),
         )
-        ctx = with_lessons(ctx, lessons, recall_k, lesson_filter)
+        ctx = common.with_lessons(ctx)
         settings = {
             "bench": "hotpotqa",
             "agent": agent,
@@ -130,12 +122,7 @@ def bench_hotpotqa(
             for i, q in enumerate(questions, 1)
         ],
     )
-    outcome = run.run_variants(
-        family,
-        variants,
-        run.Where(db, server, lessons, concurrency, output),
-        paired=paired,
-    )
+    outcome = common.run(family, variants, paired=paired)
     results = outcome.results
     console.print(summarize(results, trials))
     for label, finals in results.items():
@@ -149,7 +136,7 @@ def bench_hotpotqa(
     if paired:
         console.print(qa_paired(results, f"{agent} none", AGENTS[agent].reflect_examples))
     run.report_errors(outcome.errors, "question")
-    plot = run.default_plot(plot, outcome, f"hotpotqa-{agent}-{'+'.join(strategies)}")
+    plot = common.plot_path(outcome, f"hotpotqa-{agent}-{'+'.join(strategies)}")
     curves = {label: solved_by_trial(f, trials) for label, f in results.items() if f}
     if curves:
         learning_curve(curves, plot, title=f"HotPotQA {agent}: proportion solved by trial")

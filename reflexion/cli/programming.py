@@ -9,12 +9,13 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from reflexion.bench.driver import Finalize
 from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import code_paired, code_summary, outcome_table
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
-from reflexion.cli.common import console, one_model_context, with_lessons
+from reflexion.cli.common import console, one_model_context
 from reflexion.core.context import CodeRetry, Context, TestTrust
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
@@ -28,6 +29,7 @@ from reflexion.programming.scoring import pass_curve, score_thread, write_human_
 PROGRAMMING_STRATEGIES = ("simple", "reflexion")
 
 
+@run.common_options(plot_help="pass@1-per-iteration PNG (default: next to the results).")
 def bench_programming(
     cli: typer.Context,
     dataset: Annotated[
@@ -113,17 +115,8 @@ def bench_programming(
         typer.Option("--temperature", metavar="T", help="Actor sampling temperature."),
     ] = 0.0,
     base_url: opt.BaseUrlOpt = None,
-    concurrency: opt.ConcurrencyOpt = 1,
-    output: opt.OutputOpt = None,
-    plot: Annotated[
-        Path | None,
-        typer.Option("--plot", help="pass@1-per-iteration PNG (default: next to the results)."),
-    ] = None,
-    db: opt.DbOpt = opt.DEFAULT_DB,
-    server: opt.ServerOpt = None,
-    lessons: opt.LessonsOpt = False,
-    recall_k: opt.RecallOpt = opt.DEFAULTS.recall_k,
-    lesson_filter: opt.LessonFilterOpt = opt.DEFAULTS.lesson_filter,
+    *,
+    common: run.Common,
     resample: Annotated[
         int,
         typer.Option(
@@ -150,8 +143,8 @@ def bench_programming(
     file for Python."""
     names = run.strategies_of(strategy, PROGRAMMING_STRATEGIES)
     opt.check_memory(memory, max_iters, "--max-iters", given=opt.given(cli, "memory"))
-    paired = opt.paired_locally(cli, paired_runs, server)
-    run.check_output(output, names)
+    paired = opt.paired_locally(cli, paired_runs, common.where.server)
+    run.check_output(common.where.output, names)
     lang = language_of(language) if language is not None else None
     problems = load_problems(dataset, language=lang, limit=limit, offset=offset)
     opt.check_offset(problems, offset, "problems")
@@ -188,7 +181,7 @@ def bench_programming(
             resample_repeats=resample,
             code_retry=retry,
         )
-        ctx = with_lessons(ctx, lessons, recall_k, lesson_filter)
+        ctx = common.with_lessons(ctx)
         label = name if simple else f"{name}{suffix}"
         settings = {
             "bench": "programming",
@@ -243,13 +236,7 @@ def bench_programming(
                 f"--problem_file={problem_file}"
             )
 
-    outcome = run.run_variants(
-        family,
-        variants,
-        run.Where(db, server, lessons, concurrency, output),
-        paired=paired,
-        after=human_eval_files,
-    )
+    outcome = common.run(family, variants, paired=paired, after=human_eval_files)
     results = outcome.results
     console.print(code_summary(results))
     console.print(code_paired(results))
@@ -259,7 +246,7 @@ def bench_programming(
     run.report_errors(outcome.errors, "problem")
     most = max(v.ctx.max_trials for v in variants)
     curves = {label: pass_curve(f, most) for label, f in results.items() if f}
-    plot = run.default_plot(plot, outcome, f"programming-{'+'.join(results)}")
+    plot = common.plot_path(outcome, f"programming-{'+'.join(results)}")
     if curves:
         learning_curve(
             curves,
@@ -272,7 +259,7 @@ def bench_programming(
     console.print(f"results in {files} · pass@1 plot {plot}")
 
 
-def _scorer(by_id: dict[str, CodeProblem], ctx: Context) -> run.Finalize:
+def _scorer(by_id: dict[str, CodeProblem], ctx: Context) -> Finalize:
     """Scores a finished thread on the problem's hidden tests (never seen by the graph)."""
 
     def finalize(task: BenchTask, state: dict[str, Any]) -> dict[str, Any]:

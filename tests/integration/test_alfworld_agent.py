@@ -4,9 +4,6 @@ trial through the graph, and the benchmark command end to end (tables, PNGs, res
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +14,7 @@ from reflexion.alfworld.games import load_games, select_games
 from reflexion.alfworld.household import EnvSessions
 from reflexion.core.context import Context
 from reflexion.graphs.builder import alfworld_builder
+from tests.clikit import reflexion
 
 pytestmark = pytest.mark.integration
 
@@ -46,16 +44,12 @@ def test_one_short_trial_with_the_default_model_on_a_real_game() -> None:
 
 
 def test_cli_alfworld_bench_reports_both_figures_and_resumes(tmp_path: Path) -> None:
-    cmd = [
-        sys.executable, "-m", "reflexion", "bench", "alfworld", "--limit", "1", "--trials", "2",
+    cmd = (
+        "bench", "alfworld", "--limit", "1", "--trials", "2",
         "--max-steps", "3", "--strategy", "none,reflexion", "--temperature", "0",
         "--plot", str(tmp_path / "solved.png"), "--db", str(tmp_path / "t.sqlite"),
-    ]  # fmt: skip
-    env = {**os.environ, "COLUMNS": "200"}
-    done = subprocess.run(
-        cmd, capture_output=True, text=True, env=env, timeout=900, check=False, cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stderr
+    )  # fmt: skip
+    done = reflexion(*cmd, cwd=tmp_path, timeout=900)
     assert "none: solved" in done.stdout and "reflexion: solved" in done.stdout
     assert "inefficient planning" in done.stdout and "hallucination" in done.stdout
     assert (tmp_path / "solved.png").read_bytes()[:4] == b"\x89PNG"
@@ -70,9 +64,6 @@ def test_cli_alfworld_bench_reports_both_figures_and_resumes(tmp_path: Path) -> 
     ]
     assert len(finals) == 2 and all(f["episodes"] for f in finals)
     lines_before = sum(len(f.read_text().splitlines()) for f in files)
-    again = subprocess.run(
-        cmd, capture_output=True, text=True, env=env, timeout=300, check=False, cwd=tmp_path
-    )
-    assert again.returncode == 0, again.stderr
+    again = reflexion(*cmd, cwd=tmp_path, timeout=300)
     assert sum(len(f.read_text().splitlines()) for f in files) == lines_before
     assert again.stdout.count("trial 1:") == 0, "finished games are not played again"

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -21,6 +19,7 @@ from reflexion.core.models import (
 )
 from reflexion.graphs.builder import qa_builder, react_builder
 from reflexion.hotpotqa.questions import load_hotpotqa
+from tests.clikit import reflexion
 
 pytestmark = pytest.mark.integration
 
@@ -35,19 +34,24 @@ SMALL = Context(
 )
 
 
-def test_two_trials_with_the_real_smallest_model():
-    q = load_hotpotqa(limit=1)[0]
-    graph = qa_builder().compile(checkpointer=InMemorySaver())
+def two_failed_trials(graph: Any, task: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """Run ``task``, whose reference no model produces, on a fresh thread: a failure, a
+    reflection and a second trial; the thread's final state."""
     config = {"configurable": {"thread_id": "it-two-trials"}}
-    # An answer no model will produce forces a failure, a reflection and a second trial.
-    task = {"task": q.question, "context": q.gold_context, "reference": "zq-unreachable-answer"}
     nodes = [
         node
-        for update in graph.stream(task, config, context=SMALL, stream_mode="updates")
+        for update in graph.stream(task, config, context=ctx, stream_mode="updates")
         for node in update
     ]
     assert nodes == ["actor", "evaluator", "reflector", "actor", "evaluator"]
-    state = graph.get_state(config).values
+    return graph.get_state(config).values
+
+
+def test_two_trials_with_the_real_smallest_model():
+    q = load_hotpotqa(limit=1)[0]
+    graph = qa_builder().compile(checkpointer=InMemorySaver())
+    task = {"task": q.question, "context": q.gold_context, "reference": "zq-unreachable-answer"}
+    state = two_failed_trials(graph, task, SMALL)
     assert state["trial"] == 2
     assert [e["trial"] for e in state["evaluations"]] == [1, 2]
     assert all(not e["success"] for e in state["evaluations"])
@@ -58,17 +62,11 @@ def test_two_trials_with_the_real_smallest_model():
 def test_react_with_reflexion_for_two_trials_on_the_default_model():
     q = load_hotpotqa(limit=1, offset=3)[0]
     graph = react_builder().compile(checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "it-react"}}
     ctx = Context(max_trials=2, max_steps=3, strategy="reflexion", max_tokens=160)
     assert ctx.actor_model == DEFAULT_MODEL
-    task = {"task": q.question, "reference": "zq-unreachable-answer"}
-    top = [
-        node
-        for update in graph.stream(task, config, context=ctx, stream_mode="updates")
-        for node in update
-    ]
-    assert top == ["actor", "evaluator", "reflector", "actor", "evaluator"]
-    state = graph.get_state(config).values
+    state = two_failed_trials(
+        graph, {"task": q.question, "reference": "zq-unreachable-answer"}, ctx
+    )
     assert [e["trial"] for e in state["evaluations"]] == [1, 2]
     # Each trial searched the offline corpus first (the embedded grammar makes step 1 a Search).
     trajectory = state["trajectory"]
@@ -81,17 +79,13 @@ def test_react_with_reflexion_for_two_trials_on_the_default_model():
 
 
 def test_cli_react_bench_two_strategies_writes_results_and_a_plot(tmp_path):
-    cmd = [
-        sys.executable, "-m", "reflexion", "bench", "hotpotqa", "--agent", "react",
+    done = reflexion(
+        "bench", "hotpotqa", "--agent", "react",
         "-n", "1", "-t", "1", "--max-steps", "2", "-m", TEST_MODEL,
         "--strategy", "none,reflexion", "--plot", str(tmp_path / "curve.png"),
         "--db", str(tmp_path / "t.sqlite"),
-    ]  # fmt: skip
-    env = {**os.environ, "COLUMNS": "200"}
-    done = subprocess.run(
-        cmd, capture_output=True, text=True, env=env, timeout=600, check=False, cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stderr
+        cwd=tmp_path,
+    )  # fmt: skip
     assert "react none: solved" in done.stdout and "react reflexion: solved" in done.stdout
     assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"
     results = sorted((tmp_path / "runs").glob("hotpotqa-react-*.jsonl"))
@@ -111,26 +105,9 @@ def test_installed_presets_assemble_and_verify(name):
 
 def test_cli_bench_prints_trials_summary_and_resumes(tmp_path):
     out, db = tmp_path / "r.jsonl", tmp_path / "t.sqlite"
-    cmd = [
-        sys.executable,
-        "-m",
-        "reflexion",
-        "bench",
-        "hotpotqa",
-        "-n",
-        "1",
-        "-t",
-        "2",
-        "-m",
-        TEST_MODEL,
-        "--output",
-        str(out),
-        "--db",
-        str(db),
-    ]
-    env = {**os.environ, "COLUMNS": "200"}
-    first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
-    assert first.returncode == 0, first.stderr
+    cmd = ("bench", "hotpotqa", "-n", "1", "-t", "2", "-m", TEST_MODEL)
+    cmd += ("--output", str(out), "--db", str(db))
+    first = reflexion(*cmd)
     assert "trial 1:" in first.stdout
     assert "cumulative accuracy" in first.stdout
     lines = [json.loads(line) for line in out.read_text().splitlines()]
@@ -138,20 +115,11 @@ def test_cli_bench_prints_trials_summary_and_resumes(tmp_path):
     assert len(finals) == 1
     assert len(finals[0]["evaluations"]) in (1, 2)
     # Same command again: the finished question is skipped, nothing is appended but nothing lost.
-    second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600, check=False)
-    assert second.returncode == 0, second.stderr
+    second = reflexion(*cmd)
     assert "trial 1:" not in second.stdout
     assert [json.loads(line) for line in out.read_text().splitlines()] == lines
     # The thread is inspectable by id.
-    show = subprocess.run(
-        [sys.executable, "-m", "reflexion", "show", finals[0]["thread_id"], "--db", str(db)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert show.returncode == 0, show.stderr
+    show = reflexion("show", finals[0]["thread_id"], "--db", str(db), timeout=120)
     assert "final answer" in show.stdout
     assert Path(db).is_file()
 
@@ -175,16 +143,12 @@ def test_programming_solves_an_easy_humaneval_problem_with_the_default_model():
 
 
 def test_cli_programming_bench_reports_pass_at_1_and_table_two(tmp_path):
-    cmd = [
-        sys.executable, "-m", "reflexion", "bench", "programming", "--dataset", "humaneval",
+    done = reflexion(
+        "bench", "programming", "--dataset", "humaneval",
         "--offset", "53", "-n", "1", "--max-iters", "2", "--strategy", "simple,reflexion",
         "--plot", str(tmp_path / "pass.png"), "--db", str(tmp_path / "t.sqlite"),
-    ]  # fmt: skip
-    env = {**os.environ, "COLUMNS": "200"}
-    done = subprocess.run(
-        cmd, capture_output=True, text=True, env=env, timeout=600, check=False, cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stderr
+        cwd=tmp_path,
+    )  # fmt: skip
     assert "pass@1" in done.stdout and "TP" in done.stdout
     assert (tmp_path / "pass.png").read_bytes()[:4] == b"\x89PNG"
     samples = sorted((tmp_path / "runs").glob("programming-py-*-samples.jsonl"))

@@ -31,13 +31,11 @@ from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.crashkit import (
     PLAN,
-    LoopbackModel,
     bench_command,
     check_consistent,
     environment,
     kill_at,
-    loopback_model,
-    reference_run,
+    kill_then_rerun,
     rows,
     run_to_end,
 )
@@ -72,18 +70,6 @@ def dsn() -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[LoopbackModel]:
-    with loopback_model() as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
-def reference(server: LoopbackModel, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The benchmark run once, uninterrupted, on SQLite."""
-    return reference_run(server, tmp_path_factory.mktemp("reference"))
-
-
 def test_a_thread_outlives_its_connection(dsn):
     """A QA thread stopped before its reflector on one PostgresSaver connection is found by a
     second connection, resumed there to its end, and its history lists all three trials with
@@ -111,23 +97,23 @@ def test_a_thread_outlives_its_connection(dsn):
     ]
 
 
-def test_cli_run_killed_then_resumed_and_listed(dsn, server, tmp_path):
+def test_cli_run_killed_then_resumed_and_listed(dsn, loopback, tmp_path):
     """`reflexion run` on --db postgresql://… killed with SIGKILL inside its third model call,
     then `run --thread-id` in a new process finishes the thread without asking for trial 1
     again, and `history --json` lists the three trials and two reflections."""
     question = load_hotpotqa(None, limit=3)[2]  # the plan solves it at trial 3
     base = [
-        "--trials", "3", "--model", "openai:fake", "--base-url", server.base_url, "--db", dsn,
+        "--trials", "3", "--model", "openai:fake", "--base-url", loopback.base_url, "--db", dsn,
         "--thread-id", "cli-1",
     ]  # fmt: skip
     start = [
         sys.executable, "-m", "reflexion", "run", question.question,
         "--context", "See the passages.", "--reference", question.answer, *base,
     ]  # fmt: skip
-    kill_at(server, start, tmp_path, 3)  # trial 1 and its reflection done, trial 2 in flight
-    server.reset()
+    kill_at(loopback, start, tmp_path, 3)  # trial 1 and its reflection done, trial 2 in flight
+    loopback.reset()
     run_to_end([start[0], "-m", "reflexion", "run", *base], tmp_path)
-    assert ("actor", question.question, 1) not in server.calls
+    assert ("actor", question.question, 1) not in loopback.calls
     done = subprocess.run(
         [start[0], "-m", "reflexion", "history", "cli-1", "--db", dsn, "--json"],
         cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=60,
@@ -155,19 +141,19 @@ def test_store_round_trip(dsn):
         assert store.get(("lessons", "alfworld"), "c") is None
 
 
-def test_concurrent_benchmark_on_postgres(dsn, server, reference, tmp_path):
+def test_concurrent_benchmark_on_postgres(dsn, loopback, reference, tmp_path):
     """`bench hotpotqa -c 4` on one PostgresSaver: every question finishes with the same
     finals as the sequential SQLite run, each trial is written once, and a rerun skips all."""
     results = tmp_path / "r.jsonl"
-    command = bench_command(server, dsn, results)
+    command = bench_command(loopback, dsn, results)
     command[command.index("-c") + 1] = "4"
-    server.reset()
+    loopback.reset()
     run_to_end(command, tmp_path)
-    check_consistent(rows(results), reference, [], list(server.calls))
-    assert Counter(c[0] for c in server.calls) == Counter(c[0] for c in reference["calls"])
-    server.reset()
+    check_consistent(rows(results), reference, [], list(loopback.calls))
+    assert Counter(c[0] for c in loopback.calls) == Counter(c[0] for c in reference["calls"])
+    loopback.reset()
     run_to_end(command, tmp_path)
-    assert server.calls == []
+    assert loopback.calls == []
 
 
 def lock_postgres(dsn: str) -> Any:
@@ -180,22 +166,12 @@ def lock_postgres(dsn: str) -> Any:
 
 @pytest.mark.parametrize("request_no", [8, 12])
 def test_sigkill_on_postgres_loses_nothing_and_repeats_nothing(
-    dsn, server, reference, tmp_path: Path, request_no
+    dsn, loopback, reference, tmp_path: Path, request_no
 ):
     """The crash test on PostgreSQL: the benchmark is killed just after a model call returns
     while the checkpoint tables are locked, then rerun: every trial and reflection appears
     once, the finals equal the uninterrupted run's, and no recorded trial is asked again."""
     results = tmp_path / "r.jsonl"
-    command = bench_command(server, dsn, results)
-    holder: list[Any] = []
-    recorded = kill_at(
-        server, command, tmp_path, request_no, lambda: holder.append(lock_postgres(dsn)), 0.6
-    )
-    for conn in holder:
-        conn.rollback()
-        conn.close()
-    assert len(recorded) < len(reference["rows"])
-    server.reset()
-    run_to_end(command, tmp_path)
-    check_consistent(rows(results), reference, recorded, list(server.calls))
+    command = bench_command(loopback, dsn, results)
+    kill_then_rerun(loopback, command, tmp_path, request_no, reference, lambda: lock_postgres(dsn))
     assert len(PLAN) == sum(r["type"] == "final" for r in rows(results))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -20,11 +19,13 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
+from reflexion.bench.driver import ServerGraph, run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink
-from reflexion.bench.remote import run_benchmark_remote, server_thread_id
+from reflexion.bench.remote import server_thread_id
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import TEST_MODEL
+from tests.clikit import reflexion
 from tests.langgraph_server import ROOT, free_port, langgraph_dev
 
 pytestmark = [pytest.mark.integration, pytest.mark.enable_socket]
@@ -87,7 +88,7 @@ def test_a_run_streams_stops_before_the_reflector_and_a_second_run_resumes_it(cl
     """A run of reflexion_qa streams its node updates (actor, then evaluator); started with
     interrupt_before=["reflector"] it leaves the thread interrupted after a failed trial 1
     (next == reflector), its state holding that evaluation and no reflection. A second run with
-    input None (submitted by run_benchmark_remote, which finds the thread unfinished) goes on
+    input None (submitted by run_benchmark on the server, which finds the thread unfinished) goes on
     from there: its reflection arrives while the run is still running, and the thread ends
     with the reflection and trial 2's evaluation."""
     task = BenchTask(
@@ -129,8 +130,8 @@ def test_a_run_streams_stops_before_the_reflector_and_a_second_run_resumes_it(cl
         events.append((event, "running" if running else "not running"))
 
     out = io.StringIO()
-    finals, errors = run_benchmark_remote(
-        server, "reflexion_qa", [task], ctx, Sink(out), settings={}, emit=emit
+    finals, errors = run_benchmark(
+        ServerGraph(server, "reflexion_qa"), [task], ctx, Sink(out), settings={}, emit=emit
     )
     assert errors == []
     # trial 1 ran outside the results file (the SDK stream above): it is recovered from the
@@ -155,11 +156,12 @@ def test_unreachable_server_and_unknown_graph_are_one_line_errors(server):
     task = BenchTask(thread_id="never-run", input={"task": "x"}, label="", meta={})
     args = ([task], Context(), Sink(io.StringIO()))
     with pytest.raises(ReflexionError) as unreachable:
-        run_benchmark_remote(f"http://127.0.0.1:{free_port()}", "reflexion_qa", *args, settings={})
+        unreachable_server = ServerGraph(f"http://127.0.0.1:{free_port()}", "reflexion_qa")
+        run_benchmark(unreachable_server, *args, settings={})
     assert "cannot reach the LangGraph server" in str(unreachable.value)
     assert "langgraph dev" in str(unreachable.value) and "\n" not in str(unreachable.value)
     with pytest.raises(ReflexionError) as unknown:
-        run_benchmark_remote(server, "no_such_graph", *args, settings={})
+        run_benchmark(ServerGraph(server, "no_such_graph"), *args, settings={})
     message = str(unknown.value)
     assert "no_such_graph" in message and "reflexion_qa" in message and "\n" not in message
 
@@ -209,21 +211,19 @@ def test_cli_bench_on_the_server_runs_tasks_in_parallel_and_resumes(client, serv
     runs nothing, and a thread that finished without a final line gets one from its server
     state without running again."""
     out, png = tmp_path / "r.jsonl", tmp_path / "curve.png"
-    cmd = [
-        *(sys.executable, "-m", "reflexion", "bench", "hotpotqa"),
+    cmd = (
+        *("bench", "hotpotqa"),
         *("--server", server, "-n", "3", "-c", "3", "--trials", "2", "-m", TEST_MODEL),
         *("--output", str(out), "--plot", str(png), "--db", str(tmp_path / "unused.sqlite")),
-    ]
-    env = {**os.environ, "COLUMNS": "200"}
+    )
     stop, seen = threading.Event(), {}
     watcher = threading.Thread(target=lambda: seen.update(watch_runs(client, out, stop)))
     watcher.start()
     try:
-        first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=420)
+        first = reflexion(*cmd, timeout=420)
     finally:
         stop.set()
         watcher.join()
-    assert first.returncode == 0, first.stderr
     assert seen["most_running"] > 1, seen
     assert seen["trial_while_running"], seen
     assert "trial 1:" in first.stdout and "cumulative accuracy" in first.stdout
@@ -240,15 +240,13 @@ def test_cli_bench_on_the_server_runs_tasks_in_parallel_and_resumes(client, serv
         assert final["usage"]["actor"]["calls"] == len(final["evaluations"])
         assert final["usage"]["actor"]["prompt_tokens"] > 0
     # Same command again: every question is skipped, nothing appended.
-    again = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
-    assert again.returncode == 0, again.stderr
+    again = reflexion(*cmd, timeout=120)
     assert "trial 1:" not in again.stdout
     assert [json.loads(line) for line in out.read_text().splitlines()] == lines
     # A finished thread whose final line was lost: the final line comes from the server state.
     lost = finals[0]["thread_id"]
     out.write_text("".join(json.dumps(row) + "\n" for row in lines if row is not finals[0]))
-    third = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
-    assert third.returncode == 0, third.stderr
+    third = reflexion(*cmd, timeout=120)
     assert "trial 1:" not in third.stdout
     redone = [json.loads(line) for line in out.read_text().splitlines()][len(lines) - 1 :]
     assert [(row["type"], row["thread_id"]) for row in redone] == [("final", lost)]

@@ -4,9 +4,7 @@ prompt and 5 completion tokens per call, unchanged by a resume or by concurrency
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,13 +13,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from reflexion.bench.driver import run_benchmark, stream_thread
-from reflexion.bench.ledger import Sink, finished_tasks
+from reflexion.bench.ledger import Sink
 from reflexion.core.context import Context
 from reflexion.core.usage import UsageRecorder, merge, node_of, recorded_usage, totals
 from reflexion.graphs.builder import qa_builder, react_builder
 from reflexion.hotpotqa.wiki import OfflineCorpus
 from reflexion.testing import RuleChatModel, ScriptedChatModel
-from tests.benchkit import QUESTIONS, gold_on_trial, tasks
+from tests.benchkit import QUESTIONS, bench, gold_on_trial, rows, tasks
 from tests.conftest import answer
 from tests.unit.test_wiki import PAGES, write_hotpotqa
 
@@ -41,23 +39,6 @@ def no_wall(usage: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 def CountingRuleModel(rule: Any) -> RuleChatModel:
     """The thread-safe rule model, reporting 10 prompt and 5 completion tokens per call."""
     return RuleChatModel(rule=rule, usage=(10, 5))
-
-
-def bench(graph: Any, ids: list[str], out: Path, **kwargs: Any) -> tuple[list, list]:
-    with out.open("a", encoding="utf-8") as handle:
-        return run_benchmark(
-            graph,
-            tasks(ids),
-            Context(max_trials=3),
-            Sink(handle),
-            settings={},
-            done=finished_tasks(out),
-            **kwargs,
-        )
-
-
-def rows(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in out.read_text().splitlines()]
 
 
 def rule_graph(saver: SqliteSaver, actor: RuleChatModel) -> Any:

@@ -47,6 +47,17 @@ def games(tmp_path: Path) -> str:
     return str(tmp_path / "games")
 
 
+def recording_sessions() -> tuple[EnvSessions, list[ScriptedHousehold]]:
+    """Sessions of scripted households, and the list of every household they made."""
+    made: list[ScriptedHousehold] = []
+
+    def factory() -> ScriptedHousehold:
+        made.append(ScriptedHousehold())
+        return made[-1]
+
+    return EnvSessions(factory), made
+
+
 def build(actor: Any, reflector: Any = None, judge: Any = None) -> tuple[Any, EnvSessions]:
     sessions = EnvSessions(ScriptedHousehold)
     graph = alfworld_builder(
@@ -258,13 +269,7 @@ def test_a_resumed_thread_replays_its_commands_into_a_fresh_environment(games: s
         graph.invoke({"game": GAME}, config, context=Context(games=games))
     assert graph.get_state(config).next == ("actor",), "the thread stopped mid-trial"
 
-    envs: list[ScriptedHousehold] = []
-
-    def factory() -> ScriptedHousehold:
-        envs.append(ScriptedHousehold())
-        return envs[-1]
-
-    fresh = EnvSessions(factory)
+    fresh, envs = recording_sessions()
     resumed = alfworld_builder(
         actor_model=ScriptedChatModel(replies=["go to shelf 1", "move mug 1 to shelf 1"]),
         sessions=fresh,
@@ -294,13 +299,7 @@ def test_an_empty_or_unknown_game_is_a_clear_error(games: str) -> None:
 
 
 def test_environments_are_reused_across_threads(games: str) -> None:
-    made: list[ScriptedHousehold] = []
-
-    def factory() -> ScriptedHousehold:
-        made.append(ScriptedHousehold())
-        return made[-1]
-
-    sessions = EnvSessions(factory)
+    sessions, made = recording_sessions()
     graph = alfworld_builder(
         actor_model=ScriptedChatModel(replies=WIN * 2), sessions=sessions
     ).compile(checkpointer=InMemorySaver())

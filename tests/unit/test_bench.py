@@ -3,7 +3,6 @@ resume after an interruption or a failure, bounded concurrency, learning curves.
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 import time
@@ -14,14 +13,13 @@ import pytest
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from reflexion.bench.driver import run_benchmark, solved_by_trial
-from reflexion.bench.ledger import Sink, finished_tasks
+from reflexion.bench.driver import solved_by_trial
 from reflexion.bench.plots import learning_curve
 from reflexion.cli.app import main
-from reflexion.core.context import Context
 from reflexion.graphs.builder import qa_builder
 from reflexion.testing import RuleChatModel
-from tests.benchkit import QUESTIONS, gold_on_trial, tasks
+from tests import benchkit
+from tests.benchkit import QUESTIONS, gold_on_trial, rows
 
 
 def graph_with(saver: SqliteSaver, actor: RuleChatModel) -> Any:
@@ -32,20 +30,8 @@ def graph_with(saver: SqliteSaver, actor: RuleChatModel) -> Any:
 
 
 def bench(graph: Any, ids: list[str], out: Path, **kwargs: Any) -> tuple[list, list]:
-    with out.open("a", encoding="utf-8") as handle:
-        return run_benchmark(
-            graph,
-            tasks(ids),
-            Context(max_trials=3),
-            Sink(handle),
-            settings={"agent": "cot", "strategy": "reflexion", "max_trials": 3},
-            done=finished_tasks(out),
-            **kwargs,
-        )
-
-
-def rows(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in out.read_text().splitlines()]
+    settings = {"agent": "cot", "strategy": "reflexion", "max_trials": 3}
+    return benchkit.bench(graph, ids, out, settings, **kwargs)
 
 
 def test_every_trial_reflection_and_final_is_written(saver, tmp_path):

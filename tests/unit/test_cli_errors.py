@@ -42,28 +42,22 @@ def _workdir(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
-def test_unknown_model_string(monkeypatch, capsys):
-    code, err = cli(monkeypatch, capsys, "run", "Q?", "--reference", "a", "--model", "gpt4")
-    one_line_error(code, err, "provider:model")
-
-
-def test_unknown_embedded_preset(monkeypatch, capsys):
-    code, err = cli(
-        monkeypatch, capsys, "run", "Q?", "--reference", "a", "--model", "local:llama-9000"
-    )
-    one_line_error(code, err, "unknown embedded model", "local:qwen2.5-coder-0.5b")
-
-
-def test_unknown_provider(monkeypatch, capsys):
-    code, err = cli(monkeypatch, capsys, "run", "Q?", "--reference", "a", "--model", "nosuch:model")
-    one_line_error(code, err, "nosuch")
-
-
-def test_missing_api_key(monkeypatch, capsys):
-    code, err = cli(
-        monkeypatch, capsys, "run", "Q?", "--reference", "a", "--model", "openai:gpt-4o-mini"
-    )
-    one_line_error(code, err, "OPENAI_API_KEY")
+@pytest.mark.parametrize(
+    ("model", "needles"),
+    [
+        pytest.param("gpt4", ["provider:model"], id="unknown-model-string"),
+        pytest.param(
+            "local:llama-9000",
+            ["unknown embedded model", "local:qwen2.5-coder-0.5b"],
+            id="unknown-embedded-preset",
+        ),
+        pytest.param("nosuch:model", ["nosuch"], id="unknown-provider"),
+        pytest.param("openai:gpt-4o-mini", ["OPENAI_API_KEY"], id="missing-api-key"),
+    ],
+)
+def test_a_model_that_cannot_load(monkeypatch, capsys, model, needles):
+    code, err = cli(monkeypatch, capsys, "run", "Q?", "--reference", "a", "--model", model)
+    one_line_error(code, err, *needles)
 
 
 def test_empty_question(monkeypatch, capsys):
@@ -127,23 +121,6 @@ def test_resume_of_unknown_thread(monkeypatch, capsys, tmp_path):
 def test_show_without_database(monkeypatch, capsys, tmp_path):
     code, err = cli(monkeypatch, capsys, "show", "x", "--db", str(tmp_path / "missing.sqlite"))
     one_line_error(code, err, "does not exist")
-
-
-def test_unwritable_output_keeps_existing_results(monkeypatch, capsys, tmp_path):
-    blocker = tmp_path / "file"
-    blocker.write_text("results that must survive\n")
-    code, err = cli(
-        monkeypatch,
-        capsys,
-        "bench",
-        "hotpotqa",
-        "-n",
-        "1",
-        "--output",
-        str(blocker / "out.jsonl"),
-    )
-    one_line_error(code, err, "cannot write results", "--output")
-    assert blocker.read_text() == "results that must survive\n"
 
 
 def test_dataset_loader_reads_any_file_of_the_format(tmp_path):
@@ -504,26 +481,34 @@ def test_database_that_is_not_sqlite_is_left_alone(monkeypatch, capsys, tmp_path
     assert db.read_bytes() == content
 
 
-@pytest.mark.parametrize("args", [a for a in UNWRITABLE_DB if a[0] != "show"])
-def test_database_under_a_regular_file(monkeypatch, capsys, tmp_path, args):
-    blocker = tmp_path / "file"
-    blocker.write_text("kept\n")
-    code, err = cli(monkeypatch, capsys, *args, "--db", str(blocker / "t.sqlite"))
-    one_line_error(code, err, "cannot open the thread database", "--db")
-    assert blocker.read_text() == "kept\n"
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
+UNDER_A_FILE = [
+    *(
+        pytest.param(args, "--db", "cannot open the thread database", id=f"db-{' '.join(args)}")
+        for args in UNWRITABLE_DB
+        if args[0] != "show"
+    ),
+    pytest.param(
+        ["bench", "hotpotqa", "-n", "1"], "--output", "cannot write results", id="output-hotpotqa"
+    ),
+    pytest.param(
         ["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--strategy", "simple"],
-    ],
-)
-def test_unwritable_output_of_other_benchmarks(monkeypatch, capsys, tmp_path, args):
+        "--output",
+        "cannot write results",
+        id="output-programming",
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "option", "message"), UNDER_A_FILE)
+def test_a_path_under_a_regular_file_leaves_the_file_alone(
+    monkeypatch, capsys, tmp_path, args, option, message
+):
+    """--db or --output below a regular file: one line naming the option; the file is kept."""
     blocker = tmp_path / "file"
     blocker.write_text("results that must survive\n")
-    code, err = cli(monkeypatch, capsys, *args, "--output", str(blocker / "out.jsonl"))
-    one_line_error(code, err, "cannot write results", "--output")
+    path = blocker / ("t.sqlite" if option == "--db" else "out.jsonl")
+    code, err = cli(monkeypatch, capsys, *args, option, str(path))
+    one_line_error(code, err, message, option)
     assert blocker.read_text() == "results that must survive\n"
 
 

@@ -14,39 +14,22 @@ import os
 import signal
 import sqlite3
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.crashkit import (
     PLAN,
-    LoopbackModel,
     bench_command,
     check_consistent,
     environment,
-    kill_at,
-    loopback_model,
-    reference_run,
+    kill_then_rerun,
     rows,
     run_to_end,
     wait_for,
 )
 
 pytestmark = pytest.mark.allow_hosts(["127.0.0.1"])
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LoopbackModel]:
-    with loopback_model() as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
-def reference(server: LoopbackModel, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The same benchmark run once without interruption."""
-    return reference_run(server, tmp_path_factory.mktemp("reference"))
 
 
 def test_reference_run_follows_the_plan(reference):
@@ -88,7 +71,7 @@ KILL_POINTS = [
 
 @pytest.mark.parametrize(("request_no", "lock"), KILL_POINTS)
 def test_sigkill_then_rerun_loses_nothing_and_repeats_nothing(
-    server, reference, tmp_path, request_no, lock
+    loopback, reference, tmp_path, request_no, lock
 ):
     """SIGKILL at the given model request (with the checkpoint database locked, the step
     that request belongs to cannot be saved before the kill), then the same command again:
@@ -97,33 +80,19 @@ def test_sigkill_then_rerun_loses_nothing_and_repeats_nothing(
     file is asked of the model again."""
     db = tmp_path / "t.sqlite"
     results = tmp_path / "r.jsonl"
-    command = bench_command(server, str(db), results)
-    holder: list[sqlite3.Connection] = []
-    recorded = kill_at(
-        server,
-        command,
-        tmp_path,
-        request_no,
-        (lambda: holder.append(lock_sqlite(db))) if lock else None,
-        settle=0.6,
-    )
-    for conn in holder:
-        conn.rollback()
-        conn.close()
-    assert len(recorded) < len(reference["rows"]), "killed after the run had finished"
-    server.reset()
-    run_to_end(command, tmp_path)
-    check_consistent(rows(results), reference, recorded, list(server.calls))
+    command = bench_command(loopback, str(db), results)
+    locked = (lambda: lock_sqlite(db)) if lock else None
+    kill_then_rerun(loopback, command, tmp_path, request_no, reference, locked)
 
 
-def test_ctrl_c_says_how_to_resume_and_the_rerun_finishes(server, reference, tmp_path):
+def test_ctrl_c_says_how_to_resume_and_the_rerun_finishes(loopback, reference, tmp_path):
     """Ctrl-C (SIGINT) in the middle of a model call stops the benchmark with exit code 130
     and one line saying that rerunning the same command resumes it; the rerun then finishes
     with the uninterrupted run's finals, every trial once."""
     db = tmp_path / "t.sqlite"
     results = tmp_path / "r.jsonl"
-    command = bench_command(server, str(db), results)
-    server.reset(hold_at=5)
+    command = bench_command(loopback, str(db), results)
+    loopback.reset(hold_at=5)
     proc = subprocess.Popen(
         command, cwd=tmp_path, env=environment(), stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True, start_new_session=True,
@@ -132,20 +101,20 @@ def test_ctrl_c_says_how_to_resume_and_the_rerun_finishes(server, reference, tmp
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )  # fmt: skip
     try:
-        assert wait_for(lambda: server.arrived.is_set() or proc.poll() is not None, 60)
+        assert wait_for(lambda: loopback.arrived.is_set() or proc.poll() is not None, 60)
         os.kill(proc.pid, signal.SIGINT)
-        server.release()
+        loopback.release()
         _, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait(10)
-        server.release()
+        loopback.release()
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == (
         "interrupted: rerun the same command to resume where it stopped"
     )
     recorded = rows(results)
-    server.reset()
+    loopback.reset()
     run_to_end(command, tmp_path)
-    check_consistent(rows(results), reference, recorded, list(server.calls))
+    check_consistent(rows(results), reference, recorded, list(loopback.calls))

@@ -26,6 +26,7 @@ from reflexion.core.models import RetryingChatModel, RetryPolicy, load_chat_mode
 from reflexion.graphs.builder import qa_builder
 from reflexion.nodes import common as node_common
 from reflexion.perf.concurrency import chat_completion
+from tests.conftest import hotpotqa_line
 
 pytestmark = [
     pytest.mark.allow_hosts(["127.0.0.1"]),
@@ -263,15 +264,7 @@ def test_exhausted_retries_become_an_error_line_and_the_run_goes_on(server, save
 
 def write_questions(path: Path) -> Path:
     lines = [
-        json.dumps(
-            {
-                "_id": i,
-                "question": q,
-                "answer": a,
-                "context": [["Item", [f"Item {i[1:]} is {a}."]]],
-                "supporting_facts": [["Item", 0]],
-            }
-        )
+        hotpotqa_line(i, q, a, [["Item", [f"Item {i[1:]} is {a}."]]])
         for i, (q, a) in QUESTIONS.items()
     ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

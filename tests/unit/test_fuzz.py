@@ -33,6 +33,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -76,6 +77,7 @@ from reflexion.programming.examples import example_tests
 from reflexion.programming.problems import (
     CodeParse,
     CodeProblem,
+    Language,
     assemble,
     candidate_tests,
     extract_code,
@@ -236,33 +238,22 @@ def sweep(openers: list[str]) -> Iterator[str]:
             yield opener + run * (SWEEP_SIZE // len(run)) + "x"
 
 
-PY = CodeProblem(
-    task_id="fuzz/py",
-    language="py",
-    prompt='from typing import List\n\n\ndef f(x: List[int]) -> int:\n    """Sum.\n    >>> f([1, 2])\n    3\n    f([]) ==> 0\n    """\n',
-    entry_point="f",
-    test="",
-    kind="multipl-e",
+def fuzz_problem(language: Language, prompt: str) -> CodeProblem:
+    """A MultiPL-E problem whose function is ``f``, without hidden tests."""
+    return CodeProblem(f"fuzz/{language}", language, prompt, "f", test="", kind="multipl-e")
+
+
+PY = fuzz_problem(
+    "py",
+    'from typing import List\n\n\ndef f(x: List[int]) -> int:\n    """Sum.\n    >>> f([1, 2])\n    3\n    f([]) ==> 0\n    """\n',
 )
-RS = CodeProblem(
-    task_id="fuzz/rs",
-    language="rs",
-    prompt="use std::cmp;\n/// Sum.\n/// >>> f(vec![1, 2])\n/// 3\nfn f(x: Vec<i32>) -> i32 {\n",
-    entry_point="f",
-    test="",
-    kind="multipl-e",
+RS = fuzz_problem(
+    "rs", "use std::cmp;\n/// Sum.\n/// >>> f(vec![1, 2])\n/// 3\nfn f(x: Vec<i32>) -> i32 {\n"
 )
 
 
 def with_prompt(problem: CodeProblem, prompt: str) -> CodeProblem:
-    return CodeProblem(
-        task_id=problem.task_id,
-        language=problem.language,
-        prompt=prompt,
-        entry_point=problem.entry_point,
-        test=problem.test,
-        kind=problem.kind,
-    )
+    return replace(problem, prompt=prompt)
 
 
 # ---- reflexion/parsing.py and reflexion/metrics.py --------------------------------------------

@@ -122,24 +122,19 @@ def test_strategy_last_attempt_shows_previous_trajectory_only(make_graph):
     assert "reflections are lessons" not in second
 
 
-def test_strategy_reflexion_shows_reflections_not_trajectory(make_graph):
+@pytest.mark.parametrize(
+    ("strategy", "shows_trajectory"),
+    [("reflexion", False), ("last_attempt_and_reflexion", True)],
+)
+def test_strategies_with_reflexion_show_the_reflection(make_graph, strategy, shows_trajectory):
+    """reflexion shows the reflections, not the trajectory; last_attempt_and_reflexion both."""
     graph, actor, _ = make_graph(
         [answer("Elbe", "first attempt thought")], ["Reflection: Check the city's river."]
     )
-    run(graph, Context(max_trials=2, strategy="reflexion"))
+    run(graph, Context(max_trials=2, strategy=strategy))
     second = actor.prompt_text(1)
     assert "Check the city's river." in second
-    assert "first attempt thought" not in second
-
-
-def test_strategy_last_attempt_and_reflexion_shows_both(make_graph):
-    graph, actor, _ = make_graph(
-        [answer("Elbe", "first attempt thought")], ["Reflection: Check the city's river."]
-    )
-    run(graph, Context(max_trials=2, strategy="last_attempt_and_reflexion"))
-    second = actor.prompt_text(1)
-    assert "Check the city's river." in second
-    assert "first attempt thought" in second
+    assert ("first attempt thought" in second) == shows_trajectory
 
 
 def test_memory_comes_after_the_stable_prefix(make_graph):

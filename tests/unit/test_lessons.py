@@ -41,7 +41,7 @@ from reflexion.graphs.builder import (
 from reflexion.graphs.custom import create_reflexion_graph
 from reflexion.nodes import make_cot_actor, make_reflector
 from reflexion.testing import ScriptedChatModel, ScriptedHousehold
-from tests.conftest import answer
+from tests.conftest import answer, hotpotqa_line
 from tests.unit.test_alfworld import GAME, WIN
 from tests.unit.test_alfworld import games as games  # a fixture
 from tests.unit.test_faults import server as server  # a fixture
@@ -63,6 +63,12 @@ def qa_graph(actor: list[str], reflector: list[str], store: BaseStore | None) ->
         actor_model=ScriptedChatModel(replies=actor),
         reflector_model=ScriptedChatModel(replies=reflector),
     ).compile(checkpointer=InMemorySaver(), store=store)
+
+
+def right_on_trial_3(store: BaseStore, *reflections: str) -> Any:
+    """A QA graph that answers PRAGUE wrong twice, reflecting ``reflections``, then right."""
+    replies = [f"Reflection: {text}" for text in reflections]
+    return qa_graph([answer("Elbe"), answer("Oder"), answer("Vltava")], replies, store)
 
 
 def item(key: str, text: str, task: str, minutes: int) -> Item:
@@ -436,19 +442,7 @@ def test_bench_lessons_carry_task_one_reflection_into_task_two(
     ]
     dataset = tmp_path / "q.jsonl"
     dataset.write_text(
-        "".join(
-            json.dumps(
-                {
-                    "_id": i,
-                    "question": q,
-                    "answer": a,
-                    "context": [["Note", [f"{a}."]]],
-                    "supporting_facts": [["Note", 0]],
-                }
-            )
-            + "\n"
-            for i, q, a in questions
-        )
+        "".join(hotpotqa_line(i, q, a, [["Note", [f"{a}."]]]) + "\n" for i, q, a in questions)
     )
     actor_prompts: list[str] = []
 
@@ -589,11 +583,7 @@ def test_a_success_validates_only_the_lessons_in_its_omega_window():
     trial-1 lesson the window had already let go; with Ω = 3 it validates both."""
     for memory, expected in ((1, [False, True]), (3, [True, True])):
         store = InMemoryStore()
-        graph = qa_graph(
-            [answer("Elbe"), answer("Oder"), answer("Vltava")],
-            ["Reflection: First lesson.", "Reflection: Second lesson."],
-            store,
-        )
+        graph = right_on_trial_3(store, "First lesson.", "Second lesson.")
         ctx = Context(max_trials=3, memory_size=memory, lessons=True)
         out = graph.invoke(PRAGUE, config("t"), context=ctx)
         assert out["solved"] and out["trial"] == 3
@@ -604,11 +594,7 @@ def test_a_lesson_dropped_in_review_is_not_validated_by_the_later_success():
     """A reflection a person drops in review leaves the Ω window and the store: the next
     trial's success validates the kept one only and does not bring the dropped one back."""
     store = InMemoryStore()
-    graph = qa_graph(
-        [answer("Elbe"), answer("Oder"), answer("Vltava")],
-        ["Reflection: Kept lesson.", "Reflection: Dropped lesson."],
-        store,
-    )
+    graph = right_on_trial_3(store, "Kept lesson.", "Dropped lesson.")
     ctx = Context(max_trials=3, lessons=True, review_reflections=True)
     graph.invoke(PRAGUE, config("t"), context=ctx)
     graph.invoke(Command(resume=""), config("t"), context=ctx)  # keep lesson 1

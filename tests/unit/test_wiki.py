@@ -17,6 +17,7 @@ from reflexion.hotpotqa.wiki import (
     WikiTools,
     get_backend,
 )
+from tests.conftest import hotpotqa_line
 
 PAGES = {
     "Ada Lovelace": [
@@ -45,17 +46,7 @@ def write_hotpotqa(path: Path, pages: dict[str, list[str]]) -> Path:
     lines = []
     for i in range(0, len(items), 3):
         chunk = items[i : i + 3]
-        lines.append(
-            json.dumps(
-                {
-                    "_id": f"q{i}",
-                    "question": "A question?",
-                    "answer": "an answer",
-                    "context": [[t, s] for t, s in chunk],
-                    "supporting_facts": [[chunk[0][0], 0]],
-                }
-            )
-        )
+        lines.append(hotpotqa_line(f"q{i}", "A question?", "an answer", [[t, s] for t, s in chunk]))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
