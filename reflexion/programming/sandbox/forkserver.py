@@ -20,12 +20,12 @@ signal; ``null``: no such child).
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import json
 import os
+import runpy
 import socket
 import sys
-from types import ModuleType
+from types import SimpleNamespace
 from typing import Any, NoReturn
 
 _MESSAGE_BYTES = 1 << 16
@@ -39,15 +39,10 @@ def _dumpable(flag: int) -> None:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, flag, 0, 0, 0)
 
 
-def _load_child() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "_reflexion_sandbox_child",
-        os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py"),
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _load_child() -> SimpleNamespace:
+    """child.py's names (it runs as a module, not as the main script)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return SimpleNamespace(**runpy.run_path(os.path.join(here, "child.py"), run_name="child"))
 
 
 def serve(sock: socket.socket) -> None:

@@ -224,36 +224,21 @@ mod __reflexion_wire {
             take_items(r)
         }
     }
-    impl<T: Put> Put for VecDeque<T> {
-        fn put(&self, out: &mut Vec<u8>) {
-            put_items(out, self.len(), self.iter());
-        }
+    macro_rules! sequences {
+        ($($c:ident $(+ $bound:ident)*),*) => {$(
+            impl<T: Put> Put for $c<T> {
+                fn put(&self, out: &mut Vec<u8>) {
+                    put_items(out, self.len(), self.iter());
+                }
+            }
+            impl<T: Take $(+ $bound)*> Take for $c<T> {
+                fn take(r: &mut Reader) -> Got<Self> {
+                    take_items(r)
+                }
+            }
+        )*};
     }
-    impl<T: Take> Take for VecDeque<T> {
-        fn take(r: &mut Reader) -> Got<Self> {
-            take_items(r)
-        }
-    }
-    impl<T: Put> Put for HashSet<T> {
-        fn put(&self, out: &mut Vec<u8>) {
-            put_items(out, self.len(), self.iter());
-        }
-    }
-    impl<T: Take + Eq + Hash> Take for HashSet<T> {
-        fn take(r: &mut Reader) -> Got<Self> {
-            take_items(r)
-        }
-    }
-    impl<T: Put> Put for BTreeSet<T> {
-        fn put(&self, out: &mut Vec<u8>) {
-            put_items(out, self.len(), self.iter());
-        }
-    }
-    impl<T: Take + Ord> Take for BTreeSet<T> {
-        fn take(r: &mut Reader) -> Got<Self> {
-            take_items(r)
-        }
-    }
+    sequences!(VecDeque, HashSet + Eq + Hash, BTreeSet + Ord);
 
     fn put_pairs<'a, K: Put + 'a, V: Put + 'a>(
         out: &mut Vec<u8>,
@@ -273,26 +258,21 @@ mod __reflexion_wire {
         (0..n).map(|_| Ok((K::take(r)?, V::take(r)?))).collect()
     }
 
-    impl<K: Put, V: Put> Put for HashMap<K, V> {
-        fn put(&self, out: &mut Vec<u8>) {
-            put_pairs(out, self.len(), self.iter());
-        }
+    macro_rules! maps {
+        ($($c:ident $(+ $bound:ident)*),*) => {$(
+            impl<K: Put, V: Put> Put for $c<K, V> {
+                fn put(&self, out: &mut Vec<u8>) {
+                    put_pairs(out, self.len(), self.iter());
+                }
+            }
+            impl<K: Take $(+ $bound)*, V: Take> Take for $c<K, V> {
+                fn take(r: &mut Reader) -> Got<Self> {
+                    take_pairs(r)
+                }
+            }
+        )*};
     }
-    impl<K: Take + Eq + Hash, V: Take> Take for HashMap<K, V> {
-        fn take(r: &mut Reader) -> Got<Self> {
-            take_pairs(r)
-        }
-    }
-    impl<K: Put, V: Put> Put for BTreeMap<K, V> {
-        fn put(&self, out: &mut Vec<u8>) {
-            put_pairs(out, self.len(), self.iter());
-        }
-    }
-    impl<K: Take + Ord, V: Take> Take for BTreeMap<K, V> {
-        fn take(r: &mut Reader) -> Got<Self> {
-            take_pairs(r)
-        }
-    }
+    maps!(HashMap + Eq + Hash, BTreeMap + Ord);
 
     impl<T: Put> Put for Option<T> {
         fn put(&self, out: &mut Vec<u8>) {
