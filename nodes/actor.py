@@ -21,7 +21,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import QA_FAMILY, Family, recall_update
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import FinishParse, parse_finish
-from reflexion.core.state import State
+from reflexion.core.state import State, TrialRecord
 from reflexion.nodes.common import resolve_model, trajectory_text
 from reflexion.prompts import few_shot, render
 
@@ -49,6 +49,9 @@ class HasMemory(Protocol):
     @property
     def lessons(self) -> list[str]: ...
 
+    @property
+    def evaluations(self) -> list[TrialRecord]: ...
+
 
 def lessons_block(lessons: list[str]) -> str:
     """The lessons recalled from other threads (``Context.lessons``), or empty."""
@@ -68,10 +71,14 @@ def with_lessons(system: str, state: HasMemory) -> SystemMessage:
     return SystemMessage(f"{system}\n\n{lessons_block(state.lessons)}")
 
 
-def memory_block(state: HasMemory, ctx: Context, *, lessons: bool = True) -> str:
+def memory_block(
+    state: HasMemory, ctx: Context, *, lessons: bool = True, rejected: bool = False
+) -> str:
     """What this trial carries in: the lessons recalled from other threads (unless
     ``lessons`` is False: the built-in actors put them in the system message, see
-    :func:`with_lessons`), then what the chosen strategy keeps (empty on the first trial)."""
+    :func:`with_lessons`), then what the chosen strategy keeps (empty on the first trial),
+    and, for an actor whose answers are checked against a reference (``rejected``), the
+    answers judged incorrect so far when ``Context.show_rejected`` asks for them."""
     parts = [lessons_block(state.lessons)] if lessons and state.lessons else []
     if ctx.uses_last_attempt and state.previous_trajectory:
         parts.append(
@@ -80,7 +87,17 @@ def memory_block(state: HasMemory, ctx: Context, *, lessons: bool = True) -> str
     if ctx.uses_reflections and state.reflections and ctx.memory_size > 0:
         window = state.reflections[-ctx.memory_size :]
         parts.append(render("memory_reflections", reflections="\n".join(f"- {r}" for r in window)))
+    if rejected and ctx.show_rejected and (ctx.uses_reflections or ctx.uses_last_attempt):
+        wrong = rejected_answers(state.evaluations)
+        if wrong:
+            parts.append(render("memory_rejected", answers="\n".join(f"- {a}" for a in wrong)))
     return "\n\n".join(parts)
+
+
+def rejected_answers(evaluations: list[TrialRecord]) -> list[str]:
+    """The distinct answers of failed trials, in order (a trial without an answer adds none)."""
+    wrong = [str(e["answer"]).strip() for e in evaluations if not e["success"] and e["answer"]]
+    return list(dict.fromkeys(a for a in wrong if a))
 
 
 def _example_turns(example: str, *, with_context: bool) -> list[BaseMessage]:
@@ -106,7 +123,7 @@ def cot_messages(state: State, ctx: Context, *, with_context: bool) -> list[Base
         messages.extend(_example_turns(example, with_context=with_context))
     context_block = f"Context: {state.context.strip()}" if with_context and state.context else ""
     user = render("cot_task", context_block=context_block, task=state.task.strip())
-    memory = memory_block(state, ctx, lessons=False)
+    memory = memory_block(state, ctx, lessons=False, rejected=True)
     if memory:
         user = f"{user}\n\n{memory}"
     return [*messages, HumanMessage(user)]

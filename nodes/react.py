@@ -148,7 +148,7 @@ def react_messages(state: ReactState, ctx: Context) -> list[BaseMessage]:
     for example in few_shot("react_examples"):
         messages += _example_turns(example)
     user = render("react_task", task=state.task.strip())
-    memory = memory_block(state, ctx, lessons=False)
+    memory = memory_block(state, ctx, lessons=False, rejected=True)
     if memory:
         user = f"{user}\n\n{memory}"
     messages.append(HumanMessage(user))

@@ -119,7 +119,7 @@ LESSON_FIELDS = ("lessons", "recall_k", "lesson_filter", "task_family")
 option existed keep their names)."""
 
 
-LATER_FIELDS = {"code_retry": "repair"}
+LATER_FIELDS: dict[str, Any] = {"code_retry": "repair", "show_rejected": False}
 """Context fields added after results files existed, with the behaviour those files ran
 under: in the settings only when a run differs from it, so earlier files keep their names
 (and their runs resume)."""
@@ -145,6 +145,7 @@ AFTER_FIRST_TRIAL = (
     "resample_repeats",
     "code_retry",
     "select_answer",
+    "show_rejected",
     "reflector_model",
     "review_reflections",
 )

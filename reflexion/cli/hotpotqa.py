@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -59,6 +60,13 @@ def bench_hotpotqa(
         ),
     ] = None,
     max_steps: opt.StepsOpt = opt.DEFAULTS.max_steps,
+    show_rejected: Annotated[
+        bool,
+        typer.Option(
+            "--show-rejected",
+            help="Memory also lists the answers judged incorrect so far, asking for another.",
+        ),
+    ] = False,
     *,
     common: run.Common,
     paired_runs: opt.PairedOpt = True,
@@ -90,7 +98,8 @@ def bench_hotpotqa(
             load=False,
             memory_given=opt.given(cli, "memory"),
         )
-        ctx = common.with_lessons(ctx)
+        # `none` keeps no memory: the option cannot act there, so it stays out of its key
+        ctx = replace(common.with_lessons(ctx), show_rejected=show_rejected and name != "none")
         settings = {
             "bench": "hotpotqa",
             "agent": agent,

@@ -124,6 +124,14 @@ class Context:
         },
     )
 
+    show_rejected: bool = field(
+        default=False,
+        metadata={
+            "description": "Question answering: the memory also lists the answers of earlier "
+            "trials that the evaluator judged incorrect, asking for a different one (under "
+            "every strategy that keeps memory; none keeps nothing). Off: the paper's memory."
+        },
+    )
     select_answer: AnswerChoice = field(
         default="best",
         metadata={

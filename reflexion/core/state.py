@@ -59,13 +59,15 @@ class Episode(TypedDict):
 @dataclass(kw_only=True)
 class TrialInput:
     """What an actor subgraph (ReAct, ALFWorld) reads from the Reflexion state at the start of
-    a trial: the task, the trial number, the last trajectory, the reflections and lessons."""
+    a trial: the task, the trial number, the last trajectory, the reflections and lessons,
+    and the earlier trials' verdicts."""
 
     task: str = ""
     trial: int = 0
     previous_trajectory: list[str] = field(default_factory=list)
     reflections: list[str] = field(default_factory=list)
     lessons: list[str] = field(default_factory=list)
+    evaluations: list[TrialRecord] = field(default_factory=list)
 
 
 @dataclass(kw_only=True)

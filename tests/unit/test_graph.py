@@ -137,6 +137,23 @@ def test_strategies_with_reflexion_show_the_reflection(make_graph, strategy, sho
     assert ("first attempt thought" in second) == shows_trajectory
 
 
+@pytest.mark.parametrize(
+    ("strategy", "show"), [("reflexion", True), ("reflexion", False), ("none", True)]
+)
+def test_show_rejected_lists_the_wrong_answers_so_far(make_graph, strategy, show):
+    graph, actor, _ = make_graph(
+        [answer("Elbe"), answer("Danube"), answer("Elbe")], ["Reflection: Look again."]
+    )
+    run(graph, Context(max_trials=3, strategy=strategy, show_rejected=show))
+    third = actor.prompt_text(2)
+    listed = "judged incorrect" in third
+    assert listed == (show and strategy != "none")
+    if listed:
+        assert third.split("judged incorrect")[1].count("- Elbe") == 1
+        assert "- Danube" in third
+    assert "judged incorrect" not in actor.prompt_text(0)
+
+
 def test_memory_comes_after_the_stable_prefix(make_graph):
     """Memory goes after the task, so the prompt prefix is the same across trials."""
     graph, actor, _ = make_graph([answer("Elbe")], ["Reflection: Look again."])

@@ -267,3 +267,12 @@ def test_react_graph_public_schemas_match_the_qa_graphs():
     context = react_graph.get_context_jsonschema()["properties"]
     for name in ("max_steps", "context_budget", "wiki", "corpus"):
         assert "description" in context[name]
+
+
+def test_show_rejected_reaches_the_react_actor_from_the_parent_state(corpus):
+    graph, actor, _ = build(corpus, [step("x", "Finish[Paris]"), *SOLVING])
+    state = run(graph, Context(max_trials=2, show_rejected=True))
+    assert state["solved"] is True
+    second = actor.prompt_text(1)
+    assert "judged incorrect" in second and "- Paris" in second
+    assert "judged incorrect" not in actor.prompt_text(0)
