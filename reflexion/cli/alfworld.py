@@ -110,7 +110,7 @@ def bench_alfworld(
             games=str(games) if games else None,
             alfworld_steps=max_steps,
         )
-        ctx = common.with_lessons(ctx)
+        ctx = common.apply(ctx)
         settings = {
             "bench": "alfworld",
             **run.result_settings(ctx),

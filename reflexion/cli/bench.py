@@ -13,7 +13,7 @@ import hashlib
 import inspect
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -273,9 +273,9 @@ def run_variants(
                 )
                 for task in family.tasks
             ]
+            if where.server is None and any(t.thread_id not in done for t in tasks):
+                resolve_models(variant.ctx)  # a bad model string fails before any file
             with open_output(out) as handle:
-                if where.server is None and any(t.thread_id not in done for t in tasks):
-                    resolve_models(variant.ctx)
                 console.print(f"{variant.header} · concurrency={where.concurrency} → {out}")
                 finals, errors = run_with_progress(
                     graph,
@@ -303,6 +303,10 @@ def default_plot(plot: Path | None, outcome: Outcome, stem: str) -> Path:
     return files[0].with_name(f"{stem}-{key}.png")
 
 
+ROLES = ("reflector", "evaluator")
+"""The roles ``--role-model`` gives a model of their own (the actor's is ``--model``)."""
+
+
 @dataclass(frozen=True)
 class Common:
     """The options every bench command takes, as :func:`common_options` hands them over."""
@@ -311,10 +315,25 @@ class Common:
     plot: Path | None
     recall_k: int
     lesson_filter: str
+    role_models: list[str] | None = None
 
-    def with_lessons(self, ctx: Context) -> Context:
-        """``ctx`` with ``--lessons``, ``--recall-k`` and ``--lesson-filter`` applied."""
-        return with_lessons(ctx, self.where.lessons, self.recall_k, self.lesson_filter)
+    def apply(self, ctx: Context) -> Context:
+        """``ctx`` with ``--lessons``, ``--recall-k``, ``--lesson-filter`` and each
+        ``--role-model ROLE=MODEL`` applied."""
+        ctx = with_lessons(ctx, self.where.lessons, self.recall_k, self.lesson_filter)
+        for given in self.role_models or []:
+            role, sep, model = given.partition("=")
+            role = role.strip()
+            if not sep or role not in ROLES or not model.strip():
+                raise ReflexionError(
+                    f"--role-model '{given}' is not ROLE=MODEL with ROLE one of "
+                    f"{', '.join(ROLES)}: write e.g. reflector=local:qwen2.5-coder-1.5b"
+                )
+            if role == "reflector":
+                ctx = replace(ctx, reflector_model=model.strip())
+            else:
+                ctx = replace(ctx, evaluator_model=model.strip())
+        return ctx
 
     def run(
         self,
@@ -335,8 +354,8 @@ class Common:
 def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Give a bench command the options they all take. Its parameter ``common`` stands, in
     its signature and so in ``--help``, for --concurrency, --output, --plot (described by
-    ``plot_help``), --db, --server, --lessons, --recall-k and --lesson-filter; the command
-    gets their values as one :class:`Common`."""
+    ``plot_help``), --db, --server, --lessons, --recall-k, --lesson-filter and --role-model;
+    the command gets their values as one :class:`Common`."""
     shared: list[tuple[str, Any, Any]] = [
         ("concurrency", opt.ConcurrencyOpt, 1),
         ("output", opt.OutputOpt, None),
@@ -346,6 +365,7 @@ def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[.
         ("lessons", opt.LessonsOpt, False),
         ("recall_k", opt.RecallOpt, opt.DEFAULTS.recall_k),
         ("lesson_filter", opt.LessonFilterOpt, opt.DEFAULTS.lesson_filter),
+        ("role_models", opt.RoleModelOpt, None),
     ]
 
     def decorate(command: Callable[..., None]) -> Callable[..., None]:
@@ -363,10 +383,9 @@ def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[.
         @functools.wraps(command)
         def with_common(**values: Any) -> None:
             where = Where(**{f.name: values.pop(f.name) for f in fields(Where)})
-            plot, recall_k, lesson_filter = (
-                values.pop(k) for k in ("plot", "recall_k", "lesson_filter")
-            )
-            command(**values, common=Common(where, plot, recall_k, lesson_filter))
+            rest = ("plot", "recall_k", "lesson_filter", "role_models")
+            common = Common(where, *(values.pop(k) for k in rest))
+            command(**values, common=common)
 
         # Typer reads the options from the signature and the type hints.
         with_common.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]

@@ -81,9 +81,10 @@ def one_model_context(model: str, base_url: str | None, **fields: Any) -> Contex
 def resolve_models(ctx: Context) -> None:
     """Load the models now: a bad string, missing package or key fails before any work."""
     roles = [(ctx.actor_model, ctx.temperature, "actor")]
-    if ctx.evaluator == "llm":
+    # A role given its own model is loaded (so checked) even where it may go unused.
+    if ctx.evaluator == "llm" or ctx.evaluator_model != ctx.actor_model:
         roles.append((ctx.evaluator_model, 0.0, "evaluator"))
-    if ctx.uses_reflections and ctx.memory_size > 0:
+    if (ctx.uses_reflections and ctx.memory_size > 0) or ctx.reflector_model != ctx.actor_model:
         roles.append((ctx.reflector_model, 0.0, "reflector"))
     for spec, temperature, role in roles:
         load_chat_model(

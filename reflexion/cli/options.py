@@ -96,6 +96,16 @@ RecallOpt = Annotated[
         help="With --lessons: past lessons recalled per task.",
     ),
 ]
+RoleModelOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--role-model",
+        metavar="ROLE=M",
+        show_default=False,
+        help="A role's own provider:model (M) instead of --model: reflector=M or evaluator=M "
+        "(the LLM judge, or the programming test writer); repeat for both.",
+    ),
+]
 LessonFilterOpt = Annotated[
     str,
     typer.Option(

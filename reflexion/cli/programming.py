@@ -181,7 +181,7 @@ def bench_programming(
             resample_repeats=resample,
             code_retry=retry,
         )
-        ctx = common.with_lessons(ctx)
+        ctx = common.apply(ctx)
         label = name if simple else f"{name}{suffix}"
         settings = {
             "bench": "programming",

@@ -658,3 +658,33 @@ def test_paired_runs_need_the_local_checkpointer(monkeypatch, capsys):
         monkeypatch, capsys, "bench", "hotpotqa", "--server", "http://127.0.0.1:9", "--paired"
     )
     one_line_error(code, err, "--unpaired", "--server")
+
+
+@pytest.mark.parametrize(
+    ("value", "needles"),
+    [
+        pytest.param("actor=local:x", ["--role-model 'actor=local:x'", "reflector"], id="role"),
+        pytest.param("reflector", ["not ROLE=MODEL"], id="no-model"),
+        pytest.param("reflector=gpt4", ["provider:model"], id="bad-model"),
+        pytest.param("evaluator=local:llama-9000", ["unknown embedded model"], id="bad-preset"),
+    ],
+)
+def test_a_role_model_that_cannot_be_used(monkeypatch, capsys, value, needles):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # the actor's model builds (no request)
+    args = ("bench", "hotpotqa", "-n", "1", "--role-model", value, "--model", "openai:gpt-4o-mini")
+    code, err = cli(monkeypatch, capsys, *args)
+    one_line_error(code, err, *needles)
+    assert not Path("runs").exists() or not any(Path("runs").iterdir())
+
+
+def test_role_models_reach_the_context():
+    from reflexion.cli.bench import Common, Where
+    from reflexion.core.context import Context
+
+    common = Common(Where(":memory:"), None, 3, "validated", ["reflector=local:a", "evaluator=o:b"])
+    ctx = common.apply(Context())
+    assert (ctx.actor_model, ctx.reflector_model, ctx.evaluator_model) == (
+        Context().actor_model,
+        "local:a",
+        "o:b",
+    )
