@@ -88,7 +88,11 @@ def make_reflector(
             update["previous_trajectory"] = [*state.trajectory, f"Observation: {feedback}"]
         if ctx.uses_reflections and ctx.memory_size > 0:
             llm = resolve_model(model, ctx.reflector_model, ctx, temperature=0.0, role="reflector")
-            lesson = clean_reflection(llm.invoke(prompt(state), stop=STOP).text)
+            messages_in = prompt(state)
+            if not ctx.reflection_examples:
+                # every reflector prompt is: instructions, worked examples as turns, the trial
+                messages_in = [messages_in[0], messages_in[-1]]
+            lesson = clean_reflection(llm.invoke(messages_in, stop=STOP).text)
             if lesson:
                 update["reflections"] = update_window(state.reflections, lesson, ctx.memory_size)
                 if ctx.lessons:

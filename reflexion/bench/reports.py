@@ -137,10 +137,10 @@ def qa_paired(
         "fixed\nafter\ntrial 1",
         "vs none\n+/−",
         "McNemar\np",
-        "copy rate",
+        "copied",
         title="paired: every strategy continues each question from the same trial-1 checkpoint; "
-        "copy rate: reflections that reuse 5 words in a row of the reflection prompt's worked "
-        "examples",
+        "copied: reflections that reuse 5 words in a row of the reflection prompt's worked "
+        "examples, of all",
     )
     worked = load_prompt(examples)
     solved = {
@@ -166,7 +166,7 @@ def qa_paired(
             str(first.fixed),
             versus,
             p_value,
-            f"{copy_rate(reflections, worked):.2f} of {len(reflections)}" if reflections else "-",
+            copied(reflections, worked),
         )
     return out
 
@@ -183,8 +183,8 @@ def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:
         "fixed",
         "broken",
         "McNemar\np",
-        "copy rate",
-        title="paired: final answer vs the same thread's first iteration; copy rate: the "
+        "copied",
+        title="paired: final answer vs the same thread's first iteration; copied: the "
         "threads' last Ω reflections that reuse 5 words in a row of the reflection "
         "prompt's worked examples",
     )
@@ -198,12 +198,7 @@ def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:
             continue
         p = paired(rows)
         reflections = [r for f in finals for r in f.get("reflections") or []]
-        rate = f"{copy_rate(reflections, examples):.2f} of {len(reflections)}"
-        out.add_row(
-            label,
-            *paired_cells(p),
-            rate if reflections else "-",
-        )
+        out.add_row(label, *paired_cells(p), copied(reflections, examples))
     return out
 
 
@@ -231,6 +226,13 @@ def household_summary(results: dict[str, list[dict[str, Any]]], trials: int) -> 
             *(f"{counts[c]} ({counts[c] / total:.0%})" if total else "0" for c in FAILURE_CLASSES),
         )
     return solved, failures
+
+
+def copied(reflections: list[str], examples: str) -> str:
+    """``copied/all`` reflections (see :func:`copy_rate`), or ``-`` when there are none."""
+    if not reflections:
+        return "-"
+    return f"{round(copy_rate(reflections, examples) * len(reflections))}/{len(reflections)}"
 
 
 def paired_cells(p: Paired) -> list[str]:

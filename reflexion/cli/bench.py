@@ -119,7 +119,11 @@ LESSON_FIELDS = ("lessons", "recall_k", "lesson_filter", "task_family")
 option existed keep their names)."""
 
 
-LATER_FIELDS: dict[str, Any] = {"code_retry": "repair", "show_rejected": False}
+LATER_FIELDS: dict[str, Any] = {
+    "code_retry": "repair",
+    "show_rejected": False,
+    "reflection_examples": True,
+}
 """Context fields added after results files existed, with the behaviour those files ran
 under: in the settings only when a run differs from it, so earlier files keep their names
 (and their runs resume)."""
@@ -146,6 +150,7 @@ AFTER_FIRST_TRIAL = (
     "code_retry",
     "select_answer",
     "show_rejected",
+    "reflection_examples",
     "reflector_model",
     "review_reflections",
 )
@@ -316,11 +321,14 @@ class Common:
     recall_k: int
     lesson_filter: str
     role_models: list[str] | None = None
+    reflect: str = "worked"
 
     def apply(self, ctx: Context) -> Context:
         """``ctx`` with ``--lessons``, ``--recall-k``, ``--lesson-filter`` and each
-        ``--role-model ROLE=MODEL`` applied."""
+        ``--role-model ROLE=MODEL`` applied, and ``--reflect``."""
         ctx = with_lessons(ctx, self.where.lessons, self.recall_k, self.lesson_filter)
+        if opt.choice(self.reflect, ("worked", "bare"), "--reflect") == "bare":
+            ctx = replace(ctx, reflection_examples=False)
         for given in self.role_models or []:
             role, sep, model = given.partition("=")
             role = role.strip()
@@ -354,8 +362,8 @@ class Common:
 def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Give a bench command the options they all take. Its parameter ``common`` stands, in
     its signature and so in ``--help``, for --concurrency, --output, --plot (described by
-    ``plot_help``), --db, --server, --lessons, --recall-k, --lesson-filter and --role-model;
-    the command gets their values as one :class:`Common`."""
+    ``plot_help``), --db, --server, --lessons, --recall-k, --lesson-filter, --role-model and
+    --reflect; the command gets their values as one :class:`Common`."""
     shared: list[tuple[str, Any, Any]] = [
         ("concurrency", opt.ConcurrencyOpt, 1),
         ("output", opt.OutputOpt, None),
@@ -366,6 +374,7 @@ def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[.
         ("recall_k", opt.RecallOpt, opt.DEFAULTS.recall_k),
         ("lesson_filter", opt.LessonFilterOpt, opt.DEFAULTS.lesson_filter),
         ("role_models", opt.RoleModelOpt, None),
+        ("reflect", opt.ReflectOpt, "worked"),
     ]
 
     def decorate(command: Callable[..., None]) -> Callable[..., None]:
@@ -383,7 +392,7 @@ def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[.
         @functools.wraps(command)
         def with_common(**values: Any) -> None:
             where = Where(**{f.name: values.pop(f.name) for f in fields(Where)})
-            rest = ("plot", "recall_k", "lesson_filter", "role_models")
+            rest = ("plot", "recall_k", "lesson_filter", "role_models", "reflect")
             common = Common(where, *(values.pop(k) for k in rest))
             command(**values, common=common)
 

@@ -106,6 +106,15 @@ RoleModelOpt = Annotated[
         "(the LLM judge, or the programming test writer); repeat for both.",
     ),
 ]
+ReflectOpt = Annotated[
+    str,
+    typer.Option(
+        "--reflect",
+        metavar="worked|bare",
+        help="The reflector's prompt: worked (the paper's worked reflections as turns) or bare "
+        "(instructions and the failed trial only: no wording to copy).",
+    ),
+]
 LessonFilterOpt = Annotated[
     str,
     typer.Option(

@@ -124,6 +124,14 @@ class Context:
         },
     )
 
+    reflection_examples: bool = field(
+        default=True,
+        metadata={
+            "description": "The reflector's prompt shows the worked reflections of its prompt "
+            "file as turns (the paper). Off: the instructions and the failed trial only, so a "
+            "small model has no wording to copy."
+        },
+    )
     show_rejected: bool = field(
         default=False,
         metadata={

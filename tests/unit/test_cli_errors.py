@@ -688,3 +688,8 @@ def test_role_models_reach_the_context():
         "local:a",
         "o:b",
     )
+
+
+def test_an_unknown_reflect_prompt(monkeypatch, capsys):
+    code, err = cli(monkeypatch, capsys, "bench", "hotpotqa", "-n", "1", "--reflect", "wrked")
+    one_line_error(code, err, "--reflect", "worked")

@@ -205,3 +205,13 @@ def test_empty_task_is_rejected(make_graph):
     graph, _, _ = make_graph([answer("x")])
     with pytest.raises(ReflexionError, match="task is empty"):
         run(graph, Context(), {"task": "  ", "reference": "x"})
+
+
+@pytest.mark.parametrize("worked", [True, False])
+def test_reflection_examples_off_leaves_the_instructions_and_the_trial(make_graph, worked):
+    graph, _actor, reflector = make_graph([answer("Elbe")], ["Reflection: Look again."])
+    run(graph, Context(max_trials=2, reflection_examples=worked))
+    prompt = reflector.prompts[0]
+    assert (len(prompt) > 2) == worked
+    assert "Which river flows through Prague?" in prompt[-1].text
+    assert prompt[0].type == "system"

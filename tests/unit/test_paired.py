@@ -155,7 +155,7 @@ def test_paired_table_counts_fixes_after_trial_1_and_against_none():
     cells = [[str(c) for c in col.cells] for col in table.columns]
     rows = list(zip(*cells, strict=True))
     assert rows[0] == ("cot none", "3", "1", "2", "1", "-", "-", "-")
-    assert rows[1] == ("cot reflexion", "3", "1", "3", "2", "+1/−0", "1", "0.50 of 2")
+    assert rows[1] == ("cot reflexion", "3", "1", "3", "2", "+1/−0", "1", "1/2")
 
 
 def test_runs_share_first_trials_when_they_differ_only_after_trial_1():

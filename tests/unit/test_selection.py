@@ -263,6 +263,6 @@ def test_the_paired_programming_table_reports_fixed_broken_p_and_copy_rate():
     ]
     table = code_paired({"reflexion": finals})
     headers = [str(c.header).replace("\n", " ") for c in table.columns]
-    assert headers[-2:] == ["McNemar p", "copy rate"]
+    assert headers[-2:] == ["McNemar p", "copied"]
     cells = [str(next(iter(c.cells))) for c in table.columns]
-    assert cells[1:] == ["3", "1", "2", "1", "0", "1", "1.00 of 1"]
+    assert cells[1:] == ["3", "1", "2", "1", "0", "1", "1/1"]
