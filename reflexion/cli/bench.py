@@ -327,7 +327,8 @@ class Common:
         """``ctx`` with ``--lessons``, ``--recall-k``, ``--lesson-filter`` and each
         ``--role-model ROLE=MODEL`` applied, and ``--reflect``."""
         ctx = with_lessons(ctx, self.where.lessons, self.recall_k, self.lesson_filter)
-        if opt.choice(self.reflect, ("worked", "bare"), "--reflect") == "bare":
+        bare = opt.choice(self.reflect, ("worked", "bare"), "--reflect") == "bare"
+        if bare and ctx.uses_reflections:  # elsewhere it cannot act: no key of its own
             ctx = replace(ctx, reflection_examples=False)
         for given in self.role_models or []:
             role, sep, model = given.partition("=")
