@@ -278,9 +278,16 @@ def run_variants(
                 )
                 for task in family.tasks
             ]
-            if where.server is None and any(t.thread_id not in done for t in tasks):
-                resolve_models(variant.ctx)  # a bad model string fails before any file
+            fresh = not out.exists()
             with open_output(out) as handle:
+                if where.server is None and any(t.thread_id not in done for t in tasks):
+                    try:
+                        resolve_models(variant.ctx)
+                    except ReflexionError:  # a bad model string leaves no empty results file
+                        if fresh:
+                            handle.close()
+                            out.unlink(missing_ok=True)
+                        raise
                 console.print(f"{variant.header} · concurrency={where.concurrency} → {out}")
                 finals, errors = run_with_progress(
                     graph,
