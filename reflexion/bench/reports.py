@@ -138,9 +138,8 @@ def qa_paired(
         "vs none\n+/−",
         "McNemar\np",
         "copied",
-        title="paired: every strategy continues each question from the same trial-1 checkpoint; "
-        "copied: reflections that reuse 5 words in a row of the reflection prompt's worked "
-        "examples, of all",
+        title="paired: each strategy forks every question's trial-1 checkpoint. Copied: "
+        "reflections reusing 5 words in a row of the worked examples",
     )
     worked = load_prompt(examples)
     solved = {
