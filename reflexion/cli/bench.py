@@ -134,6 +134,10 @@ def result_settings(ctx: Context) -> dict[str, Any]:
     if not ctx.lessons:
         left_out.update(LESSON_FIELDS)
     left_out.update(k for k, before in LATER_FIELDS.items() if getattr(ctx, k) == before)
+    if not ctx.uses_reflections:  # options that cannot act under this strategy
+        left_out.add("reflection_examples")
+        if not ctx.uses_last_attempt:
+            left_out.add("show_rejected")
     return {k: v for k, v in asdict(ctx).items() if k not in left_out}
 
 
@@ -334,8 +338,7 @@ class Common:
         """``ctx`` with ``--lessons``, ``--recall-k``, ``--lesson-filter`` and each
         ``--role-model ROLE=MODEL`` applied, and ``--reflect``."""
         ctx = with_lessons(ctx, self.where.lessons, self.recall_k, self.lesson_filter)
-        bare = opt.choice(self.reflect, ("worked", "bare"), "--reflect") == "bare"
-        if bare and ctx.uses_reflections:  # elsewhere it cannot act: no key of its own
+        if opt.choice(self.reflect, ("worked", "bare"), "--reflect") == "bare":
             ctx = replace(ctx, reflection_examples=False)
         for given in self.role_models or []:
             role, sep, model = given.partition("=")

@@ -98,8 +98,7 @@ def bench_hotpotqa(
             load=False,
             memory_given=opt.given(cli, "memory"),
         )
-        # `none` keeps no memory: the option cannot act there, so it stays out of its key
-        ctx = replace(common.apply(ctx), show_rejected=show_rejected and name != "none")
+        ctx = replace(common.apply(ctx), show_rejected=show_rejected)
         settings = {
             "bench": "hotpotqa",
             "agent": agent,

@@ -193,3 +193,20 @@ def test_compare_pairs_two_results_files_by_task(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     row = next(ln for ln in out.splitlines() if ln.strip().startswith("fresh"))
     assert row.split() == ["fresh", "5", "2", "3", "2", "1", "1"]
+
+
+def test_options_that_cannot_act_stay_out_of_a_strategys_results_key():
+    from dataclasses import replace
+
+    from reflexion.cli.bench import result_settings
+    from reflexion.core.context import Context
+
+    memory_only = {"show_rejected": True, "reflection_examples": False}
+    none = Context(strategy="none")
+    assert result_settings(replace(none, **memory_only)) == result_settings(none)
+    last = Context(strategy="last_attempt")
+    assert result_settings(replace(last, **memory_only)) == result_settings(
+        replace(last, show_rejected=True)
+    )
+    reflexion = Context(strategy="reflexion")
+    assert result_settings(replace(reflexion, **memory_only)) != result_settings(reflexion)

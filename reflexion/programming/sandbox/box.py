@@ -64,6 +64,11 @@ _COMPILE_CAPTURE = 64 * 1024  # bytes of rustc's stderr read back
 _NOBODY = 65534
 
 
+def _python() -> str:
+    """The interpreter sandboxed Python processes run on (the caller's)."""
+    return sys.executable or shutil.which("python3") or "python3"
+
+
 class _Binaries:
     """Compiled judges by source, in the caller's memory (a few, least recently used first)."""
 
@@ -440,7 +445,7 @@ class Sandbox:
             with open(out_path, "wb") as out, open(err_path, "wb") as err:
                 fds = [out.fileno(), err.fileno(), *passed]
                 proc: subprocess.Popen[bytes] | ForkedProcess | None
-                proc = self._fork(argv, config_path, child_env, fds)
+                proc = self._fork(config, config_path, child_env, fds)
                 if proc is None:
                     proc = subprocess.Popen(
                         argv,
@@ -477,24 +482,22 @@ class Sandbox:
         descriptor = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             json.dump(config, handle)
-        python = sys.executable or shutil.which("python3") or "python3"
+        python = _python()
         # -I: no PYTHON* variables, no user site, no script directory on sys.path; -B: no
         # bytecode files; -S: no site import (fast start; installed packages are added to
         # sys.path by the child, without their .pth hooks).
         return [python, "-I", "-B", "-S", _CHILD, config_path, *command]
 
     def _fork(
-        self, argv: list[str], config_path: str, env: dict[str, str], fds: list[int]
+        self, config: dict[str, Any], config_path: str, env: dict[str, str], fds: list[int]
     ) -> ForkedProcess | None:
-        """Start a child.py child through the suite's fork server (started on first use);
-        ``None`` when the child is no child.py one, or there is no working server."""
-        if argv[-1:] != [config_path] or argv[-2:-1] != [_CHILD] or not ForkServer.usable():
-            return None
-        if self._fork_failed:
+        """Start a Python child (any mode but ``exec``) through the suite's fork server
+        (started on first use); ``None`` for a command, or when there is no working server."""
+        if config["mode"] == "exec" or self._fork_failed or not ForkServer.usable():
             return None
         try:
             if self._server is None:
-                self._server = ForkServer(argv[0], _FORK_SERVER, self.root)
+                self._server = ForkServer(_python(), _FORK_SERVER, self.root)
             return self._server.spawn(config_path, self.root, env, fds)
         except (OSError, ValueError, KeyError):
             if self._server is not None:
