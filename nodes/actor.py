@@ -22,7 +22,8 @@ from reflexion.core.lessons import QA_FAMILY, Family, recall_update
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.state import State, TrialRecord
-from reflexion.nodes.common import resolve_model, trajectory_text
+from reflexion.hotpotqa.metrics import normalize_answer
+from reflexion.nodes.common import RESAMPLE_TEMPERATURE, resolve_model, trajectory_text
 from reflexion.prompts import few_shot, render
 
 STOP = ["\nQuestion:", "\nContext:", "\n---", "\nObservation"]
@@ -129,6 +130,30 @@ def cot_messages(state: State, ctx: Context, *, with_context: bool) -> list[Base
     return [*messages, HumanMessage(user)]
 
 
+def _attempt(
+    llm: BaseChatModel, messages: list[BaseMessage], options: dict[str, Any]
+) -> tuple[FinishParse, str]:
+    """One chain-of-thought reply, parsed, with its text; a reply without ``Finish[answer]``
+    gets one follow-up turn asking for the action alone (the paper's CoT prompts the thought
+    and the action separately), whose answer counts while the thought stays."""
+    reply = llm.invoke(messages, stop=STOP, **options)
+    parsed = parse_finish(reply.text)
+    if parsed.answer is None and reply.text.strip():
+        follow = llm.invoke([*messages, AIMessage(reply.text), HumanMessage(FOLLOW_UP)])
+        again = parse_finish(follow.text)
+        if again.answer is not None:
+            parsed = FinishParse(thought=parsed.thought, answer=again.answer)
+    return parsed, reply.text
+
+
+def _rejected_keys(state: State, ctx: Context) -> set[str]:
+    """The normalised answers a retry is redrawn on (``Context.redraw_rejected``): those of
+    earlier trials judged incorrect, when the strategy keeps memory; otherwise none."""
+    if not ctx.redraw_rejected or not (ctx.uses_reflections or ctx.uses_last_attempt):
+        return set()
+    return {normalize_answer(a) for a in rejected_answers(state.evaluations)}
+
+
 def make_cot_actor(
     model: BaseChatModel | None = None, *, with_context: bool = True, family: Family = QA_FAMILY
 ) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
@@ -147,19 +172,25 @@ def make_cot_actor(
         options: dict[str, Any] = (
             {"gbnf": COT_GRAMMAR} if isinstance(llm, EmbeddedChatModel) else {}
         )
-        reply = llm.invoke(messages, stop=STOP, **options)
-        parsed = parse_finish(reply.text)
-        if parsed.answer is None and reply.text.strip():
-            # One follow-up turn asking for the action alone (the paper's CoT prompts the
-            # thought and the action separately); its answer counts, the thought stays.
-            follow = llm.invoke([*messages, AIMessage(reply.text), HumanMessage(FOLLOW_UP)])
-            again = parse_finish(follow.text)
-            if again.answer is not None:
-                parsed = FinishParse(thought=parsed.thought, answer=again.answer)
+        parsed, text = _attempt(llm, messages, options)
+        rejected = _rejected_keys(state, ctx)
+        if parsed.answer is not None and normalize_answer(parsed.answer) in rejected:
+            hot = resolve_model(
+                model,
+                ctx.actor_model,
+                ctx,
+                temperature=max(ctx.temperature, RESAMPLE_TEMPERATURE),
+                role="actor",
+            )
+            for _ in range(ctx.redraw_rejected):
+                again, again_text = _attempt(hot, messages, options)
+                if again.answer is not None and normalize_answer(again.answer) not in rejected:
+                    parsed, text = again, again_text
+                    break
         action = (
             f"Action: Finish[{parsed.answer}]"
             if parsed.answer is not None
-            else f"Action: (unparseable: {parsed.error}) {reply.text.strip()[:300]}"
+            else f"Action: (unparseable: {parsed.error}) {text.strip()[:300]}"
         )
         return {
             **recalled,

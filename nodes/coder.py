@@ -29,7 +29,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, programming_family, recall_update
 from reflexion.core.state import CodeState, TrialRecord
 from reflexion.nodes.actor import with_lessons
-from reflexion.nodes.common import resolve_model
+from reflexion.nodes.common import RESAMPLE_TEMPERATURE, resolve_model
 from reflexion.programming.examples import example_tests
 from reflexion.programming.problems import (
     LANGUAGE_NAMES,
@@ -213,10 +213,6 @@ def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
         else "\n".join(state.trajectory) or "(no reply)"
     )
     return [*messages, AIMessage(previous), HumanMessage(retry)]
-
-
-RESAMPLE_TEMPERATURE = 0.8
-"""Temperature of the extra samples drawn when a retry repeats earlier code."""
 
 
 def code_key(code: str, language: str) -> str:

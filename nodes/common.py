@@ -8,6 +8,10 @@ from langchain_core.messages import BaseMessage
 from reflexion.core.context import Context
 from reflexion.core.models import EmbeddedChatModel, RetryPolicy, load_chat_model
 
+RESAMPLE_TEMPERATURE = 0.8
+"""Temperature of the extra samples drawn when a retry repeats an earlier failed attempt
+(code with the same syntax tree, an answer already judged incorrect)."""
+
 MESSAGE_OVERHEAD = 6
 """Tokens a chat template adds around each message (role markers), a close upper estimate."""
 

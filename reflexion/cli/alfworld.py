@@ -113,7 +113,7 @@ def bench_alfworld(
         ctx = common.apply(ctx)
         settings = {
             "bench": "alfworld",
-            **run.result_settings(ctx),
+            **run.result_settings(ctx, unused=run.ANSWER_FIELDS),
             "games_source": str(games or "valid_unseen"),
         }
         header = (

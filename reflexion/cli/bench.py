@@ -123,21 +123,29 @@ LATER_FIELDS: dict[str, Any] = {
     "code_retry": "repair",
     "show_rejected": False,
     "reflection_examples": True,
+    "redraw_rejected": 0,
 }
 """Context fields added after results files existed, with the behaviour those files ran
 under: in the settings only when a run differs from it, so earlier files keep their names
 (and their runs resume)."""
 
 
-def result_settings(ctx: Context) -> dict[str, Any]:
-    left_out = {*TRANSPORT_FIELDS, "review_reflections"}
+ANSWER_FIELDS = ("show_rejected", "redraw_rejected")
+"""Context fields only a question-answering actor reads (``redraw_rejected`` only the
+chain-of-thought one): a benchmark whose actor does not read one passes it as ``unused``."""
+
+
+def result_settings(ctx: Context, *, unused: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The settings that name a results file: what the run computes, without the options that
+    cannot act in it (``unused`` by the benchmark's actor, or under its strategy)."""
+    left_out = {*TRANSPORT_FIELDS, "review_reflections", *unused}
     if not ctx.lessons:
         left_out.update(LESSON_FIELDS)
     left_out.update(k for k, before in LATER_FIELDS.items() if getattr(ctx, k) == before)
     if not ctx.uses_reflections:  # options that cannot act under this strategy
         left_out.add("reflection_examples")
         if not ctx.uses_last_attempt:
-            left_out.add("show_rejected")
+            left_out.update(ANSWER_FIELDS)
     return {k: v for k, v in asdict(ctx).items() if k not in left_out}
 
 
@@ -154,6 +162,7 @@ AFTER_FIRST_TRIAL = (
     "code_retry",
     "select_answer",
     "show_rejected",
+    "redraw_rejected",
     "reflection_examples",
     "reflector_model",
     "review_reflections",

@@ -67,6 +67,15 @@ def bench_hotpotqa(
             help="Memory also lists the answers judged incorrect so far, asking for another.",
         ),
     ] = False,
+    redraw: Annotated[
+        int,
+        typer.Option(
+            "--redraw",
+            metavar="N",
+            help="CoT agents: redraws of a retry whose answer was already judged incorrect "
+            "(0: keep the repeat, as the paper does).",
+        ),
+    ] = opt.DEFAULTS.redraw_rejected,
     *,
     common: run.Common,
     paired_runs: opt.PairedOpt = True,
@@ -98,11 +107,12 @@ def bench_hotpotqa(
             load=False,
             memory_given=opt.given(cli, "memory"),
         )
-        ctx = replace(common.apply(ctx), show_rejected=show_rejected)
+        ctx = replace(common.apply(ctx), show_rejected=show_rejected, redraw_rejected=redraw)
+        unused = ("redraw_rejected",) if agent == "react" else ()
         settings = {
             "bench": "hotpotqa",
             "agent": agent,
-            **run.result_settings(ctx),
+            **run.result_settings(ctx, unused=unused),
             "dataset": str(dataset or "sample"),
         }
         header = (

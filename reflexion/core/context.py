@@ -140,6 +140,15 @@ class Context:
             "every strategy that keeps memory; none keeps nothing). Off: the paper's memory."
         },
     )
+    redraw_rejected: int = field(
+        default=2,
+        metadata={
+            "description": "Chain-of-thought question answering: when a retry gives an answer "
+            "the evaluator already judged incorrect, sample again at temperature 0.8 up to "
+            "this many times (under every strategy that keeps memory; none keeps nothing); "
+            "0 = keep the repeat (the paper)."
+        },
+    )
     select_answer: AnswerChoice = field(
         default="best",
         metadata={
@@ -329,6 +338,10 @@ class Context:
         if not 0 <= self.resample_repeats <= 10:
             raise ReflexionError(
                 f"resample_repeats is {self.resample_repeats}: use a value in [0, 10]"
+            )
+        if not 0 <= self.redraw_rejected <= 10:
+            raise ReflexionError(
+                f"redraw_rejected is {self.redraw_rejected}: use a value in [0, 10]"
             )
         if self.test_timeout <= 0:
             raise ReflexionError(f"test_timeout is {self.test_timeout}: use a positive number")

@@ -52,7 +52,7 @@ def test_failure_reflects_then_retries_until_success(make_graph):
 
 def test_trial_limit_stops_the_loop(make_graph):
     graph, actor, reflector = make_graph([answer("Elbe")])
-    state = run(graph, Context(max_trials=3))
+    state = run(graph, Context(max_trials=3, redraw_rejected=0))
     assert state["trial"] == 3
     assert state["solved"] is False
     assert len(actor.prompts) == 3
@@ -152,6 +152,33 @@ def test_show_rejected_lists_the_wrong_answers_so_far(make_graph, strategy, show
         assert third.split("judged incorrect")[1].count("- Elbe") == 1
         assert "- Danube" in third
     assert "judged incorrect" not in actor.prompt_text(0)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "redraws", "second", "calls"),
+    [
+        ("reflexion", 2, "Danube", 3),  # the repeat of Elbe is redrawn
+        ("last_attempt", 1, "Danube", 3),
+        ("reflexion", 0, "the elbe.", 2),  # the paper keeps the repeat
+        ("none", 2, "the elbe.", 2),  # no memory, no redraw
+    ],
+)
+def test_a_retry_repeating_a_rejected_answer_is_redrawn(
+    make_graph, strategy, redraws, second, calls
+):
+    graph, actor, _ = make_graph([answer("Elbe"), answer("the elbe."), answer("Danube")])
+    state = run(graph, Context(max_trials=2, strategy=strategy, redraw_rejected=redraws))
+    assert [e["answer"] for e in state["evaluations"]] == ["Elbe", second]
+    assert len(actor.prompts) == calls
+    assert actor.prompt_text(calls - 1) == actor.prompt_text(1)  # the same prompt, redrawn
+
+
+def test_redraws_that_all_repeat_keep_the_first_reply(make_graph):
+    graph, actor, _ = make_graph([answer("Elbe"), answer("Elbe", "second"), answer("ELBE")])
+    state = run(graph, Context(max_trials=2, redraw_rejected=1))
+    assert len(actor.prompts) == 3
+    assert state["evaluations"][1]["answer"] == "Elbe"
+    assert "Thought: second" in state["trajectory"]
 
 
 def test_memory_comes_after_the_stable_prefix(make_graph):

@@ -210,3 +210,17 @@ def test_options_that_cannot_act_stay_out_of_a_strategys_results_key():
     )
     reflexion = Context(strategy="reflexion")
     assert result_settings(replace(reflexion, **memory_only)) != result_settings(reflexion)
+
+
+def test_answer_redraws_name_only_runs_they_act_in():
+    """redraw_rejected is in a results key only where it acts: a memory strategy of a
+    question-answering actor, at a value other than the one earlier files ran under (0)."""
+    from reflexion.cli.bench import ANSWER_FIELDS, result_settings
+    from reflexion.core.context import Context
+
+    assert result_settings(Context(strategy="reflexion"))["redraw_rejected"] == 2
+    assert "redraw_rejected" not in result_settings(
+        Context(strategy="reflexion", redraw_rejected=0)
+    )
+    assert "redraw_rejected" not in result_settings(Context(strategy="none"))
+    assert "redraw_rejected" not in result_settings(Context(), unused=ANSWER_FIELDS)
