@@ -51,16 +51,12 @@ def bench_alfworld(
             "comma-separated; each runs in turn.",
         ),
     ] = "none,reflexion",
-    trials: Annotated[
-        int, typer.Option("--trials", "-t", metavar="N", min=1, help="Most trials per game.")
-    ] = 10,
+    trials: Annotated[int, opt.count_option("--trials", "-t", help="Most trials per game.")] = 10,
     limit: Annotated[
         int,
-        typer.Option(
+        opt.count_option(
             "--limit",
             "-n",
-            metavar="N",
-            min=1,
             help="How many games, taken in turn from each task type (12 = 2 of each of the 6).",
         ),
     ] = 12,
@@ -70,14 +66,10 @@ def bench_alfworld(
         typer.Option("--in-order", help="Take games in name order, not in turn by task type."),
     ] = False,
     max_steps: Annotated[
-        int,
-        typer.Option(
-            "--max-steps", metavar="N", min=1, help="Most turns (thoughts and commands) per trial."
-        ),
+        int, opt.count_option("--max-steps", help="Most turns (thoughts and commands) per trial.")
     ] = opt.DEFAULTS.alfworld_steps,
     memory: Annotated[
-        int,
-        typer.Option("--memory", "-k", metavar="N", min=0, help="Ω: reflections the actor sees."),
+        int, opt.count_option("--memory", "-k", min=0, help="Ω: reflections the actor sees.")
     ] = 3,
     model: opt.ModelOpt = DEFAULT_MODEL,
     temperature: opt.TempOpt = opt.DEFAULTS.temperature,

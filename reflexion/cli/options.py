@@ -16,6 +16,13 @@ STRATEGIES = ("none", "last_attempt", "reflexion", "last_attempt_and_reflexion")
 
 # ---- shared options ------------------------------------------------------------------------
 
+
+def count_option(*names: str, help: str, min: int = 1, max: int | None = None) -> Any:
+    """A whole-number option shown as ``N`` in the help, at least ``min`` (and at most ``max``):
+    for the counts the commands take (trials, Ω, steps, tasks…)."""
+    return typer.Option(*names, metavar="N", min=min, max=max, help=help)
+
+
 ModelOpt = Annotated[
     str,
     typer.Option(
@@ -26,14 +33,9 @@ ModelOpt = Annotated[
         "model; `reflexion models` lists the local presets; hosted: e.g. openai:gpt-4o-mini).",
     ),
 ]
-TrialsOpt = Annotated[
-    int, typer.Option("--trials", "-t", metavar="N", min=1, help="Most trials per task.")
-]
+TrialsOpt = Annotated[int, count_option("--trials", "-t", help="Most trials per task.")]
 MemoryOpt = Annotated[
-    int,
-    typer.Option(
-        "--memory", "-k", metavar="N", min=0, help="Ω: reflections kept in memory (0 = none)."
-    ),
+    int, count_option("--memory", "-k", min=0, help="Ω: reflections kept in memory (0 = none).")
 ]
 StrategyOpt = Annotated[
     str,
@@ -60,10 +62,7 @@ CorpusOpt = Annotated[
     ),
 ]
 StepsOpt = Annotated[
-    int,
-    typer.Option(
-        "--max-steps", metavar="N", min=1, help="react: most steps per trial (halts after)."
-    ),
+    int, count_option("--max-steps", help="react: most steps per trial (halts after).")
 ]
 DbOpt = Annotated[
     str,
@@ -88,12 +87,8 @@ LessonsOpt = Annotated[
 ]
 RecallOpt = Annotated[
     int,
-    typer.Option(
-        "--recall-k",
-        metavar="N",
-        min=0,
-        max=50,
-        help="With --lessons: past lessons recalled per task.",
+    count_option(
+        "--recall-k", min=0, max=50, help="With --lessons: past lessons recalled per task."
     ),
 ]
 RoleModelOpt = Annotated[
@@ -146,18 +141,14 @@ PairedOpt = Annotated[
 ]
 
 
-ConcurrencyOpt = Annotated[
-    int, typer.Option("--concurrency", "-c", metavar="N", min=1, help="Tasks run at once.")
-]
+ConcurrencyOpt = Annotated[int, count_option("--concurrency", "-c", help="Tasks run at once.")]
 OutputOpt = Annotated[
     Path | None,
     typer.Option(
         "--output", "-o", help="Results JSONL (appended; enables resume; one strategy only)."
     ),
 ]
-OffsetOpt = Annotated[
-    int, typer.Option("--offset", metavar="N", min=0, help="Skip this many tasks first.")
-]
+OffsetOpt = Annotated[int, count_option("--offset", min=0, help="Skip this many tasks first.")]
 
 
 def paired_locally(cli: typer.Context, paired_runs: bool, server: str | None) -> bool:

@@ -54,10 +54,7 @@ def bench_programming(
         ),
     ] = "simple,reflexion",
     max_iters: Annotated[
-        int,
-        typer.Option(
-            "--max-iters", metavar="N", min=1, help="reflexion: most implementations per problem."
-        ),
+        int, opt.count_option("--max-iters", help="reflexion: most implementations per problem.")
     ] = 5,
     no_tests: Annotated[
         bool,
@@ -71,10 +68,7 @@ def bench_programming(
         ),
     ] = False,
     max_tests: Annotated[
-        int,
-        typer.Option(
-            "--max-tests", metavar="N", min=1, help="Most self-written tests kept per problem."
-        ),
+        int, opt.count_option("--max-tests", help="Most self-written tests kept per problem.")
     ] = opt.DEFAULTS.max_tests,
     no_example_tests: Annotated[
         bool,
@@ -101,27 +95,20 @@ def bench_programming(
             "--select", help="Answer returned: best attempt by the internal tests, or last."
         ),
     ] = opt.DEFAULTS.select_answer,
-    limit: Annotated[
-        int, typer.Option("--limit", "-n", metavar="N", min=1, help="How many problems.")
-    ] = 5,
+    limit: Annotated[int, opt.count_option("--limit", "-n", help="How many problems.")] = 5,
     offset: opt.OffsetOpt = 0,
     model: opt.ModelOpt = DEFAULT_MODEL,
     memory: Annotated[
-        int,
-        typer.Option("--memory", "-k", metavar="N", min=1, help="Ω: reflections the actor sees."),
+        int, opt.count_option("--memory", "-k", help="Ω: reflections the actor sees.")
     ] = 1,
-    temperature: Annotated[
-        float,
-        typer.Option("--temperature", metavar="T", help="Actor sampling temperature."),
-    ] = 0.0,
+    temperature: opt.TempOpt = 0.0,
     base_url: opt.BaseUrlOpt = None,
     *,
     common: run.Common,
     resample: Annotated[
         int,
-        typer.Option(
+        opt.count_option(
             "--resample",
-            metavar="N",
             min=0,
             help="reflexion: redraws (at T = 0.8) of a retry that repeats earlier code; 0 keeps "
             "the repeat (the paper).",

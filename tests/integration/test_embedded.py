@@ -47,6 +47,17 @@ def two_failed_trials(graph: Any, task: dict[str, Any], ctx: Context) -> dict[st
     return graph.get_state(config).values
 
 
+def bench_with_plot(tmp_path: Path, plot: str, *args: str) -> str:
+    """``reflexion bench ARGS`` run in ``tmp_path``, its thread database there; the plot it
+    writes to ``tmp_path / plot`` must be a PNG. The command's output."""
+    done = reflexion(
+        "bench", *args, "--plot", str(tmp_path / plot), "--db", str(tmp_path / "t.sqlite"),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert (tmp_path / plot).read_bytes()[:4] == b"\x89PNG"
+    return done.stdout
+
+
 def test_two_trials_with_the_real_smallest_model():
     q = load_hotpotqa(limit=1)[0]
     graph = qa_builder().compile(checkpointer=InMemorySaver())
@@ -79,15 +90,13 @@ def test_react_with_reflexion_for_two_trials_on_the_default_model():
 
 
 def test_cli_react_bench_two_strategies_writes_results_and_a_plot(tmp_path):
-    done = reflexion(
-        "bench", "hotpotqa", "--agent", "react",
+    out = bench_with_plot(
+        tmp_path, "curve.png",
+        "hotpotqa", "--agent", "react",
         "-n", "1", "-t", "1", "--max-steps", "2", "-m", TEST_MODEL,
-        "--strategy", "none,reflexion", "--plot", str(tmp_path / "curve.png"),
-        "--db", str(tmp_path / "t.sqlite"),
-        cwd=tmp_path,
+        "--strategy", "none,reflexion",
     )  # fmt: skip
-    assert "react none: solved" in done.stdout and "react reflexion: solved" in done.stdout
-    assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert "react none: solved" in out and "react reflexion: solved" in out
     results = sorted((tmp_path / "runs").glob("hotpotqa-react-*.jsonl"))
     assert len(results) == 2
     for path in results:
@@ -143,14 +152,12 @@ def test_programming_solves_an_easy_humaneval_problem_with_the_default_model():
 
 
 def test_cli_programming_bench_reports_pass_at_1_and_table_two(tmp_path):
-    done = reflexion(
-        "bench", "programming", "--dataset", "humaneval",
+    out = bench_with_plot(
+        tmp_path, "pass.png",
+        "programming", "--dataset", "humaneval",
         "--offset", "53", "-n", "1", "--max-iters", "2", "--strategy", "simple,reflexion",
-        "--plot", str(tmp_path / "pass.png"), "--db", str(tmp_path / "t.sqlite"),
-        cwd=tmp_path,
     )  # fmt: skip
-    assert "pass@1" in done.stdout and "TP" in done.stdout
-    assert (tmp_path / "pass.png").read_bytes()[:4] == b"\x89PNG"
+    assert "pass@1" in out and "TP" in out
     samples = sorted((tmp_path / "runs").glob("programming-py-*-samples.jsonl"))
     assert len(samples) == 2
     row = json.loads(samples[0].read_text().splitlines()[0])
