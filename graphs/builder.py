@@ -252,7 +252,7 @@ def qa_builder(
     return build_reflexion_graph(
         make_cot_actor(actor_model, with_context=with_context, family=QA_FAMILY),
         make_evaluator(evaluator_model, evaluate),
-        make_reflector(reflector_model, family=QA_FAMILY),
+        make_reflector(reflector_model, family=QA_FAMILY, with_context=with_context),
         family=QA_FAMILY,
     )
 

@@ -39,17 +39,25 @@ STOP = ["\nTask:", "\n---", "\nPrevious attempt:"]
 
 
 def reflection_messages(
-    state: State, examples: str = "reflect_examples", *, prompts: str = "reflect"
+    state: State,
+    examples: str = "reflect_examples",
+    *,
+    prompts: str = "reflect",
+    with_context: bool = False,
 ) -> list[BaseMessage]:
     """The reflector prompt: instructions (``prompts/<prompts>_system.md``), few-shot turns
-    (from the prompt file ``examples``), then the failed trial (``<prompts>_task.md``)."""
+    (from the prompt file ``examples``), then the failed trial (``<prompts>_task.md``), with
+    the task's context when the actor saw it (``with_context``: the CoT (GT) agent), so the
+    reflector checks the attempt against the same paragraphs instead of recalling facts."""
     feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
     messages: list[BaseMessage] = [SystemMessage(render(f"{prompts}_system"))]
     for example in few_shot(examples):
         attempt, _, lesson = example.partition("\nReflection:")
         messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
+    context = state.context.strip() if with_context else ""
     user = render(
         f"{prompts}_task",
+        context_block=f"Context: {context}\n" if context else "",
         task=state.task.strip(),
         trajectory=trajectory_text(state.trajectory),
         feedback=feedback,
@@ -63,11 +71,13 @@ def make_reflector(
     examples: str = "reflect_examples",
     messages: Callable[[Any], list[BaseMessage]] | None = None,
     family: Family = QA_FAMILY,
+    with_context: bool = False,
 ) -> Callable[[Any, Runtime[Context]], dict[str, Any]]:
     """The reflector node; ``model`` overrides ``Context.reflector_model``; ``examples`` names
     the prompt file of few-shot reflections (one per agent family); ``messages`` replaces the
     whole prompt (a function of the state, e.g. the programming reflector's); ``family`` is
-    the task family its lessons are saved under (``Context.lessons``).
+    the task family its lessons are saved under (``Context.lessons``); ``with_context``
+    shows it the task's context, as its actor saw it.
 
     What it writes depends on the strategy: the previous trajectory (``last_attempt``), a new
     reflection appended to the Ω window (``reflexion``), both, or nothing (``none``). A new
@@ -76,7 +86,9 @@ def make_reflector(
     """
 
     def prompt(state: Any) -> list[BaseMessage]:
-        return messages(state) if messages is not None else reflection_messages(state, examples)
+        if messages is not None:
+            return messages(state)
+        return reflection_messages(state, examples, with_context=with_context)
 
     # ``state`` is left untyped: LangGraph reads a node's input schema from its annotation, and
     # the node serves every graph's own state class (QA, programming…).

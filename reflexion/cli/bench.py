@@ -165,6 +165,7 @@ AFTER_FIRST_TRIAL = (
     "redraw_rejected",
     "reflection_examples",
     "reflector_model",
+    "reflector_sees_context",
     "review_reflections",
 )
 """Settings that act only after a task's first trial: runs that differ in them alone share

@@ -115,6 +115,9 @@ def bench_hotpotqa(
             **run.result_settings(ctx, unused=unused),
             "dataset": str(dataset or "sample"),
         }
+        if agent == "cot-gt" and ctx.uses_reflections:
+            # the reflector reads the gold context too; files from before ran without it
+            settings["reflector_sees_context"] = True
         header = (
             f"HotPotQA {agent} · strategy={name} · Ω={memory} · trials={trials} · "
             f"model={model} · {len(questions)} question(s)"

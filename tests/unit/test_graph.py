@@ -181,6 +181,16 @@ def test_redraws_that_all_repeat_keep_the_first_reply(make_graph):
     assert "Thought: second" in state["trajectory"]
 
 
+@pytest.mark.parametrize("with_context", [True, False])
+def test_the_reflector_reads_the_context_its_actor_read(make_graph, with_context):
+    """CoT (GT): the reflector checks the attempt against the same paragraphs (the paper's
+    CoT (GT) reflection prompt has them); CoT: neither sees them."""
+    graph, actor, reflector = make_graph([answer("Elbe")], with_context=with_context)
+    run(graph, Context(max_trials=2))
+    assert ("Prague lies on the Vltava." in actor.prompt_text(0)) == with_context
+    assert ("Prague lies on the Vltava." in reflector.prompt_text(0)) == with_context
+
+
 def test_memory_comes_after_the_stable_prefix(make_graph):
     """Memory goes after the task, so the prompt prefix is the same across trials."""
     graph, actor, _ = make_graph([answer("Elbe")], ["Reflection: Look again."])
