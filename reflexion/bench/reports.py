@@ -15,6 +15,7 @@ from reflexion.bench.driver import solved_by_trial
 from reflexion.bench.stats import Paired, copy_rate, paired
 from reflexion.core.state import FAILURE_CLASSES
 from reflexion.core.usage import merge, totals
+from reflexion.hotpotqa.metrics import normalize_answer
 from reflexion.programming.scoring import confusion, pass_at_1
 from reflexion.prompts import load_prompt
 
@@ -131,15 +132,17 @@ def qa_paired(
     strategy's reflections against the worked examples of the prompt file ``examples``."""
     out = table(
         "strategy",
-        "questions",
-        "trial 1",
+        "ques-\ntions",
+        "trial\n1",
         "final",
         "fixed\nafter\ntrial 1",
-        "vs none\n+/−",
-        "McNemar\np",
+        "vs\nnone\n+/−",
+        "Mc-\nNemar\np",
+        "re-\npeated",
         "copied",
-        title="paired: each strategy forks every question's trial-1 checkpoint. Copied: "
-        "reflections reusing 5 words in a row of the worked examples",
+        title="paired: each strategy forks every question's trial-1 checkpoint. Repeated: "
+        "retries giving an answer already judged incorrect. Copied: reflections reusing 5 "
+        "words in a row of the worked examples",
     )
     worked = load_prompt(examples)
     solved = {
@@ -165,9 +168,26 @@ def qa_paired(
             str(first.fixed),
             versus,
             p_value,
+            repeated(finals),
             copied(reflections, worked),
         )
     return out
+
+
+def repeated(finals: list[dict[str, Any]]) -> str:
+    """``repeats/retries``: trials after the first whose answer (normalised) is one an
+    earlier trial of the same question gave and the evaluator judged incorrect."""
+    repeats = retries = 0
+    for final in finals:
+        rejected: set[str] = set()
+        for n, e in enumerate(final.get("evaluations") or []):
+            answer = normalize_answer(str(e.get("answer") or ""))
+            if n:
+                retries += 1
+                repeats += bool(answer) and answer in rejected
+            if not e.get("success") and answer:
+                rejected.add(answer)
+    return f"{repeats}/{retries}" if retries else "-"
 
 
 def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:

@@ -154,8 +154,8 @@ def test_paired_table_counts_fixes_after_trial_1_and_against_none():
     table = qa_paired(results, "cot none")
     cells = [[str(c) for c in col.cells] for col in table.columns]
     rows = list(zip(*cells, strict=True))
-    assert rows[0] == ("cot none", "3", "1", "2", "1", "-", "-", "-")
-    assert rows[1] == ("cot reflexion", "3", "1", "3", "2", "+1/−0", "1", "1/2")
+    assert rows[0] == ("cot none", "3", "1", "2", "1", "-", "-", "-", "-")
+    assert rows[1] == ("cot reflexion", "3", "1", "3", "2", "+1/−0", "1", "-", "1/2")
 
 
 def test_runs_share_first_trials_when_they_differ_only_after_trial_1():
@@ -224,3 +224,18 @@ def test_answer_redraws_name_only_runs_they_act_in():
     )
     assert "redraw_rejected" not in result_settings(Context(strategy="none"))
     assert "redraw_rejected" not in result_settings(Context(), unused=ANSWER_FIELDS)
+
+
+def test_repeated_counts_retries_that_give_a_rejected_answer_again():
+    from reflexion.bench.reports import repeated
+
+    def final(*answers: tuple[str, bool]) -> dict:
+        return {"evaluations": [{"answer": a, "success": ok} for a, ok in answers]}
+
+    finals = [
+        final(("Elbe", False), ("the Elbe", False), ("Vltava", True)),  # 1 repeat of 2
+        final(("Rhine", False), ("Danube", False), ("rhine.", False)),  # 1 of 2
+        final(("Oder", True)),  # no retry
+    ]
+    assert repeated(finals) == "2/4"
+    assert repeated([final(("Oder", True))]) == "-"
