@@ -1,9 +1,9 @@
 """Actors: the node that makes one attempt (one trial) at the task.
 
 The chain-of-thought actor answers in one ``Thought`` / ``Finish[answer]`` step, with or without
-the task's context (the paper's CoT and CoT (GT) agents). Memory enters the prompt after the
-task, so the instructions, examples and task form a prefix that stays the same across trials
-(llama.cpp reuses its KV cache for it).
+the task's context (the paper's CoT and CoT (GT) agents). The instructions and examples form a
+prefix that stays the same across trials (llama.cpp reuses its KV cache for it); the memory
+goes just before the task, as in the paper, or after it (``Context.memory_first``).
 """
 
 from __future__ import annotations
@@ -95,6 +95,14 @@ def memory_block(
     return "\n\n".join(parts)
 
 
+def with_memory(task: str, memory: str, ctx: Context) -> str:
+    """The task's user message with the memory before it (``Context.memory_first``, the
+    paper's layout) or after it."""
+    if not memory:
+        return task
+    return f"{memory}\n\n{task}" if ctx.memory_first else f"{task}\n\n{memory}"
+
+
 def rejected_answers(evaluations: list[TrialRecord]) -> list[str]:
     """The distinct answers of failed trials, in order (a trial without an answer adds none)."""
     wrong = [str(e["answer"]).strip() for e in evaluations if not e["success"] and e["answer"]]
@@ -109,7 +117,8 @@ def _example_turns(example: str, *, with_context: bool) -> list[BaseMessage]:
 
 
 def cot_messages(state: State, ctx: Context, *, with_context: bool) -> list[BaseMessage]:
-    """The chain-of-thought prompt: instructions, few-shot turns, the task, then memory.
+    """The chain-of-thought prompt: instructions, few-shot turns, then the task with its
+    memory (:func:`with_memory`).
 
     The examples are chat turns (small instruct models copy a format from turns far more
     reliably than from examples pasted into one message).
@@ -125,9 +134,7 @@ def cot_messages(state: State, ctx: Context, *, with_context: bool) -> list[Base
     context_block = f"Context: {state.context.strip()}" if with_context and state.context else ""
     user = render("cot_task", context_block=context_block, task=state.task.strip())
     memory = memory_block(state, ctx, lessons=False, rejected=True)
-    if memory:
-        user = f"{user}\n\n{memory}"
-    return [*messages, HumanMessage(user)]
+    return [*messages, HumanMessage(with_memory(user, memory, ctx))]
 
 
 def _attempt(

@@ -34,7 +34,7 @@ from reflexion.hotpotqa.wiki import (
     get_backend,
     normalize_title,
 )
-from reflexion.nodes.actor import memory_block, with_lessons
+from reflexion.nodes.actor import memory_block, with_lessons, with_memory
 from reflexion.nodes.common import prompt_tokens, resolve_model
 from reflexion.prompts import few_shot, render
 
@@ -140,8 +140,8 @@ def _example_turns(example: str) -> list[BaseMessage]:
 
 
 def react_messages(state: ReactState, ctx: Context) -> list[BaseMessage]:
-    """Instructions, the few-shot trajectories, the question and memory, then this trial's
-    steps. Everything before the memory is the same in every trial (a cacheable prefix)."""
+    """Instructions, the few-shot trajectories, the question with its memory
+    (:func:`with_memory`), then this trial's steps."""
     messages: list[BaseMessage] = [
         with_lessons(render("react_system", max_steps=str(ctx.max_steps)), state)
     ]
@@ -149,9 +149,7 @@ def react_messages(state: ReactState, ctx: Context) -> list[BaseMessage]:
         messages += _example_turns(example)
     user = render("react_task", task=state.task.strip())
     memory = memory_block(state, ctx, lessons=False, rejected=True)
-    if memory:
-        user = f"{user}\n\n{memory}"
-    messages.append(HumanMessage(user))
+    messages.append(HumanMessage(with_memory(user, memory, ctx)))
     for step in state.steps:
         messages += [
             AIMessage(f"Thought: {step['thought']}\nAction: {step['action']}"),

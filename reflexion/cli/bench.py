@@ -124,13 +124,14 @@ LATER_FIELDS: dict[str, Any] = {
     "show_rejected": False,
     "reflection_examples": True,
     "redraw_rejected": 0,
+    "memory_first": False,
 }
 """Context fields added after results files existed, with the behaviour those files ran
 under: in the settings only when a run differs from it, so earlier files keep their names
 (and their runs resume)."""
 
 
-ANSWER_FIELDS = ("show_rejected", "redraw_rejected")
+ANSWER_FIELDS = ("show_rejected", "redraw_rejected", "memory_first")
 """Context fields only a question-answering actor reads (``redraw_rejected`` only the
 chain-of-thought one): a benchmark whose actor does not read one passes it as ``unused``."""
 
@@ -163,6 +164,7 @@ AFTER_FIRST_TRIAL = (
     "select_answer",
     "show_rejected",
     "redraw_rejected",
+    "memory_first",
     "reflection_examples",
     "reflector_model",
     "reflector_sees_context",

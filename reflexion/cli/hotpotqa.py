@@ -76,6 +76,14 @@ def bench_hotpotqa(
             "(0: keep the repeat, as the paper does).",
         ),
     ] = opt.DEFAULTS.redraw_rejected,
+    memory_after: Annotated[
+        bool,
+        typer.Option(
+            "--memory-after",
+            help="Memory after the question (a prompt prefix that stays the same across "
+            "trials) instead of before the context and question, as in the paper.",
+        ),
+    ] = False,
     *,
     common: run.Common,
     paired_runs: opt.PairedOpt = True,
@@ -107,7 +115,12 @@ def bench_hotpotqa(
             load=False,
             memory_given=opt.given(cli, "memory"),
         )
-        ctx = replace(common.apply(ctx), show_rejected=show_rejected, redraw_rejected=redraw)
+        ctx = replace(
+            common.apply(ctx),
+            show_rejected=show_rejected,
+            redraw_rejected=redraw,
+            memory_first=not memory_after,
+        )
         unused = ("redraw_rejected",) if agent == "react" else ()
         settings = {
             "bench": "hotpotqa",

@@ -124,6 +124,15 @@ class Context:
         },
     )
 
+    memory_first: bool = field(
+        default=True,
+        metadata={
+            "description": "Question answering: the memory (last attempt, reflections, "
+            "rejected answers) goes before the context and the question, as in the paper's "
+            "prompts, so the question is what the model reads last. Off: after the question "
+            "(the prompt up to the question then stays the same across trials)."
+        },
+    )
     reflection_examples: bool = field(
         default=True,
         metadata={

@@ -191,12 +191,17 @@ def test_the_reflector_reads_the_context_its_actor_read(make_graph, with_context
     assert ("Prague lies on the Vltava." in reflector.prompt_text(0)) == with_context
 
 
-def test_memory_comes_after_the_stable_prefix(make_graph):
-    """Memory goes after the task, so the prompt prefix is the same across trials."""
+@pytest.mark.parametrize("memory_first", [True, False])
+def test_memory_goes_before_or_after_the_task(make_graph, memory_first):
+    """Memory first (the paper's layout): the question is read last; memory after: the
+    prompt up to the question is the same across trials."""
     graph, actor, _ = make_graph([answer("Elbe")], ["Reflection: Look again."])
-    run(graph, Context(max_trials=2))
+    run(graph, Context(max_trials=2, memory_first=memory_first))
     first, second = actor.prompt_text(0), actor.prompt_text(1)
-    assert second.startswith(first)
+    assert second.startswith(first) != memory_first
+    assert second.endswith("Which river flows through Prague?") == memory_first
+    task = second.rindex("Context: Prague lies on the Vltava.")
+    assert (second.index("Look again.") < task) == memory_first
 
 
 @given(

@@ -247,7 +247,7 @@ def test_recall_runs_once_so_the_prompt_prefix_stays_the_same_across_trials():
     ).compile(checkpointer=InMemorySaver(), store=store)
     ctx = Context(max_trials=3, lessons=True, lesson_filter="all")
     graph.invoke(PRAGUE, config("t"), context=ctx)
-    prefixes = [actor.prompt_text(i).split("You have attempted")[0].rstrip() for i in range(3)]
+    prefixes = [actor.prompts[i][0].text for i in range(3)]  # the system message
     assert prefixes[0] == prefixes[1] == prefixes[2]
     assert "late lesson" not in prefixes[0] and "read the question twice" in prefixes[0]
 

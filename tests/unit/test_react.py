@@ -213,11 +213,11 @@ def test_reflector_uses_the_react_examples(corpus):
     assert "Search[Quito river]" in reflector.prompt_text(0)
 
 
-def test_prompt_prefix_is_stable_across_trials(corpus):
+def test_memory_goes_before_the_question_after_a_stable_prefix(corpus):
     actor, _ = failed_then_solved(corpus, "last_attempt_and_reflexion")
     first, second = actor.prompts[0], actor.prompts[2]
     assert [m.text for m in first[:-1]] == [m.text for m in second[:-1]]
-    assert second[-1].text.startswith(first[-1].text)
+    assert second[-1].text.endswith(first[-1].text) and second[-1].text != first[-1].text
 
 
 def test_resume_after_a_crash_mid_trial_keeps_the_finished_steps(corpus, tmp_path):
