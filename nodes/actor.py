@@ -153,10 +153,32 @@ def _attempt(
     return parsed, reply.text
 
 
+def _corrected(
+    llm: BaseChatModel, messages: list[BaseMessage], text: str, parsed: FinishParse
+) -> FinishParse:
+    """One more turn after a reply whose answer was already judged incorrect, saying so and
+    asking for another (``Context.correct_rejected``); its answer replaces the repeat when
+    it gives one, and the thought stays."""
+    follow = llm.invoke(
+        [
+            *messages,
+            AIMessage(text),
+            HumanMessage(render("cot_rejected", answer=str(parsed.answer))),
+        ]
+    )
+    again = parse_finish(follow.text)
+    if again.answer is None:
+        return parsed
+    return FinishParse(thought=parsed.thought, answer=again.answer)
+
+
 def _rejected_keys(state: State, ctx: Context) -> set[str]:
-    """The normalised answers a retry is redrawn on (``Context.redraw_rejected``): those of
-    earlier trials judged incorrect, when the strategy keeps memory; otherwise none."""
-    if not ctx.redraw_rejected or not (ctx.uses_reflections or ctx.uses_last_attempt):
+    """The normalised answers a retry may not repeat (``Context.redraw_rejected``,
+    ``Context.correct_rejected``): those of earlier trials judged incorrect, when the strategy
+    keeps memory; otherwise none."""
+    if not (ctx.redraw_rejected or ctx.correct_rejected) or not (
+        ctx.uses_reflections or ctx.uses_last_attempt
+    ):
         return set()
     return {normalize_answer(a) for a in rejected_answers(state.evaluations)}
 
@@ -194,6 +216,8 @@ def make_cot_actor(
                 if again.answer is not None and normalize_answer(again.answer) not in rejected:
                     parsed, text = again, again_text
                     break
+        if ctx.correct_rejected and parsed.answer and normalize_answer(parsed.answer) in rejected:
+            parsed = _corrected(llm, messages, text, parsed)
         action = (
             f"Action: Finish[{parsed.answer}]"
             if parsed.answer is not None

@@ -26,10 +26,13 @@ def question_of(messages: list[BaseMessage]) -> str:
 
 
 def gold_on_trial(trial: int) -> Callable[[list[BaseMessage]], str]:
-    """Actor rule: wrong until the prompt carries ``trial - 1`` reflections, then right."""
+    """Actor rule: wrong until the prompt carries ``trial - 1`` reflections, then right (and
+    wrong again when told its answer was already judged incorrect)."""
 
     def rule(messages: list[BaseMessage]) -> str:
         text = messages[-1].text
+        if "already judged incorrect" in text:  # the turn after a repeated wrong answer
+            return "Action: Finish[still wrong]"
         number = question_of(messages).split()[-1].rstrip("?")
         if text.count("- lesson") + 1 >= trial:
             return f"Thought: ok.\nAction: Finish[answer {number}]"

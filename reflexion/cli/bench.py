@@ -125,15 +125,17 @@ LATER_FIELDS: dict[str, Any] = {
     "reflection_examples": True,
     "redraw_rejected": 0,
     "memory_first": False,
+    "correct_rejected": False,
 }
 """Context fields added after results files existed, with the behaviour those files ran
 under: in the settings only when a run differs from it, so earlier files keep their names
 (and their runs resume)."""
 
 
-ANSWER_FIELDS = ("show_rejected", "redraw_rejected", "memory_first")
-"""Context fields only a question-answering actor reads (``redraw_rejected`` only the
-chain-of-thought one): a benchmark whose actor does not read one passes it as ``unused``."""
+ANSWER_FIELDS = ("show_rejected", "redraw_rejected", "correct_rejected", "memory_first")
+"""Context fields only a question-answering actor reads (``redraw_rejected`` and
+``correct_rejected`` only the chain-of-thought one): a benchmark whose actor does not read
+one passes it as ``unused``."""
 
 
 def result_settings(ctx: Context, *, unused: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -164,6 +166,7 @@ AFTER_FIRST_TRIAL = (
     "select_answer",
     "show_rejected",
     "redraw_rejected",
+    "correct_rejected",
     "memory_first",
     "reflection_examples",
     "reflector_model",

@@ -76,6 +76,14 @@ def bench_hotpotqa(
             "(0: keep the repeat, as the paper does).",
         ),
     ] = opt.DEFAULTS.redraw_rejected,
+    no_correction: Annotated[
+        bool,
+        typer.Option(
+            "--no-correction",
+            help="CoT agents: a retry still repeating a rejected answer after the redraws "
+            "stands (the paper), instead of one turn asking for another answer.",
+        ),
+    ] = False,
     memory_after: Annotated[
         bool,
         typer.Option(
@@ -119,9 +127,10 @@ def bench_hotpotqa(
             common.apply(ctx),
             show_rejected=show_rejected,
             redraw_rejected=redraw,
+            correct_rejected=not no_correction,
             memory_first=not memory_after,
         )
-        unused = ("redraw_rejected",) if agent == "react" else ()
+        unused = ("redraw_rejected", "correct_rejected") if agent == "react" else ()
         settings = {
             "bench": "hotpotqa",
             "agent": agent,

@@ -124,6 +124,15 @@ class Context:
         },
     )
 
+    correct_rejected: bool = field(
+        default=True,
+        metadata={
+            "description": "Chain-of-thought question answering: when a retry's answer is "
+            "still one already judged incorrect after the redraws, one more turn tells the "
+            "model so and asks for a different answer (under every strategy that keeps "
+            "memory). Off: the repeat stands (the paper)."
+        },
+    )
     memory_first: bool = field(
         default=True,
         metadata={

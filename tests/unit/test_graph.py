@@ -52,7 +52,7 @@ def test_failure_reflects_then_retries_until_success(make_graph):
 
 def test_trial_limit_stops_the_loop(make_graph):
     graph, actor, reflector = make_graph([answer("Elbe")])
-    state = run(graph, Context(max_trials=3, redraw_rejected=0))
+    state = run(graph, Context(max_trials=3, redraw_rejected=0, correct_rejected=False))
     assert state["trial"] == 3
     assert state["solved"] is False
     assert len(actor.prompts) == 3
@@ -167,7 +167,8 @@ def test_a_retry_repeating_a_rejected_answer_is_redrawn(
     make_graph, strategy, redraws, second, calls
 ):
     graph, actor, _ = make_graph([answer("Elbe"), answer("the elbe."), answer("Danube")])
-    state = run(graph, Context(max_trials=2, strategy=strategy, redraw_rejected=redraws))
+    ctx = Context(max_trials=2, strategy=strategy, redraw_rejected=redraws, correct_rejected=False)
+    state = run(graph, ctx)
     assert [e["answer"] for e in state["evaluations"]] == ["Elbe", second]
     assert len(actor.prompts) == calls
     assert actor.prompt_text(calls - 1) == actor.prompt_text(1)  # the same prompt, redrawn
@@ -175,10 +176,25 @@ def test_a_retry_repeating_a_rejected_answer_is_redrawn(
 
 def test_redraws_that_all_repeat_keep_the_first_reply(make_graph):
     graph, actor, _ = make_graph([answer("Elbe"), answer("Elbe", "second"), answer("ELBE")])
-    state = run(graph, Context(max_trials=2, redraw_rejected=1))
+    state = run(graph, Context(max_trials=2, redraw_rejected=1, correct_rejected=False))
     assert len(actor.prompts) == 3
     assert state["evaluations"][1]["answer"] == "Elbe"
     assert "Thought: second" in state["trajectory"]
+
+
+@pytest.mark.parametrize(("strategy", "corrected"), [("reflexion", True), ("none", False)])
+def test_a_repeat_left_after_the_redraws_gets_one_correcting_turn(make_graph, strategy, corrected):
+    replies = [answer("Elbe"), answer("Elbe", "second"), answer("ELBE"), "Action: Finish[Vltava]"]
+    graph, actor, _ = make_graph(replies)
+    state = run(graph, Context(max_trials=2, strategy=strategy, redraw_rejected=1))
+    assert state["solved"] is corrected
+    if corrected:
+        turn = actor.prompts[3]
+        assert turn[-2].text == answer("Elbe", "second")  # the first draw, kept
+        assert '"Elbe" was already judged incorrect' in turn[-1].text
+        assert "Thought: second" in state["trajectory"]
+    else:
+        assert len(actor.prompts) == 2
 
 
 @pytest.mark.parametrize("with_context", [True, False])
