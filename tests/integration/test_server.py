@@ -237,7 +237,8 @@ def test_cli_bench_on_the_server_runs_tasks_in_parallel_and_resumes(client, serv
         own = [row["type"] for row in lines if row["thread_id"] == final["thread_id"]]
         assert own[-1] == "final" and own.count("trial") == len(final["evaluations"])
         assert own.count("reflection") == len(final["reflections"])
-        assert final["usage"]["actor"]["calls"] == len(final["evaluations"])
+        # one actor call a trial, more where a retry repeating a rejected answer was redrawn
+        assert final["usage"]["actor"]["calls"] >= len(final["evaluations"])
         assert final["usage"]["actor"]["prompt_tokens"] > 0
     # Same command again: every question is skipped, nothing appended.
     again = reflexion(*cmd, timeout=120)
