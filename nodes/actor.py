@@ -146,27 +146,16 @@ def _attempt(
     reply = llm.invoke(messages, stop=STOP, **options)
     parsed = parse_finish(reply.text)
     if parsed.answer is None and reply.text.strip():
-        follow = llm.invoke([*messages, AIMessage(reply.text), HumanMessage(FOLLOW_UP)])
-        again = parse_finish(follow.text)
-        if again.answer is not None:
-            parsed = FinishParse(thought=parsed.thought, answer=again.answer)
+        parsed = _ask_again(llm, messages, reply.text, parsed, FOLLOW_UP)
     return parsed, reply.text
 
 
-def _corrected(
-    llm: BaseChatModel, messages: list[BaseMessage], text: str, parsed: FinishParse
+def _ask_again(
+    llm: BaseChatModel, messages: list[BaseMessage], text: str, parsed: FinishParse, ask: str
 ) -> FinishParse:
-    """One more turn after a reply whose answer was already judged incorrect, saying so and
-    asking for another (``Context.correct_rejected``); its answer replaces the repeat when
-    it gives one, and the thought stays."""
-    follow = llm.invoke(
-        [
-            *messages,
-            AIMessage(text),
-            HumanMessage(render("cot_rejected", answer=str(parsed.answer))),
-        ]
-    )
-    again = parse_finish(follow.text)
+    """One more turn after the reply ``text``, asking ``ask``; its answer replaces the
+    reply's when it gives one, and the reply's thought stays."""
+    again = parse_finish(llm.invoke([*messages, AIMessage(text), HumanMessage(ask)]).text)
     if again.answer is None:
         return parsed
     return FinishParse(thought=parsed.thought, answer=again.answer)
@@ -217,7 +206,9 @@ def make_cot_actor(
                     parsed, text = again, again_text
                     break
         if ctx.correct_rejected and parsed.answer and normalize_answer(parsed.answer) in rejected:
-            parsed = _corrected(llm, messages, text, parsed)
+            # one turn saying so and asking for another (Context.correct_rejected)
+            ask = render("cot_rejected", answer=parsed.answer)
+            parsed = _ask_again(llm, messages, text, parsed, ask)
         action = (
             f"Action: Finish[{parsed.answer}]"
             if parsed.answer is not None
