@@ -161,7 +161,7 @@ def _ask_again(
     return FinishParse(thought=parsed.thought, answer=again.answer)
 
 
-def _rejected_keys(state: State, ctx: Context) -> set[str]:
+def rejected_keys(state: HasMemory, ctx: Context) -> set[str]:
     """The normalised answers a retry may not repeat (``Context.redraw_rejected``,
     ``Context.correct_rejected``): those of earlier trials judged incorrect, when the strategy
     keeps memory; otherwise none."""
@@ -191,7 +191,7 @@ def make_cot_actor(
             {"gbnf": COT_GRAMMAR} if isinstance(llm, EmbeddedChatModel) else {}
         )
         parsed, text = _attempt(llm, messages, options)
-        rejected = _rejected_keys(state, ctx)
+        rejected = rejected_keys(state, ctx)
         if parsed.answer is not None and normalize_answer(parsed.answer) in rejected:
             hot = resolve_model(
                 model,

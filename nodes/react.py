@@ -6,7 +6,9 @@ checkpointed thread resumes mid-trial. ``think`` asks the model for one step; ``
 action (``Search``/``Lookup`` on a :class:`~reflexion.wiki.WikiBackend`, or ``Finish``) and adds
 the observation. A trial halts, as in the paper, at the step limit or when the prompt outgrows
 the context budget; a halted trial has no answer and a ``stop_reason`` the evaluator reports.
-An unparseable reply becomes an observation that says so, and the loop goes on.
+An unparseable reply becomes an observation that says so, and the loop goes on. A step
+that repeats a search of this trial, or finishes with an answer already judged incorrect, is
+drawn again hotter (``Context.redraw_steps``, ``Context.redraw_rejected``) before it runs.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import REACT_FAMILY, Family, recall_update
 from reflexion.core.models import EmbeddedChatModel
-from reflexion.core.parsing import parse_react_step
+from reflexion.core.parsing import ReactStepParse, parse_react_step
 from reflexion.core.state import TrialInput
+from reflexion.hotpotqa.metrics import normalize_answer
 from reflexion.hotpotqa.wiki import (
     LookupCursor,
     WikiBackend,
@@ -34,8 +37,8 @@ from reflexion.hotpotqa.wiki import (
     get_backend,
     normalize_title,
 )
-from reflexion.nodes.actor import memory_block, with_lessons, with_memory
-from reflexion.nodes.common import prompt_tokens, resolve_model
+from reflexion.nodes.actor import memory_block, rejected_keys, with_lessons, with_memory
+from reflexion.nodes.common import RESAMPLE_TEMPERATURE, prompt_tokens, resolve_model
 from reflexion.prompts import few_shot, render
 
 STOP = ["\nObservation", "\nQuestion:", "\n---"]
@@ -179,6 +182,17 @@ def _searched_before(steps: list[Step], entity: str) -> bool | None:
     return None
 
 
+def _redraws(parsed: ReactStepParse, state: ReactState, ctx: Context, rejected: set[str]) -> int:
+    """How many times to draw a step again: ``Context.redraw_steps`` when it searches what
+    this trial already searched, ``Context.redraw_rejected`` when it finishes with an answer
+    already judged incorrect (``rejected``), otherwise 0 (the step stands)."""
+    if parsed.action == "search" and _searched_before(state.steps, parsed.argument) is not None:
+        return ctx.redraw_steps
+    if parsed.action == "finish" and normalize_answer(parsed.argument) in rejected:
+        return ctx.redraw_rejected
+    return 0
+
+
 def make_react_actor(
     model: BaseChatModel | None = None,
     backend: WikiBackend | None = None,
@@ -225,6 +239,22 @@ def make_react_actor(
             options["gbnf"] = FIRST_STEP_GRAMMAR if not state.steps else REACT_GRAMMAR
         reply = llm.invoke(messages, stop=STOP, **options).text
         parsed = parse_react_step(reply)
+        rejected = rejected_keys(state, ctx)
+        if redraws := _redraws(parsed, state, ctx, rejected):
+            # a repeated search or a rejected answer: the same prompt, drawn hotter
+            hot = resolve_model(
+                model,
+                ctx.actor_model,
+                ctx,
+                temperature=max(ctx.temperature, RESAMPLE_TEMPERATURE),
+                role="actor",
+            )
+            for _ in range(redraws):
+                again = hot.invoke(messages, stop=STOP, **options).text
+                again_parsed = parse_react_step(again)
+                if not _redraws(again_parsed, state, ctx, rejected):
+                    reply, parsed = again, again_parsed
+                    break
         return {
             "pending": {
                 "thought": parsed.thought,

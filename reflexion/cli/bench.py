@@ -126,6 +126,7 @@ LATER_FIELDS: dict[str, Any] = {
     "redraw_rejected": 0,
     "memory_first": False,
     "correct_rejected": False,
+    "redraw_steps": 0,
 }
 """Context fields added after results files existed, with the behaviour those files ran
 under: in the settings only when a run differs from it, so earlier files keep their names
@@ -133,9 +134,13 @@ under: in the settings only when a run differs from it, so earlier files keep th
 
 
 ANSWER_FIELDS = ("show_rejected", "redraw_rejected", "correct_rejected", "memory_first")
-"""Context fields only a question-answering actor reads (``redraw_rejected`` and
-``correct_rejected`` only the chain-of-thought one): a benchmark whose actor does not read
-one passes it as ``unused``."""
+"""Context fields only a question-answering actor reads, and only under a strategy with
+memory (``correct_rejected`` only the chain-of-thought one): a benchmark whose actor does
+not read one passes it as ``unused``."""
+
+STEP_FIELDS = ("redraw_steps",)
+"""Context fields only the ReAct actor reads, under every strategy: every other benchmark
+passes them as ``unused``."""
 
 
 def result_settings(ctx: Context, *, unused: tuple[str, ...] = ()) -> dict[str, Any]:

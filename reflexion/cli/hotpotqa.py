@@ -72,10 +72,19 @@ def bench_hotpotqa(
         typer.Option(
             "--redraw",
             metavar="N",
-            help="CoT agents: redraws of a retry whose answer was already judged incorrect "
+            help="Redraws of a retry whose answer was already judged incorrect "
             "(0: keep the repeat, as the paper does).",
         ),
     ] = opt.DEFAULTS.redraw_rejected,
+    redraw_steps: Annotated[
+        int,
+        typer.Option(
+            "--redraw-steps",
+            metavar="N",
+            help="react: redraws of a step that repeats a search of its trial (0: keep the "
+            "repeat, as the paper does).",
+        ),
+    ] = opt.DEFAULTS.redraw_steps,
     no_correction: Annotated[
         bool,
         typer.Option(
@@ -127,10 +136,11 @@ def bench_hotpotqa(
             common.apply(ctx),
             show_rejected=show_rejected,
             redraw_rejected=redraw,
+            redraw_steps=redraw_steps,
             correct_rejected=not no_correction,
             memory_first=not memory_after,
         )
-        unused = ("redraw_rejected", "correct_rejected") if agent == "react" else ()
+        unused = ("correct_rejected",) if agent == "react" else run.STEP_FIELDS
         settings = {
             "bench": "hotpotqa",
             "agent": agent,

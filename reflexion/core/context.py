@@ -161,10 +161,19 @@ class Context:
     redraw_rejected: int = field(
         default=2,
         metadata={
-            "description": "Chain-of-thought question answering: when a retry gives an answer "
+            "description": "Question answering (CoT and ReAct): when a retry gives an answer "
             "the evaluator already judged incorrect, sample again at temperature 0.8 up to "
             "this many times (under every strategy that keeps memory; none keeps nothing); "
             "0 = keep the repeat (the paper)."
+        },
+    )
+    redraw_steps: int = field(
+        default=2,
+        metadata={
+            "description": "ReAct: when a step repeats a search this trial already made (a "
+            "page already read, or a title already not found), sample the step again at "
+            "temperature 0.8 up to this many times (under every strategy); 0 = keep the "
+            "repeat (the paper)."
         },
     )
     select_answer: AnswerChoice = field(
@@ -361,6 +370,8 @@ class Context:
             raise ReflexionError(
                 f"redraw_rejected is {self.redraw_rejected}: use a value in [0, 10]"
             )
+        if not 0 <= self.redraw_steps <= 10:
+            raise ReflexionError(f"redraw_steps is {self.redraw_steps}: use a value in [0, 10]")
         if self.test_timeout <= 0:
             raise ReflexionError(f"test_timeout is {self.test_timeout}: use a positive number")
         if not 0.0 <= self.judge_threshold <= 1.0:

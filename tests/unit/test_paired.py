@@ -226,6 +226,18 @@ def test_answer_redraws_name_only_runs_they_act_in():
     assert "redraw_rejected" not in result_settings(Context(), unused=ANSWER_FIELDS)
 
 
+def test_step_redraws_name_every_react_run_and_no_other():
+    """redraw_steps acts in trial 1 too, so under every strategy: a ReAct results key holds
+    it (earlier files ran without it, as 0), and any other benchmark leaves it out."""
+    from reflexion.cli.bench import AFTER_FIRST_TRIAL, STEP_FIELDS, result_settings
+    from reflexion.core.context import Context
+
+    assert result_settings(Context(strategy="none"))["redraw_steps"] == 2
+    assert "redraw_steps" not in result_settings(Context(redraw_steps=0))
+    assert "redraw_steps" not in result_settings(Context(), unused=STEP_FIELDS)
+    assert "redraw_steps" not in AFTER_FIRST_TRIAL  # so trial 1 forks are not shared across it
+
+
 def test_repeated_counts_retries_that_give_a_rejected_answer_again():
     from reflexion.bench.reports import repeated
 

@@ -113,7 +113,7 @@ def test_empty_reply_and_empty_argument_are_invalid_actions(corpus):
 
 def test_step_limit_halts_the_trial_as_a_failure_with_the_reason(corpus):
     graph, actor, _ = build(corpus, [step("Again.", "Search[Mercury]")])
-    state = run(graph, Context(max_trials=1, max_steps=4))
+    state = run(graph, Context(max_trials=1, max_steps=4, redraw_steps=0))
     assert len(actor.prompts) == 4
     assert state["answer"] is None and state["solved"] is False
     assert state["evaluations"][0]["feedback"] == (
@@ -129,11 +129,37 @@ def test_a_repeated_search_is_answered_without_searching_again(corpus):
         step("London.", "Finish[London]"),
     ]
     graph, _actor, _ = build(corpus, replies)
-    state = run(graph, Context(max_trials=1))
+    state = run(graph, Context(max_trials=1, redraw_steps=0))
     observations = [line for line in state["trajectory"] if line.startswith("Observation:")]
     assert observations[1].startswith("Observation: You already searched [ada lovelace]")
     assert observations[2] == "Observation: (Result 1 / 2) She was born in London in 1815."
     assert state["solved"] is True
+
+
+def test_a_repeated_search_is_drawn_again_before_it_runs(corpus):
+    replies = [
+        step("The author.", "Search[Ada Lovelace]"),
+        step("The page is called Ada Lovelace. I will search it.", "Search[Ada Lovelace]"),
+        step("Where was she born?", "Lookup[born]"),
+        step("London.", "Finish[London]"),
+    ]
+    graph, actor, _ = build(corpus, replies)
+    state = run(graph, Context(max_trials=1))
+    assert state["solved"] is True
+    assert "Action: Search[Ada Lovelace]" not in state["trajectory"][3:]  # the repeat never ran
+    assert actor.prompt_text(2) == actor.prompt_text(1)  # the same prompt, drawn again
+
+
+def test_redraws_that_all_repeat_leave_the_repeat_to_be_answered(corpus):
+    replies = (
+        [step("The author.", "Search[Ada Lovelace]")]
+        + [step("Again.", "Search[Ada Lovelace]")] * 3
+        + [step("London.", "Finish[London]")]
+    )
+    graph, actor, _ = build(corpus, replies)
+    state = run(graph, Context(max_trials=1, redraw_steps=2))
+    assert state["trajectory"][5].startswith("Observation: You already searched [Ada Lovelace]")
+    assert state["solved"] is True and len(actor.prompts) == 5
 
 
 def test_a_search_that_found_nothing_tried_again_says_it_will_not_find_it(corpus):
@@ -206,6 +232,24 @@ def test_strategy_last_attempt_carries_only_the_trajectory(corpus):
     assert "Action: Finish[England]" in second and "Observation: Answer is INCORRECT" in second
     assert "I will open Ada Lovelace" not in second
     assert reflector.prompts == []
+
+
+@pytest.mark.parametrize(
+    ("strategy", "answer", "calls"), [("reflexion", "London", 5), ("none", "england", 4)]
+)
+def test_a_retry_finishing_with_a_rejected_answer_is_drawn_again(corpus, strategy, answer, calls):
+    replies = [
+        step("Guessing.", "Search[Charles Babbage]"),
+        step("He is English.", "Finish[England]"),
+        step("The author.", "Search[Ada Lovelace]"),
+        step("Still English.", "Finish[england]"),
+        step("She was born in London.", "Finish[London]"),
+    ]
+    graph, actor, _ = build(corpus, replies)
+    ctx = Context(max_trials=2, strategy=strategy, redraw_rejected=1)  # type: ignore[arg-type]
+    state = run(graph, ctx)
+    assert state["evaluations"][1]["answer"] == answer  # none keeps nothing, so no redraw
+    assert len(actor.prompts) == calls
 
 
 def test_reflector_uses_the_react_examples(corpus):
