@@ -23,7 +23,7 @@ from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.state import State, TrialRecord
 from reflexion.hotpotqa.metrics import normalize_answer
-from reflexion.nodes.common import RESAMPLE_TEMPERATURE, resolve_model, trajectory_text
+from reflexion.nodes.common import actor_llm, trajectory_text
 from reflexion.prompts import few_shot, render
 
 STOP = ["\nQuestion:", "\nContext:", "\n---", "\nObservation"]
@@ -185,7 +185,7 @@ def make_cot_actor(
         recalled = recall_update(state, state.task, runtime, family)
         if recalled:
             state = replace(state, **recalled)
-        llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature, role="actor")
+        llm = actor_llm(model, ctx)
         messages = cot_messages(state, ctx, with_context=with_context)
         options: dict[str, Any] = (
             {"gbnf": COT_GRAMMAR} if isinstance(llm, EmbeddedChatModel) else {}
@@ -193,13 +193,7 @@ def make_cot_actor(
         parsed, text = _attempt(llm, messages, options)
         rejected = rejected_keys(state, ctx)
         if parsed.answer is not None and normalize_answer(parsed.answer) in rejected:
-            hot = resolve_model(
-                model,
-                ctx.actor_model,
-                ctx,
-                temperature=max(ctx.temperature, RESAMPLE_TEMPERATURE),
-                role="actor",
-            )
+            hot = actor_llm(model, ctx, hot=True)
             for _ in range(ctx.redraw_rejected):
                 again, again_text = _attempt(hot, messages, options)
                 if again.answer is not None and normalize_answer(again.answer) not in rejected:

@@ -29,7 +29,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, programming_family, recall_update
 from reflexion.core.state import CodeState, TrialRecord
 from reflexion.nodes.actor import with_lessons
-from reflexion.nodes.common import RESAMPLE_TEMPERATURE, resolve_model
+from reflexion.nodes.common import actor_llm, resolve_model
 from reflexion.programming.examples import example_tests
 from reflexion.programming.problems import (
     LANGUAGE_NAMES,
@@ -240,10 +240,8 @@ def make_code_actor(
         recalled = recall_update(state, state.task, runtime, family)
         if recalled:
             state = replace(state, **recalled)
-        hot_temperature = max(ctx.temperature, RESAMPLE_TEMPERATURE)
         fresh = ctx.code_retry == "fresh" and state.trial > 0 and bool(state.evaluations)
-        temperature = hot_temperature if fresh else ctx.temperature
-        llm = resolve_model(model, ctx.actor_model, ctx, temperature=temperature, role="actor")
+        llm = actor_llm(model, ctx, hot=fresh)
         messages = code_messages(state, ctx)
         # No grammar: llama.cpp's grammar sampling halves the token rate on this vocabulary;
         # the parser copes with whatever format comes back.
@@ -251,14 +249,12 @@ def make_code_actor(
         parsed = extract_code(reply.text, problem)
         first = reply, parsed
         tried = {code_key(e["answer"], problem.language) for e in state.evaluations if e["answer"]}
-        hot = llm if temperature == hot_temperature else None  # built only if a redraw runs
+        hot = llm if fresh else None  # built only if a redraw runs
         for _ in range(ctx.resample_repeats if tried else 0):
             if parsed.code is not None and code_key(parsed.code, problem.language) not in tried:
                 break
             if hot is None:
-                hot = resolve_model(
-                    model, ctx.actor_model, ctx, temperature=hot_temperature, role="actor"
-                )
+                hot = actor_llm(model, ctx, hot=True)
             reply = hot.invoke(messages, stop=STOPS[problem.language])
             parsed = extract_code(reply.text, problem)
         if parsed.code is None:  # no resample gave code: keep the first reply

@@ -44,6 +44,13 @@ def resolve_model(
     )
 
 
+def actor_llm(override: BaseChatModel | None, ctx: Context, *, hot: bool = False) -> BaseChatModel:
+    """The actor's model at ``ctx.temperature``, or, ``hot``, at the temperature of a redraw
+    (:data:`RESAMPLE_TEMPERATURE`, or the run's own when that is higher)."""
+    temperature = max(ctx.temperature, RESAMPLE_TEMPERATURE) if hot else ctx.temperature
+    return resolve_model(override, ctx.actor_model, ctx, temperature=temperature, role="actor")
+
+
 def trajectory_text(lines: list[str], feedback: str | None = None) -> str:
     """A trajectory as prompt text, optionally ending with the evaluator's observation."""
     body = list(lines)

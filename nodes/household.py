@@ -44,7 +44,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, alfworld_family, recall_update
 from reflexion.core.state import Episode, HouseholdState, TrialInput, TrialRecord
 from reflexion.nodes.actor import memory_block, with_lessons
-from reflexion.nodes.common import prompt_tokens, resolve_model, trajectory_text
+from reflexion.nodes.common import actor_llm, prompt_tokens, resolve_model, trajectory_text
 from reflexion.nodes.evaluator import Evaluation, ask_judge
 from reflexion.nodes.reflector import reflection_messages
 from reflexion.prompts import few_shot, render
@@ -212,7 +212,7 @@ def make_household_actor(
         ctx = get_context(runtime)
         game = game_of(state, ctx)
         key = thread_key(get_config())
-        llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature, role="actor")
+        llm = actor_llm(model, ctx)
         messages = household_messages(state, ctx, game.kind, state.turns)
         used = prompt_tokens(llm, messages)
         if used + ctx.max_tokens > ctx.context_budget:

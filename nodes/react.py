@@ -38,7 +38,7 @@ from reflexion.hotpotqa.wiki import (
     normalize_title,
 )
 from reflexion.nodes.actor import memory_block, rejected_keys, with_lessons, with_memory
-from reflexion.nodes.common import RESAMPLE_TEMPERATURE, prompt_tokens, resolve_model
+from reflexion.nodes.common import actor_llm, prompt_tokens
 from reflexion.prompts import few_shot, render
 
 STOP = ["\nObservation", "\nQuestion:", "\n---"]
@@ -224,7 +224,7 @@ def make_react_actor(
 
     def think(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = get_context(runtime)
-        llm = resolve_model(model, ctx.actor_model, ctx, temperature=ctx.temperature, role="actor")
+        llm = actor_llm(model, ctx)
         messages = react_messages(state, ctx)
         used = prompt_tokens(llm, messages)
         if used + ctx.max_tokens > ctx.context_budget:
@@ -242,13 +242,7 @@ def make_react_actor(
         rejected = rejected_keys(state, ctx)
         if redraws := _redraws(parsed, state, ctx, rejected):
             # a repeated search or a rejected answer: the same prompt, drawn hotter
-            hot = resolve_model(
-                model,
-                ctx.actor_model,
-                ctx,
-                temperature=max(ctx.temperature, RESAMPLE_TEMPERATURE),
-                role="actor",
-            )
+            hot = actor_llm(model, ctx, hot=True)
             for _ in range(redraws):
                 again = hot.invoke(messages, stop=STOP, **options).text
                 again_parsed = parse_react_step(again)

@@ -26,6 +26,7 @@ import itertools
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
@@ -426,38 +427,29 @@ class RetryingChatModel(BaseChatModel):
         where = f" calling {self.spec}" if self.spec else ""
         return ProviderError(f"{reason} after {n} attempt{'s' if n != 1 else ''}{where}")
 
-    def invoke(
-        self,
-        input: LanguageModelInput,
-        config: RunnableConfig | None = None,
-        *,
-        stop: list[str] | None = None,
-        **kwargs: Any,
-    ) -> AIMessage:
+    @contextmanager
+    def _reporting(self) -> Iterator[None]:
+        """A transient fault that outlived the retries leaves as one :class:`ProviderError`
+        saying what failed and how often; any other error leaves as it is."""
         try:
-            return cast(AIMessage, self._chain().invoke(input, config, stop=stop, **kwargs))
+            yield
         except Exception as exc:
             error = self._gave_up(exc)
             if error is exc:
                 raise
             raise error from exc
 
-    async def ainvoke(
-        self,
-        input: LanguageModelInput,
-        config: RunnableConfig | None = None,
-        *,
-        stop: list[str] | None = None,
-        **kwargs: Any,
+    def invoke(
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AIMessage:
-        try:
-            reply = await self._chain().ainvoke(input, config, stop=stop, **kwargs)
-        except Exception as exc:
-            error = self._gave_up(exc)
-            if error is exc:
-                raise
-            raise error from exc
-        return cast(AIMessage, reply)
+        with self._reporting():
+            return cast(AIMessage, self._chain().invoke(input, config, **kwargs))
+
+    async def ainvoke(
+        self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AIMessage:
+        with self._reporting():
+            return cast(AIMessage, await self._chain().ainvoke(input, config, **kwargs))
 
     def _generate(
         self,

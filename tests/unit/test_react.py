@@ -121,19 +121,20 @@ def test_step_limit_halts_the_trial_as_a_failure_with_the_reason(corpus):
     )
 
 
-def test_a_repeated_search_is_answered_without_searching_again(corpus):
+@pytest.mark.parametrize("redraws", [0, 2])
+def test_a_repeat_left_after_the_redraws_is_answered_without_searching_again(corpus, redraws):
     replies = [
         step("The author.", "Search[Ada Lovelace]"),
-        step("Again.", "Search[ada  lovelace]"),
+        *[step("Again.", "Search[ada  lovelace]")] * (1 + redraws),
         step("Where was she born?", "Lookup[born]"),
         step("London.", "Finish[London]"),
     ]
-    graph, _actor, _ = build(corpus, replies)
-    state = run(graph, Context(max_trials=1, redraw_steps=0))
+    graph, actor, _ = build(corpus, replies)
+    state = run(graph, Context(max_trials=1, redraw_steps=redraws))
     observations = [line for line in state["trajectory"] if line.startswith("Observation:")]
     assert observations[1].startswith("Observation: You already searched [ada lovelace]")
     assert observations[2] == "Observation: (Result 1 / 2) She was born in London in 1815."
-    assert state["solved"] is True
+    assert state["solved"] is True and len(actor.prompts) == 4 + redraws
 
 
 def test_a_repeated_search_is_drawn_again_before_it_runs(corpus):
@@ -148,18 +149,6 @@ def test_a_repeated_search_is_drawn_again_before_it_runs(corpus):
     assert state["solved"] is True
     assert "Action: Search[Ada Lovelace]" not in state["trajectory"][3:]  # the repeat never ran
     assert actor.prompt_text(2) == actor.prompt_text(1)  # the same prompt, drawn again
-
-
-def test_redraws_that_all_repeat_leave_the_repeat_to_be_answered(corpus):
-    replies = (
-        [step("The author.", "Search[Ada Lovelace]")]
-        + [step("Again.", "Search[Ada Lovelace]")] * 3
-        + [step("London.", "Finish[London]")]
-    )
-    graph, actor, _ = build(corpus, replies)
-    state = run(graph, Context(max_trials=1, redraw_steps=2))
-    assert state["trajectory"][5].startswith("Observation: You already searched [Ada Lovelace]")
-    assert state["solved"] is True and len(actor.prompts) == 5
 
 
 def test_a_search_that_found_nothing_tried_again_says_it_will_not_find_it(corpus):
