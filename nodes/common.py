@@ -10,7 +10,8 @@ from reflexion.core.models import EmbeddedChatModel, RetryPolicy, load_chat_mode
 
 RESAMPLE_TEMPERATURE = 0.8
 """Temperature of the extra samples drawn when a retry repeats an earlier failed attempt
-(code with the same syntax tree, an answer already judged incorrect)."""
+(code with the same syntax tree, an answer already judged incorrect) or a ReAct step repeats
+a search of its trial, and of fresh code retries."""
 
 MESSAGE_OVERHEAD = 6
 """Tokens a chat template adds around each message (role markers), a close upper estimate."""

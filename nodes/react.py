@@ -246,7 +246,7 @@ def make_react_actor(
             for _ in range(redraws):
                 again = hot.invoke(messages, stop=STOP, **options).text
                 again_parsed = parse_react_step(again)
-                if not _redraws(again_parsed, state, ctx, rejected):
+                if again_parsed.action and not _redraws(again_parsed, state, ctx, rejected):
                     reply, parsed = again, again_parsed
                     break
         return {

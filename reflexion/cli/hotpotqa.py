@@ -19,6 +19,12 @@ from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
 from reflexion.hotpotqa.questions import load_hotpotqa
 
 
+def unused_by(agent: str) -> tuple[str, ...]:
+    """The context fields an agent's actor never reads, left out of its results keys: the
+    correcting turn for ReAct, the step redraws for the CoT agents."""
+    return ("correct_rejected",) if agent == "react" else run.STEP_FIELDS
+
+
 @run.common_options(plot_help="Learning-curve PNG (default: next to the results).")
 def bench_hotpotqa(
     cli: typer.Context,
@@ -140,11 +146,10 @@ def bench_hotpotqa(
             correct_rejected=not no_correction,
             memory_first=not memory_after,
         )
-        unused = ("correct_rejected",) if agent == "react" else run.STEP_FIELDS
         settings = {
             "bench": "hotpotqa",
             "agent": agent,
-            **run.result_settings(ctx, unused=unused),
+            **run.result_settings(ctx, unused=unused_by(agent)),
             "dataset": str(dataset or "sample"),
         }
         if agent == "cot-gt" and ctx.uses_reflections:

@@ -238,6 +238,18 @@ def test_step_redraws_name_every_react_run_and_no_other():
     assert "redraw_steps" not in AFTER_FIRST_TRIAL  # so trial 1 forks are not shared across it
 
 
+@pytest.mark.parametrize("agent", ["react", "cot-gt", "cot"])
+def test_each_qa_agent_names_the_redraws_its_actor_makes(agent):
+    from reflexion.cli.bench import result_settings
+    from reflexion.cli.hotpotqa import unused_by
+    from reflexion.core.context import Context
+
+    settings = result_settings(Context(strategy="reflexion"), unused=unused_by(agent))
+    assert settings["redraw_rejected"] == 2  # CoT and ReAct both redraw rejected answers
+    assert ("redraw_steps" in settings) == (agent == "react")
+    assert ("correct_rejected" in settings) == (agent != "react")
+
+
 def test_repeated_counts_retries_that_give_a_rejected_answer_again():
     from reflexion.bench.reports import repeated
 

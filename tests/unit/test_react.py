@@ -151,12 +151,42 @@ def test_a_repeated_search_is_drawn_again_before_it_runs(corpus):
     assert actor.prompt_text(2) == actor.prompt_text(1)  # the same prompt, drawn again
 
 
+def test_a_redraw_without_an_action_does_not_replace_the_step(corpus):
+    replies = [
+        step("The author.", "Search[Ada Lovelace]"),
+        step("Again.", "Search[Ada Lovelace]"),
+        "no action here",
+        step("London.", "Finish[London]"),
+    ]
+    graph, actor, _ = build(corpus, replies)
+    state = run(graph, Context(max_trials=1, redraw_steps=1))
+    assert state["trajectory"][4] == "Action: Search[Ada Lovelace]"  # the repeat, answered
+    assert "Invalid action" not in "\n".join(state["trajectory"])
+    assert state["solved"] is True and len(actor.prompts) == 4
+
+
+def test_redraws_are_drawn_hotter(corpus, monkeypatch):
+    actor = ScriptedChatModel(replies=[step("a", "Search[Ada Lovelace]")] * 2 + SOLVING[1:])
+    temperatures: list[float] = []
+
+    def load(spec: str, *, temperature: float, **_: Any) -> ScriptedChatModel:
+        temperatures.append(temperature)
+        return actor
+
+    monkeypatch.setattr("reflexion.nodes.common.load_chat_model", load)
+    graph = react_builder(backend=corpus).compile(checkpointer=InMemorySaver())
+    state = run(graph, Context(max_trials=1, temperature=0.3))
+    assert state["solved"] is True
+    assert temperatures == [0.3, 0.3, 0.8, 0.3]  # the repeated second step is redrawn at 0.8
+
+
 def test_a_search_that_found_nothing_tried_again_says_it_will_not_find_it(corpus):
     replies = [step("x", "Search[Nowhere Land]")] * 3
     graph, _actor, _ = build(corpus, [*replies, step("z", "Finish[London]")])
-    state = run(graph, Context(max_trials=1))
+    state = run(graph, Context(max_trials=1, redraw_steps=0))
     observations = [line for line in state["trajectory"] if line.startswith("Observation:")]
     assert observations[0].startswith("Observation: Could not find [Nowhere Land]. Similar:")
+    assert len(observations) == 3
     for again in observations[1:]:
         assert again.startswith("Observation: You already searched [Nowhere Land] in this trial")
         assert "will not find it either" in again and "Could not find [Nowhere Land]" in again
@@ -177,7 +207,8 @@ def test_context_budget_halts_before_calling_the_model(corpus):
 def test_budget_counts_the_growing_scratchpad(corpus):
     graph, actor, _ = build(corpus, [step("Again.", "Search[Ada Lovelace]")])
     # The few-shot prefix is ~1,400 estimated tokens; each step adds ~60.
-    state = run(graph, Context(max_trials=1, max_steps=50, context_budget=1800, max_tokens=64))
+    ctx = Context(max_trials=1, max_steps=50, context_budget=1800, max_tokens=64, redraw_steps=0)
+    state = run(graph, ctx)
     assert 2 <= len(actor.prompts) < 50
     assert "context budget" in (state["stop_reason"] or "")
 
