@@ -255,6 +255,12 @@ def test_invalid_context_values_fail_clearly():
         Context(max_trials=0)
     with pytest.raises(ReflexionError, match="memory_size"):
         Context(memory_size=-1)
+    for field in ("redraw_rejected", "redraw_steps", "resample_repeats"):
+        for value in (-1, 11):
+            with pytest.raises(
+                ReflexionError, match=rf"{field} is {value}: use a value in \[0, 10\]"
+            ):
+                Context(**{field: value})
 
 
 def test_empty_task_is_rejected(make_graph):
