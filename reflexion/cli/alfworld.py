@@ -105,7 +105,7 @@ def bench_alfworld(
         ctx = common.apply(ctx)
         settings = {
             "bench": "alfworld",
-            **run.result_settings(ctx, unused=(*run.ANSWER_FIELDS, *run.STEP_FIELDS)),
+            **run.result_settings(ctx, unused=run.QA_FIELDS),
             "games_source": str(games or "valid_unseen"),
         }
         header = (

@@ -139,8 +139,11 @@ memory (``correct_rejected`` only the chain-of-thought one): a benchmark whose a
 not read one passes it as ``unused``."""
 
 STEP_FIELDS = ("redraw_steps",)
-"""Context fields only the ReAct actor reads, under every strategy: every other benchmark
-passes them as ``unused``."""
+"""Context fields only the ReAct actor reads, under every strategy."""
+
+QA_FIELDS = (*ANSWER_FIELDS, *STEP_FIELDS)
+"""Every field only a question-answering actor reads: what the other benchmarks pass as
+``unused``."""
 
 
 def result_settings(ctx: Context, *, unused: tuple[str, ...] = ()) -> dict[str, Any]:

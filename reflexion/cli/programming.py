@@ -173,7 +173,7 @@ def bench_programming(
         settings = {
             "bench": "programming",
             "strategy_name": label,
-            **run.result_settings(ctx, unused=(*run.ANSWER_FIELDS, *run.STEP_FIELDS)),
+            **run.result_settings(ctx, unused=run.QA_FIELDS),
             "dataset": dataset,
             "language": language_name,
             "examples_parser": EXAMPLES_VERSION if ctx.example_tests else None,

@@ -362,16 +362,9 @@ class Context:
             )
         if self.max_tests < 1:
             raise ReflexionError(f"max_tests is {self.max_tests}: use 1 or more")
-        if not 0 <= self.resample_repeats <= 10:
-            raise ReflexionError(
-                f"resample_repeats is {self.resample_repeats}: use a value in [0, 10]"
-            )
-        if not 0 <= self.redraw_rejected <= 10:
-            raise ReflexionError(
-                f"redraw_rejected is {self.redraw_rejected}: use a value in [0, 10]"
-            )
-        if not 0 <= self.redraw_steps <= 10:
-            raise ReflexionError(f"redraw_steps is {self.redraw_steps}: use a value in [0, 10]")
+        for name in ("resample_repeats", "redraw_rejected", "redraw_steps"):  # redraw counts
+            if not 0 <= (count := getattr(self, name)) <= 10:
+                raise ReflexionError(f"{name} is {count}: use a value in [0, 10]")
         if self.test_timeout <= 0:
             raise ReflexionError(f"test_timeout is {self.test_timeout}: use a positive number")
         if not 0.0 <= self.judge_threshold <= 1.0:
