@@ -11,29 +11,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from reflexion.cli import alfworld as alfworld_cli
-from reflexion.cli.app import main
 from reflexion.core import data as datasets
 from reflexion.core import models
 from reflexion.core.errors import DatasetError
 from reflexion.hotpotqa.questions import load_hotpotqa
-
-
-def cli(monkeypatch, capsys, *args: str) -> tuple[int, str]:
-    monkeypatch.setattr(sys, "argv", ["reflexion", *args])
-    with pytest.raises(SystemExit) as exc:
-        main()
-    err = capsys.readouterr().err
-    return int(exc.value.code or 0), err
-
-
-def one_line_error(code: int, err: str, *needles: str) -> None:
-    assert code == 2, err
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1, err
-    assert "Traceback" not in err
-    for needle in needles:
-        assert needle in lines[0], lines[0]
+from tests.clikit import KEPT, cli, one_line_error
 
 
 @pytest.fixture(autouse=True)
@@ -267,7 +249,6 @@ def test_missing_provider_integration_package(monkeypatch, capsys):
     one_line_error(code, err, "provider 'anthropic' needs its integration package")
 
 
-KEPT = '{"type": "final", "thread_id": "another-run", "solved": true, "evaluations": [{}]}\n'
 """A results file from an earlier run: a failed start must leave its bytes alone."""
 
 
@@ -510,113 +491,6 @@ def test_a_path_under_a_regular_file_leaves_the_file_alone(
     code, err = cli(monkeypatch, capsys, *args, option, str(path))
     one_line_error(code, err, message, option)
     assert blocker.read_text() == "results that must survive\n"
-
-
-# ---- bench alfworld ---------------------------------------------------------------------------
-
-GAME = "pick_and_place_simple-Mug-None-Shelf-1/trial_1"
-
-
-@pytest.fixture
-def games(tmp_path: Path) -> Path:
-    """A directory game set with one well-formed game."""
-    game = tmp_path / "games" / GAME
-    game.mkdir(parents=True)
-    obj = {"pddl_domain": "(d)", "grammar": "{}", "pddl_problem": "(p)", "walkthrough": []}
-    (game / "game.tw-pddl").write_text(json.dumps(obj))
-    return tmp_path / "games"
-
-
-@pytest.mark.parametrize(
-    ("args", "needles"),
-    [
-        (["--evaluator", "oracle"], ["--evaluator 'oracle'", "heuristic, llm"]),
-        (["--strategy", "none,best"], ["--strategy 'best'"]),
-        (["--strategy", ","], ["--strategy is empty"]),
-        (["--strategy", "none,reflexion", "-o", "x.jsonl"], ["--output takes one strategy"]),
-        (["--offset", "5"], ["skips every one of the dataset's games"]),
-    ],
-)
-def test_bad_alfworld_options(monkeypatch, capsys, games, args, needles):
-    code, err = cli(monkeypatch, capsys, "bench", "alfworld", "--games", str(games), *args)
-    one_line_error(code, err, *needles)
-
-
-def test_alfworld_games_directory_missing(monkeypatch, capsys, tmp_path):
-    code, err = cli(monkeypatch, capsys, "bench", "alfworld", "--games", str(tmp_path / "nowhere"))
-    one_line_error(code, err, "nowhere", "no such file or directory")
-
-
-def test_alfworld_games_directory_without_games(monkeypatch, capsys, tmp_path):
-    code, err = cli(monkeypatch, capsys, "bench", "alfworld", "--games", str(tmp_path))
-    one_line_error(code, err, "no */game.tw-pddl files found")
-
-
-@pytest.mark.parametrize(
-    ("content", "needle"),
-    [
-        ("{not json", "not valid JSON"),
-        ('{"pddl_domain": "(d)"}', "missing or non-string field(s) grammar, pddl_problem"),
-        ("[]", "expected a JSON object"),
-    ],
-)
-def test_alfworld_malformed_game_file(monkeypatch, capsys, games, content, needle):
-    broken = games / "pick_heat_then_place_in_recep-Egg-None-Fridge-2" / "trial_1" / "game.tw-pddl"
-    broken.parent.mkdir(parents=True)
-    broken.write_text(content)
-    code, err = cli(monkeypatch, capsys, "bench", "alfworld", "--games", str(games))
-    one_line_error(code, err, str(broken), needle)
-    assert broken.read_text() == content
-
-
-def test_alfworld_without_the_engine(monkeypatch, capsys, games):
-    monkeypatch.setattr(alfworld_cli, "engine_available", lambda: False)
-    code, err = cli(monkeypatch, capsys, "bench", "alfworld", "--games", str(games))
-    one_line_error(code, err, "pip install -e '.[alfworld]'")
-
-
-@pytest.mark.parametrize(
-    ("args", "needles"),
-    [
-        (["-m", "gpt4"], ["provider:model"]),
-        (["-m", "openai:gpt-4o-mini"], ["OPENAI_API_KEY"]),
-    ],
-)
-def test_alfworld_bad_model_leaves_existing_results_alone(
-    monkeypatch, capsys, tmp_path, games, args, needles
-):
-    monkeypatch.setattr(alfworld_cli, "engine_available", lambda: True)
-    results = tmp_path / "results.jsonl"
-    results.write_text(KEPT)
-    code, err = cli(
-        monkeypatch, capsys, "bench", "alfworld", "--games", str(games), "--strategy", "none",
-        "-o", str(results), "--db", str(tmp_path / "t.sqlite"), *args,
-    )  # fmt: skip
-    one_line_error(code, err, *needles)
-    assert results.read_text() == KEPT
-
-
-def test_alfworld_database_that_is_not_sqlite(monkeypatch, capsys, tmp_path, games):
-    monkeypatch.setattr(alfworld_cli, "engine_available", lambda: True)
-    db = tmp_path / "notes.sqlite"
-    db.write_text("my notes\n" * 300)
-    code, err = cli(
-        monkeypatch, capsys, "bench", "alfworld", "--games", str(games), "--db", str(db)
-    )
-    one_line_error(code, err, "cannot open the thread database", "--db")
-    assert db.read_text() == "my notes\n" * 300
-
-
-def test_alfworld_unwritable_output(monkeypatch, capsys, tmp_path, games):
-    monkeypatch.setattr(alfworld_cli, "engine_available", lambda: True)
-    blocker = tmp_path / "file"
-    blocker.write_text("kept\n")
-    code, err = cli(
-        monkeypatch, capsys, "bench", "alfworld", "--games", str(games), "--strategy", "none",
-        "-o", str(blocker / "out.jsonl"),
-    )  # fmt: skip
-    one_line_error(code, err, "cannot write results", "--output")
-    assert blocker.read_text() == "kept\n"
 
 
 # ---- plot and models --------------------------------------------------------------------------

@@ -1,12 +1,10 @@
 """The long-term lesson store: reflections saved to a LangGraph store by task family, recalled
 by other threads (BM25, never their own), shown to the actor apart from the Ω window; off by
-default with no store access; a SQLite store survives its process; the bench's --lessons;
-validation (a lesson counts once a later trial of its thread succeeded after seeing it) and
-the default "validated" recall filter."""
+default with no store access; a SQLite store survives its process; the bench's --lessons.
+Validation and the "validated" recall filter: ``test_lessons_validation.py``."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import subprocess
@@ -19,11 +17,9 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore, Item, Op, Result
 from langgraph.store.memory import InMemoryStore
-from langgraph.types import Command
 
 from reflexion.alfworld.household import EnvSessions
 from reflexion.cli.app import main
@@ -33,13 +29,11 @@ from reflexion.core.lessons import MAX_CANDIDATES, namespace, rank, recall, save
 from reflexion.core.persistence import open_store
 from reflexion.graphs.builder import (
     alfworld_builder,
-    build_reflexion_graph,
     programming_builder,
     qa_builder,
     react_builder,
 )
 from reflexion.graphs.custom import create_reflexion_graph
-from reflexion.nodes import make_cot_actor, make_reflector
 from reflexion.testing import ScriptedChatModel, ScriptedHousehold
 from tests.conftest import answer, hotpotqa_line
 from tests.unit.test_alfworld import GAME, WIN
@@ -539,109 +533,3 @@ def test_recall_skips_lessons_about_the_same_task_from_other_threads():
     # without a task id only the identical text is excluded
     found = recall(store, "qa", "Which river?", 5, exclude_thread="me", **ALL)
     assert sorted(found) == ["Other task.", "Same id."]
-
-
-# ---- validation -------------------------------------------------------------------------------
-
-NS = ("reflexion", "lessons", "qa")
-BUDAPEST = {"task": "Which river flows through Budapest?", "context": "", "reference": "Danube"}
-VIENNA = {"task": "Which river flows through Vienna?", "context": "", "reference": "Danube"}
-HELPED = "Name the river that crosses the city itself."
-MISLED = "The river of Budapest is the Tisza."
-
-
-def validated(store: BaseStore, key: str) -> bool | None:
-    found = store.get(NS, key)
-    return None if found is None else bool(found.value["validated"])
-
-
-def test_a_lesson_followed_by_success_is_validated_and_only_it_is_recalled_by_default():
-    """A reflection after which its thread's next trial succeeds is marked validated; one
-    followed by another failure is not. Another task's thread recalls only the validated one
-    under the default filter, and both under lesson_filter="all"."""
-    store = InMemoryStore()
-    good = qa_graph([answer("Elbe"), answer("Vltava")], [f"Reflection: {HELPED}"], store)
-    good.invoke(PRAGUE, config("good"), context=Context(max_trials=3, lessons=True))
-    bad = qa_graph([answer("Tisza")], [f"Reflection: {MISLED}"], store)
-    bad.invoke(BUDAPEST, config("bad"), context=Context(max_trials=2, lessons=True))
-    assert validated(store, "good:1") is True
-    assert validated(store, "bad:1") is False
-    for lesson_filter, expected in (("validated", [HELPED]), ("all", [HELPED, MISLED])):
-        actor = ScriptedChatModel(replies=[answer("Danube")])
-        reader = qa_builder(actor_model=actor).compile(checkpointer=InMemorySaver(), store=store)
-        ctx = Context(lessons=True, lesson_filter=lesson_filter)  # type: ignore[arg-type]
-        reader.invoke(VIENNA, config(f"reader-{lesson_filter}"), context=ctx)
-        state = reader.get_state(config(f"reader-{lesson_filter}")).values
-        assert sorted(state["lessons"]) == sorted(expected)
-        assert (MISLED in actor.prompt_text(0)) == (lesson_filter == "all")
-        assert HELPED in actor.prompt_text(0)
-    assert recall(store, "qa", VIENNA["task"], 5, exclude_thread=None) == [HELPED]
-
-
-def test_a_success_validates_only_the_lessons_in_its_omega_window():
-    """With Ω = 1 a success on trial 3 validates the trial-2 lesson the actor saw, not the
-    trial-1 lesson the window had already let go; with Ω = 3 it validates both."""
-    for memory, expected in ((1, [False, True]), (3, [True, True])):
-        store = InMemoryStore()
-        graph = right_on_trial_3(store, "First lesson.", "Second lesson.")
-        ctx = Context(max_trials=3, memory_size=memory, lessons=True)
-        out = graph.invoke(PRAGUE, config("t"), context=ctx)
-        assert out["solved"] and out["trial"] == 3
-        assert [validated(store, "t:1"), validated(store, "t:2")] == expected
-
-
-def test_a_lesson_dropped_in_review_is_not_validated_by_the_later_success():
-    """A reflection a person drops in review leaves the Ω window and the store: the next
-    trial's success validates the kept one only and does not bring the dropped one back."""
-    store = InMemoryStore()
-    graph = right_on_trial_3(store, "Kept lesson.", "Dropped lesson.")
-    ctx = Context(max_trials=3, lessons=True, review_reflections=True)
-    graph.invoke(PRAGUE, config("t"), context=ctx)
-    graph.invoke(Command(resume=""), config("t"), context=ctx)  # keep lesson 1
-    assert validated(store, "t:2") is False
-    out = graph.invoke(Command(resume={"action": "drop"}), config("t"), context=ctx)
-    assert out["solved"] and out["reflections"] == ["Kept lesson."]
-    assert validated(store, "t:1") is True
-    assert store.get(NS, "t:2") is None
-
-
-def test_validation_leaves_the_evaluator_update_and_a_first_trial_success_alone():
-    """The evaluator node returns the evaluator's own update with lessons on; a success on
-    the first trial writes nothing to the store (there is no lesson it could have used)."""
-    store = InMemoryStore()
-    graph = qa_graph([answer("Vltava")], ["Reflection: unused."], store)
-    chunks = list(
-        graph.stream(PRAGUE, config("t"), context=Context(lessons=True), stream_mode="updates")
-    )
-    update = next(c["evaluator"] for c in chunks if "evaluator" in c)
-    assert set(update) == {"evaluations", "solved"} and update["solved"] is True
-    assert store.search(NS) == []
-
-
-def test_every_evaluator_form_is_validated_after():
-    """build_reflexion_graph validates lessons after an evaluator taking (state) only, an
-    async one taking (state, runtime), and a Runnable, and keeps each one's verdict."""
-
-    def verdict(state: Any) -> dict[str, Any]:
-        ok = state.answer == "Vltava"
-        record = {"trial": state.trial, "success": ok, "answer": state.answer, "feedback": ""}
-        return {"evaluations": [record], "solved": ok}
-
-    async def async_verdict(state: Any, runtime: Any) -> dict[str, Any]:
-        assert runtime.context.lessons
-        return verdict(state)
-
-    for form in (verdict, async_verdict, RunnableLambda(verdict)):
-        store = InMemoryStore()
-        graph = build_reflexion_graph(
-            make_cot_actor(ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")])),
-            form,
-            make_reflector(ScriptedChatModel(replies=["Reflection: Check the city."])),
-        ).compile(checkpointer=InMemorySaver(), store=store)
-        ctx = Context(max_trials=3, lessons=True)
-        if form is async_verdict:
-            out = asyncio.run(graph.ainvoke(PRAGUE, config("t"), context=ctx))
-        else:
-            out = graph.invoke(PRAGUE, config("t"), context=ctx)
-        assert out["solved"] and out["trial"] == 2
-        assert validated(store, "t:1") is True
