@@ -387,9 +387,9 @@ def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[Context]], dict[s
 # ---- reflector prompt -------------------------------------------------------------------------
 
 
-def code_reflection_messages(state: CodeState) -> list[BaseMessage]:
+def code_reflection_messages(state: CodeState, ctx: Context | None = None) -> list[BaseMessage]:
     """The code reflector prompt: instructions, two worked examples as turns, then the problem,
-    the failed implementation and its test results."""
+    the failed implementation and its test results (no option of ``ctx`` changes it)."""
     problem = problem_of(state)
     names = _names(problem.language)
     messages: list[BaseMessage] = [SystemMessage(render("code_reflect_system", **names))]

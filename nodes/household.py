@@ -28,6 +28,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from reflexion.alfworld.diagnosis import diagnosis, turns_of
 from reflexion.alfworld.env import Environment, TextWorldEnv
 from reflexion.alfworld.games import LIST_HINT, Game, resolve_game
 from reflexion.alfworld.household import (
@@ -99,10 +100,17 @@ def household_messages(state: Any, ctx: Context, kind: str, turns: list[Turn]) -
     return messages
 
 
-def household_reflection_messages(state: Any) -> list[BaseMessage]:
+def household_reflection_messages(state: Any, ctx: Context | None = None) -> list[BaseMessage]:
     """The reflector prompt for a failed ALFWorld trial: instructions, two worked examples,
-    then the trial and the evaluator's feedback."""
-    return reflection_messages(state, "alfworld_reflect_examples", prompts="alfworld_reflect")
+    then the trial and the evaluator's feedback, followed (``Context.alfworld_diagnosis``) by
+    the commands the game refused and why."""
+    feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
+    if ctx is None or ctx.alfworld_diagnosis:
+        found = diagnosis(turns_of(state.trajectory), state.task)
+        feedback = f"{feedback}\n{found}" if found else feedback
+    return reflection_messages(
+        state, "alfworld_reflect_examples", prompts="alfworld_reflect", feedback=feedback
+    )
 
 
 # ---- the actor --------------------------------------------------------------------------------

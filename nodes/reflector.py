@@ -44,12 +44,15 @@ def reflection_messages(
     *,
     prompts: str = "reflect",
     with_context: bool = False,
+    feedback: str | None = None,
 ) -> list[BaseMessage]:
     """The reflector prompt: instructions (``prompts/<prompts>_system.md``), few-shot turns
     (from the prompt file ``examples``), then the failed trial (``<prompts>_task.md``), with
     the task's context when the actor saw it (``with_context``: the CoT (GT) agent), so the
-    reflector checks the attempt against the same paragraphs instead of recalling facts."""
-    feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
+    reflector checks the attempt against the same paragraphs instead of recalling facts;
+    ``feedback`` replaces the last evaluation's feedback."""
+    if feedback is None:
+        feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
     messages: list[BaseMessage] = [SystemMessage(render(f"{prompts}_system"))]
     for example in few_shot(examples):
         attempt, _, lesson = example.partition("\nReflection:")
@@ -69,15 +72,15 @@ def make_reflector(
     model: BaseChatModel | None = None,
     *,
     examples: str = "reflect_examples",
-    messages: Callable[[Any], list[BaseMessage]] | None = None,
+    messages: Callable[[Any, Context], list[BaseMessage]] | None = None,
     family: Family = QA_FAMILY,
     with_context: bool = False,
 ) -> Callable[[Any, Runtime[Context]], dict[str, Any]]:
     """The reflector node; ``model`` overrides ``Context.reflector_model``; ``examples`` names
     the prompt file of few-shot reflections (one per agent family); ``messages`` replaces the
-    whole prompt (a function of the state, e.g. the programming reflector's); ``family`` is
-    the task family its lessons are saved under (``Context.lessons``); ``with_context``
-    shows it the task's context, as its actor saw it.
+    whole prompt (a function of the state and the context, e.g. the programming reflector's);
+    ``family`` is the task family its lessons are saved under (``Context.lessons``);
+    ``with_context`` shows it the task's context, as its actor saw it.
 
     What it writes depends on the strategy: the previous trajectory (``last_attempt``), a new
     reflection appended to the Ω window (``reflexion``), both, or nothing (``none``). A new
@@ -85,9 +88,9 @@ def make_reflector(
     (``pending_review``, with ``Context.review_reflections``).
     """
 
-    def prompt(state: Any) -> list[BaseMessage]:
+    def prompt(state: Any, ctx: Context) -> list[BaseMessage]:
         if messages is not None:
-            return messages(state)
+            return messages(state, ctx)
         return reflection_messages(state, examples, with_context=with_context)
 
     # ``state`` is left untyped: LangGraph reads a node's input schema from its annotation, and
@@ -100,7 +103,7 @@ def make_reflector(
             update["previous_trajectory"] = [*state.trajectory, f"Observation: {feedback}"]
         if ctx.uses_reflections and ctx.memory_size > 0:
             llm = resolve_model(model, ctx.reflector_model, ctx, temperature=0.0, role="reflector")
-            messages_in = prompt(state)
+            messages_in = prompt(state, ctx)
             if not ctx.reflection_examples:
                 # every reflector prompt is: instructions, worked examples as turns, the trial
                 messages_in = [messages_in[0], messages_in[-1]]

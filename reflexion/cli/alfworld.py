@@ -71,6 +71,14 @@ def bench_alfworld(
     memory: Annotated[
         int, opt.count_option("--memory", "-k", min=0, help="Ω: reflections the actor sees.")
     ] = 3,
+    no_diagnose: Annotated[
+        bool,
+        typer.Option(
+            "--no-diagnose",
+            help="The reflector gets the paper's feedback only, not the list of commands the "
+            "game refused with why.",
+        ),
+    ] = False,
     model: opt.ModelOpt = DEFAULT_MODEL,
     temperature: opt.TempOpt = opt.DEFAULTS.temperature,
     base_url: opt.BaseUrlOpt = None,
@@ -101,6 +109,7 @@ def bench_alfworld(
             max_tokens=128,
             games=str(games) if games else None,
             alfworld_steps=max_steps,
+            alfworld_diagnosis=not no_diagnose,
         )
         ctx = common.apply(ctx)
         settings = {

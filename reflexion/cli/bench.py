@@ -127,6 +127,7 @@ LATER_FIELDS: dict[str, Any] = {
     "memory_first": False,
     "correct_rejected": False,
     "redraw_steps": 0,
+    "alfworld_diagnosis": False,
 }
 """Context fields added after results files existed, with the behaviour those files ran
 under: in the settings only when a run differs from it, so earlier files keep their names
@@ -145,6 +146,10 @@ QA_FIELDS = (*ANSWER_FIELDS, *STEP_FIELDS)
 """Every field only a question-answering actor reads: what the other benchmarks pass as
 ``unused``."""
 
+HOUSEHOLD_FIELDS = ("alfworld_diagnosis",)
+"""Context fields only the ALFWorld reflector reads: what the other benchmarks pass as
+``unused``."""
+
 
 def result_settings(ctx: Context, *, unused: tuple[str, ...] = ()) -> dict[str, Any]:
     """The settings that name a results file: what the run computes, without the options that
@@ -154,7 +159,7 @@ def result_settings(ctx: Context, *, unused: tuple[str, ...] = ()) -> dict[str, 
         left_out.update(LESSON_FIELDS)
     left_out.update(k for k, before in LATER_FIELDS.items() if getattr(ctx, k) == before)
     if not ctx.uses_reflections:  # options that cannot act under this strategy
-        left_out.add("reflection_examples")
+        left_out.update(("reflection_examples", *HOUSEHOLD_FIELDS))
         if not ctx.uses_last_attempt:
             left_out.update(ANSWER_FIELDS)
     return {k: v for k, v in asdict(ctx).items() if k not in left_out}
@@ -180,6 +185,7 @@ AFTER_FIRST_TRIAL = (
     "reflector_model",
     "reflector_sees_context",
     "review_reflections",
+    "alfworld_diagnosis",
 )
 """Settings that act only after a task's first trial: runs that differ in them alone share
 their first trials in a paired comparison."""

@@ -268,6 +268,15 @@ class Context:
             "commands in a trial (inefficient planning)."
         },
     )
+    alfworld_diagnosis: bool = field(
+        default=True,
+        metadata={
+            "description": "ALFWorld: the reflector's feedback also lists the commands the game "
+            'refused ("Nothing happens.") with the likeliest reason, read from the trial\'s '
+            "own turns (not at that receptacle, not holding that object, hands full, closed, "
+            "not seen there). Off: the paper's feedback (why the trial stopped) only."
+        },
+    )
 
     max_retries: int = field(
         default=3,

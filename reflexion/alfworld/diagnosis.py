@@ -1,0 +1,190 @@
+"""Why the game refused a command, read from the trial's own turns: where the agent was, what it
+held, which receptacles it found closed and what it saw in each. The engine answers every
+command it cannot carry out with the same "Nothing happens.", which a small model cannot learn
+from; the reflector gets these reasons instead (``Context.alfworld_diagnosis``).
+
+Nothing here asks the engine: every reason follows from observations the agent itself saw, as
+the paper's heuristic does, so it is self-evaluation, not a hint from the environment.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from reflexion.alfworld.household import NOTHING, Turn, commands_of
+
+MOST_REASONS = 5
+"""Distinct refused commands explained per trial (the first ones): the feedback stays short."""
+
+MOST_SEEN = 6
+"""Objects listed when a ``take`` names one the agent did not see there."""
+
+COMMANDS = "go to, take, move, open, close, clean, heat, cool, use, examine, inventory, look"
+
+_ARRIVE = re.compile(r"^you arrive at (?:the )?(.+?)\.", re.IGNORECASE)
+_OPENED = re.compile(r"^you open the (.+?)\.", re.IGNORECASE)
+_CLOSED_NOW = re.compile(r"^you close the (.+?)\.", re.IGNORECASE)
+_IS_CLOSED = re.compile(r"\bthe (.+?) is closed\.", re.IGNORECASE)
+_SEE = re.compile(r"\byou see (.+?)\.(?:\s|$)", re.IGNORECASE)
+_PICKED = re.compile(r"^you pick up the (.+?) from the (.+?)\.", re.IGNORECASE)
+_PUT = re.compile(r"^you (?:move the (.+?) to|put the (.+?) in/on) the (.+?)\.", re.IGNORECASE)
+
+_GO = re.compile(r"^go to (.+)$")
+_TAKE = re.compile(r"^take (.+?) from (.+)$")
+_MOVE = re.compile(r"^(?:move (.+?) to|put (.+?) (?:in/on|in|on)) (.+)$")
+_WITH = re.compile(r"^(?:heat|cool|clean|slice) (.+?) with (.+)$")
+_OPEN = re.compile(r"^(open|close) (.+)$")
+_KNOWN = re.compile(r"^(?:use|examine|inventory|look)\b")
+
+
+def things_seen(observation: str) -> list[str] | None:
+    """The objects an observation lists after "you see" (``[]`` for "nothing"), or None when it
+    lists none."""
+    found = _SEE.search(observation)
+    if not found:
+        return None
+    text = found.group(1).strip()
+    if text.lower() == "nothing":
+        return []
+    names = []
+    for part in re.split(r",\s*(?:and\s+)?|\s+and\s+", text):
+        name = re.sub(r"^(?:a|an|the)\s+", "", part.strip(), flags=re.IGNORECASE).lower()
+        if name:
+            names.append(name)
+    return names
+
+
+@dataclass
+class _Where:
+    """What the turns so far say about the room."""
+
+    room: list[str] | None
+    at: str | None = None
+    held: str | None = None
+    closed: set[str] = field(default_factory=set)
+    seen: dict[str, list[str]] = field(default_factory=dict)
+
+    def place(self, target: str) -> str | None:
+        """The reason a command about ``target`` failed because the agent was elsewhere."""
+        if self.at == target:
+            return None
+        if self.at is None:
+            return f"you had not gone to {target}"
+        return f"you were at {self.at}, not at {target}"
+
+    def holding(self, thing: str) -> str | None:
+        if self.held == thing:
+            return None
+        if self.held is None:
+            return f"you were not holding {thing} (take it first)"
+        return f"you were holding {self.held}, not {thing}"
+
+    def why(self, command: str) -> str:
+        """The likeliest reason the game refused ``command`` in this state."""
+        if m := _GO.match(command):
+            target = m.group(1)
+            if target == self.at:
+                return "you were already there"
+            if self.room is not None and target not in self.room:
+                return f"the room has no {target}"
+        elif m := _TAKE.match(command):
+            thing, source = m.groups()
+            if reason := self.place(source):
+                return reason
+            if self.held is not None:
+                return f"your hands were full: you were holding {self.held} (put it down first)"
+            if source in self.closed:
+                return f"{source} was closed (open it first)"
+            there = self.seen.get(source)
+            if there is not None and thing not in there:
+                listed = ", ".join(there[:MOST_SEEN]) or "nothing"
+                return f"there was no {thing} at {source} (you saw: {listed})"
+        elif m := _MOVE.match(command):
+            thing, target = m.group(1) or m.group(2), m.group(3)
+            if reason := self.holding(thing) or self.place(target):
+                return reason
+            if target in self.closed:
+                return f"{target} was closed (open it first)"
+        elif m := _WITH.match(command):
+            thing, tool = m.groups()
+            if reason := self.holding(thing) or self.place(tool):
+                return reason
+        elif m := _OPEN.match(command):
+            verb, target = m.groups()
+            if reason := self.place(target):
+                return reason
+            state = "open" if verb == "open" else "closed"
+            return f"{target} does not {verb}, or was already {state}"
+        elif not _KNOWN.match(command):
+            return f"the game has no such command (its commands: {COMMANDS})"
+        return "the game did not accept it as written"
+
+    def observe(self, observation: str) -> None:
+        """Bring the state up to date with a command's observation."""
+        text = observation.strip()
+        if m := _ARRIVE.match(text):
+            self.at = m.group(1).lower()
+        elif m := _OPENED.match(text):
+            self.closed.discard(m.group(1).lower())
+        elif m := _CLOSED_NOW.match(text):
+            self.closed.add(m.group(1).lower())
+        elif m := _PICKED.match(text):
+            thing, source = m.group(1).lower(), m.group(2).lower()
+            self.held = thing
+            if thing in self.seen.get(source, []):
+                self.seen[source].remove(thing)
+            return
+        elif m := _PUT.match(text):
+            thing, target = (m.group(1) or m.group(2)).lower(), m.group(3).lower()
+            self.held = None
+            self.seen.setdefault(target, []).append(thing)
+            return
+        else:
+            return
+        if self.at is not None:
+            if _IS_CLOSED.search(text):
+                self.closed.add(self.at)
+            listed = things_seen(text)
+            if listed is not None:
+                self.seen[self.at] = listed
+
+
+def refused_commands(turns: Sequence[Turn], task: str = "") -> list[str]:
+    """One line per distinct command the game refused (``Nothing happens.``), the first
+    :data:`MOST_REASONS` of them, each with the likeliest reason and how often it was sent;
+    ``task`` (the game's first observation) names the room's receptacles."""
+    where = _Where(room=things_seen(task.split("\n")[0]) if task else None)
+    counts: dict[tuple[str, str], int] = {}
+    for turn in commands_of(turns):
+        command, observation = turn["action"], turn["observation"]
+        if observation.strip() == NOTHING:
+            key = (command, where.why(command))
+            counts[key] = counts.get(key, 0) + 1
+        else:
+            where.observe(observation)
+    lines = []
+    for (command, reason), count in list(counts.items())[:MOST_REASONS]:
+        times = f" ({count} times)" if count > 1 else ""
+        lines.append(f"- {command}{times}: {reason}.")
+    return lines
+
+
+def diagnosis(turns: Sequence[Turn], task: str = "") -> str:
+    """The refused commands as a feedback paragraph, or ``""`` when the game refused none."""
+    lines = refused_commands(turns, task)
+    if not lines:
+        return ""
+    return 'Commands the game refused (it answered "Nothing happens."):\n' + "\n".join(lines)
+
+
+def turns_of(trajectory: Sequence[str]) -> list[Turn]:
+    """The turns of a trajectory written as lines (``> action``, then its observation)."""
+    turns: list[Turn] = []
+    for line in trajectory:
+        if line.startswith("> "):
+            turns.append(Turn(action=line[2:], observation=""))
+        elif turns and not turns[-1]["observation"]:
+            turns[-1]["observation"] = line
+    return turns

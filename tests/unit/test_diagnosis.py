@@ -1,0 +1,149 @@
+"""Why the game refused a command, read from the trial's own turns, and the reflector prompt
+that carries it (``Context.alfworld_diagnosis``): on by default, off gives the paper's
+feedback, and results keys of runs without reflections, or of the other benchmarks, unchanged."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from reflexion.alfworld.diagnosis import MOST_REASONS, diagnosis, refused_commands, turns_of
+from reflexion.alfworld.household import NOTHING, Turn
+from reflexion.cli.bench import first_trial_key, result_settings
+from reflexion.cli.hotpotqa import unused_by
+from reflexion.core.context import Context
+from reflexion.testing import ScriptedChatModel
+from tests.unit.test_alfworld import WIN, build, run
+from tests.unit.test_alfworld import games as games  # a fixture
+
+ROOM = (
+    "You are in the middle of a room. Looking quickly around you, you see a cabinet 1, a "
+    "countertop 1, a fridge 1, a microwave 1, and a sinkbasin 1.\n\n"
+    "Your task is to: heat some apple and put it in fridge."
+)
+COUNTER = "You arrive at countertop 1. On the countertop 1, you see a apple 2, and a knife 1."
+
+
+def turns(*pairs: tuple[str, str]) -> list[Turn]:
+    return [Turn(action=a, observation=o) for a, o in pairs]
+
+
+def test_each_refusal_gets_the_reason_the_turns_show():
+    found = refused_commands(
+        turns(
+            ("heat apple 2 with microwave 1", NOTHING),
+            ("think: The apple is on the countertop.", "OK."),
+            ("go to countertop 1", COUNTER),
+            ("take apple from countertop 1", NOTHING),
+            ("take apple 2 from countertop 1", "You pick up the apple 2 from the countertop 1."),
+            ("take knife 1 from countertop 1", NOTHING),
+            ("heat apple 2 with microwave 1", NOTHING),
+        ),
+        ROOM,
+    )
+    assert found == [
+        "- heat apple 2 with microwave 1: you were not holding apple 2 (take it first).",
+        "- take apple from countertop 1: there was no apple at countertop 1 (you saw: apple 2, "
+        "knife 1).",
+        "- take knife 1 from countertop 1: your hands were full: you were holding apple 2 "
+        "(put it down first).",
+        "- heat apple 2 with microwave 1: you were at countertop 1, not at microwave 1.",
+    ]
+
+
+def test_places_closed_receptacles_and_unknown_commands():
+    found = refused_commands(
+        turns(
+            ("open fridge 1", NOTHING),
+            ("go to countertop 1", COUNTER),
+            ("go to countertop 1", NOTHING),
+            ("go to garage 1", NOTHING),
+            ("take apple 2 from countertop 1", "You pick up the apple 2 from the countertop 1."),
+            ("go to fridge 1", "You arrive at fridge 1. The fridge 1 is closed."),
+            ("move apple 2 to fridge 1", NOTHING),
+            ("try another command", NOTHING),
+        ),
+        ROOM,
+    )
+    assert found == [
+        "- open fridge 1: you had not gone to fridge 1.",
+        "- go to countertop 1: you were already there.",
+        "- go to garage 1: the room has no garage 1.",
+        "- move apple 2 to fridge 1: fridge 1 was closed (open it first).",
+        "- try another command: the game has no such command (its commands: go to, take, "
+        "move, open, close, clean, heat, cool, use, examine, inventory, look).",
+    ]
+
+
+def test_an_opened_receptacle_and_a_put_down_object_are_tracked():
+    found = refused_commands(
+        turns(
+            ("go to fridge 1", "You arrive at fridge 1. The fridge 1 is closed."),
+            (
+                "open fridge 1",
+                "You open the fridge 1. The fridge 1 is open. In it, you see nothing.",
+            ),
+            ("open fridge 1", NOTHING),
+            ("go to countertop 1", COUNTER),
+            ("take apple 2 from countertop 1", "You pick up the apple 2 from the countertop 1."),
+            ("move apple 2 to countertop 1", "You move the apple 2 to the countertop 1."),
+            ("move apple 2 to countertop 1", NOTHING),
+            ("take knife 1 from countertop 1", "You pick up the knife 1 from the countertop 1."),
+        ),
+        ROOM,
+    )
+    assert found == [
+        "- open fridge 1: fridge 1 does not open, or was already open.",
+        "- move apple 2 to countertop 1: you were not holding apple 2 (take it first).",
+    ]
+
+
+def test_repeats_are_counted_and_the_list_is_capped():
+    loop = [("try another command", NOTHING)] * 3
+    others = [(f"go to shelf {i}", NOTHING) for i in range(MOST_REASONS + 2)]
+    found = refused_commands(turns(*loop, *others), ROOM)
+    assert len(found) == MOST_REASONS
+    assert found[0].startswith("- try another command (3 times): the game has no such command")
+    assert found[1] == "- go to shelf 0: the room has no shelf 0."
+
+
+def test_a_trial_without_refusals_has_no_diagnosis():
+    assert diagnosis(turns(("go to countertop 1", COUNTER)), ROOM) == ""
+    assert diagnosis([]) == ""
+
+
+def test_turns_are_read_back_from_trajectory_lines():
+    lines = ["> go to countertop 1", COUNTER, "> look", NOTHING, "> inventory"]
+    assert turns_of(lines) == [
+        Turn(action="go to countertop 1", observation=COUNTER),
+        Turn(action="look", observation=NOTHING),
+        Turn(action="inventory", observation=""),
+    ]
+
+
+def test_the_reflector_reads_the_diagnosis_unless_it_is_off(games: str) -> None:
+    for on in (True, False):
+        actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
+        reflector = ScriptedChatModel(replies=["Reflection: go to countertop 1 first."])
+        graph, _ = build(actor, reflector)
+        ctx = Context(games=games, max_trials=2, alfworld_diagnosis=on)
+        out = run(graph, ctx)
+        assert out["solved"] and out["trial"] == 2
+        prompt = reflector.prompt_text(0)
+        assert "4 times" in prompt  # the heuristic's own feedback stays
+        line = "- take mug 1 from countertop 1 (4 times): you had not gone to countertop 1."
+        assert (line in prompt) is on
+        assert ("Commands the game refused" in prompt) is on
+        # the diagnosis goes to the reflector only: the evaluation keeps the paper's feedback
+        assert "refused" not in out["evaluations"][0]["feedback"]
+
+
+def test_results_keys_change_only_where_the_diagnosis_can_act():
+    reflexion = Context(strategy="reflexion")
+    assert result_settings(reflexion)["alfworld_diagnosis"] is True
+    paper = replace(reflexion, alfworld_diagnosis=False)
+    assert "alfworld_diagnosis" not in result_settings(paper)  # files from before it existed
+    none = Context(strategy="none")
+    assert result_settings(none) == result_settings(replace(none, alfworld_diagnosis=False))
+    assert "alfworld_diagnosis" not in result_settings(reflexion, unused=unused_by("cot-gt"))
+    # it acts after the first trial, so both settings fork the same first trials
+    assert first_trial_key(result_settings(reflexion)) == first_trial_key(result_settings(paper))
