@@ -66,20 +66,18 @@ class _Where:
     closed: set[str] = field(default_factory=set)
     seen: dict[str, list[str]] = field(default_factory=dict)
 
-    def place(self, target: str) -> str | None:
-        """The reason a command about ``target`` failed because the agent was elsewhere."""
-        if self.at == target:
-            return None
-        if self.at is None:
-            return f"you had not gone to {target}"
-        return f"you were at {self.at}, not at {target}"
-
-    def holding(self, thing: str) -> str | None:
-        if self.held == thing:
-            return None
-        if self.held is None:
+    def unmet(self, thing: str | None, target: str) -> str | None:
+        """Why a command that needs ``thing`` in hand (if any) at ``target`` could not run:
+        the agent held something else, or was elsewhere; None when both held."""
+        if thing is not None and self.held != thing:
+            if self.held:
+                return f"you were holding {self.held}, not {thing}"
             return f"you were not holding {thing} (take it first)"
-        return f"you were holding {self.held}, not {thing}"
+        if self.at != target:
+            if self.at:
+                return f"you were at {self.at}, not at {target}"
+            return f"you had not gone to {target}"
+        return None
 
     def why(self, command: str) -> str:
         """The likeliest reason the game refused ``command`` in this state."""
@@ -91,7 +89,7 @@ class _Where:
                 return f"the room has no {target}"
         elif m := _TAKE.match(command):
             thing, source = m.groups()
-            if reason := self.place(source):
+            if reason := self.unmet(None, source):
                 return reason
             if self.held is not None:
                 return f"your hands were full: you were holding {self.held} (put it down first)"
@@ -103,17 +101,17 @@ class _Where:
                 return f"there was no {thing} at {source} (you saw: {listed})"
         elif m := _MOVE.match(command):
             thing, target = m.group(1) or m.group(2), m.group(3)
-            if reason := self.holding(thing) or self.place(target):
+            if reason := self.unmet(thing, target):
                 return reason
             if target in self.closed:
                 return f"{target} was closed (open it first)"
         elif m := _WITH.match(command):
             thing, tool = m.groups()
-            if reason := self.holding(thing) or self.place(tool):
+            if reason := self.unmet(thing, tool):
                 return reason
         elif m := _OPEN.match(command):
             verb, target = m.groups()
-            if reason := self.place(target):
+            if reason := self.unmet(None, target):
                 return reason
             state = "open" if verb == "open" else "closed"
             return f"{target} does not {verb}, or was already {state}"
