@@ -36,7 +36,8 @@ _TAKE = re.compile(r"^take (.+?) from (.+)$")
 _MOVE = re.compile(r"^(?:move (.+?) to|put (.+?) (?:in/on|in|on)) (.+)$")
 _WITH = re.compile(r"^(?:heat|cool|clean|slice) (.+?) with (.+)$")
 _OPEN = re.compile(r"^(open|close) (.+)$")
-_KNOWN = re.compile(r"^(?:use|examine|inventory|look)\b")
+_USE = re.compile(r"^use (.+)$")
+_KNOWN = re.compile(r"^(?:examine|inventory|look)\b")
 
 
 def things_seen(observation: str) -> list[str] | None:
@@ -115,6 +116,11 @@ class _Where:
                 return reason
             state = "open" if verb == "open" else "closed"
             return f"{target} does not {verb}, or was already {state}"
+        elif m := _USE.match(command):
+            thing = m.group(1)
+            places = [p for p, things in self.seen.items() if thing in things]
+            if places and self.at not in places:
+                return f"{thing} is at {places[0]}, and you were at {self.at}"
         elif not _KNOWN.match(command):
             return f"the game has no such command (its commands: {COMMANDS})"
         return "the game did not accept it as written"

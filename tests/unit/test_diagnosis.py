@@ -72,6 +72,16 @@ def test_places_closed_receptacles_and_unknown_commands():
         "- try another command: the game has no such command (its commands: go to, take, "
         "move, open, close, clean, heat, cool, use, examine, inventory, look).",
     ]
+    assert refused_commands(
+        turns(
+            ("go to cabinet 1", "You arrive at cabinet 1. On the cabinet 1, you see a desklamp 1."),
+            (
+                "go to sinkbasin 1",
+                "You arrive at sinkbasin 1. On the sinkbasin 1, you see nothing.",
+            ),
+            ("use desklamp 1", NOTHING),
+        )
+    ) == ["- use desklamp 1: desklamp 1 is at cabinet 1, and you were at sinkbasin 1."]
 
 
 def test_an_opened_receptacle_and_a_put_down_object_are_tracked():
