@@ -13,7 +13,7 @@ from reflexion.alfworld.games import load_games, select_games
 from reflexion.alfworld.household import failure_curves, self_evaluation, solved_curve, won_at
 from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
-from reflexion.bench.reports import household_summary, outcome_table
+from reflexion.bench.reports import compare_table, household_summary, outcome_table
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, one_model_context
@@ -84,11 +84,14 @@ def bench_alfworld(
     base_url: opt.BaseUrlOpt = None,
     *,
     common: run.Common,
+    paired_runs: opt.PairedOpt = True,
 ) -> None:
     """Reflexion on ALFWorld (the real TextWorld engine): the proportion of games solved per
     trial (Figure 3a) and why failed trials failed — hallucination, inefficient planning or the
-    step limit (Figure 3b) — as tables and PNGs."""
+    step limit (Figure 3b) — as tables and PNGs; paired (the default), each strategy forks
+    every game's one trial 1 and is compared with none game by game."""
     evaluator = opt.choice(evaluator, ("heuristic", "llm"), "--evaluator")
+    paired = opt.paired_locally(cli, paired_runs, common.where.server)
     opt.check_memory(memory, trials, given=opt.given(cli, "memory"))
     strategies = run.strategies_of(strategy)
     run.check_output(common.where.output, strategies)
@@ -147,7 +150,7 @@ def bench_alfworld(
         print_trial=_print_household_trial,
         print_final=_print_household_final,
     )
-    outcome = common.run(family, variants, paired=False)
+    outcome = common.run(family, variants, paired=paired)
     results = outcome.results
     solved_table, failure_table = household_summary(results, trials)
     console.print(solved_table)
@@ -161,6 +164,8 @@ def bench_alfworld(
             f"{false_success} unwon trial(s) as done, missed {missed} win(s) · mean wall time "
             f"per game {mean}"
         )
+    if paired and "none" in results and len(results) > 1:
+        console.print(compare_table(results, "none"))
     console.print(outcome_table(results, outcome.errors, lambda f: bool(f.get("won_at")), "games"))
     run.report_errors(outcome.errors, "game")
     plot = common.plot_path(outcome, f"alfworld-{evaluator}-{'+'.join(strategies)}")

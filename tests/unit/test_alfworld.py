@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.alfworld.household import (
@@ -20,6 +20,8 @@ from reflexion.alfworld.household import (
     heuristic_trip,
     parse_turn,
 )
+from reflexion.bench.driver import run_benchmark
+from reflexion.bench.ledger import BenchTask, Sink
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.builder import alfworld_builder
@@ -308,3 +310,50 @@ def test_environments_are_reused_across_threads(games: str) -> None:
             {"game": GAME}, {"configurable": {"thread_id": thread}}, context=Context(games=games)
         )
     assert len(made) == 1 and made[0].resets == 2
+
+
+def test_paired_strategies_fork_one_first_trial_of_each_game(games: str, tmp_path: Path) -> None:
+    """Trial 1 (four loops on the countertop, stopped by the heuristic) runs once; ``none``
+    and ``reflexion`` both continue from it, and only the reflexion retry, which reads the
+    lesson, wins."""
+    first_calls: list[int] = []
+
+    def rule(messages: list[BaseMessage]) -> str:
+        task = max(i for i, m in enumerate(messages) if "put some mug on shelf" in m.text)
+        done = sum(1 for m in messages[task + 1 :] if isinstance(m, AIMessage))
+        if "lesson: take the mug" in messages[task].text:
+            return WIN[done]
+        first_calls.append(done)
+        return "go to countertop 1"
+
+    reflector = RuleChatModel(rule=lambda _m: "Reflection: lesson: take the mug.")
+    graph = alfworld_builder(
+        actor_model=RuleChatModel(rule=rule),
+        reflector_model=reflector,
+        sessions=EnvSessions(ScriptedHousehold),
+    ).compile(checkpointer=InMemorySaver())
+    finals = {}
+    for strategy in ("none", "reflexion"):
+        task = BenchTask(
+            thread_id=f"{strategy}-g",
+            input={"game": GAME},
+            label="g",
+            meta={"task_id": GAME},
+            fork_from="first-g",
+        )
+        ctx = Context(games=games, max_trials=2, strategy=strategy)  # type: ignore[arg-type]
+        with (tmp_path / f"{strategy}.jsonl").open("a", encoding="utf-8") as handle:
+            done, errors = run_benchmark(graph, [task], ctx, Sink(handle), settings={})
+        assert errors == []
+        finals[strategy] = done[0]
+    assert len(first_calls) == 4 + 4  # trial 1 once, then none's trial 2
+    none, reflexion = finals["none"], finals["reflexion"]
+    assert none["evaluations"][0] == reflexion["evaluations"][0]
+    assert not none["solved"] and reflexion["solved"]
+    episodes = {
+        s: graph.get_state({"configurable": {"thread_id": f"{s}-g"}}).values["episodes"]
+        for s in finals
+    }
+    assert episodes["none"][0] == episodes["reflexion"][0]
+    assert [e["won"] for e in episodes["reflexion"]] == [False, True]
+    assert [e["won"] for e in episodes["none"]] == [False, False]
