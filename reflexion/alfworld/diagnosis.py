@@ -23,13 +23,14 @@ MOST_SEEN = 6
 
 COMMANDS = "go to, take, move, open, close, clean, heat, cool, use, examine, inventory, look"
 
-_ARRIVE = re.compile(r"^you arrive at (?:the )?(.+?)\.", re.IGNORECASE)
-_OPENED = re.compile(r"^you open the (.+?)\.", re.IGNORECASE)
-_CLOSED_NOW = re.compile(r"^you close the (.+?)\.", re.IGNORECASE)
-_IS_CLOSED = re.compile(r"\bthe (.+?) is closed\.", re.IGNORECASE)
-_SEE = re.compile(r"\byou see (.+?)\.(?:\s|$)", re.IGNORECASE)
-_PICKED = re.compile(r"^you pick up the (.+?) from the (.+?)\.", re.IGNORECASE)
-_PUT = re.compile(r"^you (?:move the (.+?) to|put the (.+?) in/on) the (.+?)\.", re.IGNORECASE)
+_NAME = r"([^.\n]{1,80}?)"
+"""A receptacle or object as the engine names it ("countertop 1"): bounded and free of full
+stops, so no pattern rescans a long observation from many starting points."""
+_ARRIVE = re.compile(rf"^you arrive at (?:the )?{_NAME}\.", re.IGNORECASE)
+_OPENED = re.compile(rf"^you open the {_NAME}\.", re.IGNORECASE)
+_CLOSED_NOW = re.compile(rf"^you close the {_NAME}\.", re.IGNORECASE)
+_PICKED = re.compile(rf"^you pick up the {_NAME} from the {_NAME}\.", re.IGNORECASE)
+_PUT = re.compile(rf"^you (?:move the {_NAME} to|put the {_NAME} in/on) the {_NAME}\.", re.I)
 
 _GO = re.compile(r"^go to (.+)$")
 _TAKE = re.compile(r"^take (.+?) from (.+)$")
@@ -41,19 +42,26 @@ _KNOWN = re.compile(r"^(?:examine|inventory|look)\b")
 
 
 def things_seen(observation: str) -> list[str] | None:
-    """The objects an observation lists after "you see" (``[]`` for "nothing"), or None when it
-    lists none."""
-    found = _SEE.search(observation)
-    if not found:
+    """The objects an observation lists after its first "you see" (``[]`` for "nothing"), or
+    None when it lists none."""
+    lower = observation.lower()
+    start = lower.find("you see ")
+    if start < 0:
         return None
-    text = found.group(1).strip()
-    if text.lower() == "nothing":
+    start += len("you see ")
+    end = lower.find(".", start)
+    text = lower[start : end if end >= 0 else len(lower)].strip()
+    if text == "nothing":
         return []
     names = []
-    for part in re.split(r",\s*(?:and\s+)?|\s+and\s+", text):
-        name = re.sub(r"^(?:a|an|the)\s+", "", part.strip(), flags=re.IGNORECASE).lower()
-        if name:
-            names.append(name)
+    for part in text.split(","):  # "a mug 1, a knife 2, and a bowl 1"
+        words = part.split()
+        if words[:1] == ["and"]:
+            words = words[1:]
+        if words[:1] in (["a"], ["an"], ["the"]):
+            words = words[1:]
+        if words:
+            names.append(" ".join(words))
     return names
 
 
@@ -148,7 +156,7 @@ class _Where:
         else:
             return
         if self.at is not None:
-            if _IS_CLOSED.search(text):
+            if f"the {self.at} is closed." in text.lower():
                 self.closed.add(self.at)
             listed = things_seen(text)
             if listed is not None:

@@ -40,8 +40,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from reflexion.alfworld.diagnosis import MOST_REASONS, diagnosis, refused_commands
 from reflexion.alfworld.household import (
     FAILURE_CLASSES,
+    NOTHING,
     ParsedTurn,
     Turn,
     classify_failure,
@@ -455,13 +457,17 @@ def check_trial(turns: list[Turn], stop_reason: str | None) -> None:
     failure = classify_failure(turns, stop_reason, repeats=3, max_actions=30)
     assert failure in FAILURE_CLASSES
     assert (failure == "hallucination") == bool(found)
+    task = turns[0]["observation"] if turns else ""
+    refused = refused_commands(turns, task)
+    assert len(refused) <= MOST_REASONS and all(line.startswith("- ") for line in refused)
+    assert bool(diagnosis(turns, task)) == bool(refused)
 
 
 observation = st.one_of(
     model_text,
     st.builds(
         "You {} the {} {} the {}.".format,
-        st.sampled_from(["pick up", "move", "put"]),
+        st.sampled_from(["pick up", "move", "put", "arrive at", "open", "close"]),
         st.text(max_size=12),
         st.sampled_from(["from", "to", "in/on"]),
         st.text(max_size=12),
@@ -477,7 +483,7 @@ def test_parse_turn(text: str) -> None:
 
 @SOME
 @given(
-    st.lists(st.tuples(model_text, observation), max_size=8),
+    st.lists(st.tuples(model_text, observation | st.just("Nothing happens.")), max_size=8),
     st.none() | st.sampled_from(["the step limit was reached", "the judge stopped it"]),
     st.booleans(),
 )
@@ -494,7 +500,8 @@ def test_trial_analysis(pairs: list[tuple[str, str]], stop_reason: str | None, r
 def check_household_large(text: str) -> None:
     check_turn(big(parse_turn, text))
     turns = [Turn(action=text, observation=text), Turn(action=text[:200], observation=text)]
-    big(check_trial, turns * 2, text[:100])
+    refused = [Turn(action=text, observation=NOTHING), Turn(action=text[:200], observation=NOTHING)]
+    big(check_trial, turns * 2 + refused, text[:100])
 
 
 @LARGE
@@ -504,7 +511,8 @@ def test_household_large(recipe: tuple[str, str, str]) -> None:
 
 
 def test_household_sweep() -> None:
-    for text in sweep(["", "put", "move mug", "> ", "think:", "You pick up the ", "Action:"]):
+    openers = ["", "put", "move mug", "> ", "think:", "You pick up the ", "Action:", "you see "]
+    for text in sweep([*openers, "You arrive at ", "the cabinet 1 is closed", "take x from "]):
         check_household_large(text)
 
 
