@@ -32,6 +32,7 @@ from reflexion.alfworld.diagnosis import diagnosis, turns_of
 from reflexion.alfworld.env import Environment, TextWorldEnv
 from reflexion.alfworld.games import LIST_HINT, Game, resolve_game
 from reflexion.alfworld.household import (
+    EMPTY_REPLY,
     NOTHING,
     THINK_REPLY,
     EnvSessions,
@@ -235,7 +236,7 @@ def make_household_actor(
         if parsed.is_think:
             action, observation = parsed.action, THINK_REPLY
         elif not parsed.action:
-            action, observation = "(empty reply)", NOTHING
+            action, observation = EMPTY_REPLY, NOTHING
         else:
             action = parsed.action
             observation = live.step(key, game, commands, action)

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from reflexion.alfworld.household import NOTHING, Turn, commands_of
+from reflexion.alfworld.household import EMPTY_REPLY, NOTHING, Turn, commands_of
 
 MOST_REASONS = 5
 """Distinct refused commands explained per trial (the first ones): the feedback stays short."""
@@ -22,6 +22,24 @@ MOST_SEEN = 6
 """Objects listed when a ``take`` names one the agent did not see there."""
 
 COMMANDS = "go to, take, move, open, close, clean, heat, cool, use, examine, inventory, look"
+"""The game's verbs, as the actor's system prompt lists them."""
+
+FORMS = {
+    "go": "go to Y",
+    "take": "take X from Y",
+    "move": "move X to Y",
+    "put": "move X to Y",
+    "open": "open Y",
+    "close": "close Y",
+    "clean": "clean X with Y",
+    "heat": "heat X with Y",
+    "cool": "cool X with Y",
+    "use": "use X",
+}
+"""How each verb is written, for a command with a known verb in another form."""
+
+TOOLS = {"heat": ("microwave",), "cool": ("fridge",), "clean": ("sinkbasin", "bathtubbasin")}
+"""What each change of state is done with in ALFWorld's households."""
 
 _NAME = r"([^.\n]{1,80}?)"
 """A receptacle or object as the engine names it ("countertop 1"): bounded and free of full
@@ -30,12 +48,15 @@ _ARRIVE = re.compile(rf"^you arrive at (?:the )?{_NAME}\.", re.IGNORECASE)
 _OPENED = re.compile(rf"^you open the {_NAME}\.", re.IGNORECASE)
 _CLOSED_NOW = re.compile(rf"^you close the {_NAME}\.", re.IGNORECASE)
 _PICKED = re.compile(rf"^you pick up the {_NAME} from the {_NAME}\.", re.IGNORECASE)
-_PUT = re.compile(rf"^you (?:move the {_NAME} to|put the {_NAME} in/on) the {_NAME}\.", re.I)
+_PUT = re.compile(
+    rf"^you (?:move the {_NAME} to|put the {_NAME} in/on) the {_NAME}\.", re.IGNORECASE
+)
 
 _GO = re.compile(r"^go to (.+)$")
 _TAKE = re.compile(r"^take (.+?) from (.+)$")
-_MOVE = re.compile(r"^(?:move (.+?) to|put (.+?) (?:in/on|in|on)) (.+)$")
-_WITH = re.compile(r"^(?:heat|cool|clean|slice) (.+?) with (.+)$")
+_MOVE = re.compile(r"^move (.+?) to (.+)$")
+_PUT_CMD = re.compile(r"^put (.+?) (?:in/on|into|onto|in|on) (.+)$")
+_WITH = re.compile(r"^(heat|cool|clean) (.+?) with (.+)$")
 _OPEN = re.compile(r"^(open|close) (.+)$")
 _USE = re.compile(r"^use (.+)$")
 _KNOWN = re.compile(r"^(?:examine|inventory|look)\b")
@@ -90,48 +111,67 @@ class _Where:
 
     def why(self, command: str) -> str:
         """The likeliest reason the game refused ``command`` in this state."""
+        if command == EMPTY_REPLY:
+            return "the reply held no command"
         if m := _GO.match(command):
-            target = m.group(1)
-            if target == self.at:
-                return "you were already there"
-            if self.room is not None and target not in self.room:
-                return f"the room has no {target}"
-        elif m := _TAKE.match(command):
-            thing, source = m.groups()
-            if reason := self.unmet(None, source):
-                return reason
-            if self.held is not None:
-                return f"your hands were full: you were holding {self.held} (put it down first)"
-            if source in self.closed:
-                return f"{source} was closed (open it first)"
-            there = self.seen.get(source)
-            if there is not None and thing not in there:
-                listed = ", ".join(there[:MOST_SEEN]) or "nothing"
-                return f"there was no {thing} at {source} (you saw: {listed})"
-        elif m := _MOVE.match(command):
-            thing, target = m.group(1) or m.group(2), m.group(3)
-            if reason := self.unmet(thing, target):
-                return reason
-            if target in self.closed:
-                return f"{target} was closed (open it first)"
-        elif m := _WITH.match(command):
-            thing, tool = m.groups()
-            if reason := self.unmet(thing, tool):
-                return reason
-        elif m := _OPEN.match(command):
+            return self._go(m.group(1))
+        if m := _TAKE.match(command):
+            return self._take(*m.groups())
+        if m := _MOVE.match(command):
+            return self._move(*m.groups())
+        if m := _PUT_CMD.match(command):
+            return f"an object is put down with move {m.group(1)} to {m.group(2)}"
+        if m := _WITH.match(command):
+            return self._with(*m.groups())
+        if m := _OPEN.match(command):
             verb, target = m.groups()
-            if reason := self.unmet(None, target):
-                return reason
             state = "open" if verb == "open" else "closed"
-            return f"{target} does not {verb}, or was already {state}"
-        elif m := _USE.match(command):
+            return self.unmet(None, target) or f"{target} does not {verb}, or was already {state}"
+        if m := _USE.match(command):
             thing = m.group(1)
             places = [p for p, things in self.seen.items() if thing in things]
-            if places and self.at not in places:
+            if self.at and places and self.at not in places:
                 return f"{thing} is at {places[0]}, and you were at {self.at}"
+        elif (verb := command.split(" ", 1)[0]) in FORMS:
+            return f"{verb} is written {FORMS[verb]}"
         elif not _KNOWN.match(command):
             return f"the game has no such command (its commands: {COMMANDS})"
-        return "the game did not accept it as written"
+        return "nothing in the turns shows why"
+
+    def _go(self, target: str) -> str:
+        if target == self.at:
+            return "you were already there"
+        if self.room is not None and target not in self.room:
+            return f"the room has no {target}"
+        return "nothing in the turns shows why"
+
+    def _take(self, thing: str, source: str) -> str:
+        if self.held == thing:
+            return f"you were already holding {thing}"
+        if reason := self.unmet(None, source):
+            return reason
+        if self.held is not None:
+            return f"your hands were full: you were holding {self.held} (put it down first)"
+        if source in self.closed:
+            return f"{source} was closed (open it first)"
+        there = self.seen.get(source)
+        if there is not None and thing not in there:
+            listed = ", ".join(there[:MOST_SEEN]) or "nothing"
+            return f"there was no {thing} at {source} (you saw: {listed})"
+        return "nothing in the turns shows why"
+
+    def _move(self, thing: str, target: str) -> str:
+        if reason := self.unmet(thing, target):
+            return reason
+        if target in self.closed:
+            return f"{target} was closed (open it first)"
+        return "nothing in the turns shows why"
+
+    def _with(self, verb: str, thing: str, tool: str) -> str:
+        kinds = TOOLS[verb]
+        if tool.split(" ")[0] not in kinds:
+            return f"{verb} is done with a {' or '.join(kinds)}"
+        return self.unmet(thing, tool) or "nothing in the turns shows why"
 
     def observe(self, observation: str) -> None:
         """Bring the state up to date with a command's observation."""
@@ -139,7 +179,12 @@ class _Where:
         if m := _ARRIVE.match(text):
             self.at = m.group(1).lower()
         elif m := _OPENED.match(text):
-            self.closed.discard(m.group(1).lower())
+            opened = m.group(1).lower()
+            self.closed.discard(opened)
+            listed = things_seen(text)
+            if listed is not None:
+                self.seen[opened] = listed
+            return
         elif m := _CLOSED_NOW.match(text):
             self.closed.add(m.group(1).lower())
         elif m := _PICKED.match(text):
@@ -164,20 +209,23 @@ class _Where:
 
 
 def refused_commands(turns: Sequence[Turn], task: str = "") -> list[str]:
-    """One line per distinct command the game refused (``Nothing happens.``), the first
-    :data:`MOST_REASONS` of them, each with the likeliest reason and how often it was sent;
+    """One line per distinct command the game refused (``Nothing happens.``), the
+    :data:`MOST_REASONS` sent most often (the first of equals), each with the likeliest reason
+    and how often it was sent;
     ``task`` (the game's first observation) names the room's receptacles."""
     where = _Where(room=things_seen(task.split("\n")[0]) if task else None)
     counts: dict[tuple[str, str], int] = {}
     for turn in commands_of(turns):
         command, observation = turn["action"], turn["observation"]
         if observation.strip() == NOTHING:
+            command = " ".join(command.split())
             key = (command, where.why(command))
             counts[key] = counts.get(key, 0) + 1
         else:
             where.observe(observation)
     lines = []
-    for (command, reason), count in list(counts.items())[:MOST_REASONS]:
+    commonest = sorted(counts.items(), key=lambda item: -item[1])  # stable: ties keep order
+    for (command, reason), count in commonest[:MOST_REASONS]:
         times = f" ({count} times)" if count > 1 else ""
         lines.append(f"- {command}{times}: {reason}.")
     return lines

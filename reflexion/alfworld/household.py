@@ -26,6 +26,9 @@ THINK_REPLY = "OK."
 NOTHING = "Nothing happens."
 """The engine's reply to a command it cannot carry out."""
 
+EMPTY_REPLY = "(empty reply)"
+"""The action recorded for a reply that held no line (the agent observes ``NOTHING``)."""
+
 
 class Turn(TypedDict):
     """One turn of a trial: what the agent wrote and what it observed."""

@@ -274,7 +274,8 @@ class Context:
             "description": "ALFWorld: the reflector's feedback also lists the commands the game "
             'refused ("Nothing happens.") with the likeliest reason, read from the trial\'s '
             "own turns (not at that receptacle, not holding that object, hands full, closed, "
-            "not seen there). Off: the paper's feedback (why the trial stopped) only."
+            "not seen there, the wrong form or tool, no such command). Off: the paper's "
+            "feedback (why the trial stopped) only."
         },
     )
 

@@ -107,13 +107,54 @@ def test_an_opened_receptacle_and_a_put_down_object_are_tracked():
     ]
 
 
+def test_forms_tools_and_what_is_already_in_hand():
+    found = refused_commands(
+        turns(
+            ("(empty reply)", NOTHING),
+            ("go to countertop 1", COUNTER),
+            ("take apple 2", NOTHING),
+            ("take apple 2 from countertop 1", "You pick up the apple 2 from the countertop 1."),
+            ("take apple 2 from countertop 1", NOTHING),
+            ("put apple 2 in countertop 1", NOTHING),
+            ("heat  apple 2\nwith fridge 1", NOTHING),
+        ),
+        ROOM,
+    )
+    assert found == [
+        "- (empty reply): the reply held no command.",
+        "- take apple 2: take is written take X from Y.",
+        "- take apple 2 from countertop 1: you were already holding apple 2.",
+        "- put apple 2 in countertop 1: an object is put down with move apple 2 to countertop 1.",
+        "- heat apple 2 with fridge 1: heat is done with a microwave.",
+    ]
+
+
+def test_an_opened_receptacle_keeps_its_own_contents():
+    found = refused_commands(
+        turns(
+            ("go to cabinet 1", "You arrive at cabinet 1. The cabinet 1 is closed."),
+            (
+                "open cabinet 2",
+                "You open the cabinet 2. The cabinet 2 is open. In it, you see a cup 1.",
+            ),
+            ("take plate 1 from cabinet 2", NOTHING),
+            ("use desklamp 1", NOTHING),
+        ),
+    )
+    assert found[0] == "- take plate 1 from cabinet 2: you were at cabinet 1, not at cabinet 2."
+    assert found[1] == "- use desklamp 1: nothing in the turns shows why."
+
+
 def test_repeats_are_counted_and_the_list_is_capped():
     loop = [("try another command", NOTHING)] * 3
     others = [(f"go to shelf {i}", NOTHING) for i in range(MOST_REASONS + 2)]
-    found = refused_commands(turns(*loop, *others), ROOM)
+    twice = [("go to garage 1", NOTHING)] * 2
+    found = refused_commands(turns(*others, *loop, *twice), ROOM)
     assert len(found) == MOST_REASONS
+    # the commonest first (the loop that ended the trial is never cut), equals in order
     assert found[0].startswith("- try another command (3 times): the game has no such command")
-    assert found[1] == "- go to shelf 0: the room has no shelf 0."
+    assert found[1] == "- go to garage 1 (2 times): the room has no garage 1."
+    assert found[2:] == [f"- go to shelf {i}: the room has no shelf {i}." for i in range(3)]
 
 
 def test_a_trial_without_refusals_has_no_diagnosis():

@@ -3,7 +3,8 @@ exception, a wrong result, or quadratic time), with what it broke in a comment."
 
 from __future__ import annotations
 
-from reflexion.alfworld.household import Turn, hallucinated_actions, parse_turn
+from reflexion.alfworld.diagnosis import refused_commands
+from reflexion.alfworld.household import NOTHING, Turn, hallucinated_actions, parse_turn
 from reflexion.core.parsing import clean_reflection, parse_finish, parse_react_step, parse_verdict
 from reflexion.hotpotqa.wiki import base_title
 from reflexion.programming.problems import candidate_tests, extract_code, python_preamble
@@ -80,3 +81,10 @@ def test_a_function_defined_only_inside_main_is_no_implementation() -> None:
 def test_a_command_cut_at_200_characters_has_no_trailing_blank() -> None:
     # The cut could end on the blank between two words: "x x … x " is not the command sent.
     assert parse_turn("x " * 150).action == ("x " * 100).rstrip()
+
+
+def test_a_refused_command_with_a_newline_is_linear() -> None:
+    # (.+?) from (.+)$ stops at a newline, so every " from " before it was tried to the end.
+    command = "take " + "a from " * 30_000 + "\nx"
+    found = bounded(refused_commands, [Turn(action=command, observation=NOTHING)], limit=2)
+    assert len(found) == 1

@@ -1,6 +1,6 @@
 """The layout the README describes: graphs, nodes and prompts installed inside the package, no
-module (tests included) too long to read in one sitting, no package importing one that imports it back, and the
-type-checking mirror in .ci/typing complete."""
+module (tests included) too long to read in one sitting, no package importing one that imports
+it back, and the type-checking mirror in .ci/typing complete."""
 
 from __future__ import annotations
 
