@@ -1,14 +1,17 @@
 """Bad input to ``reflexion bench alfworld``: one clear line on stderr, exit code 2, nothing
-destroyed (the games, the thread database, results already written)."""
+destroyed (the games, the thread database, results already written); and good input reaching
+the run (pairing, the diagnosis)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reflexion.cli import alfworld as alfworld_cli
+from reflexion.cli import bench as run
 from tests.clikit import KEPT, cli, one_line_error
 
 
@@ -121,3 +124,25 @@ def test_alfworld_unwritable_output(monkeypatch, capsys, tmp_path, games):
     )  # fmt: skip
     one_line_error(code, err, "cannot write results", "--output")
     assert blocker.read_text() == "kept\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "paired", "diagnosis"),
+    [([], True, True), (["--unpaired", "--no-diagnose"], False, False)],
+)
+def test_pairing_and_the_diagnosis_reach_the_run(
+    monkeypatch, capsys, games, args, paired, diagnosis
+):
+    monkeypatch.setattr(alfworld_cli, "engine_available", lambda: True)
+    seen: dict[str, Any] = {}
+
+    def capture(self: Any, family: Any, variants: list[Any], *, paired: bool, **_: Any) -> Any:
+        seen.update(paired=paired, variants=variants)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(run.Common, "run", capture)
+    code, err = cli(monkeypatch, capsys, "bench", "alfworld", "--games", str(games), *args)
+    assert code == 0, err
+    assert seen["paired"] is paired
+    assert [v.ctx.alfworld_diagnosis for v in seen["variants"]] == [diagnosis, diagnosis]
+    assert [v.ctx.strategy for v in seen["variants"]] == ["none", "reflexion"]
