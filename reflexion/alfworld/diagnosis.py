@@ -1,7 +1,9 @@
-"""Why the game refused a command, read from the trial's own turns: where the agent was, what it
-held, which receptacles it found closed and what it saw in each. The engine answers every
-command it cannot carry out with the same "Nothing happens.", which a small model cannot learn
-from; the reflector gets these reasons instead (``Context.alfworld_diagnosis``).
+"""What an ALFWorld trial's own turns show, for the reflector (``Context.alfworld_diagnosis``):
+where the goal's objects were seen (or which receptacles were searched in vain), and why the
+game refused each refused command, worked out from where the agent was, what it held, which
+receptacles it found closed and what it saw in each. The engine answers every command it cannot
+carry out with the same "Nothing happens.", which a small model cannot learn from, and a small
+reflector misremembers where things were.
 
 Nothing here asks the engine: every reason follows from observations the agent itself saw, as
 the paper's heuristic does, so it is self-evaluation, not a hint from the environment.
@@ -95,6 +97,18 @@ class _Where:
     held: str | None = None
     closed: set[str] = field(default_factory=set)
     seen: dict[str, list[str]] = field(default_factory=dict)
+    first_seen: dict[str, str] = field(default_factory=dict)
+    """Each object, and the receptacle where the agent first saw it."""
+    searched: list[str] = field(default_factory=list)
+    """The receptacles whose contents the agent saw, in order."""
+
+    def look(self, place: str, listed: list[str]) -> None:
+        """Record what the agent saw at ``place``."""
+        self.seen[place] = listed
+        if place not in self.searched:
+            self.searched.append(place)
+        for thing in listed:
+            self.first_seen.setdefault(thing, place)
 
     def unmet(self, thing: str | None, target: str) -> str | None:
         """Why a command that needs ``thing`` in hand (if any) at ``target`` could not run:
@@ -183,7 +197,7 @@ class _Where:
             self.closed.discard(opened)
             listed = things_seen(text)
             if listed is not None:
-                self.seen[opened] = listed
+                self.look(opened, listed)
             return
         elif m := _CLOSED_NOW.match(text):
             self.closed.add(m.group(1).lower())
@@ -205,14 +219,11 @@ class _Where:
                 self.closed.add(self.at)
             listed = things_seen(text)
             if listed is not None:
-                self.seen[self.at] = listed
+                self.look(self.at, listed)
 
 
-def refused_commands(turns: Sequence[Turn], task: str = "") -> list[str]:
-    """One line per distinct command the game refused (``Nothing happens.``), the
-    :data:`MOST_REASONS` sent most often (the first of equals), each with the likeliest reason
-    and how often it was sent;
-    ``task`` (the game's first observation) names the room's receptacles."""
+def _replay(turns: Sequence[Turn], task: str) -> tuple[_Where, dict[tuple[str, str], int]]:
+    """The room as the turns left it, and each refused command with its reason and count."""
     where = _Where(room=things_seen(task.split("\n")[0]) if task else None)
     counts: dict[tuple[str, str], int] = {}
     for turn in commands_of(turns):
@@ -223,6 +234,15 @@ def refused_commands(turns: Sequence[Turn], task: str = "") -> list[str]:
             counts[key] = counts.get(key, 0) + 1
         else:
             where.observe(observation)
+    return where, counts
+
+
+def refused_commands(turns: Sequence[Turn], task: str = "") -> list[str]:
+    """One line per distinct command the game refused (``Nothing happens.``), the
+    :data:`MOST_REASONS` sent most often (the first of equals), each with the likeliest reason
+    and how often it was sent; ``task`` (the game's first observation) names the room's
+    receptacles."""
+    _, counts = _replay(turns, task)
     lines = []
     commonest = sorted(counts.items(), key=lambda item: -item[1])  # stable: ties keep order
     for (command, reason), count in commonest[:MOST_REASONS]:
@@ -231,12 +251,40 @@ def refused_commands(turns: Sequence[Turn], task: str = "") -> list[str]:
     return lines
 
 
+def task_words(task: str) -> set[str]:
+    """The words of the goal ("Your task is to: put a clean mug in coffeemachine.")."""
+    _, found, goal = task.lower().rpartition("your task is to:")
+    return set(re.findall(r"[a-z]+", goal)) if found else set()
+
+
+def sightings(turns: Sequence[Turn], task: str) -> list[str]:
+    """Where the trial saw the objects its goal names ("- mug 2 was at countertop 2."), or,
+    when it saw none, the receptacles it searched in vain, so the next trial looks elsewhere."""
+    where, _ = _replay(turns, task)
+    wanted = task_words(task)
+    found = [
+        f"{thing} at {place}"
+        for thing, place in where.first_seen.items()
+        if thing.rsplit(" ", 1)[0] in wanted
+    ]
+    if found:
+        return [f"- Seen: {', '.join(found[:MOST_SEEN])}."]
+    if where.searched:
+        return [f"- Searched without finding it: {', '.join(where.searched)}."]
+    return []
+
+
 def diagnosis(turns: Sequence[Turn], task: str = "") -> str:
-    """The refused commands as a feedback paragraph, or ``""`` when the game refused none."""
-    lines = refused_commands(turns, task)
-    if not lines:
-        return ""
-    return 'Commands the game refused (it answered "Nothing happens."):\n' + "\n".join(lines)
+    """What the trial's turns show, as a feedback paragraph: where the goal's objects were (or
+    where they were not), and the refused commands with why; ``""`` when there is neither."""
+    parts = []
+    if seen := sightings(turns, task):
+        parts.append("What the trial showed about the task's objects:\n" + "\n".join(seen))
+    if refused := refused_commands(turns, task):
+        parts.append(
+            'Commands the game refused (it answered "Nothing happens."):\n' + "\n".join(refused)
+        )
+    return "\n".join(parts)
 
 
 def turns_of(trajectory: Sequence[str]) -> list[Turn]:

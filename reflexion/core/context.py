@@ -271,11 +271,11 @@ class Context:
     alfworld_diagnosis: bool = field(
         default=True,
         metadata={
-            "description": "ALFWorld: the reflector's feedback also lists the commands the game "
-            'refused ("Nothing happens.") with the likeliest reason, read from the trial\'s '
-            "own turns (not at that receptacle, not holding that object, hands full, closed, "
-            "not seen there, the wrong form or tool, no such command). Off: the paper's "
-            "feedback (why the trial stopped) only."
+            "description": "ALFWorld: the reflector's feedback also says, from the trial's own "
+            "turns, where the goal's objects were seen (or which receptacles were searched in "
+            "vain) and why each refused command ('Nothing happens.') was refused: not at that "
+            "receptacle, not holding that object, hands full, closed, not seen there, the "
+            "wrong form or tool, no such command. Off: the paper's feedback only."
         },
     )
 

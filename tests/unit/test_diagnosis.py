@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reflexion.alfworld.diagnosis import MOST_REASONS, diagnosis, refused_commands, turns_of
+from reflexion.alfworld.diagnosis import (
+    MOST_REASONS,
+    diagnosis,
+    refused_commands,
+    sightings,
+    task_words,
+    turns_of,
+)
 from reflexion.alfworld.household import NOTHING, Turn
 from reflexion.cli.bench import first_trial_key, result_settings
 from reflexion.cli.hotpotqa import unused_by
@@ -157,8 +164,33 @@ def test_repeats_are_counted_and_the_list_is_capped():
     assert found[2:] == [f"- go to shelf {i}: the room has no shelf {i}." for i in range(3)]
 
 
-def test_a_trial_without_refusals_has_no_diagnosis():
-    assert diagnosis(turns(("go to countertop 1", COUNTER)), ROOM) == ""
+def test_where_the_goals_objects_were_seen_or_searched_for_in_vain():
+    found = turns(
+        ("go to countertop 1", COUNTER),
+        ("go to fridge 1", "You arrive at fridge 1. The fridge 1 is closed."),
+        ("open fridge 1", "You open the fridge 1. The fridge 1 is open. In it, you see a apple 1."),
+    )
+    assert sightings(found, ROOM) == ["- Seen: apple 2 at countertop 1, apple 1 at fridge 1."]
+    vain = turns(
+        ("go to cabinet 1", "You arrive at cabinet 1. On the cabinet 1, you see a cup 1."),
+        ("go to countertop 1", "You arrive at countertop 1. On the countertop 1, you see nothing."),
+    )
+    assert sightings(vain, ROOM) == ["- Searched without finding it: cabinet 1, countertop 1."]
+    assert sightings([], ROOM) == []
+    assert task_words(ROOM) == {"heat", "some", "apple", "and", "put", "it", "in", "fridge"}
+
+
+def test_the_diagnosis_puts_the_sightings_before_the_refusals():
+    text = diagnosis(turns(("go to countertop 1", COUNTER), ("look", NOTHING)), ROOM)
+    assert text == (
+        "What the trial showed about the task's objects:\n- Seen: apple 2 at countertop 1.\n"
+        'Commands the game refused (it answered "Nothing happens."):\n'
+        "- look: nothing in the turns shows why."
+    )
+
+
+def test_a_trial_without_sightings_or_refusals_has_no_diagnosis():
+    assert diagnosis(turns(("inventory", "You are not carrying anything.")), ROOM) == ""
     assert diagnosis([]) == ""
 
 

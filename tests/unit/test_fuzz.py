@@ -40,7 +40,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reflexion.alfworld.diagnosis import MOST_REASONS, diagnosis, refused_commands
+from reflexion.alfworld.diagnosis import MOST_REASONS, diagnosis, refused_commands, sightings
 from reflexion.alfworld.household import (
     FAILURE_CLASSES,
     NOTHING,
@@ -460,7 +460,7 @@ def check_trial(turns: list[Turn], stop_reason: str | None) -> None:
     task = turns[0]["observation"] if turns else ""
     refused = refused_commands(turns, task)
     assert len(refused) <= MOST_REASONS and all(line.startswith("- ") for line in refused)
-    assert bool(diagnosis(turns, task)) == bool(refused)
+    assert bool(diagnosis(turns, task)) == bool(refused or sightings(turns, task))
 
 
 observation = st.one_of(
