@@ -71,6 +71,7 @@ from reflexion.nodes.coder import (
 )
 from reflexion.nodes.household import (
     EnvFactory,
+    household_facts,
     household_reflection_messages,
     make_household_actor,
     make_household_evaluator,
@@ -314,7 +315,10 @@ def alfworld_builder(
         make_household_actor(actor_model, env_factory, sessions, family=alfworld_family),
         make_household_evaluator(evaluator_model),
         make_reflector(
-            reflector_model, messages=household_reflection_messages, family=alfworld_family
+            reflector_model,
+            messages=household_reflection_messages,
+            written=household_facts,
+            family=alfworld_family,
         ),
         state_schema=HouseholdState,
         input_schema=HouseholdInputState,

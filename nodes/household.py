@@ -28,7 +28,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from reflexion.alfworld.diagnosis import diagnosis, turns_of
+from reflexion.alfworld.diagnosis import diagnosis, facts, turns_of
 from reflexion.alfworld.env import Environment, TextWorldEnv
 from reflexion.alfworld.games import LIST_HINT, Game, resolve_game
 from reflexion.alfworld.household import (
@@ -112,6 +112,14 @@ def household_reflection_messages(state: Any, ctx: Context | None = None) -> lis
     return reflection_messages(
         state, "alfworld_reflect_examples", prompts="alfworld_reflect", feedback=feedback
     )
+
+
+def household_facts(state: Any, ctx: Context) -> str | None:
+    """The memory entry of a failed trial under ``Context.alfworld_memory="facts"`` (no model
+    call); None otherwise, so the reflector model writes it."""
+    if ctx.alfworld_memory != "facts":
+        return None
+    return facts(turns_of(state.trajectory), state.task)
 
 
 # ---- the actor --------------------------------------------------------------------------------

@@ -73,12 +73,15 @@ def make_reflector(
     *,
     examples: str = "reflect_examples",
     messages: Callable[[Any, Context], list[BaseMessage]] | None = None,
+    written: Callable[[Any, Context], str | None] | None = None,
     family: Family = QA_FAMILY,
     with_context: bool = False,
 ) -> Callable[[Any, Runtime[Context]], dict[str, Any]]:
     """The reflector node; ``model`` overrides ``Context.reflector_model``; ``examples`` names
     the prompt file of few-shot reflections (one per agent family); ``messages`` replaces the
     whole prompt (a function of the state and the context, e.g. the programming reflector's);
+    ``written`` gives a lesson that needs no model where the context asks for one (ALFWorld's
+    facts), or None to ask the reflector model;
     ``family`` is the task family its lessons are saved under (``Context.lessons``);
     ``with_context`` shows it the task's context, as its actor saw it.
 
@@ -93,6 +96,14 @@ def make_reflector(
             return messages(state, ctx)
         return reflection_messages(state, examples, with_context=with_context)
 
+    def ask_reflector(state: Any, ctx: Context) -> str:
+        llm = resolve_model(model, ctx.reflector_model, ctx, temperature=0.0, role="reflector")
+        messages_in = prompt(state, ctx)
+        if not ctx.reflection_examples:
+            # every reflector prompt is: instructions, worked examples as turns, the trial
+            messages_in = [messages_in[0], messages_in[-1]]
+        return clean_reflection(llm.invoke(messages_in, stop=STOP).text)
+
     # ``state`` is left untyped: LangGraph reads a node's input schema from its annotation, and
     # the node serves every graph's own state class (QA, programming…).
     def reflector(state: Any, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -102,12 +113,9 @@ def make_reflector(
             feedback = state.evaluations[-1]["feedback"] if state.evaluations else None
             update["previous_trajectory"] = [*state.trajectory, f"Observation: {feedback}"]
         if ctx.uses_reflections and ctx.memory_size > 0:
-            llm = resolve_model(model, ctx.reflector_model, ctx, temperature=0.0, role="reflector")
-            messages_in = prompt(state, ctx)
-            if not ctx.reflection_examples:
-                # every reflector prompt is: instructions, worked examples as turns, the trial
-                messages_in = [messages_in[0], messages_in[-1]]
-            lesson = clean_reflection(llm.invoke(messages_in, stop=STOP).text)
+            lesson = written(state, ctx) if written is not None else None
+            if lesson is None:
+                lesson = ask_reflector(state, ctx)
             if lesson:
                 update["reflections"] = update_window(state.reflections, lesson, ctx.memory_size)
                 if ctx.lessons:

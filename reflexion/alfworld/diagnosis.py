@@ -287,6 +287,16 @@ def diagnosis(turns: Sequence[Turn], task: str = "") -> str:
     return "\n".join(parts)
 
 
+def facts(turns: Sequence[Turn], task: str = "") -> str:
+    """The diagnosis as one memory entry (``Context.alfworld_memory="facts"``): where the goal's
+    objects were, then the refused commands with why, on one line."""
+    lines = [line.removeprefix("- ") for line in sightings(turns, task)]
+    refused = [line.removeprefix("- ") for line in refused_commands(turns, task)]
+    if refused:
+        lines.append("Refused: " + " ".join(refused))
+    return " ".join(lines) or "The trial's turns show nothing about the goal's objects."
+
+
 def turns_of(trajectory: Sequence[str]) -> list[Turn]:
     """The turns of a trajectory written as lines (``> action``, then its observation)."""
     turns: list[Turn] = []

@@ -79,6 +79,14 @@ def bench_alfworld(
             "game refused with why.",
         ),
     ] = False,
+    facts_memory: Annotated[
+        bool,
+        typer.Option(
+            "--facts-memory",
+            help="Ablation: a failed trial adds its own facts (where the goal's objects were, "
+            "refused commands and why) to memory instead of the model's reflection.",
+        ),
+    ] = False,
     model: opt.ModelOpt = DEFAULT_MODEL,
     temperature: opt.TempOpt = opt.DEFAULTS.temperature,
     base_url: opt.BaseUrlOpt = None,
@@ -113,6 +121,7 @@ def bench_alfworld(
             games=str(games) if games else None,
             alfworld_steps=max_steps,
             alfworld_diagnosis=not no_diagnose,
+            alfworld_memory="facts" if facts_memory else "reflection",
         )
         ctx = common.apply(ctx)
         settings = {

@@ -128,6 +128,7 @@ LATER_FIELDS: dict[str, Any] = {
     "correct_rejected": False,
     "redraw_steps": 0,
     "alfworld_diagnosis": False,
+    "alfworld_memory": "reflection",
 }
 """Context fields added after results files existed, with the behaviour those files ran
 under: in the settings only when a run differs from it, so earlier files keep their names
@@ -146,7 +147,7 @@ QA_FIELDS = (*ANSWER_FIELDS, *STEP_FIELDS)
 """Every field only a question-answering actor reads: what the other benchmarks pass as
 ``unused``."""
 
-HOUSEHOLD_FIELDS = ("alfworld_diagnosis",)
+HOUSEHOLD_FIELDS = ("alfworld_diagnosis", "alfworld_memory")
 """Context fields only the ALFWorld reflector reads: what the other benchmarks pass as
 ``unused``."""
 
@@ -186,6 +187,7 @@ AFTER_FIRST_TRIAL = (
     "reflector_sees_context",
     "review_reflections",
     "alfworld_diagnosis",
+    "alfworld_memory",
 )
 """Settings that act only after a task's first trial: runs that differ in them alone share
 their first trials in a paired comparison."""

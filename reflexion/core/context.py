@@ -25,6 +25,7 @@ LessonFilter = Literal["validated", "all"]
 LESSON_FILTERS: tuple[LessonFilter, ...] = ("validated", "all")
 TestTrust = Literal["all", "anchored"]
 CodeRetry = Literal["repair", "fresh"]
+HouseholdMemory = Literal["reflection", "facts"]
 
 _MODEL_HELP = (
     "A provider:model string: local:qwen2.5-coder-0.5b, local:smollm2-135m, "
@@ -276,6 +277,15 @@ class Context:
             "vain) and why each refused command ('Nothing happens.') was refused: not at that "
             "receptacle, not holding that object, hands full, closed, not seen there, the "
             "wrong form or tool, no such command. Off: the paper's feedback only."
+        },
+    )
+    alfworld_memory: HouseholdMemory = field(
+        default="reflection",
+        metadata={
+            "description": "ALFWorld, strategies with reflections: what a failed trial adds to "
+            "the Ω window: the reflector model's reflection (the paper), or facts: no model "
+            "call, the trial's own facts (where the goal's objects were seen or searched for "
+            "in vain, the refused commands and why); an ablation of the model's reflection."
         },
     )
 

@@ -127,11 +127,14 @@ def test_alfworld_unwritable_output(monkeypatch, capsys, tmp_path, games):
 
 
 @pytest.mark.parametrize(
-    ("args", "paired", "diagnosis"),
-    [([], True, True), (["--unpaired", "--no-diagnose"], False, False)],
+    ("args", "paired", "diagnosis", "memory"),
+    [
+        ([], True, True, "reflection"),
+        (["--unpaired", "--no-diagnose", "--facts-memory"], False, False, "facts"),
+    ],
 )
 def test_pairing_and_the_diagnosis_reach_the_run(
-    monkeypatch, capsys, games, args, paired, diagnosis
+    monkeypatch, capsys, games, args, paired, diagnosis, memory
 ):
     monkeypatch.setattr(alfworld_cli, "engine_available", lambda: True)
     seen: dict[str, Any] = {}
@@ -145,4 +148,5 @@ def test_pairing_and_the_diagnosis_reach_the_run(
     assert code == 0, err
     assert seen["paired"] is paired
     assert [v.ctx.alfworld_diagnosis for v in seen["variants"]] == [diagnosis, diagnosis]
+    assert [v.ctx.alfworld_memory for v in seen["variants"]] == [memory, memory]
     assert [v.ctx.strategy for v in seen["variants"]] == ["none", "reflexion"]

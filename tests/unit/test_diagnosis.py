@@ -9,6 +9,7 @@ from dataclasses import replace
 from reflexion.alfworld.diagnosis import (
     MOST_REASONS,
     diagnosis,
+    facts,
     refused_commands,
     sightings,
     task_words,
@@ -220,6 +221,27 @@ def test_the_reflector_reads_the_diagnosis_unless_it_is_off(games: str) -> None:
         assert "refused" not in out["evaluations"][0]["feedback"]
 
 
+def test_facts_are_one_memory_line():
+    trial = turns(("go to countertop 1", COUNTER), ("heat apple 2 with microwave 1", NOTHING))
+    assert facts(trial, ROOM) == (
+        "Seen: apple 2 at countertop 1. Refused: heat apple 2 with microwave 1: you were not "
+        "holding apple 2 (take it first)."
+    )
+    assert facts([], ROOM) == "The trial's turns show nothing about the goal's objects."
+
+
+def test_facts_memory_needs_no_reflector_model(games: str) -> None:
+    actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
+    reflector = ScriptedChatModel(replies=[])  # any call would fail: no replies scripted
+    graph, _ = build(actor, reflector)
+    out = run(graph, Context(games=games, max_trials=2, alfworld_memory="facts"))
+    assert out["solved"] and out["trial"] == 2
+    lesson = "Refused: take mug 1 from countertop 1 (4 times): you had not gone to countertop 1."
+    assert out["reflections"] == [lesson]
+    assert lesson in actor.prompt_text(4)  # the second trial's first turn reads it
+    assert reflector.prompts == []
+
+
 def test_results_keys_change_only_where_the_diagnosis_can_act():
     reflexion = Context(strategy="reflexion")
     assert result_settings(reflexion)["alfworld_diagnosis"] is True
@@ -230,3 +252,8 @@ def test_results_keys_change_only_where_the_diagnosis_can_act():
     assert "alfworld_diagnosis" not in result_settings(reflexion, unused=unused_by("cot-gt"))
     # it acts after the first trial, so both settings fork the same first trials
     assert first_trial_key(result_settings(reflexion)) == first_trial_key(result_settings(paper))
+    facts_run = replace(reflexion, alfworld_memory="facts")
+    assert result_settings(facts_run)["alfworld_memory"] == "facts"
+    assert "alfworld_memory" not in result_settings(reflexion)  # the paper's memory: old keys
+    assert result_settings(replace(none, alfworld_memory="facts")) == result_settings(none)
+    assert first_trial_key(result_settings(facts_run)) == first_trial_key(result_settings(paper))
