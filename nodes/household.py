@@ -85,16 +85,18 @@ def example_turns(example: str) -> list[BaseMessage]:
 def household_messages(state: Any, ctx: Context, kind: str, turns: list[Turn]) -> list[BaseMessage]:
     """Instructions, the two examples of this task type, the task and memory, then this
     trial's turns. Everything before the memory is the same in every trial of a task type (a
-    cacheable prefix)."""
-    messages: list[BaseMessage] = [
-        with_lessons(render("alfworld_system", max_steps=str(ctx.alfworld_steps)), state)
-    ]
-    for example in few_shot(f"alfworld_examples_{kind}"):
-        messages += example_turns(example)
+    cacheable prefix); ``Context.alfworld_memory_place="system"`` moves the memory to the end
+    of the system message."""
+    system = with_lessons(render("alfworld_system", max_steps=str(ctx.alfworld_steps)), state)
     user = render("alfworld_task", observation=state.task.strip())
     memory = memory_block(state, ctx, lessons=False)
-    if memory:
+    if memory and ctx.alfworld_memory_place == "system":
+        system = SystemMessage(f"{system.text}\n\n{memory}")
+    elif memory:
         user = f"{user}\n\n{memory}"
+    messages: list[BaseMessage] = [system]
+    for example in few_shot(f"alfworld_examples_{kind}"):
+        messages += example_turns(example)
     messages.append(HumanMessage(user))
     for turn in turns:
         messages += [AIMessage(turn["action"]), HumanMessage(turn["observation"])]

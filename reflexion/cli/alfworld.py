@@ -87,6 +87,13 @@ def bench_alfworld(
             "refused commands and why) to memory instead of the model's reflection.",
         ),
     ] = False,
+    memory_in_system: Annotated[
+        bool,
+        typer.Option(
+            "--system-memory",
+            help="The actor reads the memory at the end of the system message, not after the task.",
+        ),
+    ] = False,
     model: opt.ModelOpt = DEFAULT_MODEL,
     temperature: opt.TempOpt = opt.DEFAULTS.temperature,
     base_url: opt.BaseUrlOpt = None,
@@ -122,6 +129,7 @@ def bench_alfworld(
             alfworld_steps=max_steps,
             alfworld_diagnosis=not no_diagnose,
             alfworld_memory="facts" if facts_memory else "reflection",
+            alfworld_memory_place="system" if memory_in_system else "task",
         )
         ctx = common.apply(ctx)
         settings = {

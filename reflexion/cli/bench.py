@@ -129,6 +129,7 @@ LATER_FIELDS: dict[str, Any] = {
     "redraw_steps": 0,
     "alfworld_diagnosis": False,
     "alfworld_memory": "reflection",
+    "alfworld_memory_place": "task",
 }
 """Context fields added after results files existed, with the behaviour those files ran
 under: in the settings only when a run differs from it, so earlier files keep their names
@@ -147,7 +148,7 @@ QA_FIELDS = (*ANSWER_FIELDS, *STEP_FIELDS)
 """Every field only a question-answering actor reads: what the other benchmarks pass as
 ``unused``."""
 
-HOUSEHOLD_FIELDS = ("alfworld_diagnosis", "alfworld_memory")
+HOUSEHOLD_FIELDS = ("alfworld_diagnosis", "alfworld_memory", "alfworld_memory_place")
 """Context fields only the ALFWorld reflector reads: what the other benchmarks pass as
 ``unused``."""
 
@@ -188,6 +189,7 @@ AFTER_FIRST_TRIAL = (
     "review_reflections",
     "alfworld_diagnosis",
     "alfworld_memory",
+    "alfworld_memory_place",
 )
 """Settings that act only after a task's first trial: runs that differ in them alone share
 their first trials in a paired comparison."""

@@ -26,6 +26,7 @@ LESSON_FILTERS: tuple[LessonFilter, ...] = ("validated", "all")
 TestTrust = Literal["all", "anchored"]
 CodeRetry = Literal["repair", "fresh"]
 HouseholdMemory = Literal["reflection", "facts"]
+MemoryPlace = Literal["task", "system"]
 
 _MODEL_HELP = (
     "A provider:model string: local:qwen2.5-coder-0.5b, local:smollm2-135m, "
@@ -286,6 +287,14 @@ class Context:
             "the Ω window: the reflector model's reflection (the paper), or facts: no model "
             "call, the trial's own facts (where the goal's objects were seen or searched for "
             "in vain, the refused commands and why); an ablation of the model's reflection."
+        },
+    )
+    alfworld_memory_place: MemoryPlace = field(
+        default="task",
+        metadata={
+            "description": "ALFWorld: where the actor reads the memory: after the task, before "
+            "the trial's turns (the paper), or system: at the end of the system message, "
+            "away from the task and the few-shot games it follows."
         },
     )
 

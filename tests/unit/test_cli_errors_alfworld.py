@@ -130,7 +130,12 @@ def test_alfworld_unwritable_output(monkeypatch, capsys, tmp_path, games):
     ("args", "paired", "diagnosis", "memory"),
     [
         ([], True, True, "reflection"),
-        (["--unpaired", "--no-diagnose", "--facts-memory"], False, False, "facts"),
+        (
+            ["--unpaired", "--no-diagnose", "--facts-memory", "--system-memory"],
+            False,
+            False,
+            "facts",
+        ),
     ],
 )
 def test_pairing_and_the_diagnosis_reach_the_run(
@@ -149,4 +154,6 @@ def test_pairing_and_the_diagnosis_reach_the_run(
     assert seen["paired"] is paired
     assert [v.ctx.alfworld_diagnosis for v in seen["variants"]] == [diagnosis, diagnosis]
     assert [v.ctx.alfworld_memory for v in seen["variants"]] == [memory, memory]
+    place = "system" if "--system-memory" in args else "task"
+    assert [v.ctx.alfworld_memory_place for v in seen["variants"]] == [place, place]
     assert [v.ctx.strategy for v in seen["variants"]] == ["none", "reflexion"]

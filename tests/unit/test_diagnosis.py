@@ -242,6 +242,17 @@ def test_facts_memory_needs_no_reflector_model(games: str) -> None:
     assert reflector.prompts == []
 
 
+def test_memory_in_the_system_message_leaves_the_task_message_as_in_trial_1(games: str) -> None:
+    actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
+    reflector = ScriptedChatModel(replies=["Reflection: go to countertop 1 first."])
+    graph, _ = build(actor, reflector)
+    out = run(graph, Context(games=games, max_trials=2, alfworld_memory_place="system"))
+    assert out["solved"] and out["trial"] == 2
+    first, second = actor.prompts[0], actor.prompts[4]
+    assert "go to countertop 1 first" in second[0].text
+    assert [m.text for m in second[1:]] == [m.text for m in first[1:]]
+
+
 def test_results_keys_change_only_where_the_diagnosis_can_act():
     reflexion = Context(strategy="reflexion")
     assert result_settings(reflexion)["alfworld_diagnosis"] is True
@@ -257,3 +268,7 @@ def test_results_keys_change_only_where_the_diagnosis_can_act():
     assert "alfworld_memory" not in result_settings(reflexion)  # the paper's memory: old keys
     assert result_settings(replace(none, alfworld_memory="facts")) == result_settings(none)
     assert first_trial_key(result_settings(facts_run)) == first_trial_key(result_settings(paper))
+    placed = replace(reflexion, alfworld_memory_place="system")
+    assert result_settings(placed)["alfworld_memory_place"] == "system"
+    assert "alfworld_memory_place" not in result_settings(reflexion)
+    assert first_trial_key(result_settings(placed)) == first_trial_key(result_settings(paper))
