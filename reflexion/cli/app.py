@@ -9,6 +9,7 @@ per group; this one only assembles them.
 
 from __future__ import annotations
 
+import inspect
 import sys
 
 import typer
@@ -39,6 +40,20 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(perf_app, name="perf")
 app.command("plot")(results.plot_results)
 app.command("compare")(results.compare_results)
+
+
+def _one_line_summaries(*apps: typer.Typer) -> None:
+    """Each command's line in its group's list is its docstring's first paragraph as one
+    line: Typer's Rich listing keeps the docstring's own line breaks, which at 80 columns
+    leaves half-empty lines."""
+    for group in apps:
+        for info in group.registered_commands:
+            doc = info.callback.__doc__ if info.callback is not None else None
+            if info.short_help is None and doc:
+                info.short_help = " ".join(inspect.cleandoc(doc).split("\n\n")[0].split())
+
+
+_one_line_summaries(app, bench_app, perf_app)
 
 
 def main() -> None:

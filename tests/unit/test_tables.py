@@ -3,6 +3,7 @@ four strategies side by side and large token counts."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -109,3 +110,22 @@ def test_every_help_reads_whole_at_80_columns(command: list[str], monkeypatch) -
     assert result.exit_code == 0, result.output
     assert "…" not in result.output
     assert max(len(line) for line in result.output.splitlines()) <= 80
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "reflexion")
+def test_every_help_panel_fills_its_lines(command: list[str], monkeypatch) -> None:
+    """No hard line break from a docstring inside a panel: where a row's text goes on to a
+    second line, the first word there would not have fitted on the line before it."""
+    from typer.testing import CliRunner
+
+    from reflexion.cli.app import app
+
+    monkeypatch.setenv("COLUMNS", "80")
+    result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "80"})
+    rows = [line[1:-1] for line in result.output.splitlines() if line.startswith("│")]
+    for before, after in itertools.pairwise(rows):
+        if not after[:2].isspace() or after.strip()[:1] in ("", "["):
+            continue  # a new row, a blank line, or Typer's own [default: …] line
+        room = len(before) - len(before.rstrip()) - 2  # the padding and a space
+        word = after.split()[0]
+        assert len(word) > room, f"{' '.join(command)}: {before.strip()!r} breaks before {word!r}"
