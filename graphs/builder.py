@@ -71,8 +71,8 @@ from reflexion.nodes.coder import (
 )
 from reflexion.nodes.household import (
     EnvFactory,
-    household_facts,
     household_reflection_messages,
+    household_written,
     make_household_actor,
     make_household_evaluator,
 )
@@ -317,7 +317,7 @@ def alfworld_builder(
         make_reflector(
             reflector_model,
             messages=household_reflection_messages,
-            written=household_facts,
+            written=household_written,
             family=alfworld_family,
         ),
         state_schema=HouseholdState,

@@ -297,6 +297,26 @@ def facts(turns: Sequence[Turn], task: str = "") -> str:
     return " ".join(lines) or "The trial's turns show nothing about the goal's objects."
 
 
+def leads(turns: Sequence[Turn], task: str = "") -> str:
+    """Where the next trial should go, as one memory entry (``Context.alfworld_memory="leads"``):
+    each of the goal's objects the trial saw with the ``go to`` that reaches it, or, when it saw
+    none, the receptacles it never looked into. Nothing the game refused is quoted: a small
+    actor repeats the commands its memory names, even under "refused"."""
+    where, _ = _replay(turns, task)
+    wanted = task_words(task)
+    found = [
+        f"{thing} was at {place}: go to {place}."
+        for thing, place in where.first_seen.items()
+        if thing.rsplit(" ", 1)[0] in wanted
+    ]
+    if found:
+        return " ".join(found[:MOST_SEEN])
+    unseen = [place for place in where.room or [] if place not in where.searched]
+    if unseen:
+        return f"Places not looked into yet: {', '.join(unseen)}."
+    return "Every place was looked into once: open the closed ones and look again."
+
+
 def turns_of(trajectory: Sequence[str]) -> list[Turn]:
     """The turns of a trajectory written as lines (``> action``, then its observation)."""
     turns: list[Turn] = []

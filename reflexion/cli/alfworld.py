@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import typer
 from rich.markup import escape
@@ -17,6 +17,7 @@ from reflexion.bench.reports import compare_table, household_summary, outcome_ta
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, one_model_context
+from reflexion.core.context import HouseholdMemory
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 
@@ -79,14 +80,16 @@ def bench_alfworld(
             "game refused with why.",
         ),
     ] = False,
-    facts_memory: Annotated[
-        bool,
+    memory_entry: Annotated[
+        str,
         typer.Option(
-            "--facts-memory",
-            help="Ablation: a failed trial adds its own facts (where the goal's objects were, "
-            "refused commands and why) to memory instead of the model's reflection.",
+            "--memory-entry",
+            metavar="<kind>",
+            help="What a failed trial adds to memory: reflection (the reflector model's, the "
+            "paper); facts (no model: where the goal's objects were, refused commands and why); "
+            "leads (no model: where to go next, quoting no refused command).",
         ),
-    ] = False,
+    ] = "reflection",
     memory_in_system: Annotated[
         bool,
         typer.Option(
@@ -106,6 +109,7 @@ def bench_alfworld(
     step limit (Figure 3b) — as tables and PNGs; paired (the default), each strategy forks
     every game's one trial 1 and is compared with none game by game."""
     evaluator = opt.choice(evaluator, ("heuristic", "llm"), "--evaluator")
+    entry = opt.choice(memory_entry, get_args(HouseholdMemory), "--memory-entry")
     paired = opt.paired_locally(cli, paired_runs, common.where.server)
     opt.check_memory(memory, trials, given=opt.given(cli, "memory"))
     strategies = run.strategies_of(strategy)
@@ -128,7 +132,7 @@ def bench_alfworld(
             games=str(games) if games else None,
             alfworld_steps=max_steps,
             alfworld_diagnosis=not no_diagnose,
-            alfworld_memory="facts" if facts_memory else "reflection",
+            alfworld_memory=entry,
             alfworld_memory_place="system" if memory_in_system else "task",
         )
         ctx = common.apply(ctx)

@@ -25,7 +25,7 @@ LessonFilter = Literal["validated", "all"]
 LESSON_FILTERS: tuple[LessonFilter, ...] = ("validated", "all")
 TestTrust = Literal["all", "anchored"]
 CodeRetry = Literal["repair", "fresh"]
-HouseholdMemory = Literal["reflection", "facts"]
+HouseholdMemory = Literal["reflection", "facts", "leads"]
 MemoryPlace = Literal["task", "system"]
 
 _MODEL_HELP = (
@@ -284,9 +284,11 @@ class Context:
         default="reflection",
         metadata={
             "description": "ALFWorld, strategies with reflections: what a failed trial adds to "
-            "the Ω window: the reflector model's reflection (the paper), or facts: no model "
-            "call, the trial's own facts (where the goal's objects were seen or searched for "
-            "in vain, the refused commands and why); an ablation of the model's reflection."
+            "the Ω window: the reflector model's reflection (the paper); facts: no model call, "
+            "the trial's own facts (where the goal's objects were seen or searched for in vain, "
+            "the refused commands and why); or leads: no model call, only where to go next (the "
+            "goal's objects seen, each with its go to, else the places not looked into), "
+            "quoting no refused command."
         },
     )
     alfworld_memory_place: MemoryPlace = field(

@@ -38,6 +38,7 @@ def games(tmp_path: Path) -> Path:
     ("args", "needles"),
     [
         (["--evaluator", "oracle"], ["--evaluator 'oracle'", "heuristic, llm"]),
+        (["--memory-entry", "plan"], ["--memory-entry 'plan'", "reflection, facts, leads"]),
         (["--strategy", "none,best"], ["--strategy 'best'"]),
         (["--strategy", ","], ["--strategy is empty"]),
         (["--strategy", "none,reflexion", "-o", "x.jsonl"], ["--output takes one strategy"]),
@@ -131,10 +132,10 @@ def test_alfworld_unwritable_output(monkeypatch, capsys, tmp_path, games):
     [
         ([], True, True, "reflection"),
         (
-            ["--unpaired", "--no-diagnose", "--facts-memory", "--system-memory"],
+            ["--unpaired", "--no-diagnose", "--memory-entry", "leads", "--system-memory"],
             False,
             False,
-            "facts",
+            "leads",
         ),
     ],
 )

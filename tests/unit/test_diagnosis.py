@@ -10,6 +10,7 @@ from reflexion.alfworld.diagnosis import (
     MOST_REASONS,
     diagnosis,
     facts,
+    leads,
     refused_commands,
     sightings,
     task_words,
@@ -228,6 +229,37 @@ def test_facts_are_one_memory_line():
         "holding apple 2 (take it first)."
     )
     assert facts([], ROOM) == "The trial's turns show nothing about the goal's objects."
+
+
+def test_leads_name_where_to_go_and_quote_no_refused_command():
+    refused = ("heat apple 2 with microwave 1", NOTHING)
+    trial = turns(("go to countertop 1", COUNTER), refused)
+    assert leads(trial, ROOM) == "apple 2 was at countertop 1: go to countertop 1."
+    closed = "You arrive at cabinet 1. The cabinet 1 is closed."
+    empty = "You arrive at fridge 1. On the fridge 1, you see nothing."
+    trial = turns(("go to cabinet 1", closed), ("go to fridge 1", empty), ("take apple", NOTHING))
+    lead = leads(trial, ROOM)
+    assert lead == (
+        "Places not looked into yet: cabinet 1, countertop 1, microwave 1, sinkbasin 1."
+    )
+    assert "take apple" not in lead
+    everywhere = [
+        (f"go to {place}", f"You arrive at {place}. On the {place}, you see nothing.")
+        for place in ("cabinet 1", "countertop 1", "fridge 1", "microwave 1", "sinkbasin 1")
+    ]
+    assert leads(turns(*everywhere), ROOM).startswith("Every place was looked into once")
+
+
+def test_leads_memory_needs_no_reflector_model(games: str) -> None:
+    actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
+    reflector = ScriptedChatModel(replies=[])  # any call would fail: no replies scripted
+    graph, _ = build(actor, reflector)
+    out = run(graph, Context(games=games, max_trials=2, alfworld_memory="leads"))
+    assert out["solved"] and out["trial"] == 2
+    (lead,) = out["reflections"]
+    assert lead.startswith("Places not looked into yet: ") and "take mug" not in lead
+    assert lead in actor.prompt_text(4)
+    assert reflector.prompts == []
 
 
 def test_facts_memory_needs_no_reflector_model(games: str) -> None:

@@ -40,7 +40,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reflexion.alfworld.diagnosis import MOST_REASONS, diagnosis, refused_commands, sightings
+from reflexion.alfworld.diagnosis import (
+    MOST_REASONS,
+    diagnosis,
+    leads,
+    refused_commands,
+    sightings,
+)
 from reflexion.alfworld.household import (
     FAILURE_CLASSES,
     NOTHING,
@@ -461,6 +467,8 @@ def check_trial(turns: list[Turn], stop_reason: str | None) -> None:
     refused = refused_commands(turns, task)
     assert len(refused) <= MOST_REASONS and all(line.startswith("- ") for line in refused)
     assert bool(diagnosis(turns, task)) == bool(refused or sightings(turns, task))
+    lead = leads(turns, task)
+    assert lead and "Nothing happens" not in lead
 
 
 observation = st.one_of(
