@@ -257,18 +257,23 @@ def task_words(task: str) -> set[str]:
     return set(re.findall(r"[a-z]+", goal)) if found else set()
 
 
+def goal_objects(where: _Where, task: str) -> list[tuple[str, str]]:
+    """The objects the goal names that the turns saw, each with where it was first seen."""
+    wanted = task_words(task)
+    return [
+        (thing, place)
+        for thing, place in where.first_seen.items()
+        if thing.rsplit(" ", 1)[0] in wanted
+    ][:MOST_SEEN]
+
+
 def sightings(turns: Sequence[Turn], task: str) -> list[str]:
     """Where the trial saw the objects its goal names ("- mug 2 was at countertop 2."), or,
     when it saw none, the receptacles it searched in vain, so the next trial looks elsewhere."""
     where, _ = _replay(turns, task)
-    wanted = task_words(task)
-    found = [
-        f"{thing} at {place}"
-        for thing, place in where.first_seen.items()
-        if thing.rsplit(" ", 1)[0] in wanted
-    ]
+    found = [f"{thing} at {place}" for thing, place in goal_objects(where, task)]
     if found:
-        return [f"- Seen: {', '.join(found[:MOST_SEEN])}."]
+        return [f"- Seen: {', '.join(found)}."]
     if where.searched:
         return [f"- Searched without finding it: {', '.join(where.searched)}."]
     return []
@@ -303,14 +308,11 @@ def leads(turns: Sequence[Turn], task: str = "") -> str:
     none, the receptacles it never looked into. Nothing the game refused is quoted: a small
     actor repeats the commands its memory names, even under "refused"."""
     where, _ = _replay(turns, task)
-    wanted = task_words(task)
     found = [
-        f"{thing} was at {place}: go to {place}."
-        for thing, place in where.first_seen.items()
-        if thing.rsplit(" ", 1)[0] in wanted
+        f"{thing} was at {place}: go to {place}." for thing, place in goal_objects(where, task)
     ]
     if found:
-        return " ".join(found[:MOST_SEEN])
+        return " ".join(found)
     unseen = [place for place in where.room or [] if place not in where.searched]
     if unseen:
         return f"Places not looked into yet: {', '.join(unseen)}."

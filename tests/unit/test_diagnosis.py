@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from reflexion.alfworld.diagnosis import (
     MOST_REASONS,
     diagnosis,
@@ -250,26 +252,27 @@ def test_leads_name_where_to_go_and_quote_no_refused_command():
     assert leads(turns(*everywhere), ROOM).startswith("Every place was looked into once")
 
 
-def test_leads_memory_needs_no_reflector_model(games: str) -> None:
+@pytest.mark.parametrize(
+    ("entry", "written"),
+    [
+        (
+            "facts",
+            "Refused: take mug 1 from countertop 1 (4 times): you had not gone to countertop 1.",
+        ),
+        ("leads", "Places not looked into yet: "),
+    ],
+)
+def test_memory_entries_written_without_a_reflector_model(
+    games: str, entry: str, written: str
+) -> None:
     actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
     reflector = ScriptedChatModel(replies=[])  # any call would fail: no replies scripted
     graph, _ = build(actor, reflector)
-    out = run(graph, Context(games=games, max_trials=2, alfworld_memory="leads"))
+    out = run(graph, Context(games=games, max_trials=2, alfworld_memory=entry))  # type: ignore[arg-type]
     assert out["solved"] and out["trial"] == 2
-    (lead,) = out["reflections"]
-    assert lead.startswith("Places not looked into yet: ") and "take mug" not in lead
-    assert lead in actor.prompt_text(4)
-    assert reflector.prompts == []
-
-
-def test_facts_memory_needs_no_reflector_model(games: str) -> None:
-    actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
-    reflector = ScriptedChatModel(replies=[])  # any call would fail: no replies scripted
-    graph, _ = build(actor, reflector)
-    out = run(graph, Context(games=games, max_trials=2, alfworld_memory="facts"))
-    assert out["solved"] and out["trial"] == 2
-    lesson = "Refused: take mug 1 from countertop 1 (4 times): you had not gone to countertop 1."
-    assert out["reflections"] == [lesson]
+    (lesson,) = out["reflections"]
+    assert lesson.startswith(written)
+    assert (entry == "facts") == ("take mug" in lesson)  # leads quote no refused command
     assert lesson in actor.prompt_text(4)  # the second trial's first turn reads it
     assert reflector.prompts == []
 
