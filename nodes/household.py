@@ -85,12 +85,16 @@ def example_turns(example: str) -> list[BaseMessage]:
 def household_messages(state: Any, ctx: Context, kind: str, turns: list[Turn]) -> list[BaseMessage]:
     """Instructions, the two examples of this task type, the task and memory, then this
     trial's turns. Everything before the memory is the same in every trial of a task type (a
-    cacheable prefix); ``Context.alfworld_memory_place="system"`` moves the memory to the end
-    of the system message."""
+    cacheable prefix). ``Context.alfworld_memory_place`` moves the memory to the end of the
+    system message (``"system"``) or makes the reflections the trial's first think step
+    (``"think"``)."""
     system = with_lessons(render("alfworld_system", max_steps=str(ctx.alfworld_steps)), state)
     user = render("alfworld_task", observation=state.task.strip())
-    memory = memory_block(state, ctx, lessons=False)
-    if memory and ctx.alfworld_memory_place == "system":
+    place = ctx.alfworld_memory_place
+    window = state.reflections[-ctx.memory_size :] if ctx.memory_size > 0 else []
+    thought = place == "think" and ctx.uses_reflections and bool(window)
+    memory = memory_block(replace(state, reflections=[]) if thought else state, ctx, lessons=False)
+    if memory and place == "system":
         system = SystemMessage(f"{system.text}\n\n{memory}")
     elif memory:
         user = f"{user}\n\n{memory}"
@@ -98,6 +102,9 @@ def household_messages(state: Any, ctx: Context, kind: str, turns: list[Turn]) -
     for example in few_shot(f"alfworld_examples_{kind}"):
         messages += example_turns(example)
     messages.append(HumanMessage(user))
+    if thought:
+        notes = " ".join(" ".join(entry.split()) for entry in window)
+        messages += [AIMessage(render("alfworld_memory_think", notes=notes)), HumanMessage("OK.")]
     for turn in turns:
         messages += [AIMessage(turn["action"]), HumanMessage(turn["observation"])]
     return messages

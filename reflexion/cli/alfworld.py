@@ -17,7 +17,7 @@ from reflexion.bench.reports import compare_table, household_summary, outcome_ta
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, one_model_context
-from reflexion.core.context import HouseholdMemory
+from reflexion.core.context import HouseholdMemory, MemoryPlace
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 
@@ -90,13 +90,16 @@ def bench_alfworld(
             "leads (no model: where to go next, quoting no refused command).",
         ),
     ] = "reflection",
-    memory_in_system: Annotated[
-        bool,
+    memory_place: Annotated[
+        str,
         typer.Option(
-            "--system-memory",
-            help="The actor reads the memory at the end of the system message, not after the task.",
+            "--memory-place",
+            metavar="<place>",
+            help="Where the actor reads the memory: task (after the task, the paper), system "
+            "(end of the system message) or think (the reflections as the trial's first think "
+            "step).",
         ),
-    ] = False,
+    ] = "task",
     model: opt.ModelOpt = DEFAULT_MODEL,
     temperature: opt.TempOpt = opt.DEFAULTS.temperature,
     base_url: opt.BaseUrlOpt = None,
@@ -110,6 +113,7 @@ def bench_alfworld(
     every game's one trial 1 and is compared with none game by game."""
     evaluator = opt.choice(evaluator, ("heuristic", "llm"), "--evaluator")
     entry = opt.choice(memory_entry, get_args(HouseholdMemory), "--memory-entry")
+    place = opt.choice(memory_place, get_args(MemoryPlace), "--memory-place")
     paired = opt.paired_locally(cli, paired_runs, common.where.server)
     opt.check_memory(memory, trials, given=opt.given(cli, "memory"))
     strategies = run.strategies_of(strategy)
@@ -133,7 +137,7 @@ def bench_alfworld(
             alfworld_steps=max_steps,
             alfworld_diagnosis=not no_diagnose,
             alfworld_memory=entry,
-            alfworld_memory_place="system" if memory_in_system else "task",
+            alfworld_memory_place=place,
         )
         ctx = common.apply(ctx)
         settings = {

@@ -26,7 +26,7 @@ LESSON_FILTERS: tuple[LessonFilter, ...] = ("validated", "all")
 TestTrust = Literal["all", "anchored"]
 CodeRetry = Literal["repair", "fresh"]
 HouseholdMemory = Literal["reflection", "facts", "leads"]
-MemoryPlace = Literal["task", "system"]
+MemoryPlace = Literal["task", "system", "think"]
 
 _MODEL_HELP = (
     "A provider:model string: local:qwen2.5-coder-0.5b, local:smollm2-135m, "
@@ -295,8 +295,10 @@ class Context:
         default="task",
         metadata={
             "description": "ALFWorld: where the actor reads the memory: after the task, before "
-            "the trial's turns (the paper), or system: at the end of the system message, "
-            "away from the task and the few-shot games it follows."
+            "the trial's turns (the paper); system: at the end of the system message, away "
+            "from the task and the few-shot games it follows; or think: the Ω window as the "
+            "trial's first think step, in the actor's own format, the task message as in "
+            "trial 1."
         },
     )
 

@@ -39,6 +39,7 @@ def games(tmp_path: Path) -> Path:
     [
         (["--evaluator", "oracle"], ["--evaluator 'oracle'", "heuristic, llm"]),
         (["--memory-entry", "plan"], ["--memory-entry 'plan'", "reflection, facts, leads"]),
+        (["--memory-place", "end"], ["--memory-place 'end'", "task, system, think"]),
         (["--strategy", "none,best"], ["--strategy 'best'"]),
         (["--strategy", ","], ["--strategy is empty"]),
         (["--strategy", "none,reflexion", "-o", "x.jsonl"], ["--output takes one strategy"]),
@@ -132,7 +133,7 @@ def test_alfworld_unwritable_output(monkeypatch, capsys, tmp_path, games):
     [
         ([], True, True, "reflection"),
         (
-            ["--unpaired", "--no-diagnose", "--memory-entry", "leads", "--system-memory"],
+            ["--unpaired", "--no-diagnose", "--memory-entry", "leads", "--memory-place", "think"],
             False,
             False,
             "leads",
@@ -155,6 +156,6 @@ def test_pairing_and_the_diagnosis_reach_the_run(
     assert seen["paired"] is paired
     assert [v.ctx.alfworld_diagnosis for v in seen["variants"]] == [diagnosis, diagnosis]
     assert [v.ctx.alfworld_memory for v in seen["variants"]] == [memory, memory]
-    place = "system" if "--system-memory" in args else "task"
+    place = "think" if "think" in args else "task"
     assert [v.ctx.alfworld_memory_place for v in seen["variants"]] == [place, place]
     assert [v.ctx.strategy for v in seen["variants"]] == ["none", "reflexion"]

@@ -288,6 +288,23 @@ def test_memory_in_the_system_message_leaves_the_task_message_as_in_trial_1(game
     assert [m.text for m in second[1:]] == [m.text for m in first[1:]]
 
 
+def test_memory_as_the_first_think_step_leaves_the_task_message_as_in_trial_1(
+    games: str,
+) -> None:
+    actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
+    reflector = ScriptedChatModel(replies=["Reflection: go to\ncountertop 1 first."])
+    graph, _ = build(actor, reflector)
+    out = run(graph, Context(games=games, max_trials=2, alfworld_memory_place="think"))
+    assert out["solved"] and out["trial"] == 2
+    first, second = actor.prompts[0], actor.prompts[4]
+    assert [m.text for m in second[:-2]] == [m.text for m in first]
+    think, ok = second[-2:]
+    assert think.type == "ai" and ok.text == "OK."
+    assert think.text.startswith("think: ") and think.text.endswith("go to countertop 1 first.")
+    assert "\n" not in think.text  # one line, like the actor's own think steps
+    assert actor.prompts[5][-4].text == think.text  # it stays before the trial's own turns
+
+
 def test_results_keys_change_only_where_the_diagnosis_can_act():
     reflexion = Context(strategy="reflexion")
     assert result_settings(reflexion)["alfworld_diagnosis"] is True
