@@ -5,6 +5,7 @@ feedback, and results keys of runs without reflections, or of the other benchmar
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -277,26 +278,27 @@ def test_memory_entries_written_without_a_reflector_model(
     assert reflector.prompts == []
 
 
-def test_memory_in_the_system_message_leaves_the_task_message_as_in_trial_1(games: str) -> None:
+def two_trials(games: str, place: str) -> tuple[ScriptedChatModel, list[Any], list[Any]]:
+    """A lost trial 1 and a won trial 2 with the memory at ``place``: the actor, and the
+    prompts of each trial's first turn."""
     actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
-    reflector = ScriptedChatModel(replies=["Reflection: go to countertop 1 first."])
+    reflector = ScriptedChatModel(replies=["Reflection: go to\ncountertop 1 first."])
     graph, _ = build(actor, reflector)
-    out = run(graph, Context(games=games, max_trials=2, alfworld_memory_place="system"))
+    out = run(graph, Context(games=games, max_trials=2, alfworld_memory_place=place))  # type: ignore[arg-type]
     assert out["solved"] and out["trial"] == 2
-    first, second = actor.prompts[0], actor.prompts[4]
-    assert "go to countertop 1 first" in second[0].text
+    return actor, actor.prompts[0], actor.prompts[4]
+
+
+def test_memory_in_the_system_message_leaves_the_task_message_as_in_trial_1(games: str) -> None:
+    _, first, second = two_trials(games, "system")
+    assert "go to countertop 1 first" in " ".join(second[0].text.split())
     assert [m.text for m in second[1:]] == [m.text for m in first[1:]]
 
 
 def test_memory_as_the_first_think_step_leaves_the_task_message_as_in_trial_1(
     games: str,
 ) -> None:
-    actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
-    reflector = ScriptedChatModel(replies=["Reflection: go to\ncountertop 1 first."])
-    graph, _ = build(actor, reflector)
-    out = run(graph, Context(games=games, max_trials=2, alfworld_memory_place="think"))
-    assert out["solved"] and out["trial"] == 2
-    first, second = actor.prompts[0], actor.prompts[4]
+    actor, first, second = two_trials(games, "think")
     assert [m.text for m in second[:-2]] == [m.text for m in first]
     think, ok = second[-2:]
     assert think.type == "ai" and ok.text == "OK."
