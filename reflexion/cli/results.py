@@ -45,6 +45,21 @@ def plot_results(
     console.print(f"learning curve {output}")
 
 
+def run_labels(paths: list[Path]) -> list[str]:
+    """Short names for results files: their stems less the words all of them start with
+    ("alfworld-heuristic-"), so a table at 80 columns shows what differs; the whole paths
+    where two stems are the same."""
+    stems = [path.stem for path in paths]
+    if len(set(stems)) < len(stems):
+        return [str(path) for path in paths]
+    shared = stems[0] if len(stems) > 1 else ""
+    for stem in stems[1:]:
+        while not stem.startswith(shared):
+            shared = shared[:-1]
+    cut = shared.rfind("-") + 1
+    return [stem[cut:] for stem in stems]
+
+
 def compare_results(
     baseline: Annotated[Path, typer.Argument(help="Results JSONL of the baseline run.")],
     others: Annotated[
@@ -55,12 +70,12 @@ def compare_results(
     solved that the other did not and the exact McNemar p-value (HotPotQA: solved; programming:
     the hidden tests; ALFWorld: won)."""
     runs: dict[str, list[dict[str, Any]]] = {}
-    for path in [baseline, *others]:
+    paths = [baseline, *others]
+    for path, label in zip(paths, run_labels(paths), strict=True):
         if not path.is_file():
             raise ReflexionError(f"results file {path} does not exist: check the path")
         finals = list(finished_tasks(path).values())
         if not finals:
             raise ReflexionError(f"{path} holds no finished tasks: run the benchmark first")
-        label = path.stem if path.stem not in runs else str(path)
         runs[label] = finals
     console.print(compare_table(runs, next(iter(runs))))

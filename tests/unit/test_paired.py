@@ -183,8 +183,8 @@ def test_compare_pairs_two_results_files_by_task(tmp_path, monkeypatch, capsys):
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         return path
 
-    base = write("repair.jsonl", [True, False, False, True, False])
-    other = write("fresh.jsonl", [True, True, True, False, False])
+    base = write("programming-py-repair-1a.jsonl", [True, False, False, True, False])
+    other = write("programming-py-fresh-2b.jsonl", [True, True, True, False, False])
     monkeypatch.setattr(sys, "argv", ["reflexion", "compare", str(base), str(other)])
     monkeypatch.setenv("COLUMNS", "80")
     with pytest.raises(SystemExit) as exc:
@@ -192,7 +192,16 @@ def test_compare_pairs_two_results_files_by_task(tmp_path, monkeypatch, capsys):
     assert exc.value.code in (0, None)
     out = capsys.readouterr().out
     row = next(ln for ln in out.splitlines() if ln.strip().startswith("fresh"))
-    assert row.split() == ["fresh", "5", "2", "3", "2", "1", "1"]
+    assert row.split() == ["fresh-2b", "5", "2", "3", "2", "1", "1"]  # the shared words cut
+
+
+def test_run_labels_cut_the_shared_words_and_keep_same_stems_apart():
+    from reflexion.cli.results import run_labels
+
+    a, b = Path("runs/alfworld-heuristic-none-1.jsonl"), Path("runs/alfworld-heuristic-no-2.jsonl")
+    assert run_labels([a, b]) == ["none-1", "no-2"]  # cut at a whole word
+    assert run_labels([a]) == ["alfworld-heuristic-none-1"]
+    assert run_labels([a, Path("old") / a.name]) == [str(a), str(Path("old") / a.name)]
 
 
 def test_options_that_cannot_act_stay_out_of_a_strategys_results_key():
