@@ -98,3 +98,18 @@ def test_every_package_is_listed_for_the_wheel():
     for init in (ROOT / "reflexion").rglob("__init__.py"):
         found.add(".".join(("reflexion", *init.parent.relative_to(ROOT / "reflexion").parts)))
     assert listed == found
+
+
+def test_the_readme_layout_names_every_module():
+    """Each module file (other than ``__init__``/``__main__``) is named in the README's Layout
+    section, so the table cannot fall behind the tree."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    layout = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    unnamed = sorted(
+        str(file.relative_to(ROOT))
+        for file in modules().values()
+        if file.stem not in ("__init__", "__main__")
+        and f"`{file.name}`" not in layout
+        and f"`{file.relative_to(ROOT)}`" not in layout
+    )
+    assert not unnamed, f"the README's Layout section does not name: {unnamed}"
