@@ -28,7 +28,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from reflexion.alfworld.diagnosis import diagnosis, facts, leads, turns_of
+from reflexion.alfworld.diagnosis import diagnosis, facts, found_leads, leads, turns_of
 from reflexion.alfworld.env import Environment, TextWorldEnv
 from reflexion.alfworld.games import LIST_HINT, Game, resolve_game
 from reflexion.alfworld.household import (
@@ -125,11 +125,14 @@ def household_reflection_messages(state: Any, ctx: Context | None = None) -> lis
 
 def household_written(state: Any, ctx: Context) -> str | None:
     """The memory entry of a failed trial written without a model (``Context.alfworld_memory``
-    ``"facts"`` or ``"leads"``); None for ``"reflection"``, so the reflector model writes it."""
+    ``"facts"``, ``"leads"`` or ``"sightings"``, where ``""`` adds no entry); None for
+    ``"reflection"``, so the reflector model writes it."""
     if ctx.alfworld_memory == "facts":
         return facts(turns_of(state.trajectory), state.task)
     if ctx.alfworld_memory == "leads":
         return leads(turns_of(state.trajectory), state.task)
+    if ctx.alfworld_memory == "sightings":
+        return found_leads(turns_of(state.trajectory), state.task)
     return None
 
 

@@ -302,17 +302,24 @@ def facts(turns: Sequence[Turn], task: str = "") -> str:
     return " ".join(lines) or "The trial's turns show nothing about the goal's objects."
 
 
+def found_leads(turns: Sequence[Turn], task: str = "") -> str:
+    """Each of the goal's objects the trial saw, with the ``go to`` that reaches it, as one
+    memory entry (``Context.alfworld_memory="sightings"``); ``""`` (no entry) when it saw none:
+    a trial that found nothing leaves the next one's prompt as it was."""
+    where, _ = _replay(turns, task)
+    return " ".join(
+        f"{thing} was at {place}: go to {place}." for thing, place in goal_objects(where, task)
+    )
+
+
 def leads(turns: Sequence[Turn], task: str = "") -> str:
     """Where the next trial should go, as one memory entry (``Context.alfworld_memory="leads"``):
     each of the goal's objects the trial saw with the ``go to`` that reaches it, or, when it saw
     none, the receptacles it never looked into. Nothing the game refused is quoted: a small
     actor repeats the commands its memory names, even under "refused"."""
+    if found := found_leads(turns, task):
+        return found
     where, _ = _replay(turns, task)
-    found = [
-        f"{thing} was at {place}: go to {place}." for thing, place in goal_objects(where, task)
-    ]
-    if found:
-        return " ".join(found)
     unseen = [place for place in where.room or [] if place not in where.searched]
     if unseen:
         return f"Places not looked into yet: {', '.join(unseen)}."

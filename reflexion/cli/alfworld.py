@@ -87,7 +87,8 @@ def bench_alfworld(
             metavar="<kind>",
             help="What a failed trial adds to memory: reflection (the reflector model's, the "
             "paper); facts (no model: where the goal's objects were, refused commands and why); "
-            "leads (no model: where to go next, quoting no refused command).",
+            "leads (no model: where to go next, quoting no refused command); sightings (leads' "
+            "objects only, nothing when none was seen).",
         ),
     ] = "reflection",
     memory_place: Annotated[

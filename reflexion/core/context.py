@@ -25,7 +25,7 @@ LessonFilter = Literal["validated", "all"]
 LESSON_FILTERS: tuple[LessonFilter, ...] = ("validated", "all")
 TestTrust = Literal["all", "anchored"]
 CodeRetry = Literal["repair", "fresh"]
-HouseholdMemory = Literal["reflection", "facts", "leads"]
+HouseholdMemory = Literal["reflection", "facts", "leads", "sightings"]
 MemoryPlace = Literal["task", "system", "think"]
 
 _MODEL_HELP = (
@@ -288,7 +288,8 @@ class Context:
             "the trial's own facts (where the goal's objects were seen or searched for in vain, "
             "the refused commands and why); or leads: no model call, only where to go next (the "
             "goal's objects seen, each with its go to, else the places not looked into), "
-            "quoting no refused command."
+            "quoting no refused command; or sightings: the leads' objects only, and no entry "
+            "when the trial saw none (the next prompt stays as it was)."
         },
     )
     alfworld_memory_place: MemoryPlace = field(

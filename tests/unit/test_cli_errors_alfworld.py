@@ -38,7 +38,10 @@ def games(tmp_path: Path) -> Path:
     ("args", "needles"),
     [
         (["--evaluator", "oracle"], ["--evaluator 'oracle'", "heuristic, llm"]),
-        (["--memory-entry", "plan"], ["--memory-entry 'plan'", "reflection, facts, leads"]),
+        (
+            ["--memory-entry", "plan"],
+            ["--memory-entry 'plan'", "reflection, facts, leads, sightings"],
+        ),
         (["--memory-place", "end"], ["--memory-place 'end'", "task, system, think"]),
         (["--strategy", "none,best"], ["--strategy 'best'"]),
         (["--strategy", ","], ["--strategy is empty"]),

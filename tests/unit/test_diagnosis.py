@@ -13,6 +13,7 @@ from reflexion.alfworld.diagnosis import (
     MOST_REASONS,
     diagnosis,
     facts,
+    found_leads,
     leads,
     refused_commands,
     sightings,
@@ -251,6 +252,32 @@ def test_leads_name_where_to_go_and_quote_no_refused_command():
         for place in ("cabinet 1", "countertop 1", "fridge 1", "microwave 1", "sinkbasin 1")
     ]
     assert leads(turns(*everywhere), ROOM).startswith("Every place was looked into once")
+
+
+def test_sightings_name_only_the_goal_objects_seen_and_are_empty_otherwise():
+    trial = turns(("go to countertop 1", COUNTER), ("heat apple 2 with microwave 1", NOTHING))
+    assert found_leads(trial, ROOM) == "apple 2 was at countertop 1: go to countertop 1."
+    closed = "You arrive at cabinet 1. The cabinet 1 is closed."
+    assert found_leads(turns(("go to cabinet 1", closed)), ROOM) == ""
+    assert found_leads([], ROOM) == ""
+
+
+def test_a_trial_that_saw_no_goal_object_leaves_the_sightings_memory_empty(games: str) -> None:
+    """Sightings: nothing seen adds no entry, so trial 2 reads trial 1's prompt; a trial that
+    saw the mug adds where it was."""
+    blind = ["go to cabinet 1"] * 4 + WIN
+    actor = ScriptedChatModel(replies=blind)
+    reflector = ScriptedChatModel(replies=[])  # any call would fail: no replies scripted
+    graph, _ = build(actor, reflector)
+    out = run(graph, Context(games=games, max_trials=2, alfworld_memory="sightings"))
+    assert out["solved"] and not out.get("reflections")
+    assert [m.text for m in actor.prompts[4]] == [m.text for m in actor.prompts[0]]
+    seeing = ["go to countertop 1"] * 4 + WIN
+    actor = ScriptedChatModel(replies=seeing)
+    graph, _ = build(actor, reflector)
+    out = run(graph, Context(games=games, max_trials=2, alfworld_memory="sightings"))
+    assert out["reflections"] == ["mug 1 was at countertop 1: go to countertop 1."]
+    assert out["reflections"][0] in actor.prompt_text(4)
 
 
 @pytest.mark.parametrize(

@@ -43,6 +43,7 @@ from hypothesis import strategies as st
 from reflexion.alfworld.diagnosis import (
     MOST_REASONS,
     diagnosis,
+    found_leads,
     leads,
     refused_commands,
     sightings,
@@ -469,6 +470,8 @@ def check_trial(turns: list[Turn], stop_reason: str | None) -> None:
     assert bool(diagnosis(turns, task)) == bool(refused or sightings(turns, task))
     lead = leads(turns, task)
     assert lead and "Nothing happens" not in lead
+    found = found_leads(turns, task)
+    assert "Nothing happens" not in found and (not found or lead == found)
 
 
 observation = st.one_of(
