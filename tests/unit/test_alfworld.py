@@ -191,7 +191,8 @@ def test_heuristic_stops_the_trial_at_its_threshold_and_reflects(games: str) -> 
     actor = ScriptedChatModel(replies=["go to countertop 1"] * 4 + WIN)
     reflector = ScriptedChatModel(replies=["Reflection: I looped on the countertop; take the mug."])
     graph, _ = build(actor, reflector)
-    out = run(graph, Context(games=games, max_trials=3, evaluator="heuristic"))
+    ctx = Context(games=games, max_trials=3, evaluator="heuristic", alfworld_memory="reflection")
+    out = run(graph, ctx)
     first = out["episodes"][0]
     assert first["turns"] == 4 and not first["won"]
     assert first["failure"] == "inefficient_planning"
@@ -241,7 +242,9 @@ def test_omega_three_keeps_the_last_three_reflections(games: str) -> None:
 
     reflector = RuleChatModel(rule=rule)
     graph, _ = build(actor, reflector)
-    ctx = Context(games=games, max_trials=5, memory_size=3, alfworld_steps=2)
+    ctx = Context(
+        games=games, max_trials=5, memory_size=3, alfworld_steps=2, alfworld_memory="reflection"
+    )
     out = run(graph, ctx)
     assert out["trial"] == 5 and len(lessons) == 4
     assert out["reflections"] == ["Lesson number 2.", "Lesson number 3.", "Lesson number 4."]
@@ -341,7 +344,7 @@ def test_paired_strategies_fork_one_first_trial_of_each_game(games: str, tmp_pat
             meta={"task_id": GAME},
             fork_from="first-g",
         )
-        ctx = Context(games=games, max_trials=2, strategy=strategy)  # type: ignore[arg-type]
+        ctx = Context(games=games, max_trials=2, strategy=strategy, alfworld_memory="reflection")  # type: ignore[arg-type]
         with (tmp_path / f"{strategy}.jsonl").open("a", encoding="utf-8") as handle:
             done, errors = run_benchmark(graph, [task], ctx, Sink(handle), settings={})
         assert errors == []

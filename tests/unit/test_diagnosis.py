@@ -214,7 +214,9 @@ def test_the_reflector_reads_the_diagnosis_unless_it_is_off(games: str) -> None:
         actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
         reflector = ScriptedChatModel(replies=["Reflection: go to countertop 1 first."])
         graph, _ = build(actor, reflector)
-        ctx = Context(games=games, max_trials=2, alfworld_diagnosis=on)
+        ctx = Context(
+            games=games, max_trials=2, alfworld_diagnosis=on, alfworld_memory="reflection"
+        )
         out = run(graph, ctx)
         assert out["solved"] and out["trial"] == 2
         prompt = reflector.prompt_text(0)
@@ -311,7 +313,10 @@ def two_trials(games: str, place: str) -> tuple[ScriptedChatModel, list[Any], li
     actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
     reflector = ScriptedChatModel(replies=["Reflection: go to\ncountertop 1 first."])
     graph, _ = build(actor, reflector)
-    out = run(graph, Context(games=games, max_trials=2, alfworld_memory_place=place))  # type: ignore[arg-type]
+    ctx = Context(
+        games=games, max_trials=2, alfworld_memory="reflection", alfworld_memory_place=place
+    )  # type: ignore[arg-type]
+    out = run(graph, ctx)
     assert out["solved"] and out["trial"] == 2
     return actor, actor.prompts[0], actor.prompts[4]
 
@@ -335,7 +340,7 @@ def test_memory_as_the_first_think_step_leaves_the_task_message_as_in_trial_1(
 
 
 def test_results_keys_change_only_where_the_diagnosis_can_act():
-    reflexion = Context(strategy="reflexion")
+    reflexion = Context(strategy="reflexion", alfworld_memory="reflection")
     assert result_settings(reflexion)["alfworld_diagnosis"] is True
     paper = replace(reflexion, alfworld_diagnosis=False)
     assert "alfworld_diagnosis" not in result_settings(paper)  # files from before it existed

@@ -344,7 +344,8 @@ def test_task_family_override_and_per_graph_families(games: str, corpus: Any):
         reflector_model=ScriptedChatModel(replies=["Reflection: take the mug first."]),
         sessions=EnvSessions(ScriptedHousehold),
     ).compile(checkpointer=InMemorySaver(), store=store)
-    alf.invoke({"game": GAME}, config("a1"), context=Context(games=games, lessons=True, **ALL))
+    ctx = Context(games=games, lessons=True, alfworld_memory="reflection", **ALL)
+    alf.invoke({"game": GAME}, config("a1"), context=ctx)
     assert "Lesson for alfworld-put" in player.prompt_text(0)
     assert store.get(("reflexion", "lessons", "alfworld-put"), "a1:1") is not None
     # an explicit family is shared by any graph
