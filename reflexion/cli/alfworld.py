@@ -85,12 +85,12 @@ def bench_alfworld(
         typer.Option(
             "--memory-entry",
             metavar="<kind>",
-            help="What a failed trial adds to memory: reflection (the reflector model's, the "
-            "paper); facts (no model: where the goal's objects were, refused commands and why); "
-            "leads (no model: where to go next, quoting no refused command); sightings (leads' "
-            "objects only, nothing when none was seen).",
+            help="What a failed trial adds to memory: sightings (no model: the goal's objects "
+            "seen and where, nothing when none was seen); reflection (the reflector model's, "
+            "the paper); facts (no model: where the goal's objects were, refused commands and "
+            "why); leads (no model: the sightings, else the places not looked into).",
         ),
-    ] = "reflection",
+    ] = opt.DEFAULTS.alfworld_memory,
     memory_place: Annotated[
         str,
         typer.Option(

@@ -281,15 +281,15 @@ class Context:
         },
     )
     alfworld_memory: HouseholdMemory = field(
-        default="reflection",
+        default="sightings",
         metadata={
             "description": "ALFWorld, strategies with reflections: what a failed trial adds to "
-            "the Ω window: the reflector model's reflection (the paper); facts: no model call, "
-            "the trial's own facts (where the goal's objects were seen or searched for in vain, "
-            "the refused commands and why); or leads: no model call, only where to go next (the "
-            "goal's objects seen, each with its go to, else the places not looked into), "
-            "quoting no refused command; or sightings: the leads' objects only, and no entry "
-            "when the trial saw none (the next prompt stays as it was)."
+            "the Ω window. sightings (no model call): each of the goal's objects the trial saw, "
+            "with the go to that reaches it, and no entry when it saw none, so the next prompt "
+            "stays as it was; reflection: the reflector model's reflection (the paper); facts "
+            "(no model call): where the goal's objects were seen or searched for in vain, the "
+            "refused commands and why; leads (no model call): the sightings, else the places "
+            "not looked into, quoting no refused command."
         },
     )
     alfworld_memory_place: MemoryPlace = field(
