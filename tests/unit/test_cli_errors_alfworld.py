@@ -134,7 +134,7 @@ def test_alfworld_unwritable_output(monkeypatch, capsys, tmp_path, games):
 @pytest.mark.parametrize(
     ("args", "paired", "diagnosis", "memory"),
     [
-        ([], True, True, "reflection"),
+        ([], True, True, "sightings"),
         (
             ["--unpaired", "--no-diagnose", "--memory-entry", "leads", "--memory-place", "think"],
             False,
