@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+from typing import Any
+
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
@@ -67,3 +70,13 @@ def prompt_tokens(llm: BaseChatModel, messages: list[BaseMessage]) -> int:
     if isinstance(llm, EmbeddedChatModel):
         return overhead + llm.get_num_tokens("\n".join(m.text for m in messages))
     return overhead + sum(len(m.text) for m in messages) // 4
+
+
+def named_seed(llm: BaseChatModel, *names: object) -> dict[str, Any]:
+    """Call options that seed one draw by what it draws (``names``: e.g. the game, the trial
+    and the turn) rather than by what ran before it in the process; empty for a model with
+    no ``seed`` option."""
+    if "seed" not in type(llm).model_fields:
+        return {}
+    digest = hashlib.sha256("\x1f".join(map(str, names)).encode()).digest()
+    return {"seed": int.from_bytes(digest[:4], "big")}

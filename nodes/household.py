@@ -46,7 +46,13 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, alfworld_family, recall_update
 from reflexion.core.state import Episode, HouseholdState, TrialInput, TrialRecord
 from reflexion.nodes.actor import memory_block, with_lessons
-from reflexion.nodes.common import actor_llm, prompt_tokens, resolve_model, trajectory_text
+from reflexion.nodes.common import (
+    actor_llm,
+    named_seed,
+    prompt_tokens,
+    resolve_model,
+    trajectory_text,
+)
 from reflexion.nodes.evaluator import Evaluation, ask_judge
 from reflexion.nodes.reflector import reflection_messages
 from reflexion.prompts import few_shot, render
@@ -253,7 +259,12 @@ def make_household_actor(
                 f"{ctx.context_budget}, before the task was done"
             )
             return finish(state, ctx, state.turns, reason, won=False)
-        parsed = parse_turn(llm.invoke(messages, stop=STOP).text)
+        seed = (
+            named_seed(llm, game.name, state.trial, len(state.turns))
+            if ctx.alfworld_seeds == "turn"
+            else {}
+        )
+        parsed = parse_turn(llm.invoke(messages, stop=STOP, **seed).text)
         commands = list(state.commands)
         if parsed.is_think:
             action, observation = parsed.action, THINK_REPLY

@@ -17,7 +17,7 @@ from reflexion.bench.reports import compare_table, household_summary, outcome_ta
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, one_model_context
-from reflexion.core.context import HouseholdMemory, MemoryPlace
+from reflexion.core.context import HouseholdMemory, MemoryPlace, TurnSeeds
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 
@@ -101,6 +101,16 @@ def bench_alfworld(
             "step).",
         ),
     ] = "task",
+    seeds: Annotated[
+        str,
+        typer.Option(
+            "--seeds",
+            metavar="<seeds>",
+            help="turn: each turn's sampling seed named by the game, trial and turn (a rerun "
+            "draws the same; strategies draw alike until their prompts differ); process: one "
+            "counter per process.",
+        ),
+    ] = opt.DEFAULTS.alfworld_seeds,
     model: opt.ModelOpt = DEFAULT_MODEL,
     temperature: opt.TempOpt = opt.DEFAULTS.temperature,
     base_url: opt.BaseUrlOpt = None,
@@ -115,6 +125,7 @@ def bench_alfworld(
     evaluator = opt.choice(evaluator, ("heuristic", "llm"), "--evaluator")
     entry = opt.choice(memory_entry, get_args(HouseholdMemory), "--memory-entry")
     place = opt.choice(memory_place, get_args(MemoryPlace), "--memory-place")
+    seeding = opt.choice(seeds, get_args(TurnSeeds), "--seeds")
     paired = opt.paired_locally(cli, paired_runs, common.where.server)
     opt.check_memory(memory, trials, given=opt.given(cli, "memory"))
     strategies = run.strategies_of(strategy)
@@ -139,6 +150,7 @@ def bench_alfworld(
             alfworld_diagnosis=not no_diagnose,
             alfworld_memory=entry,
             alfworld_memory_place=place,
+            alfworld_seeds=seeding,
         )
         ctx = common.apply(ctx)
         settings = {

@@ -130,6 +130,7 @@ LATER_FIELDS: dict[str, Any] = {
     "alfworld_diagnosis": False,
     "alfworld_memory": "reflection",
     "alfworld_memory_place": "task",
+    "alfworld_seeds": "process",
 }
 """Context fields added after results files existed, with the behaviour those files ran
 under: in the settings only when a run differs from it, so earlier files keep their names
@@ -151,6 +152,10 @@ QA_FIELDS = (*ANSWER_FIELDS, *STEP_FIELDS)
 HOUSEHOLD_FIELDS = ("alfworld_diagnosis", "alfworld_memory", "alfworld_memory_place")
 """Context fields only the ALFWorld reflector reads: what the other benchmarks pass as
 ``unused``."""
+
+
+ALFWORLD_FIELDS = (*HOUSEHOLD_FIELDS, "alfworld_seeds")
+"""Every field only the ALFWorld graph reads: what the other benchmarks pass as ``unused``."""
 
 
 def result_settings(ctx: Context, *, unused: tuple[str, ...] = ()) -> dict[str, Any]:

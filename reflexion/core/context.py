@@ -27,6 +27,7 @@ TestTrust = Literal["all", "anchored"]
 CodeRetry = Literal["repair", "fresh"]
 HouseholdMemory = Literal["reflection", "facts", "leads", "sightings"]
 MemoryPlace = Literal["task", "system", "think"]
+TurnSeeds = Literal["turn", "process"]
 
 _MODEL_HELP = (
     "A provider:model string: local:qwen2.5-coder-0.5b, local:smollm2-135m, "
@@ -300,6 +301,18 @@ class Context:
             "from the task and the few-shot games it follows; or think: the Ω window as the "
             "trial's first think step, in the actor's own format, the task message as in "
             "trial 1."
+        },
+    )
+
+    alfworld_seeds: TurnSeeds = field(
+        default="turn",
+        metadata={
+            "description": "ALFWorld actor, models with a seed (the embedded model, OpenAI): "
+            "turn: each turn's sampling seed is named by the game, the trial and the turn, so "
+            "a rerun draws the same, and strategies that fork the same trial 1 draw alike "
+            "until their prompts differ (a trial whose memory is empty then replays the "
+            "baseline's); process: one counter per process, so a run's draws depend on what "
+            "ran before it in that process."
         },
     )
 

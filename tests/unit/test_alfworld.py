@@ -5,6 +5,7 @@ the failure classes of Figure 3b."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -206,6 +207,29 @@ def test_heuristic_stops_the_trial_at_its_threshold_and_reflects(games: str) -> 
     assert "I looped on the countertop" in second
     assert "go to countertop 1\nYou arrive at countertop 1" not in second.split("I looped")[1]
     assert "4 times" in reflector.prompt_text(0)
+
+
+class SeededScript(ScriptedChatModel):
+    """A scripted model that takes a ``seed`` call option, as the embedded model does."""
+
+    seed: int | None = None
+
+
+@pytest.mark.parametrize("strategy", ["none", "reflexion"])
+def test_turn_seeds_are_named_by_the_game_trial_and_turn(games: str, strategy: str) -> None:
+    def seeds(ctx: Context, thread: str) -> list[Any]:
+        actor = SeededScript(replies=["go to countertop 1"])
+        graph, _ = build(actor)
+        run(graph, ctx, thread)
+        return [kw.get("seed") for kw in actor.kwargs_seen]
+
+    ctx = Context(games=games, max_trials=2, evaluator="heuristic", strategy=strategy)
+    drawn = seeds(ctx, "a")
+    assert len(drawn) == 8 and len(set(drawn)) == 8  # two trials of four turns, all distinct
+    # another thread, another strategy, the same draws: a rerun reproduces, and paired
+    # strategies share their random numbers turn by turn
+    assert seeds(replace(ctx, strategy="none"), "b") == drawn
+    assert seeds(replace(ctx, alfworld_seeds="process"), "c") == [None] * 8
 
 
 def test_the_llm_evaluator_does_not_cut_trials_short(games: str) -> None:
