@@ -9,7 +9,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from reflexion.core.context import Context
-from reflexion.core.models import EmbeddedChatModel, RetryPolicy, load_chat_model
+from reflexion.core.models import EmbeddedChatModel, RetryPolicy, load_chat_model, takes_seed
 
 RESAMPLE_TEMPERATURE = 0.8
 """Temperature of the extra samples drawn when a retry repeats an earlier failed attempt
@@ -75,8 +75,8 @@ def prompt_tokens(llm: BaseChatModel, messages: list[BaseMessage]) -> int:
 def named_seed(llm: BaseChatModel, *names: object) -> dict[str, Any]:
     """Call options that seed one draw by what it draws (``names``: e.g. the game, the trial
     and the turn) rather than by what ran before it in the process; empty for a model with
-    no ``seed`` option."""
-    if "seed" not in type(llm).model_fields:
+    no ``seed`` option (:func:`takes_seed`)."""
+    if not takes_seed(llm):
         return {}
     digest = hashlib.sha256("\x1f".join(map(str, names)).encode()).digest()
     return {"seed": int.from_bytes(digest[:4], "big")}

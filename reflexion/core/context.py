@@ -307,7 +307,8 @@ class Context:
     alfworld_seeds: TurnSeeds = field(
         default="turn",
         metadata={
-            "description": "ALFWorld actor on the embedded model (hosted models draw as they do): "
+            "description": "ALFWorld actor, on models that take a seed (the embedded and OpenAI "
+            "ones; a served model may ignore it): "
             "turn: each turn's sampling seed is named by the game, the trial and the turn, so "
             "a rerun draws the same, and strategies that fork the same trial 1 draw alike "
             "until their prompts differ (a trial whose memory is empty then replays the "

@@ -482,6 +482,14 @@ class RetryingChatModel(BaseChatModel):
         return self.inner.get_num_tokens(text)
 
 
+def takes_seed(llm: BaseChatModel) -> bool:
+    """Whether ``llm`` accepts a ``seed`` call option: the embedded model and OpenAI's do, and
+    a :class:`RetryingChatModel` forwards call options to the model it wraps."""
+    while isinstance(llm, RetryingChatModel):
+        llm = llm.inner
+    return "seed" in type(llm).model_fields
+
+
 @functools.lru_cache(maxsize=32)
 def load_chat_model(
     spec: str,

@@ -293,3 +293,13 @@ def test_bench_summary_counts_errors_apart_from_failures(server, tmp_path, monke
     assert re.search(r"cot none\s+2/2\s+1\s", text), text
     assert "1 question(s) failed with an error" in text
     assert "solved 2/2" in text
+
+
+def test_a_named_seed_reaches_a_wrapped_hosted_model_on_every_attempt(server):
+    chat = model(server)
+    seed = node_common.named_seed(chat, "game", 2, 7)
+    assert seed and seed == node_common.named_seed(chat, "game", 2, 7)
+    assert seed != node_common.named_seed(chat, "game", 2, 8)
+    server.script(["429"])
+    assert chat.invoke("Hi", **seed).text.startswith("Thought: ok.")
+    assert [body.get("seed") for body in server.requests] == [seed["seed"]] * 2
