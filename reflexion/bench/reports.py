@@ -291,3 +291,32 @@ def compare_table(runs: dict[str, list[dict[str, Any]]], baseline: str) -> Table
         p = paired((base[t], mine[t]) for t in mine if t in base)
         out.add_row(label, *paired_cells(p))
     return out
+
+
+def slices_table(runs: dict[str, list[dict[str, Any]]], baseline: str, size: int) -> Table:
+    """Each run against the baseline, slice by slice: the baseline's tasks in its file's order
+    (a benchmark's order, when it ran one task at a time) cut into runs of ``size``, with
+    both solved counts and the tasks fixed and broken in each."""
+    out = table(
+        "run",
+        "tasks",
+        "baseline\nsolved",
+        "run\nsolved",
+        "fixed",
+        "broken",
+        title=f"slices of {size}, against {baseline}",
+    )
+    order = [str(f.get("task_id")) for f in runs[baseline]]
+    base = {str(f.get("task_id")): outcome(f) for f in runs[baseline]}
+    for label, finals in runs.items():
+        if label == baseline:
+            continue
+        mine = {str(f.get("task_id")): outcome(f) for f in finals}
+        common = [t for t in order if t in mine]
+        for start in range(0, len(common), size):
+            part = common[start : start + size]
+            p = paired((base[t], mine[t]) for t in part)
+            span = f"{start + 1}–{start + len(part)}"
+            cells = (p.baseline, p.method, p.fixed, p.broken)
+            out.add_row(label if start == 0 else "", span, *(str(n) for n in cells))
+    return out

@@ -11,7 +11,7 @@ import typer
 from reflexion.bench.driver import solved_by_trial
 from reflexion.bench.ledger import finished_tasks
 from reflexion.bench.plots import learning_curve
-from reflexion.bench.reports import compare_table
+from reflexion.bench.reports import compare_table, slices_table
 from reflexion.cli.common import console
 from reflexion.core.errors import ReflexionError
 
@@ -65,6 +65,16 @@ def compare_results(
     others: Annotated[
         list[Path], typer.Argument(help="Results JSONL files of the runs to compare with it.")
     ],
+    slices: Annotated[
+        int | None,
+        typer.Option(
+            "--slices",
+            metavar="N",
+            min=1,
+            help="Also compare slice by slice: the baseline's tasks in its file's order, "
+            "N at a time.",
+        ),
+    ] = None,
 ) -> None:
     """Compare finished benchmark runs task by task with a baseline run: the tasks each
     solved that the other did not and the exact McNemar p-value (HotPotQA: solved; programming:
@@ -79,3 +89,5 @@ def compare_results(
             raise ReflexionError(f"{path} holds no finished tasks: run the benchmark first")
         runs[label] = finals
     console.print(compare_table(runs, next(iter(runs))))
+    if slices is not None:
+        console.print(slices_table(runs, next(iter(runs)), slices))

@@ -272,3 +272,37 @@ def test_repeated_counts_retries_that_give_a_rejected_answer_again():
     ]
     assert repeated(finals) == "2/4"
     assert repeated([final(("Oder", True))]) == "-"
+
+
+def test_compare_by_slices_counts_each_slice_in_the_baselines_order(tmp_path, monkeypatch, capsys):
+    import json
+    import sys
+
+    from reflexion.cli.app import main
+
+    def write(name: str, passed: dict[str, bool]) -> Path:
+        path = tmp_path / name
+        rows = [
+            {"type": "final", "thread_id": f"{name}-{t}", "task_id": t, "hidden_pass": ok}
+            for t, ok in passed.items()
+        ]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        return path
+
+    base = write("simple-1a.jsonl", {"t0": True, "t1": False, "t2": True, "t3": False, "t4": True})
+    # the other run finished its tasks in another order; the slices follow the baseline's
+    other = write("fresh-2b.jsonl", {"t4": True, "t3": True, "t2": False, "t1": True, "t0": True})
+    monkeypatch.setattr(
+        sys, "argv", ["reflexion", "compare", str(base), str(other), "--slices", "2"]
+    )
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code in (0, None)
+    out = capsys.readouterr().out.split("slices of 2")[1]
+    rows = [ln.split() for ln in out.splitlines() if "–" in ln]
+    assert rows == [
+        ["fresh-2b", "1–2", "1", "2", "1", "0"],
+        ["3–4", "1", "1", "1", "1"],
+        ["5–5", "1", "1", "0", "0"],
+    ]
