@@ -132,7 +132,7 @@ def _validate_after(update: Any, state: Any, runtime: Runtime[Context], family: 
 def _choose_answer(update: Any, state: Any, runtime: Runtime[Context]) -> Any:
     """When this evaluation ends the thread (success, or the trial limit) and the context asks
     for the best attempt (``Context.select_answer``), the update's ``answer`` becomes the best
-    trial's answer by the evaluator's evidence (:mod:`reflexion.selection`)."""
+    trial's answer by the evaluator's evidence (:mod:`reflexion.core.selection`)."""
     ctx = get_context(runtime)
     if ctx.select_answer != "best" or not isinstance(update, dict):
         return update

@@ -8,7 +8,7 @@ subgraph.
 
 Run settings (trial limit, Ω, strategy, judge mode and threshold, models named by string) come
 from the runtime context, as in every graph here: pass ``context=Context(max_trials=5)`` to
-``invoke``/``stream``; with no context the :class:`~reflexion.context.Context` defaults apply.
+``invoke``/``stream``; with no context the :class:`~reflexion.core.context.Context` defaults apply.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from reflexion.core.context import Context, get_context
-from reflexion.core.errors import ReflexionError
+from reflexion.core.errors import ProviderError, ReflexionError
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import Verdict, parse_verdict
 from reflexion.core.state import State, TrialRecord
@@ -86,6 +86,8 @@ def ask_judge(
         return parse_verdict(reply.text)
     try:
         out = model.with_structured_output(schema).invoke(messages)
+    except ProviderError:  # the provider failed past its retries: a second call would too
+        raise
     except Exception:  # no structured output, or output that fails validation: parse text
         return parse_verdict(model.invoke(messages).text)
     if isinstance(out, JudgeOutput):

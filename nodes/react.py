@@ -3,10 +3,10 @@
 One trial is a small loop — ``begin → think → act → think → … → END`` — compiled as its own
 graph and used as the Reflexion graph's ``actor`` node, so Studio shows the steps and a
 checkpointed thread resumes mid-trial. ``think`` asks the model for one step; ``act`` runs the
-action (``Search``/``Lookup`` on a :class:`~reflexion.wiki.WikiBackend`, or ``Finish``) and adds
-the observation. A trial halts, as in the paper, at the step limit or when the prompt outgrows
-the context budget; a halted trial has no answer and a ``stop_reason`` the evaluator reports.
-An unparseable reply becomes an observation that says so, and the loop goes on. A step
+action (``Search``/``Lookup`` on a :class:`~reflexion.hotpotqa.wiki.WikiBackend`, or ``Finish``)
+and adds the observation. A trial halts, as in the paper, at the step limit or when the prompt
+outgrows the context budget; a halted trial has no answer and a ``stop_reason`` the evaluator
+reports. An unparseable reply becomes an observation that says so, and the loop goes on. A step
 that repeats a search of this trial, or finishes with an answer already judged incorrect, is
 drawn again hotter (``Context.redraw_steps``, ``Context.redraw_rejected``) before it runs.
 """
@@ -119,7 +119,7 @@ class ReactState(ReactInput):
     pending: dict[str, Any] | None = None
     """The step ``think`` produced and ``act`` has not run yet."""
     cursor: dict[str, Any] = field(default_factory=dict)
-    """Last page searched and lookup progress (:class:`~reflexion.wiki.LookupCursor`)."""
+    """Last page searched and lookup progress (:class:`~reflexion.hotpotqa.wiki.LookupCursor`)."""
     answer: str | None = None
     stop_reason: str | None = None
     done: bool = False

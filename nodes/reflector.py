@@ -2,7 +2,7 @@
 a person reads, edits or drops that lesson before the next trial (``Context.review_reflections``).
 
 With ``Context.lessons`` on, every new reflection is also saved to the long-term lesson store
-(:mod:`reflexion.lessons`), not yet validated (the evaluator node marks it validated when a
+(:mod:`reflexion.core.lessons`), not yet validated (the evaluator node marks it validated when a
 later trial of this thread that saw it succeeds); an edit in review updates it there and a drop
 deletes it.
 """

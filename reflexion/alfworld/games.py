@@ -373,7 +373,7 @@ def load_games(source: str | Path | None = None) -> list[Game]:
     below it; a file means a bundle made by :func:`pack_games` (unpacked once into
     ``$XDG_CACHE_HOME/reflexion/alfworld/<hash>/``). A game's kind comes from the first path
     component that starts with one of the :data:`TASK_TYPES` prefixes. Problems raise
-    :class:`~reflexion.errors.DatasetError` with a one-line message naming the file.
+    :class:`~reflexion.core.errors.DatasetError` with a one-line message naming the file.
     """
     path = bundled_games_path() if source is None else Path(source).expanduser()
     if path.is_dir():

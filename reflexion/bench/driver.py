@@ -6,7 +6,7 @@ last line is its ``final`` line (or an ``error`` line when it failed with an exc
 with the same settings skips tasks that have a ``final`` line and resumes the others from their
 checkpoint, so an interrupted run loses at most the step in flight.
 
-Accounting (:mod:`reflexion.usage`): every ``trial`` and ``reflection`` line carries ``usage``,
+Accounting (:mod:`reflexion.core.usage`): every ``trial`` and ``reflection`` line carries ``usage``,
 the prompt and completion tokens, model calls and wall time per node of what ran since the
 thread's previous line — a trial line the actor and the evaluator (and a setup node such as
 the test writer on the first trial, or a reflector that wrote no reflection), a reflection line
@@ -172,7 +172,7 @@ def release_held(
 
 class SavedStates(Protocol):
     """What :func:`unrecorded` reads of a thread: a compiled graph with its checkpointer, or a
-    LangGraph server thread's saved states (:class:`reflexion.remote.ServerThread`)."""
+    LangGraph server thread's saved states (:class:`reflexion.bench.remote.ServerThread`)."""
 
     def get_state(self, config: RunnableConfig) -> Any: ...
 

@@ -15,20 +15,20 @@ which runs here when given a :class:`~reflexion.bench.driver.ServerGraph`):
   file is therefore always in the thread's saved state, and a rerun never runs its trial again;
 * when the run ends (or a rerun finds the thread), what the thread's saved states hold but the
   file lacks (this client killed after a save, before its line) is written from the server's
-  state history, marked ``"recovered": true`` (:func:`reflexion.bench.unrecorded`);
+  state history, marked ``"recovered": true`` (:func:`reflexion.bench.driver.unrecorded`);
 * a client that dies (SIGKILL, lost connection) takes its runs with it: they are submitted
   with ``on_disconnect="cancel"``, so the server interrupts them at once and keeps their saved
   checkpoints for the rerun;
 * a task's ``final`` line is built from the thread's final state; ``finalize`` (e.g. the
   programming benchmark's hidden tests) runs here, on that state, not on the server;
 * a failed run is an ``error`` line with the server's error and message, and the benchmark
-  goes on; an error that is ours to report (:class:`~reflexion.errors.ReflexionError`, e.g. a
+  goes on; an error that is ours to report (:class:`~reflexion.core.errors.ReflexionError`, e.g. a
   model string the server cannot load) stops it, as a local run does;
 * on a rerun a task with a ``final`` line is skipped; a thread that is still running is waited
   for; an unfinished thread (interrupted, failed, cut off, or cancelled between a node's saved
-  writes and its step's checkpoint: :func:`reflexion.persistence.unfinished`) is resumed with
+  writes and its step's checkpoint: :func:`reflexion.core.persistence.unfinished`) is resumed with
   input ``None``, from its latest checkpoint's id when a node was cancelled halfway through
-  its writes (:func:`reflexion.persistence.cut_short`: the step is replayed); a finished
+  its writes (:func:`reflexion.core.persistence.cut_short`: the step is replayed); a finished
   thread without a ``final`` line gets it from its state without running again.
 
 Accounting differs from a local run, because the server does not hand over LangChain
@@ -102,7 +102,7 @@ def _reflexion_error_names() -> set[str]:
 
 class RunEvents:
     """Turns the parts a run streams into our events (``trial``, ``reflection``), each with
-    the usage of what ran since the previous event, as :func:`reflexion.bench.stream_thread`
+    the usage of what ran since the previous event, as :func:`reflexion.bench.driver.stream_thread`
     reports them for a local run."""
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
@@ -197,7 +197,7 @@ class _SavedTask:
 @dataclass(frozen=True)
 class _Snapshot:
     """A server's saved state with the attributes of a local ``StateSnapshot`` that
-    :func:`reflexion.persistence.thread_history` reads."""
+    :func:`reflexion.core.persistence.thread_history` reads."""
 
     values: Any
     next: tuple[str, ...]
@@ -233,11 +233,11 @@ class HistoryNeeded(Exception):
 
 
 class ServerThread:
-    """A server thread's saved states, read the way :func:`reflexion.bench.unrecorded` reads a
-    local graph's checkpoints: ``state`` is its latest (``threads.get_state``), ``history``
+    """A server thread's saved states, read the way :func:`reflexion.bench.driver.unrecorded` reads
+    a local graph's checkpoints: ``state`` is its latest (``threads.get_state``), ``history``
     every saved state, newest first (``threads.get_history``), or ``None`` while not fetched
-    (asking for it then raises :class:`HistoryNeeded`: most threads miss no line, and the
-    latest state alone shows that)."""
+    (asking for it then raises :class:`HistoryNeeded`: most threads miss no line, and the latest
+    state alone shows that)."""
 
     def __init__(self, state: ThreadState, history: list[ThreadState] | None = None) -> None:
         self.state = state
@@ -271,7 +271,7 @@ async def missing_lines(
 ) -> list[tuple[str, dict[str, Any]]]:
     """The trial and reflection lines the server thread (``state``: its latest saved state)
     holds but ``recorded`` (the trial numbers with a line, see
-    :func:`reflexion.bench.recorded_lines`) lacks, in order, marked ``recovered``."""
+    :func:`reflexion.bench.ledger.recorded_lines`) lacks, in order, marked ``recovered``."""
     try:
         return list(unrecorded(ServerThread(state), thread_id, recorded))
     except HistoryNeeded:

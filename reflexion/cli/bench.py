@@ -161,6 +161,12 @@ ALFWORLD_FIELDS = (*HOUSEHOLD_FIELDS, "alfworld_seeds")
 def result_settings(ctx: Context, *, unused: tuple[str, ...] = ()) -> dict[str, Any]:
     """The settings that name a results file: what the run computes, without the options that
     cannot act in it (``unused`` by the benchmark's actor, or under its strategy)."""
+    if "alfworld_memory" not in unused and ctx.alfworld_memory != "reflection":
+        # The code writes the memory and no reflector runs: its options are inert, and read
+        # as the defaults (the reflector as the actor), so the run keeps the default's name.
+        ctx = replace(
+            ctx, reflector_model=ctx.actor_model, reflection_examples=True, alfworld_diagnosis=True
+        )
     left_out = {*TRANSPORT_FIELDS, "review_reflections", *unused}
     if not ctx.lessons:
         left_out.update(LESSON_FIELDS)

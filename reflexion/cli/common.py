@@ -98,7 +98,7 @@ def resolve_models(ctx: Context) -> None:
 
 @contextlib.contextmanager
 def checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
-    """The thread database named by ``--db`` (see :mod:`reflexion.persistence`)."""
+    """The thread database named by ``--db`` (see :mod:`reflexion.core.persistence`)."""
     with open_checkpointer(db) as saver:
         yield saver
 

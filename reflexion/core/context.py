@@ -497,7 +497,7 @@ def get_context(runtime: Runtime[Context] | None) -> Context:
         if unknown:
             warnings.warn(
                 f"context key(s) {', '.join(unknown)} are not Context fields and are ignored "
-                "(check the spelling; `reflexion models` and the README list the fields)",
+                "(check the spelling; the README's configuration table lists the fields)",
                 UserWarning,
                 stacklevel=2,
             )

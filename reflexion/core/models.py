@@ -9,7 +9,7 @@ cache directory and verified against a pinned SHA-256. Any other string goes to 
 Hosted and served models get bounded retries (:class:`RetryingChatModel`, LangChain's
 ``with_retry``): a call that times out, is rate-limited (429), fails with a server error (5xx)
 or returns an empty message is tried again after an exponential backoff with jitter; when the
-tries run out the call raises :class:`~reflexion.errors.ProviderError` with the reason. The
+tries run out the call raises :class:`~reflexion.core.errors.ProviderError` with the reason. The
 embedded model is not wrapped (an in-process call has none of these faults).
 
 Weights load once per process (``_load_llama`` is cached) and calls to one llama.cpp context are
@@ -466,8 +466,19 @@ class RetryingChatModel(BaseChatModel):
     def with_structured_output(
         self, schema: dict[str, Any] | type, *, include_raw: bool = False, **kwargs: Any
     ) -> Runnable[LanguageModelInput, dict[str, Any] | BaseModel]:
-        inner = self.inner.with_structured_output(schema, include_raw=include_raw, **kwargs)
-        return self._retrying(inner)
+        inner = self._retrying(
+            self.inner.with_structured_output(schema, include_raw=include_raw, **kwargs)
+        )
+
+        def call(value: Any, config: RunnableConfig | None = None) -> Any:
+            with self._reporting():
+                return inner.invoke(value, config)
+
+        async def acall(value: Any, config: RunnableConfig | None = None) -> Any:
+            with self._reporting():
+                return await inner.ainvoke(value, config)
+
+        return RunnableLambda(call, afunc=acall, name="structured_output")
 
     def bind_tools(
         self,

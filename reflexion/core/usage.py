@@ -1,7 +1,7 @@
 """Token, call and time accounting of a graph run, per top-level node.
 
 :class:`UsageRecorder` is a LangChain callback handler given to one thread's run (see
-``reflexion.bench.stream_thread``). Each model call counts for the top-level node it runs in:
+``reflexion.bench.driver.stream_thread``). Each model call counts for the top-level node it runs in:
 LangGraph puts the node path into the callback metadata (``langgraph_checkpoint_ns`` is
 ``actor:<id>`` for a node of the Reflexion graph and ``actor:<id>|think:<id>`` for a node of a
 subgraph it runs), so the ReAct steps and the ALFWorld turns count for ``actor``. Wall time is

@@ -319,7 +319,8 @@ _RUST_TEST = re.compile(r"^\s*(assert(?:_eq|_ne)?!\s*\(.*\)\s*+;?)\s*$")
 def candidate_tests(reply: str, problem: CodeProblem) -> list[str]:
     """Test statements in a reply, deduplicated, in order: Python ``assert`` statements that
     parse (``ast``) and call the function; Rust ``assert!``/``assert_eq!`` lines (their
-    syntax and types are checked by compiling, see :func:`reflexion.sandbox.check_rust_tests`)."""
+    syntax and types are checked by compiling, see
+    :func:`reflexion.programming.sandbox.runner.check_rust_tests`)."""
     seen: dict[str, None] = {}
     for raw in reply.splitlines():
         line = raw.strip().rstrip(",")

@@ -358,3 +358,21 @@ def test_results_keys_change_only_where_the_diagnosis_can_act():
     assert result_settings(placed)["alfworld_memory_place"] == "system"
     assert "alfworld_memory_place" not in result_settings(reflexion)
     assert first_trial_key(result_settings(placed)) == first_trial_key(result_settings(paper))
+
+
+@pytest.mark.parametrize("entry", ["sightings", "facts", "leads"])
+def test_reflector_options_do_not_rename_a_run_whose_memory_the_code_writes(entry: str) -> None:
+    """No reflector runs under a code-written memory entry: its model, its worked examples and
+    the diagnosis cannot act, so setting them must not start the same games over."""
+    run = Context(strategy="reflexion", alfworld_memory=entry)
+    inert = replace(
+        run,
+        alfworld_diagnosis=False,
+        reflection_examples=False,
+        reflector_model="local:qwen2.5-coder-1.5b",
+    )
+    assert result_settings(inert) == result_settings(run)
+    reflected = replace(run, alfworld_memory="reflection")  # where each of them acts
+    for option in ("alfworld_diagnosis", "reflection_examples", "reflector_model"):
+        changed = replace(reflected, **{option: getattr(inert, option)})
+        assert result_settings(changed) != result_settings(reflected), option

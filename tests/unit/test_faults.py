@@ -16,6 +16,7 @@ from typing import Any
 
 import openai
 import pytest
+from langchain_core.messages import HumanMessage
 
 from reflexion.bench.driver import run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
@@ -303,3 +304,12 @@ def test_a_named_seed_reaches_a_wrapped_hosted_model_on_every_attempt(server):
     server.script(["429"])
     assert chat.invoke("Hi", **seed).text.startswith("Thought: ok.")
     assert [body.get("seed") for body in server.requests] == [seed["seed"]] * 2
+
+
+def test_the_judge_reports_a_provider_failure_once_instead_of_calling_again(server):
+    from reflexion.nodes.evaluator import ask_judge
+
+    server.script([], then="429")
+    with pytest.raises(ProviderError, match=r"429.*after 3 attempts"):
+        ask_judge(model(server), [HumanMessage("Judge.")])
+    assert len(server.requests) == 3  # one structured call and its retries, no second call

@@ -113,3 +113,38 @@ def test_the_readme_layout_names_every_module():
         and f"`{file.relative_to(ROOT)}`" not in layout
     )
     assert not unnamed, f"the README's Layout section does not name: {unnamed}"
+
+
+def defines(file: Path, name: str) -> bool:
+    """Whether a module (or a class in it) defines or imports ``name``."""
+    for node in ast.walk(ast.parse(file.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if any((alias.asname or alias.name) == name for alias in node.names):
+                return True
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if node.name == name:
+                return True
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return True
+    return False
+
+
+def test_dotted_names_in_docs_and_docstrings_exist():
+    """``reflexion.x.y`` in a docstring, the README or BENCHMARKS.md names a module that exists
+    and, after it, something that module defines: a moved module leaves no dead pointer."""
+    import re
+
+    known = modules()
+    sources = [*known.values(), ROOT / "README.md", ROOT / "BENCHMARKS.md"]
+    dangling = []
+    for file in sources:
+        for name in set(re.findall(r"(?<![\w/.])reflexion(?:\.\w+)+", file.read_text())):
+            parts = name.split(".")
+            cut = max(i for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in known)
+            rest = parts[cut:]
+            module = known[".".join(parts[:cut])]
+            if rest and rest[0] not in ("py", "jsonl", "mmd") and not defines(module, rest[0]):
+                dangling.append(f"{file.relative_to(ROOT)}: {name}")
+    assert not dangling, dangling
