@@ -9,7 +9,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from reflexion.core.context import Context
-from reflexion.core.models import EmbeddedChatModel, RetryPolicy, load_chat_model, takes_seed
+from reflexion.core.models import EmbeddedChatModel, load_chat_model
+from reflexion.core.retries import RetryPolicy, takes_seed
 
 RESAMPLE_TEMPERATURE = 0.8
 """Temperature of the extra samples drawn when a retry repeats an earlier failed attempt

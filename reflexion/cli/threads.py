@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict, fields, replace
 from typing import Annotated, Any
 
 import typer
@@ -25,6 +25,7 @@ from reflexion.cli.common import (
     print_trial,
     qa_context,
     require_db,
+    resolve_models,
     where,
     with_lessons,
 )
@@ -49,12 +50,14 @@ from reflexion.cli.options import (
     choice,
     given,
 )
+from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL, installed_presets
 from reflexion.core.persistence import (
     thread_history,
     unfinished,
 )
+from reflexion.core.retries import provider_failure
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
 
 
@@ -133,7 +136,23 @@ def run(
         raise ReflexionError(
             "the exact_match evaluator needs --reference ANSWER; or pass --evaluator llm"
         )
-    with checkpointer(db) as saver, lesson_store(db, lessons) as store:
+    ctx = qa_context(
+        model,
+        trials,
+        memory,
+        strategy,
+        evaluator,
+        temperature,
+        base_url,
+        wiki=wiki,
+        corpus=corpus,
+        max_steps=max_steps,
+        load=False,
+        memory_given=given(cli, "memory"),
+    )
+    ctx = replace(with_lessons(ctx, lessons, recall_k, lesson_filter), review_reflections=review)
+    found = None
+    with checkpointer(db) as saver:
         if question is None:
             if thread_id is None:
                 raise ReflexionError(
@@ -145,6 +164,11 @@ def run(
                     f"thread '{thread_id}' is not in {where(db)}: "
                     "check the id, or give a question to start it"
                 )
+            if agent is not None and agent != _agent_of(found):
+                raise ReflexionError(
+                    f"thread '{thread_id}' was started with --agent {_agent_of(found)}: "
+                    "resume it without --agent, or start a new thread"
+                )
             agent = _agent_of(found)
             if not AGENTS[agent].answers_questions:
                 raise ReflexionError(
@@ -152,57 +176,101 @@ def run(
                     f"question-answering threads; rerun its `reflexion bench {agent}` "
                     f"command to resume it, or `reflexion history {thread_id}` to list it"
                 )
-            graph = compile_agent(saver, agent, store)
-            if unfinished(found) is None:
-                _show_state(graph, thread_id)
-                return
-            console.print(f"resuming thread [bold]{escape(thread_id)}[/] ({agent})")
+            ctx = _started_settings(cli, found, thread_id, ctx)
             task_input = None
         else:
             agent = agent or ("cot-gt" if context_text else "cot")
-            graph = compile_agent(saver, agent, store)
             thread_id = thread_id or f"run-{int(time.time() * 1000):x}"
-            if snapshot(graph, thread_id) is not None:
+            if snapshot(compile_agent(saver, agent), thread_id) is not None:
                 raise ReflexionError(
                     f"thread '{thread_id}' already exists in {where(db)}: omit the question to "
                     "resume it, or choose a new --thread-id"
                 )
             task_input = {"task": question, "context": context_text, "reference": reference}
-            console.print(f"thread [bold]{escape(thread_id)}[/] ({agent})")
-        ctx = qa_context(
-            model,
-            trials,
-            memory,
-            strategy,
-            evaluator,
-            temperature,
-            base_url,
-            wiki=wiki,
-            corpus=corpus,
-            max_steps=max_steps,
-            memory_given=given(cli, "memory"),
+        with lesson_store(db, ctx.lessons) as store:
+            graph = compile_agent(saver, agent, store)
+            if task_input is None and unfinished(found) is None:
+                _show_state(graph, thread_id)
+                return
+            resolve_models(ctx)
+            verb = "resuming thread" if task_input is None else "thread"
+            console.print(f"{verb} [bold]{escape(thread_id)}[/] ({agent})")
+            # checkpoint metadata keeps only plain values: the settings go as JSON text
+            metadata = {"agent": agent, "settings": json.dumps(asdict(ctx))}
+            _run_to_end(graph, thread_id, task_input, ctx, metadata)
+
+
+RUN_OPTIONS = {
+    "model": "actor_model",
+    "trials": "max_trials",
+    "memory": "memory_size",
+    "strategy": "strategy",
+    "evaluator": "evaluator",
+    "temperature": "temperature",
+    "wiki": "wiki",
+    "corpus": "corpus",
+    "max_steps": "max_steps",
+    "lessons": "lessons",
+    "recall_k": "recall_k",
+    "lesson_filter": "lesson_filter",
+}
+"""The options of ``run`` that set what a thread computes, and the Context field each sets."""
+
+
+def _started_settings(cli: typer.Context, found: Any, thread_id: str, ctx: Context) -> Context:
+    """The settings a resumed thread started with (recorded in its checkpoint metadata), with
+    this call's ``--base-url`` and ``--review``; an option given now that would change them is
+    an error. A thread recorded without them (started by an older version) runs with ``ctx``."""
+    text = (found.metadata or {}).get("settings")
+    recorded = json.loads(text) if isinstance(text, str) else None
+    if not isinstance(recorded, dict):
+        return ctx
+    names = {f.name for f in fields(Context)}
+    started = Context(**{k: v for k, v in recorded.items() if k in names})
+    clashes = [
+        "--" + option.replace("_", "-")
+        for option, name in RUN_OPTIONS.items()
+        if given(cli, option) and getattr(ctx, name) != getattr(started, name)
+    ]
+    if clashes:
+        raise ReflexionError(
+            f"thread '{thread_id}' was started with another {', '.join(clashes)}: a thread "
+            "keeps the settings it started with, so resume it without them, or start a new "
+            "thread"
         )
-        ctx = replace(
-            with_lessons(ctx, lessons, recall_k, lesson_filter), review_reflections=review
-        )
-        state = stream_thread(
-            graph, thread_id, task_input, ctx, print_event(""), metadata={"agent": agent}
-        )
+    base_url = ctx.base_url if given(cli, "base_url") else started.base_url
+    return replace(started, base_url=base_url, review_reflections=ctx.review_reflections)
+
+
+def _run_to_end(
+    graph: Graph,
+    thread_id: str,
+    task_input: dict[str, Any] | None,
+    ctx: Context,
+    metadata: dict[str, Any],
+) -> None:
+    """Stream a thread until it ends, asking about each reflection when review is on. A
+    provider's failure stops it with the reason and the command that resumes it (every step
+    before it is saved)."""
+    steps: Any = task_input
+    try:
+        state = stream_thread(graph, thread_id, steps, ctx, print_event(""), metadata=metadata)
         while state["interrupts"]:  # a reflection waits for review
-            answer = _ask_review(state["interrupts"][0]["value"], thread_id)
-            state = stream_thread(
-                graph,
-                thread_id,
-                Command(resume=answer),
-                ctx,
-                print_event(""),
-                metadata={"agent": agent},
-            )
-        verdict = "[green]solved[/]" if state.get("solved") else "[red]not solved[/]"
-        console.print(
-            f"{verdict} after {state.get('trial', 0)} trial(s) in {state['wall_s']:.1f}s; "
-            f"final answer: {escape(repr(state.get('answer')))}"
-        )
+            steps = Command(resume=_ask_review(state["interrupts"][0]["value"], thread_id))
+            state = stream_thread(graph, thread_id, steps, ctx, print_event(""), metadata=metadata)
+    except Exception as exc:
+        reason = provider_failure(exc)
+        if reason is None:
+            raise
+        raise ReflexionError(
+            f"thread '{thread_id}' stopped: {reason}; fix the cause, then resume it with "
+            f"reflexion run --thread-id {thread_id} (and the same --db)"
+        ) from exc
+    verdict = "[green]solved[/]" if state.get("solved") else "[red]not solved[/]"
+    console.print(
+        f"{verdict} after {state.get('trial', 0)} trial(s) in {state['wall_s']:.1f}s; "
+        f"final answer: {escape(repr(state.get('answer')))}"
+    )
 
 
 def _interactive() -> bool:

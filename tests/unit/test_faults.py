@@ -23,7 +23,8 @@ from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
 from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ProviderError
-from reflexion.core.models import RetryingChatModel, RetryPolicy, load_chat_model
+from reflexion.core.models import load_chat_model
+from reflexion.core.retries import RetryingChatModel, RetryPolicy
 from reflexion.graphs.builder import qa_builder
 from reflexion.nodes import common as node_common
 from reflexion.perf.concurrency import chat_completion
