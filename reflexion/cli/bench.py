@@ -336,6 +336,11 @@ def run_variants(
                             handle.close()
                             out.unlink(missing_ok=True)
                         raise
+                if any(settings_key(f.get("settings") or {}) != key for f in done.values()):
+                    raise ReflexionError(
+                        f"{out} holds a run with other settings: give another --output (or "
+                        "none, and the file is named after the settings), so the runs stay apart"
+                    )
                 console.print(f"{variant.header} · concurrency={where.concurrency} → {out}")
                 finals, errors = run_with_progress(
                     graph,

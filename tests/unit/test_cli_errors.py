@@ -271,6 +271,17 @@ def test_bad_model_leaves_existing_results_alone(monkeypatch, capsys, tmp_path, 
     assert results.read_text() == KEPT
 
 
+def test_output_holding_another_runs_results_is_refused(monkeypatch, capsys, tmp_path):
+    """Appending would mix two runs in one file, which `plot` and `compare` read as one."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")  # the model loads; it is never called
+    results = tmp_path / "results.jsonl"
+    results.write_text(KEPT)
+    args = ["bench", "hotpotqa", "-n", "1", "-m", "openai:gpt-4o-mini", "-o", str(results)]
+    code, err = cli(monkeypatch, capsys, *args)
+    one_line_error(code, err, "holds a run with other settings", "--output")
+    assert results.read_text() == KEPT
+
+
 # ---- datasets -------------------------------------------------------------------------------
 
 
