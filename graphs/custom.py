@@ -34,7 +34,6 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, recall_update
 from reflexion.core.state import State
 from reflexion.graphs.builder import build_reflexion_graph
-from reflexion.nodes.actor import memory_block, with_lessons
 from reflexion.nodes.common import resolve_model
 from reflexion.nodes.evaluator import (
     Evaluation,
@@ -44,6 +43,7 @@ from reflexion.nodes.evaluator import (
     make_evaluator,
     verdict_to_evaluation,
 )
+from reflexion.nodes.memory import memory_block, with_lessons
 from reflexion.nodes.reflector import make_reflector
 from reflexion.prompts import render
 

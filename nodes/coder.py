@@ -28,8 +28,8 @@ from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, programming_family, recall_update
 from reflexion.core.state import CodeState, TrialRecord
-from reflexion.nodes.actor import with_lessons
 from reflexion.nodes.common import actor_llm, resolve_model
+from reflexion.nodes.memory import with_lessons
 from reflexion.programming.examples import example_tests
 from reflexion.programming.problems import (
     LANGUAGE_NAMES,

@@ -45,7 +45,6 @@ from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, alfworld_family, recall_update
 from reflexion.core.state import Episode, HouseholdState, TrialInput, TrialRecord
-from reflexion.nodes.actor import memory_block, with_lessons
 from reflexion.nodes.common import (
     actor_llm,
     named_seed,
@@ -54,6 +53,7 @@ from reflexion.nodes.common import (
     trajectory_text,
 )
 from reflexion.nodes.evaluator import Evaluation, ask_judge
+from reflexion.nodes.memory import memory_block, with_lessons
 from reflexion.nodes.reflector import reflection_messages
 from reflexion.prompts import few_shot, render
 

@@ -37,8 +37,8 @@ from reflexion.hotpotqa.wiki import (
     get_backend,
     normalize_title,
 )
-from reflexion.nodes.actor import memory_block, rejected_keys, with_lessons, with_memory
 from reflexion.nodes.common import actor_llm, prompt_tokens
+from reflexion.nodes.memory import memory_block, rejected_keys, with_lessons, with_memory
 from reflexion.prompts import few_shot, render
 
 STOP = ["\nObservation", "\nQuestion:", "\n---"]
