@@ -34,25 +34,28 @@ class BenchTask:
     (see :func:`run_benchmark`); None runs the task from its input."""
 
 
-def read_results(path: Path) -> Iterator[dict[str, Any]]:
-    """Every well-formed line of a results file."""
+def read_results(path: Path, malformed: list[int] | None = None) -> Iterator[dict[str, Any]]:
+    """Every well-formed line of a results file; the numbers of the others (a line a crash cut
+    short, or damage) are added to ``malformed`` when it is given."""
     if not path.is_file():
         return
     with path.open(encoding="utf-8") as fh:
-        for line in fh:
+        for number, line in enumerate(fh, 1):
             try:
                 row = json.loads(line)
             except json.JSONDecodeError:
-                continue
+                row = None
             if isinstance(row, dict):
                 yield row
+            elif malformed is not None and line.strip():
+                malformed.append(number)
 
 
-def finished_tasks(path: Path) -> dict[str, dict[str, Any]]:
+def finished_tasks(path: Path, malformed: list[int] | None = None) -> dict[str, dict[str, Any]]:
     """The ``final`` lines of a results file, by thread id (a line cut by a crash is skipped:
-    its thread resumes from the checkpointer)."""
+    its thread resumes from the checkpointer; see :func:`read_results` for ``malformed``)."""
     done: dict[str, dict[str, Any]] = {}
-    for row in read_results(path):
+    for row in read_results(path, malformed):
         if row.get("type") == "final":
             done[str(row.get("thread_id"))] = row
     return done

@@ -16,6 +16,23 @@ from reflexion.cli.common import console
 from reflexion.core.errors import ReflexionError
 
 
+def finals_of(path: Path) -> list[dict[str, Any]]:
+    """The finished tasks of a results file; a line that is not JSON is named in a note (a
+    crash cuts at most the line being written; more means damage worth a look)."""
+    if not path.is_file():
+        raise ReflexionError(f"results file {path} does not exist: check the path")
+    malformed: list[int] = []
+    finals = list(finished_tasks(path, malformed).values())
+    if malformed:
+        shown = ", ".join(map(str, malformed[:5])) + (" …" if len(malformed) > 5 else "")
+        console.print(
+            f"[yellow]note:[/] {path}: {len(malformed)} line(s) not JSON, skipped (line {shown})"
+        )
+    if not finals:
+        raise ReflexionError(f"{path} holds no finished tasks: run the benchmark first")
+    return finals
+
+
 def plot_results(
     results: Annotated[
         list[Path], typer.Argument(help="Results JSONL files of `reflexion bench`.")
@@ -27,11 +44,7 @@ def plot_results(
     """Draw the learning curves of finished benchmark runs in one PNG (one line per file)."""
     curves: dict[str, list[float]] = {}
     for path in results:
-        if not path.is_file():
-            raise ReflexionError(f"results file {path} does not exist: check the path")
-        finals = list(finished_tasks(path).values())
-        if not finals:
-            raise ReflexionError(f"{path} holds no finished tasks: run the benchmark first")
+        finals = finals_of(path)
         settings = finals[0].get("settings", {})
         label = f"{settings.get('agent', path.stem)} {settings.get('strategy', '')}".strip()
         if label in curves:
@@ -82,12 +95,7 @@ def compare_results(
     runs: dict[str, list[dict[str, Any]]] = {}
     paths = [baseline, *others]
     for path, label in zip(paths, run_labels(paths), strict=True):
-        if not path.is_file():
-            raise ReflexionError(f"results file {path} does not exist: check the path")
-        finals = list(finished_tasks(path).values())
-        if not finals:
-            raise ReflexionError(f"{path} holds no finished tasks: run the benchmark first")
-        runs[label] = finals
+        runs[label] = finals_of(path)
     console.print(compare_table(runs, next(iter(runs))))
     if slices is not None:
         console.print(slices_table(runs, next(iter(runs)), slices))

@@ -306,3 +306,26 @@ def test_compare_by_slices_counts_each_slice_in_the_baselines_order(tmp_path, mo
         ["3–4", "1", "1", "1", "1"],
         ["5–5", "1", "1", "0", "0"],
     ]
+
+
+def test_compare_names_the_lines_of_a_results_file_that_are_not_json(tmp_path, monkeypatch, capsys):
+    import json
+    import sys
+
+    from reflexion.cli.app import main
+
+    rows = [{"type": "final", "thread_id": f"r-{i}", "task_id": f"t{i}", "hidden_pass": True}
+            for i in range(3)]  # fmt: skip
+    lines = [json.dumps(r) for r in rows]
+    base = tmp_path / "base.jsonl"
+    base.write_text("\n".join(lines) + "\n")
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text(lines[0] + "\n" + lines[1][:20] + "\n" + lines[2] + '\n{"type": "fin')
+    monkeypatch.setattr(sys, "argv", ["reflexion", "compare", str(base), str(damaged)])
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code in (0, None)
+    out = capsys.readouterr().out
+    assert "damaged.jsonl: 2 line(s) not JSON, skipped (line 2, 4)" in out
+    assert "base.jsonl" not in out.split("paired against")[0]  # an intact file gets no note
