@@ -3,7 +3,9 @@ continues from a fork of that checkpoint (fake models, a real SQLite checkpointe
 
 from __future__ import annotations
 
+import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reflexion.bench.driver import run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
 from reflexion.bench.reports import qa_paired
+from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import fork_thread
@@ -168,29 +171,31 @@ def test_runs_share_first_trials_when_they_differ_only_after_trial_1():
     assert first_trial_key(base) != first_trial_key({**base, "temperature": 0.7})
 
 
-def test_compare_pairs_two_results_files_by_task(tmp_path, monkeypatch, capsys):
-    import json
-    import sys
+def finals_file(path: Path, tasks: str, passed: str) -> Path:
+    """A results file of ``final`` lines: task ``tasks[i]`` passed the hidden tests when
+    ``passed[i]`` is ``1``."""
+    rows = [
+        {"type": "final", "thread_id": f"{path.stem}-{t}", "task_id": t, "hidden_pass": ok == "1"}
+        for t, ok in zip(tasks, passed, strict=True)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
 
-    from reflexion.cli.app import main
 
-    def write(name: str, passed: list[bool]) -> Path:
-        path = tmp_path / name
-        rows = [
-            {"type": "final", "thread_id": f"{name}-{i}", "task_id": f"t{i}", "hidden_pass": ok}
-            for i, ok in enumerate(passed)
-        ]
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        return path
-
-    base = write("programming-py-repair-1a.jsonl", [True, False, False, True, False])
-    other = write("programming-py-fresh-2b.jsonl", [True, True, True, False, False])
-    monkeypatch.setattr(sys, "argv", ["reflexion", "compare", str(base), str(other)])
+def compare_output(monkeypatch, capsys, *args: str) -> str:
+    """What `reflexion compare ARGS` prints at 80 columns (it must exit cleanly)."""
+    monkeypatch.setattr(sys, "argv", ["reflexion", "compare", *args])
     monkeypatch.setenv("COLUMNS", "80")
     with pytest.raises(SystemExit) as exc:
         main()
     assert exc.value.code in (0, None)
-    out = capsys.readouterr().out
+    return str(capsys.readouterr().out)
+
+
+def test_compare_pairs_two_results_files_by_task(tmp_path, monkeypatch, capsys):
+    base = finals_file(tmp_path / "programming-py-repair-1a.jsonl", "abcde", "10010")
+    other = finals_file(tmp_path / "programming-py-fresh-2b.jsonl", "abcde", "11100")
+    out = compare_output(monkeypatch, capsys, str(base), str(other))
     row = next(ln for ln in out.splitlines() if ln.strip().startswith("fresh"))
     assert row.split() == ["fresh-2b", "5", "2", "3", "2", "1", "1"]  # the shared words cut
 
@@ -275,31 +280,11 @@ def test_repeated_counts_retries_that_give_a_rejected_answer_again():
 
 
 def test_compare_by_slices_counts_each_slice_in_the_baselines_order(tmp_path, monkeypatch, capsys):
-    import json
-    import sys
-
-    from reflexion.cli.app import main
-
-    def write(name: str, passed: dict[str, bool]) -> Path:
-        path = tmp_path / name
-        rows = [
-            {"type": "final", "thread_id": f"{name}-{t}", "task_id": t, "hidden_pass": ok}
-            for t, ok in passed.items()
-        ]
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        return path
-
-    base = write("simple-1a.jsonl", {"t0": True, "t1": False, "t2": True, "t3": False, "t4": True})
+    base = finals_file(tmp_path / "simple-1a.jsonl", "abcde", "10101")
     # the other run finished its tasks in another order; the slices follow the baseline's
-    other = write("fresh-2b.jsonl", {"t4": True, "t3": True, "t2": False, "t1": True, "t0": True})
-    monkeypatch.setattr(
-        sys, "argv", ["reflexion", "compare", str(base), str(other), "--slices", "2"]
-    )
-    monkeypatch.setenv("COLUMNS", "80")
-    with pytest.raises(SystemExit) as exc:
-        main()
-    assert exc.value.code in (0, None)
-    out = capsys.readouterr().out.split("slices of 2")[1]
+    other = finals_file(tmp_path / "fresh-2b.jsonl", "edcba", "11011")
+    out = compare_output(monkeypatch, capsys, str(base), str(other), "--slices", "2")
+    out = out.split("slices of 2")[1]
     rows = [ln.split() for ln in out.splitlines() if "–" in ln]
     assert rows == [
         ["fresh-2b", "1–2", "1", "2", "1", "0"],
@@ -309,23 +294,10 @@ def test_compare_by_slices_counts_each_slice_in_the_baselines_order(tmp_path, mo
 
 
 def test_compare_names_the_lines_of_a_results_file_that_are_not_json(tmp_path, monkeypatch, capsys):
-    import json
-    import sys
-
-    from reflexion.cli.app import main
-
-    rows = [{"type": "final", "thread_id": f"r-{i}", "task_id": f"t{i}", "hidden_pass": True}
-            for i in range(3)]  # fmt: skip
-    lines = [json.dumps(r) for r in rows]
-    base = tmp_path / "base.jsonl"
-    base.write_text("\n".join(lines) + "\n")
+    base = finals_file(tmp_path / "base.jsonl", "abc", "111")
+    lines = base.read_text().splitlines()
     damaged = tmp_path / "damaged.jsonl"
     damaged.write_text(lines[0] + "\n" + lines[1][:20] + "\n" + lines[2] + '\n{"type": "fin')
-    monkeypatch.setattr(sys, "argv", ["reflexion", "compare", str(base), str(damaged)])
-    monkeypatch.setenv("COLUMNS", "200")
-    with pytest.raises(SystemExit) as exc:
-        main()
-    assert exc.value.code in (0, None)
-    out = capsys.readouterr().out
-    assert "damaged.jsonl: 2 line(s) not JSON, skipped (line 2, 4)" in out
+    out = compare_output(monkeypatch, capsys, str(base), str(damaged))
+    assert "damaged.jsonl: 2 line(s) not JSON, skipped (line 2, 4)" in " ".join(out.split())
     assert "base.jsonl" not in out.split("paired against")[0]  # an intact file gets no note
