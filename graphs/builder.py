@@ -30,7 +30,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
-from reflexion.alfworld.household import EnvSessions
+from reflexion.alfworld.sessions import EnvSessions
 from reflexion.core.context import Context, get_context
 from reflexion.core.lessons import (
     QA_FAMILY,

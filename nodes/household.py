@@ -5,7 +5,7 @@ One trial is a subgraph — ``begin → turn → turn → … → END`` — used
 ``actor`` node. ``begin`` resets the game; each ``turn`` asks the model for one line (a
 ``think:`` step, answered ``OK.``, or a command sent to the environment) and records the
 observation, so every turn is checkpointed and a resumed thread replays its commands into a
-fresh environment (:class:`~reflexion.alfworld.household.EnvSessions`). A trial ends when the
+fresh environment (:class:`~reflexion.alfworld.sessions.EnvSessions`). A trial ends when the
 environment closes the episode, at the step limit, when the prompt outgrows the context
 budget, or — with the heuristic evaluator — as soon as the heuristic holds.
 
@@ -31,11 +31,11 @@ from pydantic import BaseModel, Field
 from reflexion.alfworld.diagnosis import diagnosis, facts, found_leads, leads, turns_of
 from reflexion.alfworld.env import Environment, TextWorldEnv
 from reflexion.alfworld.games import LIST_HINT, Game, resolve_game
-from reflexion.alfworld.household import (
+from reflexion.alfworld.sessions import EnvSessions
+from reflexion.alfworld.turns import (
     EMPTY_REPLY,
     NOTHING,
     THINK_REPLY,
-    EnvSessions,
     Turn,
     classify_failure,
     heuristic_trip,

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from reflexion.alfworld.household import EMPTY_REPLY, NOTHING, Turn, commands_of
+from reflexion.alfworld.turns import EMPTY_REPLY, NOTHING, Turn, commands_of
 
 MOST_REASONS = 5
 """Distinct refused commands explained per trial (the first ones): the feedback stays short."""

@@ -10,7 +10,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from reflexion.alfworld.household import failure_counts, solved_curve
+from reflexion.alfworld.scoring import failure_counts, solved_curve
 from reflexion.bench.driver import solved_by_trial
 from reflexion.bench.stats import Paired, copy_rate, paired
 from reflexion.core.state import FAILURE_CLASSES

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from reflexion.alfworld.env import ENGINE_MISSING, engine_available
 from reflexion.alfworld.games import load_games, select_games
-from reflexion.alfworld.household import failure_curves, self_evaluation, solved_curve, won_at
+from reflexion.alfworld.scoring import failure_curves, self_evaluation, solved_curve, won_at
 from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import compare_table, household_summary, outcome_table

@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.alfworld.env import TextWorldEnv
 from reflexion.alfworld.games import load_games, select_games
-from reflexion.alfworld.household import EnvSessions
+from reflexion.alfworld.sessions import EnvSessions
 from reflexion.core.context import Context
 from reflexion.graphs.builder import alfworld_builder
 from tests.clikit import reflexion

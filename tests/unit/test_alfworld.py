@@ -13,8 +13,8 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.alfworld.household import (
-    EnvSessions,
+from reflexion.alfworld.sessions import EnvSessions
+from reflexion.alfworld.turns import (
     Turn,
     classify_failure,
     hallucinated_actions,

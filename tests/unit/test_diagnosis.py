@@ -20,7 +20,7 @@ from reflexion.alfworld.diagnosis import (
     task_words,
     turns_of,
 )
-from reflexion.alfworld.household import NOTHING, Turn
+from reflexion.alfworld.turns import NOTHING, Turn
 from reflexion.cli.bench import first_trial_key, result_settings
 from reflexion.cli.hotpotqa import unused_by
 from reflexion.core.context import Context

@@ -48,8 +48,7 @@ from reflexion.alfworld.diagnosis import (
     refused_commands,
     sightings,
 )
-from reflexion.alfworld.household import (
-    FAILURE_CLASSES,
+from reflexion.alfworld.turns import (
     NOTHING,
     ParsedTurn,
     Turn,
@@ -69,6 +68,7 @@ from reflexion.core.parsing import (
     parse_react_step,
     parse_verdict,
 )
+from reflexion.core.state import FAILURE_CLASSES
 from reflexion.hotpotqa.metrics import exact_match, normalize_answer
 from reflexion.hotpotqa.wiki import (
     LookupCursor,

@@ -4,7 +4,7 @@ exception, a wrong result, or quadratic time), with what it broke in a comment."
 from __future__ import annotations
 
 from reflexion.alfworld.diagnosis import refused_commands
-from reflexion.alfworld.household import NOTHING, Turn, hallucinated_actions, parse_turn
+from reflexion.alfworld.turns import NOTHING, Turn, hallucinated_actions, parse_turn
 from reflexion.core.parsing import clean_reflection, parse_finish, parse_react_step, parse_verdict
 from reflexion.hotpotqa.wiki import base_title
 from reflexion.programming.problems import candidate_tests, extract_code, python_preamble
