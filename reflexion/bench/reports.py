@@ -190,7 +190,9 @@ def repeated(finals: list[dict[str, Any]]) -> str:
     return f"{repeats}/{retries}" if retries else "-"
 
 
-def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:
+def code_paired(
+    results: dict[str, list[dict[str, Any]]], examples: str = "code_reflect_examples"
+) -> Table:
     """Each multi-iteration run against its own first iteration, problem by problem (at
     T = 0 the first iteration is the ``simple`` baseline's sample): problems fixed and broken
     by the later iterations, and the exact McNemar p-value."""
@@ -207,7 +209,7 @@ def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:
         "threads' last Ω reflections that reuse 5 words in a row of the reflection "
         "prompt's worked examples",
     )
-    examples = load_prompt("code_reflect_examples")
+    worked = load_prompt(examples)
     for label, finals in results.items():
         rows = [
             (bool((f.get("pass_by_iteration") or [False])[0]), bool(f.get("hidden_pass")))
@@ -217,7 +219,7 @@ def code_paired(results: dict[str, list[dict[str, Any]]]) -> Table:
             continue
         p = paired(rows)
         reflections = [r for f in finals for r in f.get("reflections") or []]
-        out.add_row(label, *paired_cells(p), copied(reflections, examples))
+        out.add_row(label, *paired_cells(p), copied(reflections, worked))
     return out
 
 

@@ -20,6 +20,7 @@ from reflexion.core.context import CodeRetry, Context, TestTrust
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.core.selection import AnswerChoice
+from reflexion.graphs.agents import AGENTS
 from reflexion.nodes.coder import NO_TESTS
 from reflexion.programming.examples import EXAMPLES_VERSION
 from reflexion.programming.problems import CodeProblem, language_of, load_problems
@@ -226,7 +227,7 @@ def bench_programming(
     outcome = common.run(family, variants, paired=paired, after=human_eval_files)
     results = outcome.results
     console.print(code_summary(results))
-    console.print(code_paired(results))
+    console.print(code_paired(results, AGENTS["programming"].reflect_examples))
     console.print(
         outcome_table(results, outcome.errors, lambda f: bool(f.get("hidden_pass")), "problems")
     )
