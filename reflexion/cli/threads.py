@@ -136,6 +136,7 @@ def run(
         raise ReflexionError(
             "the exact_match evaluator needs --reference ANSWER; or pass --evaluator llm"
         )
+    # On a resume --memory is checked against the thread's own trials (a clash is refused).
     ctx = qa_context(
         model,
         trials,
@@ -148,7 +149,7 @@ def run(
         corpus=corpus,
         max_steps=max_steps,
         load=False,
-        memory_given=given(cli, "memory"),
+        memory_given=given(cli, "memory") and question is not None,
     )
     ctx = replace(with_lessons(ctx, lessons, recall_k, lesson_filter), review_reflections=review)
     found = None
@@ -176,7 +177,10 @@ def run(
                     f"question-answering threads; rerun its `reflexion bench {agent}` "
                     f"command to resume it, or `reflexion history {thread_id}` to list it"
                 )
-            ctx = _started_settings(cli, found, thread_id, ctx)
+            if unfinished(found) is not None:  # a finished thread is shown whatever is asked
+                chosen = with_lessons(ctx, True, recall_k, lesson_filter)  # as given
+                asked = replace(ctx, recall_k=chosen.recall_k, lesson_filter=chosen.lesson_filter)
+                ctx = _started_settings(cli, found, thread_id, asked)
             task_input = None
         else:
             agent = agent or ("cot-gt" if context_text else "cot")
@@ -218,11 +222,15 @@ RUN_OPTIONS = {
 
 
 def _started_settings(cli: typer.Context, found: Any, thread_id: str, ctx: Context) -> Context:
-    """The settings a resumed thread started with (recorded in its checkpoint metadata), with
-    this call's ``--base-url`` and ``--review``; an option given now that would change them is
-    an error. A thread recorded without them (started by an older version) runs with ``ctx``."""
+    """The settings a resumed thread started with (recorded in its checkpoint metadata), with this
+    call's ``--base-url`` and ``--review``; an option given now that would change them is an
+    error (``ctx`` holds every option as given, lesson options included). A thread recorded
+    without them (started by an older version) runs with ``ctx``."""
     text = (found.metadata or {}).get("settings")
-    recorded = json.loads(text) if isinstance(text, str) else None
+    try:
+        recorded = json.loads(text) if isinstance(text, str) else None
+    except ValueError:  # not written by us: run as asked
+        recorded = None
     if not isinstance(recorded, dict):
         return ctx
     names = {f.name for f in fields(Context)}

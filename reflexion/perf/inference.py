@@ -258,7 +258,7 @@ def inference(
         )
     prefix.caption = (
         "medians; trial 2 = trial 1's prompt with one reflection appended after the task "
-        "(nodes/actor.py memory_block); 'after trial 1' runs in the same llama.cpp context, "
+        "(nodes/memory.py memory_block); 'after trial 1' runs in the same llama.cpp context, "
         "'cold' after a reset; evaluated = tokens llama.cpp processed (the rest came from its "
         "cache); prompt ms = llama.cpp's prompt timing; wall ms = the call, one token generated"
     )

@@ -555,28 +555,3 @@ def test_a_step_cut_short_is_replayed_not_taken_as_finished(tmp_path, monkeypatc
     assert lines[-1]["solved"] and lines[-1]["trials"] == 3
     code, out, err = cli(monkeypatch, capsys, "history", "qa-k", "--db", str(db))
     assert "3 trial(s), finished" in out and "FROM THE CANCELLED STEP" not in out
-
-
-@pytest.mark.allow_hosts(["127.0.0.1"])
-def test_run_resumes_a_thread_with_the_settings_it_started_with(
-    server, tmp_path, monkeypatch, capsys
-):
-    """A thread started with a hosted model and 3 trials, cut short by a provider error,
-    resumes on that model with 3 trials when `run --thread-id` names nothing else; an option
-    that would change what it computes is refused with the reason."""
-    db = str(tmp_path / "t.sqlite")
-    # trial 1 answers wrong, then the reflector's call gets a 400 (not retried): the run stops
-    server.script(["ok:Thought: hmm.\nAction: Finish[wrong]", "400"])
-    code, out, err = cli(
-        monkeypatch, capsys, "run", "What is item 1?", "--reference", "x", "--thread-id", "t",
-        "--db", db, "--model", "openai:any-name", "--base-url", server.base_url, "--trials", "3",
-    )  # fmt: skip
-    assert code == 2 and len(server.requests) == 2
-    assert "thread 't' stopped: 400 Bad Request" in err
-    assert "resume it with reflexion run --thread-id t" in err
-    code, out, err = cli(monkeypatch, capsys, "run", "--thread-id", "t", "--db", db, "-t", "5")
-    assert code == 2 and "started with another --trials" in err
-    code, out, err = cli(monkeypatch, capsys, "run", "--thread-id", "t", "--db", db)
-    assert code == 0, err
-    assert "resuming thread" in out and "solved after 2 trial(s)" in out
-    assert len(server.requests) == 4  # the reflection and trial 2, on the recorded model

@@ -1,0 +1,58 @@
+"""`reflexion run --thread-id`: a thread resumes with the settings it started with, an option
+that would change them is refused, a finished thread is shown, and a provider failure stops
+the run with the command that resumes it. Against a real OpenAI-compatible server on
+loopback."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.test_faults import server as server  # a fixture
+from tests.unit.test_persistence import cli
+
+
+@pytest.mark.allow_hosts(["127.0.0.1"])
+def test_run_resumes_a_thread_with_the_settings_it_started_with(
+    server, tmp_path, monkeypatch, capsys
+):
+    """A thread started with a hosted model and 3 trials, cut short by a provider error,
+    resumes on that model with 3 trials when `run --thread-id` names nothing else; an option
+    that would change what it computes is refused with the reason."""
+    db = str(tmp_path / "t.sqlite")
+    # trial 1 answers wrong, then the reflector's call gets a 400 (not retried): the run stops
+    server.script(["ok:Thought: hmm.\nAction: Finish[wrong]", "400"])
+    code, out, err = cli(
+        monkeypatch, capsys, "run", "What is item 1?", "--reference", "x", "--thread-id", "t",
+        "--db", db, "--model", "openai:any-name", "--base-url", server.base_url, "--trials", "3",
+    )  # fmt: skip
+    assert code == 2 and len(server.requests) == 2
+    assert "thread 't' stopped: 400 Bad Request" in err
+    assert "resume it with reflexion run --thread-id t" in err
+    code, out, err = cli(monkeypatch, capsys, "run", "--thread-id", "t", "--db", db, "-t", "5")
+    assert code == 2 and "started with another --trials" in err
+    code, out, err = cli(monkeypatch, capsys, "run", "--thread-id", "t", "--db", db)
+    assert code == 0, err
+    assert "resuming thread" in out and "solved after 2 trial(s)" in out
+    assert len(server.requests) == 4  # the reflection and trial 2, on the recorded model
+
+
+@pytest.mark.allow_hosts(["127.0.0.1"])
+def test_resuming_accepts_the_options_a_thread_started_with_and_shows_a_finished_one(
+    server, tmp_path, monkeypatch, capsys
+):
+    db = str(tmp_path / "t.sqlite")
+    server.script(["ok:Thought: hmm.\nAction: Finish[wrong]", "400"])
+    start = ["run", "What is item 1?", "--reference", "x", "--thread-id", "t", "--db", db]
+    hosted = ["--model", "openai:any-name", "--base-url", server.base_url]
+    code, _, _ = cli(monkeypatch, capsys, *start, *hosted, "-t", "6", "--memory", "5")
+    assert code == 2
+    # the same options again: no clash, and --memory 5 fits the thread's 6 trials
+    code, out, err = cli(
+        monkeypatch, capsys, "run", "--thread-id", "t", "--db", db, "-t", "6", "--memory", "5"
+    )
+    assert code == 0, err
+    assert "solved after 2 trial(s)" in out
+    # a finished thread is shown, whatever options come with it
+    code, out, err = cli(monkeypatch, capsys, "run", "--thread-id", "t", "--db", db, "-t", "2")
+    assert code == 0, err
+    assert "solved" in out
