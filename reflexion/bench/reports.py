@@ -272,6 +272,11 @@ def outcome(final: dict[str, Any]) -> bool:
     return bool(final.get("solved"))
 
 
+def outcomes(finals: list[dict[str, Any]]) -> dict[str, bool]:
+    """Each task's outcome (:func:`outcome`), by task id."""
+    return {str(f.get("task_id")): outcome(f) for f in finals}
+
+
 def compare_table(runs: dict[str, list[dict[str, Any]]], baseline: str) -> Table:
     """Each run against the baseline run on the tasks both finished: solved counts, the tasks
     one solved and the other did not, and the exact McNemar p-value."""
@@ -285,11 +290,11 @@ def compare_table(runs: dict[str, list[dict[str, Any]]], baseline: str) -> Table
         "McNemar\np",
         title=f"paired against {baseline}",
     )
-    base = {str(f.get("task_id")): outcome(f) for f in runs[baseline]}
+    base = outcomes(runs[baseline])
     for label, finals in runs.items():
         if label == baseline:
             continue
-        mine = {str(f.get("task_id")): outcome(f) for f in finals}
+        mine = outcomes(finals)
         p = paired((base[t], mine[t]) for t in mine if t in base)
         out.add_row(label, *paired_cells(p))
     return out
@@ -308,12 +313,12 @@ def slices_table(runs: dict[str, list[dict[str, Any]]], baseline: str, size: int
         "broken",
         title=f"slices of {size}, against {baseline}",
     )
-    order = [str(f.get("task_id")) for f in runs[baseline]]
-    base = {str(f.get("task_id")): outcome(f) for f in runs[baseline]}
+    base = outcomes(runs[baseline])
+    order = list(base)
     for label, finals in runs.items():
         if label == baseline:
             continue
-        mine = {str(f.get("task_id")): outcome(f) for f in finals}
+        mine = outcomes(finals)
         common = [t for t in order if t in mine]
         for start in range(0, len(common), size):
             part = common[start : start + size]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, replace
 from typing import Annotated, Any
 
 import typer
@@ -50,7 +50,7 @@ from reflexion.cli.options import (
     choice,
     given,
 )
-from reflexion.core.context import Context
+from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL, installed_presets
 from reflexion.core.persistence import (
@@ -233,8 +233,7 @@ def _started_settings(cli: typer.Context, found: Any, thread_id: str, ctx: Conte
         recorded = None
     if not isinstance(recorded, dict):
         return ctx
-    names = {f.name for f in fields(Context)}
-    started = Context(**{k: v for k, v in recorded.items() if k in names})
+    started = context_from(recorded)
     clashes = [
         "--" + option.replace("_", "-")
         for option, name in RUN_OPTIONS.items()

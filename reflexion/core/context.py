@@ -10,7 +10,7 @@ import warnings
 from dataclasses import dataclass, field, fields
 from functools import cache
 from types import UnionType
-from typing import Annotated, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from langgraph.runtime import Runtime
 
@@ -484,6 +484,21 @@ def _is_kind(value: object, kinds: tuple[type, ...]) -> bool:
     return any(isinstance(value, k) for k in kinds if k is not bool)
 
 
+def context_from(values: dict[str, Any]) -> Context:
+    """A context from a plain mapping of its fields (a caller's, an older server's, or one
+    recorded with a thread); a key that is not a field is ignored with a warning."""
+    names = {f.name for f in fields(Context)}
+    unknown = sorted(str(k) for k in values if k not in names)
+    if unknown:
+        warnings.warn(
+            f"context key(s) {', '.join(unknown)} are not Context fields and are ignored "
+            "(check the spelling; the README's configuration table lists the fields)",
+            UserWarning,
+            stacklevel=3,
+        )
+    return Context(**{k: v for k, v in values.items() if k in names})
+
+
 def get_context(runtime: Runtime[Context] | None) -> Context:
     """The run's context, or the defaults when the caller passed none."""
     ctx = runtime.context if runtime is not None else None
@@ -491,17 +506,9 @@ def get_context(runtime: Runtime[Context] | None) -> Context:
         return Context()
     if isinstance(ctx, Context):
         return ctx
-    names = {f.name for f in fields(Context)}
     if isinstance(ctx, dict):  # some callers (and older servers) hand over a plain mapping
-        unknown = sorted(str(k) for k in ctx if k not in names)
-        if unknown:
-            warnings.warn(
-                f"context key(s) {', '.join(unknown)} are not Context fields and are ignored "
-                "(check the spelling; the README's configuration table lists the fields)",
-                UserWarning,
-                stacklevel=2,
-            )
-        return Context(**{k: v for k, v in ctx.items() if k in names})
+        return context_from(ctx)
     # A parent graph with a context schema of its own hands its context object down to our
     # graph used as a subgraph: take the fields the two share, defaults for the rest.
+    names = {f.name for f in fields(Context)}
     return Context(**{k: getattr(ctx, k) for k in names if hasattr(ctx, k)})
