@@ -287,7 +287,7 @@ def programming_builder(
     writes the tests."""
     return build_reflexion_graph(
         make_code_actor(actor_model, family=programming_family),
-        make_unit_test_evaluator(),
+        make_unit_test_evaluator(actor_model),
         make_reflector(
             reflector_model, messages=code_reflection_messages, family=programming_family
         ),

@@ -27,10 +27,19 @@ from langgraph.runtime import Runtime
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, programming_family, recall_update
-from reflexion.core.state import CodeState, TrialRecord
-from reflexion.nodes.common import actor_llm, resolve_model
+from reflexion.core.state import CodeState, TrialRecord, Witness
+from reflexion.nodes.common import actor_llm, named_seed, resolve_model
 from reflexion.nodes.memory import with_lessons
+from reflexion.programming.agreement import (
+    Fingerprint,
+    Verdict,
+    disagreement,
+    fingerprint,
+    majority,
+    verdict,
+)
 from reflexion.programming.examples import example_tests
+from reflexion.programming.probes import mutated_probes
 from reflexion.programming.problems import (
     LANGUAGE_NAMES,
     CodeProblem,
@@ -95,11 +104,13 @@ def _names(language: str) -> dict[str, str]:
 # ---- test writer ------------------------------------------------------------------------------
 
 
-def test_messages(problem: CodeProblem, count: int) -> list[BaseMessage]:
+def test_messages(
+    problem: CodeProblem, count: int, system_prompt: str = "code_tests_system"
+) -> list[BaseMessage]:
+    """The test writer's prompt (``system_prompt``: ``code_probes_system`` asks for inputs the
+    documentation's examples do not use, the probes of ``Context.cross_check``)."""
     names = _names(problem.language)
-    system = render(
-        "code_tests_system", count=str(count), form=TEST_FORMS[problem.language], **names
-    )
+    system = render(system_prompt, count=str(count), form=TEST_FORMS[problem.language], **names)
     user = render("code_tests_task", prompt=problem.prompt.strip(), **names)
     return [SystemMessage(system), HumanMessage(user)]
 
@@ -136,17 +147,21 @@ def _compiling(tests: list[str], problem: CodeProblem, ctx: Context) -> list[str
 
 
 def valid_tests(
-    reply: str, problem: CodeProblem, ctx: Context, trusted: list[str] | None = None
+    reply: str,
+    problem: CodeProblem,
+    ctx: Context,
+    trusted: list[str] | None = None,
+    room: int | None = None,
 ) -> list[str]:
     """The model's tests in a reply that parse (Python) or compile against the signature
     (Rust), deduplicated, less any that checks the same call as a trusted test (it repeats or
-    contradicts the documentation); sampled reproducibly to fill ``ctx.max_tests`` after
-    ``trusted`` (by default the prompt's examples)."""
+    contradicts the documentation); at most ``room``, sampled reproducibly (by default what
+    fills ``ctx.max_tests`` after ``trusted``, itself by default the prompt's examples)."""
     trusted = trusted_tests(problem, ctx) if trusted is None else trusted
     calls = {_call_of(t) for t in trusted}
     written = [t for t in candidate_tests(reply, problem) if _call_of(t) not in calls]
     written = _compiling(written, problem, ctx)
-    room = max(ctx.max_tests - len(trusted), 0)
+    room = max(ctx.max_tests - len(trusted), 0) if room is None else room
     return sample_tests(written, room, seed=problem.task_id)
 
 
@@ -156,7 +171,9 @@ def make_test_writer(
     """The test-writer node; ``model`` overrides ``Context.evaluator_model`` (the tests are the
     evaluator's instrument). Tests given in the input are kept as they are. Under
     ``Context.test_trust="anchored"`` a problem whose prompt gives examples gets those only:
-    the model writes no tests that could outvote them."""
+    the model writes no tests that could outvote them. ``Context.cross_check`` then needs
+    probes: in Python the examples with their inputs varied (no model call), else tests the
+    model writes, which only compare implementations."""
 
     def test_writer(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = get_context(runtime)
@@ -164,11 +181,20 @@ def make_test_writer(
         if state.tests or not ctx.generate_tests:
             return {}
         trusted = trusted_tests(problem, ctx)
-        if trusted and ctx.test_trust == "anchored":
+        anchored = bool(trusted) and ctx.test_trust == "anchored"
+        if anchored and not ctx.cross_check:
             return {"tests": trusted}
+        if anchored and problem.language == "py":
+            probes = mutated_probes(trusted, problem.entry_point, ctx.max_tests, problem.task_id)
+            if probes:
+                return {"tests": trusted, "probe_tests": probes}
         llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
         count = ctx.max_tests + 2
-        reply = llm.invoke(test_messages(problem, count), stop=["\n```\n", "\n\n\n"])
+        system = "code_probes_system" if anchored else "code_tests_system"
+        reply = llm.invoke(test_messages(problem, count, system), stop=["\n```\n", "\n\n\n"])
+        if anchored:
+            probes = valid_tests(reply.text, problem, ctx, trusted, room=ctx.max_tests)
+            return {"tests": trusted, "probe_tests": probes}
         written = valid_tests(reply.text, problem, ctx, trusted)
         return {"tests": [*trusted, *written], "written_tests": written}
 
@@ -323,10 +349,78 @@ def doubted_tests(state: CodeState, failed_written: list[str], ctx: Context) -> 
     return frozenset(common)
 
 
-def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
+def _counted(result: SuiteResult, tests: list[str]) -> SuiteResult:
+    """The part of ``result`` that concerns ``tests`` (the probe tests left out)."""
+    kept = set(tests)
+    return replace(result, outcomes=tuple(o for o in result.outcomes if o.test in kept))
+
+
+def _draw_witness(
+    state: CodeState,
+    ctx: Context,
+    problem: CodeProblem,
+    limits: Limits,
+    model: BaseChatModel | None,
+) -> Witness:
+    """One independent implementation from the first trial's prompt at the redraw temperature
+    (its seed named by the problem and its number), run on the trusted and probe tests."""
+    llm = actor_llm(model, ctx, hot=True)
+    messages = code_messages(replace(state, trial=0, evaluations=[]), ctx)
+    seed = named_seed(llm, problem.task_id, "witness", len(state.witnesses))
+    parsed = extract_code(llm.invoke(messages, stop=STOPS[problem.language], **seed).text, problem)
+    if parsed.code is None:
+        return {"code": None, "fingerprint": None}
+    program = assemble(problem, parsed.code)
+    tests = [*state.tests, *state.probe_tests]
+    result = run_tests(program, tests, problem.language, limits, problem.entry_point)
+    print_ = fingerprint(result, state.probe_tests)
+    if print_ is None or not _counted(result, list(state.tests)).passed:
+        return {"code": parsed.code, "fingerprint": None}
+    return {"code": parsed.code, "fingerprint": list(print_)}
+
+
+def cross_check(
+    state: CodeState,
+    ctx: Context,
+    mine: Fingerprint,
+    limits: Limits,
+    model: BaseChatModel | None = None,
+) -> tuple[Verdict, list[Witness], str]:
+    """Judge an attempt that passed its trusted tests by the witnesses' behaviour on the probe
+    tests, drawing new witnesses while the verdict is open and ``ctx.cross_check`` allows: the
+    verdict, the witnesses drawn now, and (outvoted) where the majority behaves otherwise."""
+    problem = problem_of(state)
+    drawn: list[Witness] = []
+
+    def prints() -> list[Fingerprint]:
+        return [
+            tuple(w["fingerprint"])
+            for w in [*state.witnesses, *drawn]
+            if w["fingerprint"] is not None
+        ]
+
+    result = verdict(mine, prints())
+    while result == "open" and len(state.witnesses) + len(drawn) < ctx.cross_check:
+        seen = replace(state, witnesses=[*state.witnesses, *drawn])
+        drawn.append(_draw_witness(seen, ctx, problem, limits, model))
+        result = verdict(mine, prints())
+    if result != "outvoted":
+        return result, drawn, ""
+    theirs = majority(mine, prints())
+    assert theirs is not None  # outvoted: some witnesses behave otherwise
+    count = prints().count(theirs)
+    total = len(state.witnesses) + len(drawn)
+    return result, drawn, disagreement(mine, theirs, state.probe_tests, count, total)
+
+
+def make_unit_test_evaluator(
+    model: BaseChatModel | None = None,
+) -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
     """The evaluator node: success when every internal test that counts passes (under
     ``Context.test_trust="anchored"``, self-written tests that every attempt failed do not
-    count). The score is the share of all internal tests passed, comparable across trials.
+    count) and, with ``Context.cross_check``, independent implementations do not outvote the
+    attempt on the probe tests (``model`` overrides ``Context.actor_model`` for drawing them).
+    The score is the share of all internal tests passed, comparable across trials.
     Without internal tests it can only check that the code compiles and never reports success:
     when tests were asked for (``generate_tests``) and none came, a compiling attempt is the
     thread's last; in the paper's "no test generation" ablation every trial runs."""
@@ -334,31 +428,39 @@ def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[Context]], dict[s
     def unit_test_evaluator(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = get_context(runtime)
         problem = problem_of(state)
+        tests = list(state.tests)
         limits = Limits(
             test_timeout_s=ctx.test_timeout,
-            suite_timeout_s=ctx.test_timeout * (len(state.tests) + 2) + 30,
+            suite_timeout_s=ctx.test_timeout * (len(tests) + len(state.probe_tests) + 2) + 30,
         )
         failures: list[list[str]] = []
+        drawn: list[Witness] = []
         last = False
         if state.answer is None:
             score, success = 0.0, False
             feedback = f"No implementation: {state.stop_reason or 'no code block was found'}"
         else:
             program = assemble(problem, state.answer)
-            result = run_tests(
-                program, list(state.tests), problem.language, limits, problem.entry_point
-            )
-            if state.tests:
+            checked = [*tests, *state.probe_tests]
+            full = run_tests(program, checked, problem.language, limits, problem.entry_point)
+            result = _counted(full, tests)
+            if tests:
                 compiled = result.compile_error is None
                 failed = {o.test for o in result.outcomes if not o.passed}
                 written = set(state.written_tests)
-                failed_written = [t for t in state.tests if t in written and t in failed]
+                failed_written = [t for t in tests if t in written and t in failed]
                 failures = [failed_written] if compiled else []
                 doubted = doubted_tests(state, failed_written, ctx)
                 passed = sum(o.passed for o in result.outcomes) if compiled else 0
-                score = passed / len(state.tests)
+                score = passed / len(tests)
                 success = compiled and not (failed - doubted)
                 feedback = format_feedback(result, problem.language, doubted)
+                mine = fingerprint(full, state.probe_tests)
+                if success and mine is not None and state.trial < ctx.max_trials:
+                    found, drawn, told = cross_check(state, ctx, mine, limits, model)
+                    if found == "outvoted":
+                        success = False
+                        feedback += "\n\n" + told
             else:
                 score, success = 0.0, False
                 status = (
@@ -379,7 +481,14 @@ def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[Context]], dict[s
         )
         if last:
             record["last"] = True
-        return {"evaluations": [record], "solved": success, "test_failures": failures}
+        update: dict[str, Any] = {
+            "evaluations": [record],
+            "solved": success,
+            "test_failures": failures,
+        }
+        if drawn:
+            update["witnesses"] = drawn
+        return update
 
     return unit_test_evaluator
 

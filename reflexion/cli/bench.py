@@ -131,6 +131,7 @@ LATER_FIELDS: dict[str, Any] = {
     "alfworld_memory": "reflection",
     "alfworld_memory_place": "task",
     "alfworld_seeds": "process",
+    "cross_check": 0,
 }
 """Context fields added after results files existed, with the behaviour those files ran
 under: in the settings only when a run differs from it, so earlier files keep their names

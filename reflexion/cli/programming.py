@@ -124,6 +124,17 @@ def bench_programming(
             "test results and the reflection: the paper).",
         ),
     ] = opt.DEFAULTS.code_retry,
+    cross_check: Annotated[
+        int,
+        opt.count_option(
+            "--cross-check",
+            min=0,
+            max=10,
+            help="reflexion: when an attempt passes the prompt's examples, draw up to N other "
+            "implementations and run all on tests the model writes; an attempt two or more "
+            "agreeing ones outnumber in behaviour is retried (0: off, the paper).",
+        ),
+    ] = opt.DEFAULTS.cross_check,
     paired_runs: opt.PairedOpt = True,
 ) -> None:
     """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
@@ -147,6 +158,7 @@ def bench_programming(
             "-notests" if no_tests else "",
             "-noreflection" if no_reflection else "",
             "-fresh" if retry == "fresh" else "",
+            f"-crosscheck{cross_check}" if cross_check else "",
         ]
     )
     variants = []
@@ -168,6 +180,7 @@ def bench_programming(
             select_answer=select,
             resample_repeats=resample,
             code_retry=retry,
+            cross_check=0 if simple else cross_check,
         )
         ctx = common.apply(ctx)
         label = name if simple else f"{name}{suffix}"

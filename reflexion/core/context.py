@@ -238,6 +238,17 @@ class Context:
             "(the paper)."
         },
     )
+    cross_check: int = field(
+        default=0,
+        metadata={
+            "description": "Programming, where trusted tests decide (test_trust=anchored): "
+            "when an attempt passes them, draw up to this many independent implementations "
+            "(temperature 0.8, the first trial's prompt) and run every one on tests the model "
+            "writes, comparing behaviour, not the tests' expected values. An attempt that two "
+            "or more agreeing implementations outnumber is no success, and its retry is told "
+            "where they differ. 0 = off (the paper)."
+        },
+    )
     test_timeout: float = field(
         default=5.0,
         metadata={"description": "Programming: seconds each unit test may run in the sandbox."},
@@ -410,7 +421,7 @@ class Context:
             )
         if self.max_tests < 1:
             raise ReflexionError(f"max_tests is {self.max_tests}: use 1 or more")
-        for name in ("resample_repeats", "redraw_rejected", "redraw_steps"):  # redraw counts
+        for name in ("resample_repeats", "redraw_rejected", "redraw_steps", "cross_check"):
             if not 0 <= (count := getattr(self, name)) <= 10:
                 raise ReflexionError(f"{name} is {count}: use a value in [0, 10]")
         if self.test_timeout <= 0:

@@ -56,6 +56,16 @@ class Episode(TypedDict):
     """Why a trial that was not won failed; ``None`` when it was won."""
 
 
+class Witness(TypedDict):
+    """An implementation drawn independently to cross-check attempts (``Context.cross_check``)."""
+
+    code: str | None
+    """Its code, or ``None`` when the reply held none."""
+    fingerprint: list[str] | None
+    """Its outcome on each probe test (``"pass"`` or the failure's detail), or ``None`` when
+    it failed the trusted tests (then it speaks for no behaviour)."""
+
+
 @dataclass(kw_only=True)
 class TrialInput:
     """What an actor subgraph (ReAct, ALFWorld) reads from the Reflexion state at the start of
@@ -156,6 +166,11 @@ class CodeState(State, CodeInputState):
     test_failures: Annotated[list[list[str]], operator.add] = field(default_factory=list)
     """Per finished trial, the self-written tests it failed: a test every attempt has failed
     is doubted under ``Context.test_trust="anchored"``."""
+    probe_tests: list[str] = field(default_factory=list)
+    """Tests the model wrote only to compare implementations (``Context.cross_check``): they
+    never decide a trial, only whether two implementations behave alike."""
+    witnesses: Annotated[list[Witness], operator.add] = field(default_factory=list)
+    """The implementations drawn so far to cross-check attempts, in order."""
 
 
 @dataclass(kw_only=True)

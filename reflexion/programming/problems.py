@@ -317,8 +317,9 @@ _RUST_TEST = re.compile(r"^\s*(assert(?:_eq|_ne)?!\s*\(.*\)\s*+;?)\s*$")
 
 
 def candidate_tests(reply: str, problem: CodeProblem) -> list[str]:
-    """Test statements in a reply, deduplicated, in order: Python ``assert`` statements that
-    parse (``ast``) and call the function; Rust ``assert!``/``assert_eq!`` lines (their
+    """Test statements in a reply, deduplicated, in order: Python ``assert`` statements (or
+    ``unittest`` assertions, rewritten as ``assert``) that parse (``ast``) and call the
+    function; Rust ``assert!``/``assert_eq!`` lines (their
     syntax and types are checked by compiling, see
     :func:`reflexion.programming.sandbox.runner.check_rust_tests`)."""
     seen: dict[str, None] = {}
@@ -336,7 +337,43 @@ def candidate_tests(reply: str, problem: CodeProblem) -> list[str]:
     return list(seen)
 
 
+_UNITTEST_FORMS = {
+    "assertEqual": "==",
+    "assertListEqual": "==",
+    "assertTupleEqual": "==",
+    "assertDictEqual": "==",
+    "assertSetEqual": "==",
+    "assertNotEqual": "!=",
+    "assertTrue": "",
+    "assertFalse": "not",
+}
+"""``unittest`` assertions small models write instead of ``assert`` lines, and what each
+checks."""
+
+
+def _from_unittest(line: str) -> str:
+    """``self.assertEqual(a, b)`` (and the other :data:`_UNITTEST_FORMS`) as ``assert a == b``;
+    any other line as it is."""
+    if not re.match(r"(?:self\.)?assert[A-Z]\w*\s*\(", line):
+        return line
+    try:
+        call = ast.parse(line, mode="eval").body
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return line
+    if not isinstance(call, ast.Call) or call.keywords:
+        return line
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    form = _UNITTEST_FORMS.get(name)
+    args = [ast.unparse(a) for a in call.args]
+    if form is None or len(args) != (2 if form in ("==", "!=") else 1):
+        return line
+    if form in ("==", "!="):
+        return f"assert {args[0]} {form} {args[1]}"
+    return f"assert {form} ({args[0]})" if form else f"assert {args[0]}"
+
+
 def _python_test(line: str, entry_point: str) -> str | None:
+    line = _from_unittest(line)
     if not line.startswith("assert"):
         return None
     line = re.sub(r"\bcandidate\s*\(", f"{entry_point}(", line)

@@ -437,3 +437,23 @@ def test_examples_first_then_the_models_tests_up_to_max_tests():
     graph, *_ = build([RIGHT], tests=["assert add(7, 1) == 8\n"])
     state = run(graph, Context(max_trials=1, example_tests=False), thread="no-examples")
     assert state["tests"] == ["assert add(7, 1) == 8"]
+
+
+def test_unittest_assertions_small_models_write_become_assert_lines():
+    reply = (
+        "class TestAdd(unittest.TestCase):\n"
+        "    def test_a(self):\n"
+        "        self.assertEqual(add(2, 3), 5)\n"
+        "        self.assertTrue(add(1, 1) > 1)\n"
+        "        self.assertFalse(add(0, 0))\n"
+        "        self.assertNotEqual(add(1, 2), 4)\n"
+        "        self.assertEqual(add(1, 1), 2, msg='keyword arguments: left alone')\n"
+        "        self.assertAlmostEqual(add(1, 1), 2.0)\n"
+        "        self.assertEqual(other(1), 2)\n"
+    )
+    assert candidate_tests(reply, PROBLEM) == [
+        "assert add(2, 3) == 5",
+        "assert add(1, 1) > 1",
+        "assert not add(0, 0)",
+        "assert add(1, 2) != 4",
+    ]
