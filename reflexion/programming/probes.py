@@ -2,11 +2,16 @@
 prompt's examples without a model.
 
 Each example's call is varied one argument at a time, a little and within its type: a number
-one larger or twice as large, a word or a list reversed, one item shorter or with its first
-item appended. Only the inputs matter: a probe keeps the example's expected value, which for
-the new input is a guess, and implementations are compared by what they return on it (see
+one larger or twice as large, a word or a list reversed or rotated by one. Lengths are kept,
+because arguments often must agree in length: a right implementation may answer a probe that
+breaks such a rule otherwise than another right one, a false alarm (tried first, sequences
+one item shorter or longer gave 3 such alarms among the 0.5B model's right first attempts on
+HumanEval, and caught no wrong attempt more).
+
+Only the inputs matter: a probe keeps the example's expected value, which for the new input is
+a guess, and implementations are compared by what they return on it (see
 :mod:`reflexion.programming.agreement`). Small models write few usable tests of their own,
-while a problem with examples always yields probes this way.
+while most problems with examples yield probes this way.
 """
 
 from __future__ import annotations
@@ -72,7 +77,7 @@ def _variants(value: Any) -> Iterator[Any]:
     elif isinstance(value, float):
         candidates = [value * 2, value + 0.5]
     elif _sequence(value):
-        candidates = [value[::-1], value + value[:1], value[:-1]]
+        candidates = [value[::-1], value[1:] + value[:1]]
     else:
         return
     seen: list[Any] = [value]
@@ -83,10 +88,10 @@ def _variants(value: Any) -> Iterator[Any]:
 
 
 def _sequence(value: Any) -> bool:
-    """A non-empty list or tuple, or a non-empty string without spaces."""
+    """A list or tuple, or a string without spaces, of two items or more."""
     if isinstance(value, str):
-        return bool(value) and not any(c.isspace() for c in value)
-    return isinstance(value, list | tuple) and bool(value)
+        return len(value) > 1 and not any(c.isspace() for c in value)
+    return isinstance(value, list | tuple) and len(value) > 1
 
 
 __all__ = ["mutated_probes"]

@@ -5,6 +5,7 @@ implementations is retried; an agreeing one ends the thread; off, nothing change
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from reflexion.cli.bench import result_settings
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.builder import programming_builder
+from reflexion.perf.probes import probe_figures
 from reflexion.programming.agreement import disagreement, fingerprint, majority, verdict
 from reflexion.programming.probes import mutated_probes
 from reflexion.programming.sandbox import SuiteResult, TestOutcome
@@ -151,7 +153,7 @@ def test_the_option_is_bounded_and_names_results_only_when_on():
 
 def test_probes_vary_one_literal_argument_of_each_example_within_its_type():
     trusted = [
-        "assert f([1, 2], 3) == 6",
+        "assert f([1, 2], 3) == 6",  # a sequence keeps its length: reversed, rotated
         "assert f('ab', 0) == 1",
         "assert f('two words', 1) == 2",  # formatted text: not varied
         "assert f(x, 1) == 2",  # not a literal: no probes from it
@@ -160,13 +162,9 @@ def test_probes_vary_one_literal_argument_of_each_example_within_its_type():
     probes = mutated_probes(trusted, "f", 50, "t")
     assert probes == [
         "assert f([2, 1], 3) == 6",
-        "assert f([1, 2, 1], 3) == 6",
-        "assert f([1], 3) == 6",
         "assert f([1, 2], 4) == 6",
         "assert f([1, 2], 6) == 6",
         "assert f('ba', 0) == 1",
-        "assert f('aba', 0) == 1",
-        "assert f('a', 0) == 1",
         "assert f('ab', 1) == 1",
         "assert f('two words', 2) == 2",
     ]
@@ -177,3 +175,51 @@ def test_probes_vary_one_literal_argument_of_each_example_within_its_type():
         "assert g(3) == 4",
         "assert g(4) == 4",
     ]
+
+
+def test_perf_probes_counts_what_a_perfect_witness_could_catch(tmp_path):
+    # HumanEval/69: keeps the last qualifying value met, not the greatest; it passes the
+    # examples, and a reversed example list shows it. HumanEval/0: right.
+    wrong = (
+        "from collections import Counter\n\ndef search(lst):\n    best = -1\n"
+        "    for value, count in Counter(lst).items():\n"
+        "        if value > 0 and count >= value:\n            best = value\n    return best\n"
+    )
+    right = (
+        "def has_close_elements(numbers, threshold):\n"
+        "    return any(abs(a - b) < threshold for i, a in enumerate(numbers)"
+        " for b in numbers[i + 1 :])\n"
+    )
+    rows = [
+        ("HumanEval/69", wrong, False),
+        ("HumanEval/0", right, True),
+        ("HumanEval/1", "def separate_paren_groups(s):\n    return []\n", False),  # fails examples
+    ]
+    path = tmp_path / "results.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "type": "final",
+                    "thread_id": task,
+                    "task_id": task,
+                    "evaluations": [{"answer": code}],
+                    "pass_by_iteration": [passed],
+                }
+            )
+            + "\n"
+            for task, code, passed in rows
+        )
+    )
+    figures = probe_figures(path, 6)
+    assert figures["counts"] == {
+        "right, alike": 1,
+        "right, separated": 0,
+        "wrong, separated": 1,
+        "wrong, alike": 0,
+        "no probes": 0,
+    }
+    assert figures["tasks"]["wrong, separated"] == ["HumanEval/69"]
+    path.write_text(json.dumps({"type": "final", "thread_id": "x", "task_id": "MBPP/1"}) + "\n")
+    with pytest.raises(ReflexionError, match="not a HumanEval problem"):
+        probe_figures(path, 6)
