@@ -361,12 +361,14 @@ def _draw_witness(
     problem: CodeProblem,
     limits: Limits,
     model: BaseChatModel | None,
+    number: int,
 ) -> Witness:
-    """One independent implementation from the first trial's prompt at the redraw temperature
-    (its seed named by the problem and its number), run on the trusted and probe tests."""
+    """Witness ``number``: an independent implementation from the first trial's prompt at the
+    redraw temperature (its seed named by the problem and ``number``), run on the trusted and
+    probe tests."""
     llm = actor_llm(model, ctx, hot=True)
     messages = code_messages(replace(state, trial=0, evaluations=[]), ctx)
-    seed = named_seed(llm, problem.task_id, "witness", len(state.witnesses))
+    seed = named_seed(llm, problem.task_id, "witness", number)
     parsed = extract_code(llm.invoke(messages, stop=STOPS[problem.language], **seed).text, problem)
     if parsed.code is None:
         return {"code": None, "fingerprint": None}
@@ -401,8 +403,8 @@ def cross_check(
 
     result = verdict(mine, prints())
     while result == "open" and len(state.witnesses) + len(drawn) < ctx.cross_check:
-        seen = replace(state, witnesses=[*state.witnesses, *drawn])
-        drawn.append(_draw_witness(seen, ctx, problem, limits, model))
+        number = len(state.witnesses) + len(drawn)
+        drawn.append(_draw_witness(state, ctx, problem, limits, model, number))
         result = verdict(mine, prints())
     if result != "outvoted":
         return result, drawn, ""

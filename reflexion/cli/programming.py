@@ -131,8 +131,9 @@ def bench_programming(
             min=0,
             max=10,
             help="reflexion: when an attempt passes the prompt's examples, draw up to N other "
-            "implementations and run all on tests the model writes; an attempt two or more "
-            "agreeing ones outnumber in behaviour is retried (0: off, the paper).",
+            "implementations and run all on probe inputs (Python: the examples varied; Rust: "
+            "model-written); an attempt two or more agreeing ones outnumber in behaviour is "
+            "retried (0: off, the paper).",
         ),
     ] = opt.DEFAULTS.cross_check,
     paired_runs: opt.PairedOpt = True,

@@ -243,8 +243,9 @@ class Context:
         metadata={
             "description": "Programming, where trusted tests decide (test_trust=anchored): "
             "when an attempt passes them, draw up to this many independent implementations "
-            "(temperature 0.8, the first trial's prompt) and run every one on tests the model "
-            "writes, comparing behaviour, not the tests' expected values. An attempt that two "
+            "(temperature 0.8, the first trial's prompt) and run every one on probe tests "
+            "(Python: the examples with their inputs varied; Rust: written by the model), "
+            "comparing behaviour, not the probes' expected values. An attempt that two "
             "or more agreeing implementations outnumber is no success, and its retry is told "
             "where they differ. 0 = off (the paper)."
         },

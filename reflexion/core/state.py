@@ -167,8 +167,9 @@ class CodeState(State, CodeInputState):
     """Per finished trial, the self-written tests it failed: a test every attempt has failed
     is doubted under ``Context.test_trust="anchored"``."""
     probe_tests: list[str] = field(default_factory=list)
-    """Tests the model wrote only to compare implementations (``Context.cross_check``): they
-    never decide a trial, only whether two implementations behave alike."""
+    """Tests only for comparing implementations (``Context.cross_check``; in Python the
+    examples with their inputs varied, else written by the model): they never decide a trial,
+    only whether two implementations behave alike."""
     witnesses: Annotated[list[Witness], operator.add] = field(default_factory=list)
     """The implementations drawn so far to cross-check attempts, in order."""
 

@@ -2,11 +2,12 @@
 agreement and AlphaCode's clustering by behaviour).
 
 A small model's code often passes the prompt's one or two examples and is still wrong: nothing
-in the trusted tests tells it apart from a right one. Tests the model writes itself could, but
-their expected values are too often wrong to decide alone. What they are good for is their
-*inputs*: run several implementations that all pass the trusted tests on the written tests, and
-two implementations behave alike when every written test gives each the same outcome (both
-pass, or both fail with the same output or error), whatever the test expected.
+in the trusted tests tells it apart from a right one. Other inputs could, but nobody trusted
+says what they should give (a small model's expected values are too often wrong). So only
+behaviour is compared: implementations that all pass the trusted tests are run on *probe* tests
+(the examples with their inputs varied, :mod:`reflexion.programming.probes`, or tests the model
+writes), and two behave alike when every probe gives each the same outcome (both pass, or both
+fail with the same output or error), whatever the probe expected.
 
 An attempt is then judged by the company it keeps among independently drawn implementations
 (*witnesses*): *agreed* when at least one witness behaves as it does and no larger group of
