@@ -8,15 +8,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
-from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
+from reflexion.core.chat import OneReplyChatModel
 
-class FakeChatModel(BaseChatModel):
+
+class FakeChatModel(OneReplyChatModel):
     """What the fakes share: a reply computed by :meth:`reply`, and the token counts it reports
     (``usage``: prompt and completion tokens per call; ``None`` reports none)."""
 
@@ -29,22 +28,14 @@ class FakeChatModel(BaseChatModel):
     def reply(self, messages: list[BaseMessage], stop: list[str] | None, **kwargs: Any) -> str:
         raise NotImplementedError
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        text = self.reply(list(messages), stop, **kwargs)
+    def _reply(self, messages: list[BaseMessage], stop: list[str] | None, **kw: Any) -> AIMessage:
         counts = None
         if self.usage is not None:
             prompt, completion = self.usage
             counts = UsageMetadata(
                 input_tokens=prompt, output_tokens=completion, total_tokens=prompt + completion
             )
-        message = AIMessage(content=text, usage_metadata=counts)
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return AIMessage(content=self.reply(messages, stop, **kw), usage_metadata=counts)
 
 
 class ScriptedChatModel(FakeChatModel):

@@ -31,11 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 
+from reflexion.core.chat import OneReplyChatModel
 from reflexion.core.errors import ModelError
 from reflexion.core.retries import RetryingChatModel, RetryPolicy, first_line
 
@@ -204,7 +203,7 @@ def _role(message: BaseMessage) -> str:
     return {"human": "user", "ai": "assistant", "system": "system"}.get(message.type, "user")
 
 
-class EmbeddedChatModel(BaseChatModel):
+class EmbeddedChatModel(OneReplyChatModel):
     """A chat model running a GGUF file in-process with llama.cpp.
 
     The weights load once per process and file; instances are cheap. Token usage is reported
@@ -239,13 +238,7 @@ class EmbeddedChatModel(BaseChatModel):
         with lock:
             return len(llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _reply(self, messages: list[BaseMessage], stop: list[str] | None, **kw: Any) -> AIMessage:
         llm, lock = _load_llama(self.model_path, self.n_ctx, self.slot)
         params: dict[str, Any] = {
             "temperature": self.temperature,
@@ -254,10 +247,10 @@ class EmbeddedChatModel(BaseChatModel):
         }
         if stop:
             params["stop"] = stop
-        gbnf = kwargs.pop("gbnf", None)
+        gbnf = kw.pop("gbnf", None)
         if gbnf:
             params["grammar"] = _grammar(gbnf)
-        params.update(kwargs)
+        params.update(kw)
         dicts = [{"role": _role(m), "content": m.text} for m in messages]
         with lock:
             response = llm.create_chat_completion(messages=dicts, **params)
@@ -275,7 +268,7 @@ class EmbeddedChatModel(BaseChatModel):
                 "model_name": self.model_name,
             },
         )
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return message
 
 
 def embedded_model(name_or_path: str, **kwargs: Any) -> EmbeddedChatModel:

@@ -11,15 +11,14 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, cast
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.retry import ExponentialJitterParams
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
+from reflexion.core.chat import OneReplyChatModel
 from reflexion.core.errors import EmptyReplyError, ProviderError
 
 RETRIED_STATUS = frozenset({408, 409, 429})
@@ -109,7 +108,7 @@ def require_reply(message: BaseMessage) -> BaseMessage:
     return message
 
 
-class RetryingChatModel(BaseChatModel):
+class RetryingChatModel(OneReplyChatModel):
     """A hosted or served chat model whose calls are retried on transient faults.
 
     ``invoke`` runs ``inner | require_reply`` under LangChain's ``with_retry`` (tenacity's
@@ -180,17 +179,10 @@ class RetryingChatModel(BaseChatModel):
         with self._reporting():
             return cast(AIMessage, await self._chain().ainvoke(input, config, **kwargs))
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _reply(self, messages: list[BaseMessage], stop: list[str] | None, **kw: Any) -> AIMessage:
         # Reached only through generate() (invoke() is the path the nodes take), whose own run
         # already reports this call to the callbacks: the attempts run without them.
-        message = self.invoke(messages, {"callbacks": []}, stop=stop, **kwargs)
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return self.invoke(messages, {"callbacks": []}, stop=stop, **kw)
 
     def with_structured_output(
         self, schema: dict[str, Any] | type, *, include_raw: bool = False, **kwargs: Any

@@ -30,6 +30,13 @@ class NotPlain(TypeError):
     """A value that may not cross between the candidate and the judge."""
 
 
+_TAGS: dict[type, str] = {tuple: "t", set: "s", frozenset: "fs"}
+"""The containers sent as ``{tag: [items]}``; dicts go as ``{"d": [[key, value], ...]}`` and
+bytes as ``{"b": hex}``."""
+
+_TYPES = {tag: kind for kind, tag in _TAGS.items()}
+
+
 def encode(value: Any, depth: int = 0) -> Any:
     """Plain data as JSON-ready values (tuples, sets, dicts with any keys and bytes tagged);
     anything else, including subclasses of the plain types, raises :class:`NotPlain`."""
@@ -40,12 +47,10 @@ def encode(value: Any, depth: int = 0) -> Any:
         return value
     if kind is list:
         return [encode(v, depth + 1) for v in value]
-    if kind is tuple:
-        return {"t": [encode(v, depth + 1) for v in value]}
-    if kind is set or kind is frozenset:
-        return {"s" if kind is set else "fs": [encode(v, depth + 1) for v in value]}
+    if kind in _TAGS:
+        return {_TAGS[kind]: encode(list(value), depth)}
     if kind is dict:
-        return {"d": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
+        return {"d": encode([[k, v] for k, v in value.items()], depth)}
     if kind is bytes:
         return {"b": value.hex()}
     raise NotPlain(f"a value of type {kind.__name__}")
@@ -64,14 +69,11 @@ def decode(data: Any, depth: int = 0) -> Any:
         ((tag, body),) = data.items()
         if tag == "b" and type(body) is str:
             return bytes.fromhex(body)
-        if type(body) is list:
-            items = [decode(v, depth + 1) for v in body]
-            if tag == "t":
-                return tuple(items)
-            if tag in ("s", "fs"):
-                return set(items) if tag == "s" else frozenset(items)
-            if tag == "d" and all(type(p) is list and len(p) == 2 for p in items):
-                return {k: v for k, v in items}
+        items = decode(body, depth) if type(body) is list else None
+        if tag in _TYPES and items is not None:
+            return _TYPES[tag](items)
+        if tag == "d" and items is not None and all(type(p) is list and len(p) == 2 for p in items):
+            return dict(items)
     raise ValueError("not plain data")
 
 
