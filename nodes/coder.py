@@ -204,12 +204,23 @@ def make_test_writer(
 # ---- actor ------------------------------------------------------------------------------------
 
 
+def retries_fresh(state: CodeState, ctx: Context) -> bool:
+    """Whether the next attempt is a fresh sample rather than a repair of the last one:
+    ``Context.code_retry`` says which, and under ``auto`` code that did not compile is
+    repaired (the compiler's errors point into it) and code that failed tests is not."""
+    if state.trial == 0 or not state.evaluations:
+        return False
+    if ctx.code_retry == "auto":
+        return state.evaluations[-1].get("compiled") is not False
+    return ctx.code_retry == "fresh"
+
+
 def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
     """The actor prompt: instructions and the problem (a prefix that stays the same across
     trials), then, after a failed trial, the previous implementation as the assistant's turn
     and the test results, the reflections (strategy ``reflexion``) and the request to fix it;
-    under ``Context.code_retry="fresh"`` the test results and reflections follow the problem
-    in the same turn, without the previous implementation."""
+    for a fresh retry (:func:`retries_fresh`) the test results and reflections follow the
+    problem in the same turn, without the previous implementation."""
     problem = problem_of(state)
     names = _names(problem.language)
     task = render("code_task", prompt=problem.prompt.strip(), **names)
@@ -223,7 +234,7 @@ def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
     if ctx.uses_reflections and ctx.memory_size > 0 and state.reflections:
         window = state.reflections[-ctx.memory_size :]
         reflection_block = "\nYour reflection on it:\n" + "\n".join(f"- {r}" for r in window) + "\n"
-    fresh = ctx.code_retry == "fresh"
+    fresh = retries_fresh(state, ctx)
     retry = render(
         "code_fresh" if fresh else "code_retry",
         feedback=state.evaluations[-1]["feedback"],
@@ -266,7 +277,7 @@ def make_code_actor(
         recalled = recall_update(state, state.task, runtime, family)
         if recalled:
             state = replace(state, **recalled)
-        fresh = ctx.code_retry == "fresh" and state.trial > 0 and bool(state.evaluations)
+        fresh = retries_fresh(state, ctx)
         llm = actor_llm(model, ctx, hot=fresh)
         messages = code_messages(state, ctx)
         # No grammar: llama.cpp's grammar sampling halves the token rate on this vocabulary;
@@ -438,6 +449,7 @@ def make_unit_test_evaluator(
         failures: list[list[str]] = []
         drawn: list[Witness] = []
         last = False
+        compiled: bool | None = None
         if state.answer is None:
             score, success = 0.0, False
             feedback = f"No implementation: {state.stop_reason or 'no code block was found'}"
@@ -446,8 +458,8 @@ def make_unit_test_evaluator(
             checked = [*tests, *state.probe_tests]
             full = run_tests(program, checked, problem.language, limits, problem.entry_point)
             result = _counted(full, tests)
+            compiled = result.compile_error is None
             if tests:
-                compiled = result.compile_error is None
                 failed = {o.test for o in result.outcomes if not o.passed}
                 written = set(state.written_tests)
                 failed_written = [t for t in tests if t in written and t in failed]
@@ -481,6 +493,8 @@ def make_unit_test_evaluator(
             success=success,
             feedback=feedback,
         )
+        if compiled is not None:
+            record["compiled"] = compiled
         if last:
             record["last"] = True
         update: dict[str, Any] = {

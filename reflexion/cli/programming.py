@@ -121,7 +121,8 @@ def bench_programming(
             "--retry",
             help="reflexion: fresh (a new sample at T = 0.8 from the task, the failed tests "
             "and the reflection, without the previous code) or repair (the previous code, its "
-            "test results and the reflection: the paper).",
+            "test results and the reflection: the paper) or auto (repair code that did not "
+            "compile, fresh otherwise).",
         ),
     ] = opt.DEFAULTS.code_retry,
     cross_check: Annotated[
@@ -158,7 +159,7 @@ def bench_programming(
         [
             "-notests" if no_tests else "",
             "-noreflection" if no_reflection else "",
-            "-fresh" if retry == "fresh" else "",
+            f"-{retry}" if retry != "repair" else "",
             f"-crosscheck{cross_check}" if cross_check else "",
         ]
     )

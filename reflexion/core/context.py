@@ -24,7 +24,7 @@ WikiKind = Literal["offline", "live"]
 LessonFilter = Literal["validated", "all"]
 LESSON_FILTERS: tuple[LessonFilter, ...] = ("validated", "all")
 TestTrust = Literal["all", "anchored"]
-CodeRetry = Literal["repair", "fresh"]
+CodeRetry = Literal["repair", "fresh", "auto"]
 HouseholdMemory = Literal["reflection", "facts", "leads", "sightings"]
 MemoryPlace = Literal["task", "system", "think"]
 TurnSeeds = Literal["turn", "process"]
@@ -235,7 +235,8 @@ class Context:
             "failed tests and the reflections, without the previous code, sampled at "
             "temperature 0.8 (a small model otherwise edits its wrong code in place). "
             "repair: the previous implementation, its test results and the reflections "
-            "(the paper)."
+            "(the paper). auto: repair when the previous implementation did not compile "
+            "(the compiler's errors point into that code), fresh otherwise."
         },
     )
     cross_check: int = field(

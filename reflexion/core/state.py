@@ -28,6 +28,8 @@ class TrialRecord(TypedDict):
     """Whether the trial solved the task (what stops the loop)."""
     feedback: str
     """The evaluator's feedback text (never the reference answer)."""
+    compiled: NotRequired[bool]
+    """Programming: whether the answer compiled (absent when there was no answer to build)."""
     last: NotRequired[bool]
     """Set when another trial could learn nothing more (e.g. no tests to run): the thread
     stops after this trial, solved or not."""
