@@ -119,6 +119,7 @@ def bench_programming(
         CodeRetry,
         typer.Option(
             "--retry",
+            metavar="<mode>",
             help="reflexion: fresh (a new sample at T = 0.8 from the task, the failed tests "
             "and the reflection, without the previous code) or repair (the previous code, its "
             "test results and the reflection: the paper) or auto (repair code that did not "
