@@ -82,9 +82,9 @@ def bench_alfworld(
     ] = False,
     memory_entry: Annotated[
         str,
-        typer.Option(
+        opt.word_option(
             "--memory-entry",
-            metavar="<kind>",
+            "<kind>",
             help="What a failed trial adds to memory: sightings (no model: the goal's objects "
             "seen and where, nothing when none was seen); reflection (the reflector model's, "
             "the paper); facts (no model: where the goal's objects were, refused commands and "
@@ -93,9 +93,9 @@ def bench_alfworld(
     ] = opt.DEFAULTS.alfworld_memory,
     memory_place: Annotated[
         str,
-        typer.Option(
+        opt.word_option(
             "--memory-place",
-            metavar="<place>",
+            "<place>",
             help="Where the actor reads the memory: task (after the task, the paper), system "
             "(end of the system message) or think (the reflections as the trial's first think "
             "step).",
@@ -103,9 +103,9 @@ def bench_alfworld(
     ] = "task",
     seeds: Annotated[
         str,
-        typer.Option(
+        opt.word_option(
             "--seeds",
-            metavar="<seeds>",
+            "<seeds>",
             help="turn: each turn's sampling seed named by the game, trial and turn (a rerun "
             "draws the same; strategies draw alike until their prompts differ); process: one "
             "counter per process.",

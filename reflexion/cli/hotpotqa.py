@@ -76,18 +76,18 @@ def bench_hotpotqa(
     ] = False,
     redraw: Annotated[
         int,
-        typer.Option(
+        opt.count_option(
             "--redraw",
-            metavar="N",
+            min=0,
             help="Redraws of a retry whose answer was already judged incorrect "
             "(0: keep the repeat, as the paper does).",
         ),
     ] = opt.DEFAULTS.redraw_rejected,
     redraw_steps: Annotated[
         int,
-        typer.Option(
+        opt.count_option(
             "--redraw-steps",
-            metavar="N",
+            min=0,
             help="react: redraws of a step that repeats a search of its trial (0: keep the "
             "repeat, as the paper does).",
         ),

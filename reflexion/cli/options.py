@@ -23,6 +23,12 @@ def count_option(*names: str, help: str, min: int = 1, max: int | None = None) -
     return typer.Option(*names, metavar="N", min=min, max=max, help=help)
 
 
+def word_option(name: str, metavar: str, help: str) -> Any:
+    """An option taking one of a few words, shown as ``metavar`` (``<mode>``) in the help so
+    the help reads at 80 columns; the help lists the words."""
+    return typer.Option(name, metavar=metavar, help=help)
+
+
 ModelOpt = Annotated[
     str,
     typer.Option(

@@ -117,9 +117,9 @@ def bench_programming(
     ] = opt.DEFAULTS.resample_repeats,
     retry: Annotated[
         CodeRetry,
-        typer.Option(
+        opt.word_option(
             "--retry",
-            metavar="<mode>",
+            "<mode>",
             help="reflexion: fresh (a new sample at T = 0.8 from the task, the failed tests "
             "and the reflection, without the previous code) or repair (the previous code, its "
             "test results and the reflection: the paper) or auto (repair code that did not "

@@ -12,6 +12,7 @@ from reflexion.bench.driver import solved_by_trial
 from reflexion.bench.ledger import finished_tasks
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import compare_table, slices_table
+from reflexion.cli import options as opt
 from reflexion.cli.common import console
 from reflexion.core.errors import ReflexionError
 
@@ -80,10 +81,8 @@ def compare_results(
     ],
     slices: Annotated[
         int | None,
-        typer.Option(
+        opt.count_option(
             "--slices",
-            metavar="N",
-            min=1,
             help="Also compare slice by slice: the baseline's tasks in its file's order, "
             "N at a time.",
         ),
