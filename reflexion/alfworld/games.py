@@ -151,7 +151,7 @@ def _scan(root: Path) -> list[Game]:
     if not games:
         raise DatasetError(
             f"{root}: no */{GAME_FILE} files found below this directory; give a directory of "
-            "ALFWorld games or a bundle made by pack_games"
+            "ALFWorld games or a bundle made by `reflexion pack-games`"
         )
     return sorted(games, key=lambda game: game.name)
 
@@ -221,7 +221,7 @@ def _read_bundle(file: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise DatasetError(
             f"{file}: not a readable game bundle ({exc}); give a directory of ALFWorld games or "
-            "a bundle made by pack_games"
+            "a bundle made by `reflexion pack-games`"
         ) from None
     records = []
     for number, line in enumerate(lines, 1):
@@ -231,18 +231,20 @@ def _read_bundle(file: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             records.append(json.loads(line))
         except json.JSONDecodeError as exc:
             raise DatasetError(
-                f"{file}:{number}: not valid JSON ({exc.msg}); rebuild the bundle with pack_games"
+                f"{file}:{number}: not valid JSON ({exc.msg}); rebuild the bundle with "
+                "`reflexion pack-games`"
             ) from None
     header = records[0] if records else None
     if not isinstance(header, dict) or header.get("format") != _FORMAT:
         raise DatasetError(
-            f"{file}: not a game bundle made by pack_games; give a directory of ALFWorld games "
-            "or such a bundle"
+            f"{file}: not a game bundle made by `reflexion pack-games`; give a directory of "
+            "ALFWorld games or such a bundle"
         )
     if header.get("version") != _VERSION or len(records) - 1 != header.get("games"):
         raise DatasetError(
             f"{file}: unsupported or truncated bundle (version {header.get('version')}, "
-            f"{len(records) - 1} of {header.get('games')} games); rebuild it with pack_games"
+            f"{len(records) - 1} of {header.get('games')} games); rebuild it with "
+            "`reflexion pack-games`"
         )
     seen: set[str] = set()
     for number, record in enumerate(records[1:], 2):
@@ -382,7 +384,7 @@ def load_games(source: str | Path | None = None) -> list[Game]:
         return _scan(_unpacked(path))
     raise DatasetError(
         f"{path}: no such file or directory; give a directory of ALFWorld games or a bundle "
-        "made by pack_games"
+        "made by `reflexion pack-games`"
     )
 
 

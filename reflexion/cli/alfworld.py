@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 
 from reflexion.alfworld.env import ENGINE_MISSING, engine_available
-from reflexion.alfworld.games import load_games, select_games
+from reflexion.alfworld.games import load_games, pack_games, select_games
 from reflexion.alfworld.scoring import failure_curves, self_evaluation, solved_curve, won_at
 from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
@@ -247,3 +247,15 @@ def _print_household_final(payload: dict[str, Any], label: str) -> None:
     first = payload.get("won_at")
     verdict = f"[green]won at trial {first}[/]" if first else "[red]not won[/]"
     console.print(f"{label}engine: {verdict} after {len(payload.get('episodes', []))} trial(s)")
+
+
+def pack_game_set(
+    source: Annotated[
+        Path, typer.Argument(help="A directory of ALFWorld game.tw-pddl files (any split).")
+    ],
+    bundle: Annotated[Path, typer.Argument(help="The packed game set to write (.jsonl.gz).")],
+) -> None:
+    """Pack a directory of ALFWorld games into one game set for ``bench alfworld --games``
+    (the domain and the grammar stored once; read back and checked before it is kept)."""
+    count = pack_games(source, bundle)
+    console.print(f"{count} games packed into {bundle} ({bundle.stat().st_size:,} bytes)")

@@ -40,6 +40,7 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(perf_app, name="perf")
 app.command("plot")(results.plot_results)
 app.command("compare")(results.compare_results)
+app.command("pack-games")(alfworld.pack_game_set)
 
 
 def _one_line_summaries(*apps: typer.Typer) -> None:

@@ -255,7 +255,7 @@ def test_a_game_in_a_directory_of_unknown_kind(three_games: Path):
 def test_a_file_that_is_not_a_bundle(tmp_path: Path):
     plain = tmp_path / "games.txt"
     plain.write_text("hello", encoding="utf-8")
-    one_line_error(plain, "games.txt", "pack_games")
+    one_line_error(plain, "games.txt", "reflexion pack-games")
     wrong = tmp_path / "wrong.jsonl.gz"
     with gzip.open(wrong, "wt") as handle:
         handle.write('{"format": "something else"}\n')
@@ -275,6 +275,20 @@ def test_packing_a_missing_directory(tmp_path: Path):
     with pytest.raises(ReflexionError, match="no such directory"):
         pack_games(tmp_path / "nowhere", tmp_path / "out.jsonl.gz")
     assert not (tmp_path / "out.jsonl.gz").exists()
+
+
+def test_the_pack_games_command_writes_a_game_set_bench_can_read(
+    tmp_path: Path, three_games: Path, cache_home: Path, monkeypatch, capsys
+):
+    from tests import clikit
+
+    bundle = tmp_path / "sets" / "three.jsonl.gz"
+    code, _ = clikit.cli(monkeypatch, capsys, "pack-games", str(three_games), str(bundle))
+    assert code == 0
+    assert [g.name for g in load_games(bundle)] == [g.name for g in load_games(three_games)]
+    nowhere = str(tmp_path / "nowhere")
+    code, err = clikit.cli(monkeypatch, capsys, "pack-games", nowhere, str(bundle))
+    clikit.one_line_error(code, err, nowhere, "no such directory")
 
 
 # ---- resolving one game -----------------------------------------------------------------------
