@@ -67,6 +67,8 @@ TEST_FORMS = {
 
 NO_TESTS = "No unit tests were run"
 """How the feedback of an iteration without internal tests (``simple``, ``--no-tests``) starts."""
+NOT_COMPILED = "The implementation does not compile:"
+"""What the feedback on code that did not compile says, before the compiler's errors."""
 
 
 STOPS = {
@@ -204,6 +206,13 @@ def make_test_writer(
 # ---- actor ------------------------------------------------------------------------------------
 
 
+def did_compile(record: TrialRecord) -> bool:
+    """Whether a trial's answer compiled: its ``compiled`` flag, or for a record written
+    before the flag existed (a thread forked from an older run), what its feedback says."""
+    flag = record.get("compiled")
+    return flag if flag is not None else NOT_COMPILED not in record["feedback"]
+
+
 def retries_fresh(state: CodeState, ctx: Context) -> bool:
     """Whether the next attempt is a fresh sample rather than a repair of the last one:
     ``Context.code_retry`` says which, and under ``auto`` code that did not compile is
@@ -211,7 +220,7 @@ def retries_fresh(state: CodeState, ctx: Context) -> bool:
     if state.trial == 0 or not state.evaluations:
         return False
     if ctx.code_retry == "auto":
-        return state.evaluations[-1].get("compiled") is not False
+        return did_compile(state.evaluations[-1])
     return ctx.code_retry == "fresh"
 
 
@@ -326,7 +335,7 @@ def format_feedback(
     actual value or the error as a comment; ``doubted`` tests (failed by every attempt) are
     listed apart, as tests that may themselves be wrong."""
     if result.compile_error is not None:
-        return f"The implementation does not compile:\n{result.compile_error.strip()}"
+        return f"{NOT_COMPILED}\n{result.compile_error.strip()}"
     comment = "#" if language == "py" else "//"
     passed = [o.test for o in result.outcomes if o.passed]
     failed = [
@@ -478,7 +487,7 @@ def make_unit_test_evaluator(
             else:
                 score, success = 0.0, False
                 status = (
-                    f"The implementation does not compile:\n{result.compile_error.strip()}"
+                    f"{NOT_COMPILED}\n{result.compile_error.strip()}"
                     if result.compile_error is not None
                     else "The implementation compiles."
                 )

@@ -182,7 +182,7 @@ def bench_programming(
             test_trust=test_trust,
             select_answer=select,
             resample_repeats=resample,
-            code_retry=retry,
+            code_retry=opt.DEFAULTS.code_retry if simple else retry,  # simple never retries
             cross_check=0 if simple else cross_check,
         )
         ctx = common.apply(ctx)
