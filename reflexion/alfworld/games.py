@@ -299,9 +299,9 @@ def pack_games(src_dir: Path, out_file: Path) -> int:
     # mtime=0 and no file name: the same games always give the same bytes (and cache key).
     with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, compresslevel=9, mtime=0) as gz:
         gz.write(payload)
-    out_file.parent.mkdir(parents=True, exist_ok=True)
     tmp = out_file.with_name(f".{out_file.name}.{os.getpid()}.tmp")
     try:
+        out_file.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_bytes(buffer.getvalue())
         unpacked = dict(_read_bundle(tmp))
         if unpacked.keys() != sources.keys():
@@ -313,6 +313,11 @@ def pack_games(src_dir: Path, out_file: Path) -> int:
                     "nothing was written"
                 )
         tmp.replace(out_file)
+    except OSError as exc:
+        raise DatasetError(
+            f"{out_file}: cannot be written ({exc.strerror or exc}); give a file path in a "
+            "writable directory"
+        ) from None
     finally:
         tmp.unlink(missing_ok=True)
     return len(games)

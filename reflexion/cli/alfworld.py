@@ -1,4 +1,5 @@
-"""``reflexion bench alfworld``: household games on the real ALFWorld (TextWorld) engine."""
+"""``reflexion bench alfworld``: household games on the real ALFWorld (TextWorld) engine; and
+``reflexion pack-games``, which packs a directory of games into a game set for it."""
 
 from __future__ import annotations
 
@@ -255,7 +256,7 @@ def pack_game_set(
     ],
     bundle: Annotated[Path, typer.Argument(help="The packed game set to write (.jsonl.gz).")],
 ) -> None:
-    """Pack a directory of ALFWorld games into one game set for ``bench alfworld --games``
+    """Pack a directory of ALFWorld games into one game set for 'bench alfworld --games'
     (the domain and the grammar stored once; read back and checked before it is kept)."""
     count = pack_games(source, bundle)
     console.print(f"{count} games packed into {bundle} ({bundle.stat().st_size:,} bytes)")

@@ -289,6 +289,8 @@ def test_the_pack_games_command_writes_a_game_set_bench_can_read(
     nowhere = str(tmp_path / "nowhere")
     code, err = clikit.cli(monkeypatch, capsys, "pack-games", nowhere, str(bundle))
     clikit.one_line_error(code, err, nowhere, "no such directory")
+    code, err = clikit.cli(monkeypatch, capsys, "pack-games", str(three_games), str(tmp_path))
+    clikit.one_line_error(code, err, str(tmp_path), "cannot be written")
 
 
 # ---- resolving one game -----------------------------------------------------------------------

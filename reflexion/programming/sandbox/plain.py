@@ -21,7 +21,7 @@ MESSAGE_BYTES = 16 * 1024 * 1024
 """The longest message on the judge-candidate channel."""
 
 DEPTH = 100
-"""How deeply plain data may nest."""
+"""How deeply plain data may nest (a dict counts twice: its pairs are one level)."""
 
 PLAIN = "None, bool, int, float, str, bytes, and lists, tuples, dicts and sets of these"
 
@@ -70,11 +70,23 @@ def decode(data: Any, depth: int = 0) -> Any:
         if tag == "b" and type(body) is str:
             return bytes.fromhex(body)
         items = decode(body, depth) if type(body) is list else None
-        if tag in _TYPES and items is not None:
-            return _TYPES[tag](items)
-        if tag == "d" and items is not None and all(type(p) is list and len(p) == 2 for p in items):
-            return dict(items)
+        if items is not None and tag in _TYPES:
+            return _built(_TYPES[tag], items)
+        if items is not None and tag == "d" and all(type(p) is list and len(p) == 2 for p in items):
+            return _built(dict, items)
     raise ValueError("not plain data")
+
+
+def _built(kind: Any, items: list[Any]) -> Any:
+    """A tuple, set or dict of decoded items; members it cannot hold (unhashable) or that
+    collapse into one another (equal, which :func:`encode` never sends) raise ValueError."""
+    try:
+        made = kind(items)
+    except TypeError:
+        raise ValueError("not plain data") from None
+    if len(made) != len(items):
+        raise ValueError("not plain data")
+    return made
 
 
 class Channel:
@@ -97,7 +109,7 @@ class Channel:
             return None
         try:
             message = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         return message if type(message) is dict else None
 
