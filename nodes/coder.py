@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -206,7 +206,7 @@ def make_test_writer(
 # ---- actor ------------------------------------------------------------------------------------
 
 
-def did_compile(record: TrialRecord) -> bool:
+def did_compile(record: Mapping[str, Any]) -> bool:
     """Whether a trial's answer compiled: its ``compiled`` flag, or for a record written
     before the flag existed (a thread forked from an older run), what its feedback says."""
     flag = record.get("compiled")

@@ -21,7 +21,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.core.selection import AnswerChoice
 from reflexion.graphs.agents import AGENTS
-from reflexion.nodes.coder import NO_TESTS
+from reflexion.nodes.coder import NO_TESTS, did_compile
 from reflexion.programming.examples import EXAMPLES_VERSION
 from reflexion.programming.problems import CodeProblem, language_of, load_problems
 from reflexion.programming.sandbox import rustc_path
@@ -279,10 +279,9 @@ def _scorer(by_id: dict[str, CodeProblem], ctx: Context) -> Finalize:
 def _print_code_trial(payload: dict[str, Any], label: str) -> None:
     head = payload["feedback"].splitlines()[0] if payload["feedback"] else ""
     if head.startswith(NO_TESTS):  # nothing to pass or fail: say what was checked
-        compiles = "does not compile" not in head
         console.print(
             f"{label}iteration {payload['trial']}: no internal tests "
-            f"[dim]({'compiles' if compiles else 'does not compile'})[/]"
+            f"[dim]({'compiles' if did_compile(payload) else 'does not compile'})[/]"
         )
         return
     mark = "[green]✓[/]" if payload["success"] else "[red]✗[/]"
