@@ -47,6 +47,7 @@ from reflexion.programming.problems import (
     candidate_tests,
     extract_code,
     language_of,
+    rust_preamble,
     sample_tests,
     stub,
 )
@@ -54,6 +55,7 @@ from reflexion.programming.sandbox import (
     Limits,
     SuiteResult,
     check_rust_tests,
+    fix_rust,
     run_python_tests,
     run_rust_tests,
 )
@@ -224,6 +226,21 @@ def retries_fresh(state: CodeState, ctx: Context) -> bool:
     return ctx.code_retry == "fresh"
 
 
+def compiler_fixed(state: CodeState, problem: CodeProblem, ctx: Context) -> str | None:
+    """Rust under ``Context.compiler_fixes``: the last attempt with the fixes ``rustc``
+    suggests applied, when it did not compile, was the model's own (not already a fix), and
+    the fixes make it compile into code not tried before; else ``None``."""
+    if not (ctx.compiler_fixes and problem.language == "rs" and state.evaluations):
+        return None
+    last = state.evaluations[-1]
+    code = last["answer"]
+    if not code or did_compile(last) or last.get("compiler_fix"):
+        return None
+    fixed = fix_rust(code, preamble=rust_preamble(problem.prompt, code))
+    tried = {code_key(e["answer"], "rs") for e in state.evaluations if e["answer"]}
+    return fixed if fixed is not None and code_key(fixed, "rs") not in tried else None
+
+
 def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
     """The actor prompt: instructions and the problem (a prefix that stays the same across
     trials), then, after a failed trial, the previous implementation as the assistant's turn
@@ -278,7 +295,9 @@ def make_code_actor(
     """The code actor node; ``model`` overrides ``Context.actor_model``; ``family`` is the task
     family whose lessons it recalls on the first trial (``Context.lessons``). A retry whose code
     repeats an earlier attempt is sampled again (``Context.resample_repeats``); a fresh retry
-    (``Context.code_retry``) is sampled at ``RESAMPLE_TEMPERATURE`` from the start."""
+    (``Context.code_retry``) is sampled at ``RESAMPLE_TEMPERATURE`` from the start. After Rust
+    code that did not compile, the retry is first the compiler's own fix, when it has one
+    (:func:`compiler_fixed`), with no model call."""
 
     def code_actor(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = get_context(runtime)
@@ -286,6 +305,15 @@ def make_code_actor(
         recalled = recall_update(state, state.task, runtime, family)
         if recalled:
             state = replace(state, **recalled)
+        fixed = compiler_fixed(state, problem, ctx)
+        if fixed is not None:
+            return {
+                "trial": state.trial + 1,
+                "trajectory": [fixed],
+                "answer": fixed,
+                "stop_reason": None,
+                "compiler_fix": True,
+            }
         fresh = retries_fresh(state, ctx)
         llm = actor_llm(model, ctx, hot=fresh)
         messages = code_messages(state, ctx)
@@ -311,6 +339,7 @@ def make_code_actor(
             "trajectory": [parsed.code if parsed.code is not None else reply.text.strip()[:2000]],
             "answer": parsed.code,
             "stop_reason": parsed.error,
+            "compiler_fix": False,
         }
 
     return code_actor
@@ -504,6 +533,8 @@ def make_unit_test_evaluator(
         )
         if compiled is not None:
             record["compiled"] = compiled
+        if state.compiler_fix:
+            record["compiler_fix"] = True
         if last:
             record["last"] = True
         update: dict[str, Any] = {

@@ -23,7 +23,7 @@ def unused_by(agent: str) -> tuple[str, ...]:
     """The context fields an agent never reads, left out of its results keys: the correcting
     turn for ReAct, the step redraws for the CoT agents, ALFWorld's for all."""
     unused = ("correct_rejected",) if agent == "react" else run.STEP_FIELDS
-    return (*unused, *run.ALFWORLD_FIELDS)
+    return (*unused, *run.ALFWORLD_FIELDS, *run.CODE_FIELDS)
 
 
 @run.common_options(plot_help="Learning-curve PNG (default: next to the results).")

@@ -68,6 +68,13 @@ def bench_programming(
             help="Ablation: no self-reflection (the actor still sees its code and test results).",
         ),
     ] = False,
+    no_compiler_fixes: Annotated[
+        bool,
+        typer.Option(
+            "--no-compiler-fixes",
+            help="Rust, reflexion: no retry from rustc's suggested fixes (the paper).",
+        ),
+    ] = False,
     max_tests: Annotated[
         int, opt.count_option("--max-tests", help="Most self-written tests kept per problem.")
     ] = opt.DEFAULTS.max_tests,
@@ -162,6 +169,7 @@ def bench_programming(
             "-noreflection" if no_reflection else "",
             f"-{retry}" if retry != "repair" else "",
             f"-crosscheck{cross_check}" if cross_check else "",
+            "-nofixes" if no_compiler_fixes and language_name == "rs" else "",
         ]
     )
     variants = []
@@ -184,6 +192,8 @@ def bench_programming(
             resample_repeats=resample,
             code_retry=opt.DEFAULTS.code_retry if simple else retry,  # simple never retries
             cross_check=0 if simple else cross_check,
+            # Only Rust has a compiler to ask, and simple never retries.
+            compiler_fixes=language_name == "rs" and not (simple or no_compiler_fixes),
         )
         ctx = common.apply(ctx)
         label = name if simple else f"{name}{suffix}"
@@ -285,8 +295,9 @@ def _print_code_trial(payload: dict[str, Any], label: str) -> None:
         )
         return
     mark = "[green]✓[/]" if payload["success"] else "[red]✗[/]"
+    source = " (rustc's fix)" if payload.get("compiler_fix") else ""
     console.print(
-        f"{label}iteration {payload['trial']}: {mark} internal "
+        f"{label}iteration {payload['trial']}{source}: {mark} internal "
         f"score={payload['score']:.2f} [dim]{escape(head[:100])}[/]"
     )
 

@@ -239,6 +239,17 @@ class Context:
             "(the compiler's errors point into that code), fresh otherwise."
         },
     )
+    compiler_fixes: bool = field(
+        default=True,
+        metadata={
+            "description": "Rust: when an attempt does not compile and rustc suggests fixes "
+            "for its errors (those it marks machine-applicable or maybe-incorrect: a "
+            "conversion, a borrow, a missing mut), the next attempt is that code with the "
+            "fixes applied, round after round until it compiles, with no model call; when "
+            "they do not make it compile, the retry is the model's as usual. false = off "
+            "(the paper)."
+        },
+    )
     cross_check: int = field(
         default=0,
         metadata={

@@ -30,6 +30,9 @@ class TrialRecord(TypedDict):
     """The evaluator's feedback text (never the reference answer)."""
     compiled: NotRequired[bool]
     """Programming: whether the answer compiled (absent when there was no answer to build)."""
+    compiler_fix: NotRequired[bool]
+    """Programming: set when the answer was the previous one with the compiler's suggested
+    fixes applied (``Context.compiler_fixes``), not a model's sample."""
     last: NotRequired[bool]
     """Set when another trial could learn nothing more (e.g. no tests to run): the thread
     stops after this trial, solved or not."""
@@ -174,6 +177,9 @@ class CodeState(State, CodeInputState):
     only whether two implementations behave alike."""
     witnesses: Annotated[list[Witness], operator.add] = field(default_factory=list)
     """The implementations drawn so far to cross-check attempts, in order."""
+    compiler_fix: bool = False
+    """Whether ``answer`` is the previous attempt with the compiler's suggested fixes applied
+    (``Context.compiler_fixes``) rather than the model's sample."""
 
 
 @dataclass(kw_only=True)

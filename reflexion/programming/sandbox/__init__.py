@@ -10,6 +10,7 @@ process.
 from reflexion.programming.sandbox.results import Limits, ProgramResult, SuiteResult, TestOutcome
 from reflexion.programming.sandbox.runner import (
     check_rust_tests,
+    fix_rust,
     run_python_check,
     run_python_program,
     run_python_tests,
@@ -25,6 +26,7 @@ __all__ = [
     "SuiteResult",
     "TestOutcome",
     "check_rust_tests",
+    "fix_rust",
     "run_python_check",
     "run_python_program",
     "run_python_tests",

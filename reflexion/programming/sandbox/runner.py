@@ -60,6 +60,7 @@ from reflexion.programming.sandbox.child import (
     DETAIL_CHARS,
     clip,
 )
+from reflexion.programming.sandbox.fixes import apply_edits, suggested_edits
 from reflexion.programming.sandbox.results import (
     DEFAULT_LIMITS,
     Limits,
@@ -327,3 +328,35 @@ def check_rust_tests(
                 return []
             remaining = [i for k, i in enumerate(remaining) if k not in bad]
     return [tests[i] for i in remaining]
+
+
+def fix_rust(
+    code: str, limits: Limits = DEFAULT_LIMITS, *, preamble: str = "", rounds: int = 4
+) -> str | None:
+    """``code`` with the fixes ``rustc`` suggests for its errors applied (see
+    :mod:`.fixes`), checked again after each round (a fixed type error can uncover a borrow
+    error), when that makes it compile as a library after ``preamble`` (the prompt's ``use``
+    lines). ``None`` when it compiles as it is, when ``rustc`` suggests nothing it marks as
+    applicable, or when it still does not compile after ``rounds`` rounds. Only the compiler
+    runs, in the sandbox; no code is executed.
+
+    Raises:
+        ReflexionError: when ``rustc`` is not installed.
+    """
+    rustc = require_rustc()
+    head = f"{preamble.strip()}\n\n" if preamble.strip() else ""
+    source = f"{head}{code.strip()}\n"
+    with Sandbox(limits) as box:
+        for done in range(rounds + 1):
+            run = box.check_rust(rustc, source)
+            if run.timed_out or run.returncode is None:
+                return None
+            if run.returncode == 0:
+                return source[len(head) :] if done else None
+            if done == rounds:
+                return None
+            fixed = apply_edits(source, suggested_edits(run.stderr, "check.rs"), len(head.encode()))
+            if fixed == source:
+                return None
+            source = fixed
+    return None
