@@ -25,7 +25,7 @@ from reflexion.programming.problems import (
     load_problems,
     sample_tests,
 )
-from reflexion.programming.sandbox import SuiteResult, TestOutcome, rustc_path
+from reflexion.programming.sandbox import SuiteResult, TestOutcome
 from reflexion.programming.scoring import (
     confusion,
     pass_at_1,
@@ -320,30 +320,6 @@ def test_hostile_code_from_the_model_fails_its_tests_and_the_loop_goes_on():
     state = run(graph, Context(max_trials=2, test_timeout=0.5))
     assert "timed out" in state["evaluations"][0]["feedback"]
     assert state["solved"] is True
-
-
-@pytest.mark.skipif(rustc_path() is None, reason="rustc is not installed")
-def test_rust_problem_end_to_end():
-    prompt = "/// Add two numbers.\nfn add(a: isize, b: isize) -> isize {\n"
-    wrong = "```rust\nfn add(a: isize, b: isize) -> isize {\n    a - b\n}\n```"
-    right = "```rust\nfn add(a: isize, b: isize) -> isize {\n    a + b\n}\n```"
-    tests = 'assert_eq!(add(2, 3), 5);\nassert_eq!(add(2, "x"), 5);\nassert_eq!(add(0, 0), 0)\n'
-    actor = ScriptedChatModel(replies=[wrong, right])
-    graph = programming_builder(
-        actor_model=actor,
-        evaluator_model=ScriptedChatModel(replies=[tests]),
-        reflector_model=ScriptedChatModel(replies=["Reflection: I subtracted."]),
-    ).compile(checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "rs"}}
-    graph.invoke(
-        {"task": prompt, "entry_point": "add", "language": "rs"},
-        config,
-        context=Context(max_trials=3),
-    )
-    values = graph.get_state(config).values
-    assert values["tests"] == ["assert_eq!(add(2, 3), 5);", "assert_eq!(add(0, 0), 0);"]
-    assert "assert_eq!(add(2, 3), 5); // output: -1" in values["evaluations"][0]["feedback"]
-    assert values["solved"] is True and values["trial"] == 2
 
 
 # ---- scoring ----------------------------------------------------------------------------------

@@ -37,14 +37,20 @@ bytes as ``{"b": hex}``."""
 _TYPES = {tag: kind for kind, tag in _TAGS.items()}
 
 
+def _leaf(value: Any, depth: int, error: type[Exception]) -> bool:
+    """Whether ``value`` crosses as it is (``None``, a bool, int, float or str); raises
+    ``error`` when the data around it is nested past ``DEPTH``."""
+    if depth > DEPTH:
+        raise error("data nested too deeply")
+    return value is None or type(value) in (bool, int, float, str)
+
+
 def encode(value: Any, depth: int = 0) -> Any:
     """Plain data as JSON-ready values (tuples, sets, dicts with any keys and bytes tagged);
     anything else, including subclasses of the plain types, raises :class:`NotPlain`."""
-    kind = type(value)
-    if depth > DEPTH:
-        raise NotPlain("data nested too deeply")
-    if value is None or kind in (bool, int, float, str):
+    if _leaf(value, depth, NotPlain):
         return value
+    kind = type(value)
     if kind is list:
         return [encode(v, depth + 1) for v in value]
     if kind in _TAGS:
@@ -58,11 +64,9 @@ def encode(value: Any, depth: int = 0) -> Any:
 
 def decode(data: Any, depth: int = 0) -> Any:
     """The inverse of :func:`encode`; anything it could not have written raises ValueError."""
-    kind = type(data)
-    if depth > DEPTH:
-        raise ValueError("data nested too deeply")
-    if data is None or kind in (bool, int, float, str):
+    if _leaf(data, depth, ValueError):
         return data
+    kind = type(data)
     if kind is list:
         return [decode(v, depth + 1) for v in data]
     if kind is dict and len(data) == 1:

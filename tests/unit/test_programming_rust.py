@@ -1,6 +1,6 @@
-"""Retrying Rust from the compiler's own suggestions: reading rustc's JSON diagnostics,
-applying their edits, the sandboxed fix loop with the real rustc, and the code actor's retry
-(scripted models)."""
+"""The programming graph on Rust with scripted models and the real rustc: a problem end to end,
+and retrying from the compiler's own suggestions (reading rustc's JSON diagnostics, applying
+their edits, the sandboxed fix loop, the code actor's retry)."""
 
 from __future__ import annotations
 
@@ -95,29 +95,41 @@ def test_fix_rust_applies_rounds_until_the_code_compiles():
 
 
 PROMPT = "/// Add two numbers.\nfn add(a: isize, b: isize) -> isize {\n"
-TESTS = "assert_eq!(add(2, 3), 5);\nassert_eq!(add(0, 0), 0);\n"
-LATER = "```rust\nfn add(a: isize, b: isize) -> isize {\n    a + b\n}\n```"
+RIGHT = "```rust\nfn add(a: isize, b: isize) -> isize {\n    a + b\n}\n```"
 
 
-def run_rust(compiler_fixes: bool) -> tuple[dict[str, Any], ScriptedChatModel]:
-    actor = ScriptedChatModel(replies=[f"```rust\n{TYPE_AND_MUT}\n```", LATER])
+def run_rust(
+    replies: list[str], tests: str, ctx: Context
+) -> tuple[dict[str, Any], ScriptedChatModel]:
+    """One Rust thread of the programming graph: the actor's replies, the written tests."""
+    actor = ScriptedChatModel(replies=replies)
     graph = programming_builder(
         actor_model=actor,
-        evaluator_model=ScriptedChatModel(replies=[TESTS]),
-        reflector_model=ScriptedChatModel(replies=["I mixed usize and isize."]),
+        evaluator_model=ScriptedChatModel(replies=[tests]),
+        reflector_model=ScriptedChatModel(replies=["Reflection: I got the types wrong."]),
     ).compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "rs"}}
-    graph.invoke(
-        {"task": PROMPT, "entry_point": "add", "language": "rs"},
-        config,
-        context=Context(max_trials=3, compiler_fixes=compiler_fixes),
-    )
+    graph.invoke({"task": PROMPT, "entry_point": "add", "language": "rs"}, config, context=ctx)
     return graph.get_state(config).values, actor
 
 
 @needs_rustc
+def test_rust_problem_end_to_end():
+    wrong = "```rust\nfn add(a: isize, b: isize) -> isize {\n    a - b\n}\n```"
+    tests = 'assert_eq!(add(2, 3), 5);\nassert_eq!(add(2, "x"), 5);\nassert_eq!(add(0, 0), 0)\n'
+    values, _ = run_rust([wrong, RIGHT], tests, Context(max_trials=3))
+    assert values["tests"] == ["assert_eq!(add(2, 3), 5);", "assert_eq!(add(0, 0), 0);"]
+    assert "assert_eq!(add(2, 3), 5); // output: -1" in values["evaluations"][0]["feedback"]
+    assert values["solved"] is True and values["trial"] == 2
+
+
+TESTS = "assert_eq!(add(2, 3), 5);\nassert_eq!(add(0, 0), 0);\n"
+UNFIXED = f"```rust\n{TYPE_AND_MUT}\n```"
+
+
+@needs_rustc
 def test_code_that_did_not_compile_is_retried_as_the_compiler_fixed_it():
-    values, actor = run_rust(compiler_fixes=True)
+    values, actor = run_rust([UNFIXED, RIGHT], TESTS, Context(max_trials=3))
     first, second = values["evaluations"]
     assert first["compiled"] is False and "compiler_fix" not in first
     assert second["compiled"] is True and second["compiler_fix"] is True
@@ -128,7 +140,7 @@ def test_code_that_did_not_compile_is_retried_as_the_compiler_fixed_it():
 
 @needs_rustc
 def test_without_compiler_fixes_the_retry_is_the_models():
-    values, actor = run_rust(compiler_fixes=False)
+    values, actor = run_rust([UNFIXED, RIGHT], TESTS, Context(max_trials=3, compiler_fixes=False))
     assert [e.get("compiler_fix") for e in values["evaluations"]] == [None, None]
     assert values["evaluations"][1]["answer"].strip().endswith("a + b\n}")
     assert len(actor.prompts) == 2 and values["solved"] is True
