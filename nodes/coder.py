@@ -317,9 +317,19 @@ def make_code_actor(
         fresh = retries_fresh(state, ctx)
         llm = actor_llm(model, ctx, hot=fresh)
         messages = code_messages(state, ctx)
-        # No grammar: llama.cpp's grammar sampling halves the token rate on this vocabulary;
-        # the parser copes with whatever format comes back.
-        reply = llm.invoke(messages, stop=STOPS[problem.language])
+        draws = 0
+
+        def draw(chat: BaseChatModel) -> BaseMessage:
+            """One reply, seeded by what it draws on a retry (``Context.code_seeds``)."""
+            nonlocal draws
+            draws += 1
+            named = state.trial > 0 and ctx.code_seeds == "retry"
+            seed = named_seed(chat, problem.task_id, state.trial + 1, draws) if named else {}
+            # No grammar: llama.cpp's grammar sampling halves the token rate on this
+            # vocabulary; the parser copes with whatever format comes back.
+            return chat.invoke(messages, stop=STOPS[problem.language], **seed)
+
+        reply = draw(llm)
         parsed = extract_code(reply.text, problem)
         first = reply, parsed
         tried = {code_key(e["answer"], problem.language) for e in state.evaluations if e["answer"]}
@@ -329,7 +339,7 @@ def make_code_actor(
                 break
             if hot is None:
                 hot = actor_llm(model, ctx, hot=True)
-            reply = hot.invoke(messages, stop=STOPS[problem.language])
+            reply = draw(hot)
             parsed = extract_code(reply.text, problem)
         if parsed.code is None:  # no resample gave code: keep the first reply
             reply, parsed = first

@@ -61,6 +61,13 @@ class ScriptedChatModel(FakeChatModel):
         return "\n".join(m.text for m in self.prompts[call])
 
 
+class SeededScriptedChatModel(ScriptedChatModel):
+    """A scripted model that takes a ``seed`` call option, as the embedded model does (its
+    ``kwargs_seen`` then show the seeds the nodes drew with)."""
+
+    seed: int | None = None
+
+
 class RuleChatModel(FakeChatModel):
     """Replies with ``rule(messages)``; thread-safe, for concurrent runs. ``rule`` may raise
     to simulate a failing provider or an interruption."""

@@ -133,6 +133,7 @@ LATER_FIELDS: dict[str, Any] = {
     "alfworld_seeds": "process",
     "cross_check": 0,
     "compiler_fixes": False,
+    "code_seeds": "process",
 }
 """Context fields added after results files existed, with the behaviour those files ran
 under: in the settings only when a run differs from it, so earlier files keep their names
@@ -159,7 +160,7 @@ HOUSEHOLD_FIELDS = ("alfworld_diagnosis", "alfworld_memory", "alfworld_memory_pl
 ALFWORLD_FIELDS = (*HOUSEHOLD_FIELDS, "alfworld_seeds")
 """Every field only the ALFWorld graph reads: what the other benchmarks pass as ``unused``."""
 
-CODE_FIELDS = ("compiler_fixes",)
+CODE_FIELDS = ("compiler_fixes", "code_seeds")
 """Context fields only the programming graph reads that came with a default other than their
 ``LATER_FIELDS`` value: what the other benchmarks pass as ``unused``, so their files keep their
 names."""
@@ -197,6 +198,7 @@ AFTER_FIRST_TRIAL = (
     "resample_repeats",
     "code_retry",
     "compiler_fixes",
+    "code_seeds",
     "select_answer",
     "show_rejected",
     "redraw_rejected",

@@ -16,7 +16,7 @@ from reflexion.bench.reports import code_paired, code_summary, outcome_table
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, one_model_context
-from reflexion.core.context import CodeRetry, Context, TestTrust
+from reflexion.core.context import CodeRetry, Context, RetrySeeds, TestTrust
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.core.selection import AnswerChoice
@@ -75,6 +75,15 @@ def bench_programming(
             help="Rust, reflexion: no retry from rustc's suggested fixes (the paper).",
         ),
     ] = False,
+    seeds: Annotated[
+        RetrySeeds,
+        opt.word_option(
+            "--seeds",
+            "<seeds>",
+            help="reflexion: retry (each retry's draws seeded by the problem, trial and draw: "
+            "a rerun draws the same) or process (one counter per process).",
+        ),
+    ] = opt.DEFAULTS.code_seeds,
     max_tests: Annotated[
         int, opt.count_option("--max-tests", help="Most self-written tests kept per problem.")
     ] = opt.DEFAULTS.max_tests,
@@ -194,6 +203,7 @@ def bench_programming(
             cross_check=0 if simple else cross_check,
             # Only Rust has a compiler to ask, and simple never retries.
             compiler_fixes=language_name == "rs" and not (simple or no_compiler_fixes),
+            code_seeds="process" if simple else seeds,
         )
         ctx = common.apply(ctx)
         label = name if simple else f"{name}{suffix}"

@@ -28,6 +28,7 @@ CodeRetry = Literal["repair", "fresh", "auto"]
 HouseholdMemory = Literal["reflection", "facts", "leads", "sightings"]
 MemoryPlace = Literal["task", "system", "think"]
 TurnSeeds = Literal["turn", "process"]
+RetrySeeds = Literal["retry", "process"]
 
 _MODEL_HELP = (
     "A provider:model string: local:qwen2.5-coder-0.5b, local:smollm2-135m, "
@@ -248,6 +249,16 @@ class Context:
             "fixes applied, round after round until it compiles, with no model call; when "
             "they do not make it compile, the retry is the model's as usual. false = off "
             "(the paper)."
+        },
+    )
+    code_seeds: RetrySeeds = field(
+        default="retry",
+        metadata={
+            "description": "Programming actor, on models that take a seed (the embedded and "
+            "OpenAI ones; a served model may ignore it): retry: each draw of a retry is seeded "
+            "by the problem, the trial and the draw, so a rerun draws the same and variants "
+            "that fork the same first attempt draw alike until their prompts differ; "
+            "process: one counter per process (the first attempt always draws this way)."
         },
     )
     cross_check: int = field(

@@ -27,7 +27,12 @@ from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.builder import alfworld_builder
 from reflexion.prompts import few_shot
-from reflexion.testing import RuleChatModel, ScriptedChatModel, ScriptedHousehold
+from reflexion.testing import (
+    RuleChatModel,
+    ScriptedChatModel,
+    ScriptedHousehold,
+    SeededScriptedChatModel,
+)
 
 GAME = "pick_and_place_simple-Mug-None-Shelf-1/trial_1"
 WIN = [
@@ -209,16 +214,10 @@ def test_heuristic_stops_the_trial_at_its_threshold_and_reflects(games: str) -> 
     assert "4 times" in reflector.prompt_text(0)
 
 
-class SeededScript(ScriptedChatModel):
-    """A scripted model that takes a ``seed`` call option, as the embedded model does."""
-
-    seed: int | None = None
-
-
 @pytest.mark.parametrize("strategy", ["none", "reflexion"])
 def test_turn_seeds_are_named_by_the_game_trial_and_turn(games: str, strategy: str) -> None:
     def seeds(ctx: Context, thread: str) -> list[Any]:
-        actor = SeededScript(replies=["go to countertop 1"])
+        actor = SeededScriptedChatModel(replies=["go to countertop 1"])
         graph, _ = build(actor)
         run(graph, ctx, thread)
         return [kw.get("seed") for kw in actor.kwargs_seen]

@@ -33,7 +33,7 @@ from reflexion.programming.scoring import (
     score_thread,
     write_human_eval_files,
 )
-from reflexion.testing import ScriptedChatModel
+from reflexion.testing import ScriptedChatModel, SeededScriptedChatModel
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b.\n    >>> add(2, 3)\n    5\n    """\n'
 HIDDEN = "def check(candidate):\n    assert candidate(40, 2) == 42  # HIDDEN-MARKER\n"
@@ -228,6 +228,25 @@ def run(graph: Any, ctx: Context, thread: str = "t") -> dict[str, Any]:
 
 def all_prompts(*models: ScriptedChatModel) -> str:
     return "\n".join(m.prompt_text(i) for m in models for i in range(len(m.prompts)))
+
+
+def test_retry_draws_are_seeded_by_the_problem_trial_and_draw():
+    def seeds(ctx: Context, thread: str) -> list[Any]:
+        # A wrong attempt, its repeat (drawn again), then the right code.
+        actor = SeededScriptedChatModel(replies=[WRONG, WRONG, RIGHT])
+        graph = programming_builder(
+            actor_model=actor,
+            evaluator_model=ScriptedChatModel(replies=[TESTS_REPLY]),
+            reflector_model=ScriptedChatModel(replies=["Reflection: I subtracted."]),
+        ).compile(checkpointer=InMemorySaver())
+        assert run(graph, ctx, thread)["solved"] is True
+        return [kw.get("seed") for kw in actor.kwargs_seen]
+
+    drawn = seeds(Context(max_trials=2), "a")
+    assert drawn[0] is None  # the first attempt draws as the run does (T = 0 by default)
+    assert drawn[1] is not None and drawn[2] is not None and drawn[1] != drawn[2]
+    assert seeds(Context(max_trials=2), "b") == drawn  # a rerun draws the same
+    assert seeds(Context(max_trials=2, code_seeds="process"), "c") == [None] * 3
 
 
 def test_loop_reflects_on_failed_tests_then_stops_when_they_pass():
