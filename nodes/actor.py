@@ -37,7 +37,10 @@ answer ::= [^\]\n]{1,120}
 """
 """Holds an embedded model to the ``Thought`` / ``Finish[answer]`` format."""
 
-FOLLOW_UP = "Now give your final answer as one line: Action: Finish[answer]"
+FOLLOW_UP = (
+    "Now give your final answer as one line, the answer itself between the brackets: "
+    "Action: Finish[answer]"
+)
 
 
 def _example_turns(example: str, *, with_context: bool) -> list[BaseMessage]:

@@ -15,6 +15,7 @@ from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, qa_context
 from reflexion.core.models import DEFAULT_MODEL
+from reflexion.core.parsing import ANSWER_PARSER
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
 from reflexion.hotpotqa.questions import load_hotpotqa
 
@@ -153,6 +154,8 @@ def bench_hotpotqa(
             **run.result_settings(ctx, unused=unused_by(agent)),
             "dataset": str(dataset or "sample"),
         }
+        if agent != "react":  # the chain-of-thought actors read Finish[...] by these rules
+            settings["answer_parser"] = ANSWER_PARSER
         if agent == "cot-gt" and ctx.uses_reflections:
             # the reflector reads the gold context too; files from before ran without it
             settings["reflector_sees_context"] = True

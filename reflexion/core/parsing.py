@@ -12,6 +12,14 @@ _FINISH = re.compile(r"finish\s*\[", re.IGNORECASE)
 _THOUGHT_PREFIX = re.compile(r"^\s*thought(?:\s*\d+)?\s*:\s*", re.IGNORECASE)
 _ACTION_LINE = re.compile(r"^\s*action(?:\s*\d+)?\s*:\s*", re.IGNORECASE)
 
+PLACEHOLDERS = frozenset({"answer", "your answer", "the answer", "final answer", "...", "…"})
+"""What a small model copies from the format line ``Finish[answer]`` instead of answering: read
+as no answer, so the actor asks again (compared without case, brackets and quotes)."""
+
+ANSWER_PARSER = 2
+"""The version of :func:`parse_finish`'s rules, in the settings that name a chain-of-thought
+results file (2: placeholders are no answer), so runs under other rules never share one."""
+
 
 @dataclass(frozen=True)
 class FinishParse:
@@ -60,6 +68,9 @@ def parse_finish(reply: str) -> FinishParse:
     answer = " ".join(inner.split()).strip("\"'").strip()
     if not answer:
         return FinishParse(thought=thought, answer=None, error="Finish[] held no answer")
+    if answer.strip("<>[]{}\"' ").lower() in PLACEHOLDERS:
+        error = f"Finish[{answer}] repeats the format's placeholder instead of an answer"
+        return FinishParse(thought=thought, answer=None, error=error)
     return FinishParse(thought=thought, answer=answer)
 
 

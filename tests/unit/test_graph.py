@@ -95,6 +95,14 @@ def test_follow_up_turn_recovers_an_action(make_graph):
     assert "Thought: it is the Vltava." in state["trajectory"][0]
 
 
+def test_a_placeholder_answer_is_asked_again(make_graph):
+    # A small model copies the format line's Finish[answer]: that is no answer.
+    graph, actor, _ = make_graph(["Thought: x.\nAction: Finish[answer]", "Action: Finish[Vltava]"])
+    state = run(graph, Context(max_trials=1))
+    assert state["solved"] is True and len(actor.prompts) == 2
+    assert "the answer itself" in actor.prompt_text(1)
+
+
 def test_context_defaults_when_none_is_passed(make_graph):
     graph, _actor, _reflector = make_graph([answer("Elbe")])
     state = run(graph, None)

@@ -20,6 +20,7 @@ from reflexion.hotpotqa.metrics import exact_match, normalize_answer
         ("Action: Finish[unclosed answer\nmore text", "unclosed answer"),
         ('Finish["quoted"]', "quoted"),
         ("FINISH [Yes]", "Yes"),
+        ("Finish[The Answer Man]", "The Answer Man"),  # a title, not the placeholder
     ],
 )
 def test_finish_is_parsed(reply, expected):
@@ -35,6 +36,9 @@ def test_finish_is_parsed(reply, expected):
         ("Action: Finish[]", "no answer"),
         ("Action: Finish[   ]", "no answer"),
         ("Search[Paris]", "no Finish"),
+        ("Thought: I looped.\nAction: Finish[answer]", "placeholder"),
+        ("Action: Finish[<Your Answer>]", "placeholder"),
+        ("Action: Finish[...]", "placeholder"),
     ],
 )
 def test_malformed_finish_gives_an_error_not_an_exception(reply, error):
