@@ -66,6 +66,10 @@ def test_edits_apply_by_bytes_skipping_overlaps_and_the_protected_head():
         (Edit(11, 99, ""),),  # past the end
     ]
     assert apply_edits(source, groups, start=3) == "é let mut x = n.try_into().unwrap();\n"
+    # A `use` rustc inserts at the top of the file goes to the top of the editable part.
+    assert apply_edits("use a;\nfn f() {}", [(Edit(0, 0, "use b;\n"),)], start=7) == (
+        "use a;\nuse b;\nfn f() {}"
+    )
     assert Edit(3, 6, "").overlaps(Edit(5, 8, "")) and not Edit(3, 5, "").overlaps(Edit(5, 8, ""))
 
 
@@ -92,6 +96,11 @@ def test_fix_rust_applies_rounds_until_the_code_compiles():
         preamble="use std::collections::HashMap;",
     )
     assert uses is not None and uses.startswith("fn f()") and "HashMap" in uses
+    # A missing import rustc suggests lands at the top of the code, after the preamble.
+    imported = fix_rust(
+        "fn f() -> usize { HashMap::<u8, u8>::new().len() }", preamble="use std::cmp::max;"
+    )
+    assert imported is not None and imported.startswith("use std::collections::HashMap;")
 
 
 PROMPT = "/// Add two numbers.\nfn add(a: isize, b: isize) -> isize {\n"

@@ -75,10 +75,12 @@ def _suggestion(child: dict[str, Any], file_name: str) -> tuple[Edit, ...]:
 
 def apply_edits(source: str, groups: Iterable[tuple[Edit, ...]], start: int = 0) -> str:
     """``source`` with each group applied whose edits all lie at or after byte ``start`` and
-    touch nothing an earlier group changes (the others wait for the next check)."""
+    touch nothing an earlier group changes (the others wait for the next check). An insertion
+    before ``start`` (rustc puts a missing ``use`` at the top of the file) moves to ``start``."""
     data = source.encode()
     taken: list[Edit] = []
-    for group in groups:
+    for found in groups:
+        group = [Edit(start, start, e.text) if e.start == e.end < start else e for e in found]
         if any(not start <= e.start <= e.end <= len(data) for e in group):
             continue
         if any(e.overlaps(t) for e in group for t in taken):
