@@ -226,10 +226,12 @@ def retries_fresh(state: CodeState, ctx: Context) -> bool:
     return ctx.code_retry == "fresh"
 
 
-def compiler_fixed(state: CodeState, problem: CodeProblem, ctx: Context) -> str | None:
+def compiler_fixed(
+    state: CodeState, problem: CodeProblem, ctx: Context, tried: set[str]
+) -> str | None:
     """Rust under ``Context.compiler_fixes``: the last attempt with the fixes ``rustc``
     suggests applied, when it did not compile, was the model's own (not already a fix), and
-    the fixes make it compile into code not tried before; else ``None``."""
+    the fixes make it compile into code whose key is not in ``tried``; else ``None``."""
     if not (ctx.compiler_fixes and problem.language == "rs" and state.evaluations):
         return None
     last = state.evaluations[-1]
@@ -237,7 +239,6 @@ def compiler_fixed(state: CodeState, problem: CodeProblem, ctx: Context) -> str 
     if not code or did_compile(last) or last.get("compiler_fix"):
         return None
     fixed = fix_rust(code, preamble=rust_preamble(problem.prompt, code))
-    tried = {code_key(e["answer"], "rs") for e in state.evaluations if e["answer"]}
     return fixed if fixed is not None and code_key(fixed, "rs") not in tried else None
 
 
@@ -305,7 +306,8 @@ def make_code_actor(
         recalled = recall_update(state, state.task, runtime, family)
         if recalled:
             state = replace(state, **recalled)
-        fixed = compiler_fixed(state, problem, ctx)
+        tried = {code_key(e["answer"], problem.language) for e in state.evaluations if e["answer"]}
+        fixed = compiler_fixed(state, problem, ctx, tried)
         if fixed is not None:
             return {
                 "trial": state.trial + 1,
@@ -332,7 +334,6 @@ def make_code_actor(
         reply = draw(llm)
         parsed = extract_code(reply.text, problem)
         first = reply, parsed
-        tried = {code_key(e["answer"], problem.language) for e in state.evaluations if e["answer"]}
         hot = llm if fresh else None  # built only if a redraw runs
         for _ in range(ctx.resample_repeats if tried else 0):
             if parsed.code is not None and code_key(parsed.code, problem.language) not in tried:

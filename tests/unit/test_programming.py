@@ -207,8 +207,14 @@ def test_feedback_is_in_the_papers_format():
 # ---- the graph --------------------------------------------------------------------------------
 
 
-def build(actor: list[str], tests: list[str] | None = None, reflections: list[str] | None = None):
-    actor_model = ScriptedChatModel(replies=actor)
+def build(
+    actor: list[str] | ScriptedChatModel,
+    tests: list[str] | None = None,
+    reflections: list[str] | None = None,
+):
+    actor_model = (
+        actor if isinstance(actor, ScriptedChatModel) else ScriptedChatModel(replies=actor)
+    )
     tests_model = ScriptedChatModel(replies=tests or [TESTS_REPLY])
     reflector = ScriptedChatModel(
         replies=reflections or ["Reflection: I subtracted instead of adding."]
@@ -234,11 +240,7 @@ def test_retry_draws_are_seeded_by_the_problem_trial_and_draw():
     def seeds(ctx: Context, thread: str) -> list[Any]:
         # A wrong attempt, its repeat (drawn again), then the right code.
         actor = SeededScriptedChatModel(replies=[WRONG, WRONG, RIGHT])
-        graph = programming_builder(
-            actor_model=actor,
-            evaluator_model=ScriptedChatModel(replies=[TESTS_REPLY]),
-            reflector_model=ScriptedChatModel(replies=["Reflection: I subtracted."]),
-        ).compile(checkpointer=InMemorySaver())
+        graph, *_ = build(actor)
         assert run(graph, ctx, thread)["solved"] is True
         return [kw.get("seed") for kw in actor.kwargs_seen]
 
