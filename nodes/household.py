@@ -28,7 +28,14 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from reflexion.alfworld.diagnosis import diagnosis, facts, found_leads, leads, turns_of
+from reflexion.alfworld.diagnosis import (
+    diagnosis,
+    explained,
+    facts,
+    found_leads,
+    leads,
+    turns_of,
+)
 from reflexion.alfworld.env import Environment, TextWorldEnv
 from reflexion.alfworld.games import LIST_HINT, Game, resolve_game
 from reflexion.alfworld.sessions import EnvSessions
@@ -93,7 +100,8 @@ def household_messages(state: Any, ctx: Context, kind: str, turns: list[Turn]) -
     trial's turns. Everything before the memory is the same in every trial of a task type (a
     cacheable prefix). ``Context.alfworld_memory_place`` moves the memory to the end of the
     system message (``"system"``) or makes the reflections the trial's first think step
-    (``"think"``)."""
+    (``"think"``); ``Context.alfworld_explain`` adds to each refused command's observation why
+    it was likely refused."""
     system = with_lessons(render("alfworld_system", max_steps=str(ctx.alfworld_steps)), state)
     user = render("alfworld_task", observation=state.task.strip())
     place = ctx.alfworld_memory_place
@@ -111,8 +119,11 @@ def household_messages(state: Any, ctx: Context, kind: str, turns: list[Turn]) -
     if thought:
         notes = " ".join(" ".join(entry.split()) for entry in window)
         messages += [AIMessage(render("alfworld_memory_think", notes=notes)), HumanMessage("OK.")]
-    for turn in turns:
-        messages += [AIMessage(turn["action"]), HumanMessage(turn["observation"])]
+    observed = [t["observation"] for t in turns]
+    if ctx.alfworld_explain:
+        observed = explained(turns, state.task)
+    for turn, observation in zip(turns, observed, strict=True):
+        messages += [AIMessage(turn["action"]), HumanMessage(observation)]
     return messages
 
 

@@ -12,7 +12,7 @@ the paper's heuristic does, so it is self-evaluation, not a hint from the enviro
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from reflexion.alfworld.turns import EMPTY_REPLY, NOTHING, Turn, commands_of
@@ -39,6 +39,9 @@ FORMS = {
     "use": "use X",
 }
 """How each verb is written, for a command with a known verb in another form."""
+
+UNKNOWN = "nothing in the turns shows why"
+"""The reason given when the turns do not explain a refusal."""
 
 TOOLS = {"heat": ("microwave",), "cool": ("fridge",), "clean": ("sinkbasin", "bathtubbasin")}
 """What each change of state is done with in ALFWorld's households."""
@@ -150,14 +153,14 @@ class _Where:
             return f"{verb} is written {FORMS[verb]}"
         elif not _KNOWN.match(command):
             return f"the game has no such command (its commands: {COMMANDS})"
-        return "nothing in the turns shows why"
+        return UNKNOWN
 
     def _go(self, target: str) -> str:
         if target == self.at:
             return "you were already there"
         if self.room is not None and target not in self.room:
             return f"the room has no {target}"
-        return "nothing in the turns shows why"
+        return UNKNOWN
 
     def _take(self, thing: str, source: str) -> str:
         if self.held == thing:
@@ -172,20 +175,20 @@ class _Where:
         if there is not None and thing not in there:
             listed = ", ".join(there[:MOST_SEEN]) or "nothing"
             return f"there was no {thing} at {source} (you saw: {listed})"
-        return "nothing in the turns shows why"
+        return UNKNOWN
 
     def _move(self, thing: str, target: str) -> str:
         if reason := self.unmet(thing, target):
             return reason
         if target in self.closed:
             return f"{target} was closed (open it first)"
-        return "nothing in the turns shows why"
+        return UNKNOWN
 
     def _with(self, verb: str, thing: str, tool: str) -> str:
         kinds = TOOLS[verb]
         if tool.split(" ")[0] not in kinds:
             return f"{verb} is done with a {' or '.join(kinds)}"
-        return self.unmet(thing, tool) or "nothing in the turns shows why"
+        return self.unmet(thing, tool) or UNKNOWN
 
     def observe(self, observation: str) -> None:
         """Bring the state up to date with a command's observation."""
@@ -222,19 +225,45 @@ class _Where:
                 self.look(self.at, listed)
 
 
+def _walk(turns: Sequence[Turn], where: _Where) -> Iterator[tuple[Turn, str | None]]:
+    """Each command turn in order, with the likeliest reason the game refused it (None for a
+    command it carried out), bringing ``where`` up to date as it goes."""
+    for turn in commands_of(turns):
+        if turn["observation"].strip() == NOTHING:
+            yield turn, where.why(" ".join(turn["action"].split()))
+        else:
+            yield turn, None
+            where.observe(turn["observation"])
+
+
+def _room(task: str) -> _Where:
+    """The room before the first turn: its receptacles, from the game's first observation."""
+    return _Where(room=things_seen(task.split("\n")[0]) if task else None)
+
+
 def _replay(turns: Sequence[Turn], task: str) -> tuple[_Where, dict[tuple[str, str], int]]:
     """The room as the turns left it, and each refused command with its reason and count."""
-    where = _Where(room=things_seen(task.split("\n")[0]) if task else None)
+    where = _room(task)
     counts: dict[tuple[str, str], int] = {}
-    for turn in commands_of(turns):
-        command, observation = turn["action"], turn["observation"]
-        if observation.strip() == NOTHING:
-            command = " ".join(command.split())
-            key = (command, where.why(command))
+    for turn, reason in _walk(turns, where):
+        if reason is not None:
+            key = (" ".join(turn["action"].split()), reason)
             counts[key] = counts.get(key, 0) + 1
-        else:
-            where.observe(observation)
     return where, counts
+
+
+def explained(turns: Sequence[Turn], task: str) -> list[str]:
+    """Each turn's observation as the actor reads it with ``Context.alfworld_explain``: a
+    refused command's "Nothing happens." followed by the likeliest reason the turns before it
+    show ("Nothing happens. Likely because you were already there."); every other observation, and
+    a refusal the turns do not explain, as the game wrote it."""
+    reasons = {id(turn): reason for turn, reason in _walk(turns, _room(task)) if reason}
+    return [
+        f"{turn['observation']} Likely because {reasons[id(turn)]}."
+        if reasons.get(id(turn), UNKNOWN) != UNKNOWN
+        else turn["observation"]
+        for turn in turns
+    ]
 
 
 def refused_commands(turns: Sequence[Turn], task: str = "") -> list[str]:

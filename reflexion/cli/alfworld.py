@@ -112,6 +112,15 @@ def bench_alfworld(
             "counter per process.",
         ),
     ] = opt.DEFAULTS.alfworld_seeds,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain/--no-explain",
+            help="The actor reads why each refused command was likely refused, worked out from "
+            "its own turns ('Nothing happens. Likely because you were already there.'); "
+            "--no-explain: the game's reply only (the paper).",
+        ),
+    ] = opt.DEFAULTS.alfworld_explain,
     model: opt.ModelOpt = DEFAULT_MODEL,
     temperature: opt.TempOpt = opt.DEFAULTS.temperature,
     base_url: opt.BaseUrlOpt = None,
@@ -152,6 +161,7 @@ def bench_alfworld(
             alfworld_memory=entry,
             alfworld_memory_place=place,
             alfworld_seeds=seeding,
+            alfworld_explain=explain,
         )
         ctx = common.apply(ctx)
         settings = {

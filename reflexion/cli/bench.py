@@ -131,6 +131,7 @@ LATER_FIELDS: dict[str, Any] = {
     "alfworld_memory": "reflection",
     "alfworld_memory_place": "task",
     "alfworld_seeds": "process",
+    "alfworld_explain": False,
     "cross_check": 0,
     "compiler_fixes": False,
     "code_seeds": "process",
@@ -157,7 +158,7 @@ HOUSEHOLD_FIELDS = ("alfworld_diagnosis", "alfworld_memory", "alfworld_memory_pl
 ``unused``."""
 
 
-ALFWORLD_FIELDS = (*HOUSEHOLD_FIELDS, "alfworld_seeds")
+ALFWORLD_FIELDS = (*HOUSEHOLD_FIELDS, "alfworld_seeds", "alfworld_explain")
 """Every field only the ALFWorld graph reads: what the other benchmarks pass as ``unused``."""
 
 CODE_FIELDS = ("compiler_fixes", "code_seeds")

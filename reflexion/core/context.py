@@ -316,6 +316,15 @@ class Context:
             "wrong form or tool, no such command. Off: the paper's feedback only."
         },
     )
+    alfworld_explain: bool = field(
+        default=False,
+        metadata={
+            "description": "ALFWorld actor: a refused command's 'Nothing happens.' is followed "
+            "by the likeliest reason, worked out from the trial's own turns as the diagnosis "
+            "does ('Likely because you were already there.'); the game's text is unchanged "
+            "when the turns show no reason. Off: the game's reply only (the paper)."
+        },
+    )
     alfworld_memory: HouseholdMemory = field(
         default="sightings",
         metadata={

@@ -12,6 +12,7 @@ import pytest
 from reflexion.alfworld.diagnosis import (
     MOST_REASONS,
     diagnosis,
+    explained,
     facts,
     found_leads,
     leads,
@@ -200,6 +201,45 @@ def test_a_trial_without_sightings_or_refusals_has_no_diagnosis():
     assert diagnosis([]) == ""
 
 
+def test_the_actor_reads_why_each_refusal_happened_at_the_time():
+    """Each refusal is explained by the turns before it, not by what came later; a refusal the
+    turns do not explain, thoughts and carried-out commands read as the game wrote them."""
+    trial = turns(
+        ("go to countertop 1", COUNTER),
+        ("go to countertop 1", NOTHING),
+        ("think: I take the apple.", "OK."),
+        ("heat apple 2 with microwave 1", NOTHING),
+        ("take apple 2 from countertop 1", "You pick up the apple 2 from the countertop 1."),
+        ("open fridge 1", NOTHING),
+        ("examine apple 2", NOTHING),
+    )
+    assert explained(trial, ROOM) == [
+        COUNTER,
+        f"{NOTHING} Likely because you were already there.",
+        "OK.",
+        f"{NOTHING} Likely because you were not holding apple 2 (take it first).",
+        "You pick up the apple 2 from the countertop 1.",
+        f"{NOTHING} Likely because you were at countertop 1, not at fridge 1.",
+        NOTHING,  # the turns do not show why
+    ]
+    assert explained([], ROOM) == []
+
+
+def test_the_actor_reads_the_explanations_only_when_asked(games: str) -> None:
+    """``alfworld_explain``: the refusal the actor reads next says why; the heuristic still
+    sees the same command and reply four times, and stops the trial as before."""
+    script = ["take mug 1 from countertop 1"] * 4 + WIN
+    for explain in (False, True):
+        actor = ScriptedChatModel(replies=script)
+        graph, _ = build(actor, ScriptedChatModel(replies=["Reflection: go there first."]))
+        out = run(graph, Context(games=games, max_trials=2, alfworld_explain=explain))
+        assert out["solved"] and out["trial"] == 2  # the heuristic stopped trial 1 as before
+        read = actor.prompts[1][-1].text
+        assert read == (
+            f"{NOTHING} Likely because you had not gone to countertop 1." if explain else NOTHING
+        )
+
+
 def test_turns_are_read_back_from_trajectory_lines():
     lines = ["> go to countertop 1", COUNTER, "> look", NOTHING, "> inventory"]
     assert turns_of(lines) == [
@@ -358,6 +398,12 @@ def test_results_keys_change_only_where_the_diagnosis_can_act():
     assert result_settings(placed)["alfworld_memory_place"] == "system"
     assert "alfworld_memory_place" not in result_settings(reflexion)
     assert first_trial_key(result_settings(placed)) == first_trial_key(result_settings(paper))
+    explaining = replace(reflexion, alfworld_explain=True)
+    assert result_settings(explaining)["alfworld_explain"] is True
+    assert "alfworld_explain" not in result_settings(reflexion)
+    assert "alfworld_explain" not in result_settings(explaining, unused=unused_by("cot-gt"))
+    # the actor reads it from trial 1 on, so it is a different first trial
+    assert first_trial_key(result_settings(explaining)) != first_trial_key(result_settings(paper))
 
 
 @pytest.mark.parametrize("entry", ["sightings", "facts", "leads"])
