@@ -115,10 +115,10 @@ def bench_alfworld(
     explain: Annotated[
         bool,
         typer.Option(
-            "--explain/--no-explain",
+            "--explain",
             help="The actor reads why each refused command was likely refused, worked out from "
             "its own turns ('Nothing happens. Likely because you were already there.'); "
-            "--no-explain: the game's reply only (the paper).",
+            "without it, the game's reply only (the paper).",
         ),
     ] = opt.DEFAULTS.alfworld_explain,
     model: opt.ModelOpt = DEFAULT_MODEL,
