@@ -112,15 +112,15 @@ def bench_alfworld(
             "counter per process.",
         ),
     ] = opt.DEFAULTS.alfworld_seeds,
-    explain: Annotated[
+    no_explain: Annotated[
         bool,
         typer.Option(
-            "--explain",
-            help="The actor reads why each refused command was likely refused, worked out from "
-            "its own turns ('Nothing happens. Likely because you were already there.'); "
-            "without it, the game's reply only (the paper).",
+            "--no-explain",
+            help="The actor reads the game's reply only (the paper), not why each refused "
+            "command was likely refused ('Nothing happens. Likely because you were already "
+            "there.'), worked out from its own turns.",
         ),
-    ] = opt.DEFAULTS.alfworld_explain,
+    ] = False,
     model: opt.ModelOpt = DEFAULT_MODEL,
     temperature: opt.TempOpt = opt.DEFAULTS.temperature,
     base_url: opt.BaseUrlOpt = None,
@@ -161,7 +161,7 @@ def bench_alfworld(
             alfworld_memory=entry,
             alfworld_memory_place=place,
             alfworld_seeds=seeding,
-            alfworld_explain=explain,
+            alfworld_explain=not no_explain,
         )
         ctx = common.apply(ctx)
         settings = {

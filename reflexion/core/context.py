@@ -317,7 +317,7 @@ class Context:
         },
     )
     alfworld_explain: bool = field(
-        default=False,
+        default=True,
         metadata={
             "description": "ALFWorld actor: a refused command's 'Nothing happens.' is followed "
             "by the likeliest reason, worked out from the trial's own turns as the diagnosis "

@@ -398,12 +398,14 @@ def test_results_keys_change_only_where_the_diagnosis_can_act():
     assert result_settings(placed)["alfworld_memory_place"] == "system"
     assert "alfworld_memory_place" not in result_settings(reflexion)
     assert first_trial_key(result_settings(placed)) == first_trial_key(result_settings(paper))
-    explaining = replace(reflexion, alfworld_explain=True)
-    assert result_settings(explaining)["alfworld_explain"] is True
-    assert "alfworld_explain" not in result_settings(reflexion)
-    assert "alfworld_explain" not in result_settings(explaining, unused=unused_by("cot-gt"))
+    assert result_settings(reflexion)["alfworld_explain"] is True  # the default since it came
+    unexplained = replace(reflexion, alfworld_explain=False)
+    assert "alfworld_explain" not in result_settings(unexplained)  # files from before it existed
+    assert "alfworld_explain" not in result_settings(reflexion, unused=unused_by("cot-gt"))
     # the actor reads it from trial 1 on, so it is a different first trial
-    assert first_trial_key(result_settings(explaining)) != first_trial_key(result_settings(paper))
+    assert first_trial_key(result_settings(unexplained)) != first_trial_key(
+        result_settings(reflexion)
+    )
 
 
 @pytest.mark.parametrize("entry", ["sightings", "facts", "leads"])
