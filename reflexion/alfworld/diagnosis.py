@@ -1,4 +1,5 @@
-"""What an ALFWorld trial's own turns show, for the reflector (``Context.alfworld_diagnosis``):
+"""What an ALFWorld trial's own turns show, for the reflector (``Context.alfworld_diagnosis``)
+and, refusal by refusal, for the actor (``Context.alfworld_explain``):
 where the goal's objects were seen (or which receptacles were searched in vain), and why the
 game refused each refused command, worked out from where the agent was, what it held, which
 receptacles it found closed and what it saw in each. The engine answers every command it cannot
