@@ -258,10 +258,11 @@ def explained(turns: Sequence[Turn], task: str) -> list[str]:
     refused command's "Nothing happens." followed by the likeliest reason the turns before it
     show ("Nothing happens. Likely because you were already there."); every other observation, and
     a refusal the turns do not explain, as the game wrote it."""
-    reasons = {id(turn): reason for turn, reason in _walk(turns, _room(task)) if reason}
+    walked = _walk(turns, _room(task))
+    reasons = {id(turn): why for turn, why in walked if why not in (None, UNKNOWN)}
     return [
         f"{turn['observation']} Likely because {reasons[id(turn)]}."
-        if reasons.get(id(turn), UNKNOWN) != UNKNOWN
+        if id(turn) in reasons
         else turn["observation"]
         for turn in turns
     ]
