@@ -19,14 +19,21 @@ from reflexion.hotpotqa.metrics import normalize_answer
 from reflexion.programming.scoring import confusion, pass_at_1
 from reflexion.prompts import load_prompt
 
+LABEL_WIDTH = 15
+"""Room the row names get when a table has it (``reflexion-fresh``, ``last_attempt``)."""
+
 
 def table(*headers: str, title: str | None = None) -> Table:
-    """A report table that reads at 80 columns: no vertical rules, cells wrap instead of
-    being cut (headers break at the newlines they carry)."""
-    out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)
-    for header in headers:
-        longest = max((len(word) for word in header.split()), default=1)
-        out.add_column(header, overflow="fold", min_width=longest)
+    """A report table that reads at 80 columns: no vertical rules, one space between
+    columns, cells wrap instead of being cut (headers break at the newlines they carry), and
+    the first column, which names the row, keeps a strategy name such as ``reflexion-fresh``
+    whole where the others leave room."""
+    out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    widths = [max((len(word) for word in h.split()), default=1) for h in headers]
+    room = 80 - sum(widths[1:]) - 2 * len(headers)
+    widths[0] = max(widths[0], min(LABEL_WIDTH, room))
+    for header, width in zip(headers, widths, strict=True):
+        out.add_column(header, overflow="fold", min_width=width)
     return out
 
 

@@ -63,6 +63,24 @@ def test_report_tables_fit_80_columns(make):
     assert max(len(line) for line in text.splitlines()) <= 80
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda r: reports.qa_paired(r, "none"),
+        reports.code_paired,
+        reports.code_summary,
+        lambda r: reports.outcome_table(r, {}, lambda f: f["solved"], "problems"),
+    ],
+    ids=["paired qa", "paired code", "pass@1", "outcomes and usage"],
+)
+def test_strategy_names_stay_whole_at_80_columns(make):
+    """A strategy name of up to 15 characters is not broken across lines."""
+    names = ["none", "last_attempt", "reflexion", "reflexion-fresh"]
+    text = rendered(make({name: [final(i) for i in range(20)] for name in names}))
+    rows = [line.split() for line in text.splitlines() if line.strip()]
+    assert {name for name in names if [name] in [r[:1] for r in rows]} == set(names), text
+
+
 def test_counts_are_compact():
     counts = (999, 9_999, 12_345, 123_456, 999_999, 1_234_567, 4_560_000_000)
     assert [reports.compact(n) for n in counts] == [
