@@ -23,15 +23,16 @@ LABEL_WIDTH = 15
 """Room the row names get when a table has it (``reflexion-fresh``, ``last_attempt``)."""
 
 
-def table(*headers: str, title: str | None = None) -> Table:
+def table(*headers: str, title: str | None = None, named_rows: bool = True) -> Table:
     """A report table that reads at 80 columns: no vertical rules, one space between
     columns, cells wrap instead of being cut (headers break at the newlines they carry), and
-    the first column, which names the row, keeps a strategy name such as ``reflexion-fresh``
-    whole where the others leave room."""
+    where the first column names the row (``named_rows``; not a trial number), it keeps a
+    strategy name such as ``reflexion-fresh`` whole where the others leave room."""
     out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     widths = [max((len(word) for word in h.split()), default=1) for h in headers]
     room = 80 - sum(widths[1:]) - 2 * len(headers)
-    widths[0] = max(widths[0], min(LABEL_WIDTH, room))
+    if named_rows:
+        widths[0] = max(widths[0], min(LABEL_WIDTH, room))
     for header, width in zip(headers, widths, strict=True):
         out.add_column(header, overflow="fold", min_width=width)
     return out
@@ -49,17 +50,19 @@ def compact(n: int) -> str:
 
 
 def summarize(results: dict[str, list[dict[str, Any]]], max_trials: int) -> Table:
-    """Per trial: the cumulative accuracy and tasks solved, one column per run (e.g. per
-    strategy)."""
-    out = table("trial", *results, title="cumulative accuracy by trial (solved/tasks)")
-    curves = {label: solved_by_trial(finals, max_trials) for label, finals in results.items()}
-    for t in range(1, max_trials + 1):
-        row = [str(t)]
-        for label, finals in results.items():
-            n = len(finals)
-            solved = round(curves[label][t - 1] * n)
-            row.append(f"{curves[label][t - 1]:.2f} ({solved}/{n})" if n else "-")
-        out.add_row(*row)
+    """Per run (e.g. per strategy), one row: how many tasks it ran and the cumulative
+    accuracy by each trial (a row a run, so long strategy names stay readable at 80
+    columns, ten trials included)."""
+    out = table(
+        "strategy",
+        "tasks",
+        *(f"{t}" for t in range(1, max_trials + 1)),
+        title="cumulative accuracy by trial (share of the tasks solved by then)",
+        named_rows=False,
+    )
+    for label, finals in results.items():
+        curve = solved_by_trial(finals, max_trials)
+        out.add_row(label, str(len(finals)), *(f"{v:.2f}" if finals else "-" for v in curve))
     return out
 
 
@@ -234,7 +237,10 @@ def household_summary(results: dict[str, list[dict[str, Any]]], trials: int) -> 
     """Figure 3a as a table (proportion of games won by each trial, per strategy) and
     Figure 3b's counts (failed trials by class, per strategy)."""
     solved = table(
-        "trial", *(f"{name}: solved" for name in results), title="games won by trial (cumulative)"
+        "trial",
+        *(f"{name}: solved" for name in results),
+        title="games won by trial (cumulative)",
+        named_rows=False,
     )
     curves = {name: solved_curve(f, trials) for name, f in results.items()}
     for t in range(1, trials + 1):

@@ -50,17 +50,27 @@ def rendered(table: Table) -> str:
     "make",
     [
         lambda: reports.summarize(RESULTS, 4),
+        lambda: reports.summarize(RESULTS, 10),
         lambda: reports.outcome_table(RESULTS, {}, lambda f: f["solved"], "questions"),
         lambda: reports.qa_paired(RESULTS, "cot-gt none"),
         lambda: reports.code_summary(RESULTS),
         lambda: reports.code_paired(RESULTS),
     ],
-    ids=["accuracy by trial", "outcomes and usage", "paired qa", "pass@1", "paired code"],
+    ids=[
+        "accuracy by trial",
+        "accuracy by ten trials",
+        "outcomes and usage",
+        "paired qa",
+        "pass@1",
+        "paired code",
+    ],
 )
 def test_report_tables_fit_80_columns(make):
     text = rendered(make())
     assert "…" not in text, text
     assert max(len(line) for line in text.splitlines()) <= 80
+    # nothing cropped either: every label's last word is there, whole or folded
+    assert all(label.split()[-1] in "".join(text.split()) for label in LABELS), text
 
 
 @pytest.mark.parametrize(
