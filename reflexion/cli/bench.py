@@ -176,6 +176,10 @@ def result_settings(ctx: Context, *, unused: tuple[str, ...] = ()) -> dict[str, 
         ctx = replace(
             ctx, reflector_model=ctx.actor_model, reflection_examples=True, alfworld_diagnosis=True
         )
+    if not ctx.uses_reflections:
+        # No reflector runs (none, last_attempt): a reflector given its own model cannot
+        # act, so the run keeps the name of the same run without it.
+        ctx = replace(ctx, reflector_model=ctx.actor_model)
     left_out = {*TRANSPORT_FIELDS, "review_reflections", *unused}
     if not ctx.lessons:
         left_out.update(LESSON_FIELDS)

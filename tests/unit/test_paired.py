@@ -301,3 +301,21 @@ def test_compare_names_the_lines_of_a_results_file_that_are_not_json(tmp_path, m
     out = compare_output(monkeypatch, capsys, str(base), str(damaged))
     assert "damaged.jsonl: 2 line(s) not JSON, skipped (line 2, 4)" in " ".join(out.split())
     assert "base.jsonl" not in out.split("paired against")[0]  # an intact file gets no note
+
+
+@pytest.mark.parametrize("strategy", ["none", "last_attempt"])
+def test_a_reflector_model_does_not_rename_a_strategy_without_reflections(strategy):
+    """No reflector runs under these strategies, so ``--role-model reflector=…`` keeps the
+    results file (and its finished tasks) of the same run without it; under ``reflexion``
+    the reflector's model names a run of its own."""
+    from dataclasses import replace
+
+    from reflexion.cli.bench import ALFWORLD_FIELDS, result_settings
+
+    def key(ctx: Context) -> dict[str, Any]:
+        return result_settings(ctx, unused=ALFWORLD_FIELDS)  # as bench hotpotqa names it
+
+    base = Context(strategy=strategy, actor_model="local:a", reflector_model="local:a")
+    assert key(replace(base, reflector_model="local:b")) == key(base)
+    reflexion = replace(base, strategy="reflexion")
+    assert key(replace(reflexion, reflector_model="local:b")) != key(reflexion)
