@@ -26,8 +26,9 @@ LABEL_WIDTH = 15
 def table(*headers: str, title: str | None = None, named_rows: bool = True) -> Table:
     """A report table that reads at 80 columns: no vertical rules, one space between
     columns, cells wrap instead of being cut (headers break at the newlines they carry), and
-    where the first column names the row (``named_rows``; not a trial number), it keeps a
-    strategy name such as ``reflexion-fresh`` whole where the others leave room."""
+    with ``named_rows`` the first column keeps a row name such as ``reflexion-fresh`` whole
+    where the headers leave room (off for a column of trial numbers, and where a column a
+    trial leaves none: the room is counted from the headers, not the cells)."""
     out = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     widths = [max((len(word) for word in h.split()), default=1) for h in headers]
     room = 80 - sum(widths[1:]) - 2 * len(headers)
