@@ -24,8 +24,14 @@ from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.state import State
 from reflexion.hotpotqa.metrics import normalize_answer
-from reflexion.nodes.common import actor_llm
-from reflexion.nodes.memory import memory_block, rejected_keys, with_lessons, with_memory
+from reflexion.nodes.common import actor_llm, named_seed
+from reflexion.nodes.memory import (
+    memory_block,
+    rejected_answers,
+    rejected_keys,
+    with_lessons,
+    with_memory,
+)
 from reflexion.prompts import few_shot, render
 
 STOP = ["\nQuestion:", "\nContext:", "\n---", "\nObservation"]
@@ -50,9 +56,11 @@ def _example_turns(example: str, *, with_context: bool) -> list[BaseMessage]:
     return [HumanMessage("\n".join(lines).strip()), AIMessage(("Thought:" + reply).strip())]
 
 
-def cot_messages(state: State, ctx: Context, *, with_context: bool) -> list[BaseMessage]:
+def cot_messages(
+    state: State, ctx: Context, *, with_context: bool, memory: bool = True
+) -> list[BaseMessage]:
     """The chain-of-thought prompt: instructions, few-shot turns, then the task with its
-    memory (:func:`with_memory`).
+    memory (:func:`with_memory`; none when ``memory`` is False: trial 1's prompt).
 
     The examples are chat turns (small instruct models copy a format from turns far more
     reliably than from examples pasted into one message).
@@ -67,32 +75,62 @@ def cot_messages(state: State, ctx: Context, *, with_context: bool) -> list[Base
         messages.extend(_example_turns(example, with_context=with_context))
     context_block = f"Context: {state.context.strip()}" if with_context and state.context else ""
     user = render("cot_task", context_block=context_block, task=state.task.strip())
-    memory = memory_block(state, ctx, lessons=False, rejected=True)
-    return [*messages, HumanMessage(with_memory(user, memory, ctx))]
+    block = memory_block(state, ctx, lessons=False, rejected=True) if memory else ""
+    return [*messages, HumanMessage(with_memory(user, block, ctx))]
+
+
+Seeder = Callable[[object], dict[str, Any]]
+"""The call options that seed a draw, given the draw's name (:func:`draw_seeds`)."""
+
+
+def draw_seeds(llm: BaseChatModel, state: State, ctx: Context) -> Seeder:
+    """Seeds for this trial's draws: on a retry under ``Context.qa_seeds`` = retry, named by
+    the question, the trial and the draw, so strategies forking one trial 1 draw alike
+    where their prompts agree; otherwise none (the model's own per-process counter)."""
+    if state.trial == 0 or ctx.qa_seeds != "retry":
+        return lambda _draw: {}
+    question = state.task_id or state.task
+    return lambda draw: named_seed(llm, question, state.trial + 1, draw)
 
 
 def _attempt(
-    llm: BaseChatModel, messages: list[BaseMessage], options: dict[str, Any]
+    llm: BaseChatModel,
+    messages: list[BaseMessage],
+    options: dict[str, Any],
+    seed: Seeder,
+    draw: int,
 ) -> tuple[FinishParse, str]:
-    """One chain-of-thought reply, parsed, with its text; a reply without ``Finish[answer]``
-    gets one follow-up turn asking for the action alone (the paper's CoT prompts the thought
-    and the action separately), whose answer counts while the thought stays."""
-    reply = llm.invoke(messages, stop=STOP, **options)
+    """One chain-of-thought reply (the trial's ``draw``-th), parsed, with its text; a reply
+    without ``Finish[answer]`` gets one follow-up turn asking for the action alone (the
+    paper's CoT prompts the thought and the action separately), whose answer counts while
+    the thought stays."""
+    reply = llm.invoke(messages, stop=STOP, **options, **seed(draw))
     parsed = parse_finish(reply.text)
     if parsed.answer is None and reply.text.strip():
-        parsed = _ask_again(llm, messages, reply.text, parsed, FOLLOW_UP)
+        ask = HumanMessage(FOLLOW_UP)
+        parsed = _ask_again(llm, [*messages, AIMessage(reply.text), ask], parsed, seed(f"{draw}+"))
     return parsed, reply.text
 
 
 def _ask_again(
-    llm: BaseChatModel, messages: list[BaseMessage], text: str, parsed: FinishParse, ask: str
+    llm: BaseChatModel, turns: list[BaseMessage], parsed: FinishParse, seed: dict[str, Any]
 ) -> FinishParse:
-    """One more turn after the reply ``text``, asking ``ask``; its answer replaces the
-    reply's when it gives one, and the reply's thought stays."""
-    again = parse_finish(llm.invoke([*messages, AIMessage(text), HumanMessage(ask)]).text)
+    """One more reply after ``turns`` (which end with the question asked); its answer replaces
+    ``parsed``'s when it gives one, and the thought stays."""
+    again = parse_finish(llm.invoke(turns, **seed).text)
     if again.answer is None:
         return parsed
     return FinishParse(thought=parsed.thought, answer=again.answer)
+
+
+def _fresh_first(state: State, ctx: Context) -> set[str] | None:
+    """The answers that send a fresh-first retry to its memory (``Context.answer_retry``):
+    those judged incorrect so far; None when the retry draws with its memory from the start
+    (trial 1, a strategy without memory, or ``answer_retry`` = memory)."""
+    keeps_memory = ctx.uses_reflections or ctx.uses_last_attempt
+    if state.trial == 0 or not keeps_memory or ctx.answer_retry != "fresh_first":
+        return None
+    return {normalize_answer(a) for a in rejected_answers(state.evaluations)}
 
 
 def make_cot_actor(
@@ -109,23 +147,39 @@ def make_cot_actor(
         if recalled:
             state = replace(state, **recalled)
         llm = actor_llm(model, ctx)
-        messages = cot_messages(state, ctx, with_context=with_context)
+        seed = draw_seeds(llm, state, ctx)
         options: dict[str, Any] = (
             {"gbnf": COT_GRAMMAR} if isinstance(llm, EmbeddedChatModel) else {}
         )
-        parsed, text = _attempt(llm, messages, options)
+        messages = cot_messages(state, ctx, with_context=with_context)
         rejected = rejected_keys(state, ctx)
+        draw = 0
+        known_wrong = _fresh_first(state, ctx)
+        if known_wrong is not None:
+            # first as the none baseline draws it; the memory speaks when that repeats a
+            # rejected answer or gives none
+            fresh = cot_messages(state, ctx, with_context=with_context, memory=False)
+            parsed, text = _attempt(llm, fresh, options, seed, draw)
+            if parsed.answer is not None and normalize_answer(parsed.answer) not in known_wrong:
+                rejected = set()  # kept: no redraw, no correcting turn
+            else:
+                draw += 1
+                parsed, text = _attempt(llm, messages, options, seed, draw)
+        else:
+            parsed, text = _attempt(llm, messages, options, seed, draw)
         if parsed.answer is not None and normalize_answer(parsed.answer) in rejected:
             hot = actor_llm(model, ctx, hot=True)
             for _ in range(ctx.redraw_rejected):
-                again, again_text = _attempt(hot, messages, options)
+                draw += 1
+                again, again_text = _attempt(hot, messages, options, seed, draw)
                 if again.answer is not None and normalize_answer(again.answer) not in rejected:
                     parsed, text = again, again_text
                     break
         if ctx.correct_rejected and parsed.answer and normalize_answer(parsed.answer) in rejected:
             # one turn saying so and asking for another (Context.correct_rejected)
-            ask = render("cot_rejected", answer=parsed.answer)
-            parsed = _ask_again(llm, messages, text, parsed, ask)
+            ask = HumanMessage(render("cot_rejected", answer=parsed.answer))
+            turns = [*messages, AIMessage(text), ask]
+            parsed = _ask_again(llm, turns, parsed, seed("correct"))
         action = (
             f"Action: Finish[{parsed.answer}]"
             if parsed.answer is not None

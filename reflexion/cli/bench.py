@@ -135,21 +135,32 @@ LATER_FIELDS: dict[str, Any] = {
     "cross_check": 0,
     "compiler_fixes": False,
     "code_seeds": "process",
+    "answer_retry": "memory",
+    "qa_seeds": "process",
 }
 """Context fields added after results files existed, with the behaviour those files ran
 under: in the settings only when a run differs from it, so earlier files keep their names
 (and their runs resume)."""
 
 
-ANSWER_FIELDS = ("show_rejected", "redraw_rejected", "correct_rejected", "memory_first")
+ANSWER_FIELDS = (
+    "show_rejected",
+    "redraw_rejected",
+    "correct_rejected",
+    "memory_first",
+    "answer_retry",
+)
 """Context fields only a question-answering actor reads, and only under a strategy with
-memory (``correct_rejected`` only the chain-of-thought one): a benchmark whose actor does
-not read one passes it as ``unused``."""
+memory (``correct_rejected`` and ``answer_retry`` only the chain-of-thought one): a benchmark
+whose actor does not read one passes it as ``unused``."""
 
 STEP_FIELDS = ("redraw_steps",)
 """Context fields only the ReAct actor reads, under every strategy."""
 
-QA_FIELDS = (*ANSWER_FIELDS, *STEP_FIELDS)
+COT_FIELDS = ("qa_seeds",)
+"""Context fields only the chain-of-thought actor reads, under every strategy."""
+
+QA_FIELDS = (*ANSWER_FIELDS, *STEP_FIELDS, *COT_FIELDS)
 """Every field only a question-answering actor reads: what the other benchmarks pass as
 ``unused``."""
 
@@ -204,6 +215,8 @@ AFTER_FIRST_TRIAL = (
     "code_retry",
     "compiler_fixes",
     "code_seeds",
+    "qa_seeds",
+    "answer_retry",
     "select_answer",
     "show_rejected",
     "redraw_rejected",

@@ -14,6 +14,7 @@ from reflexion.bench.reports import outcome_table, qa_paired, summarize
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, qa_context
+from reflexion.core.context import AnswerRetry, RetrySeeds
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.core.parsing import ANSWER_PARSER
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
@@ -21,9 +22,11 @@ from reflexion.hotpotqa.questions import load_hotpotqa
 
 
 def unused_by(agent: str) -> tuple[str, ...]:
-    """The context fields an agent never reads, left out of its results keys: the correcting
-    turn for ReAct, the step redraws for the CoT agents, ALFWorld's for all."""
-    unused = ("correct_rejected",) if agent == "react" else run.STEP_FIELDS
+    """The context fields an agent never reads, left out of its results keys: the
+    chain-of-thought actor's for ReAct, the step redraws for the CoT agents, ALFWorld's and
+    the programming graph's for all."""
+    cot_only = ("correct_rejected", "answer_retry", *run.COT_FIELDS)
+    unused = cot_only if agent == "react" else run.STEP_FIELDS
     return (*unused, *run.ALFWORLD_FIELDS, *run.CODE_FIELDS)
 
 
@@ -109,6 +112,25 @@ def bench_hotpotqa(
             "trials) instead of before the context and question, as in the paper.",
         ),
     ] = False,
+    answer_retry: Annotated[
+        AnswerRetry,
+        opt.word_option(
+            "--answer-retry",
+            "<how>",
+            help="CoT agents with memory: fresh_first (a retry is first drawn as none draws "
+            "it; the memory speaks when that repeats a rejected answer) or memory (every draw "
+            "with the memory, the paper).",
+        ),
+    ] = opt.DEFAULTS.answer_retry,
+    seeds: Annotated[
+        RetrySeeds,
+        opt.word_option(
+            "--seeds",
+            "<seeds>",
+            help="CoT agents: retry (each retry's draws seeded by the question, trial and "
+            "draw: a rerun draws the same) or process (one counter per process).",
+        ),
+    ] = opt.DEFAULTS.qa_seeds,
     *,
     common: run.Common,
     paired_runs: opt.PairedOpt = True,
@@ -147,6 +169,8 @@ def bench_hotpotqa(
             redraw_steps=redraw_steps,
             correct_rejected=not no_correction,
             memory_first=not memory_after,
+            answer_retry=answer_retry,
+            qa_seeds=seeds,
         )
         settings = {
             "bench": "hotpotqa",

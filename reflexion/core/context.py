@@ -29,6 +29,7 @@ HouseholdMemory = Literal["reflection", "facts", "leads", "sightings"]
 MemoryPlace = Literal["task", "system", "think"]
 TurnSeeds = Literal["turn", "process"]
 RetrySeeds = Literal["retry", "process"]
+AnswerRetry = Literal["fresh_first", "memory"]
 
 _MODEL_HELP = (
     "A provider:model string: local:qwen2.5-coder-0.5b, local:smollm2-135m, "
@@ -135,6 +136,27 @@ class Context:
             "still one already judged incorrect after the redraws, one more turn tells the "
             "model so and asks for a different answer (under every strategy that keeps "
             "memory). Off: the repeat stands (the paper)."
+        },
+    )
+    answer_retry: AnswerRetry = field(
+        default="fresh_first",
+        metadata={
+            "description": "Chain-of-thought retries under a strategy with memory: "
+            "fresh_first: the retry is first drawn from trial 1's prompt, as the none "
+            "baseline draws it (the same seed under qa_seeds=retry), and kept unless its "
+            "answer was already judged incorrect; only then is it drawn with the memory in "
+            "the prompt (with the redraws and the correcting turn). memory: every draw has "
+            "the memory in the prompt (the paper)."
+        },
+    )
+    qa_seeds: RetrySeeds = field(
+        default="retry",
+        metadata={
+            "description": "Chain-of-thought actor, on models that take a seed (the embedded "
+            "and OpenAI ones; a served model may ignore it): retry: each draw of a retry is "
+            "seeded by the question, the trial and the draw, so a rerun draws the same and "
+            "strategies that fork the same trial 1 draw alike where their prompts agree; "
+            "process: one counter per process (the first trial always draws this way)."
         },
     )
     memory_first: bool = field(

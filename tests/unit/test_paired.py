@@ -70,7 +70,7 @@ def run(graph: Any, strategy: str, out: Path, ids: list[str]) -> list[dict[str, 
         finals, errors = run_benchmark(
             graph,
             tasks,
-            Context(max_trials=3, strategy=strategy),  # type: ignore[arg-type]
+            Context(max_trials=3, strategy=strategy, answer_retry="memory"),  # type: ignore[arg-type]
             Sink(handle),
             settings={"strategy": strategy},
             done=finished_tasks(out),
@@ -123,12 +123,16 @@ def test_fork_leaves_its_source_as_it_was():
     graph.invoke(
         {"task": QUESTIONS["q0"][0], "context": "", "reference": QUESTIONS["q0"][1]},
         run_first,
-        context=Context(max_trials=3),
+        context=Context(max_trials=3, answer_retry="memory"),
         interrupt_before=["reflector"],
     )
     fork_thread(saver, "src", "copy")
     assert graph.get_state({"configurable": {"thread_id": "copy"}}).next == ("reflector",)
-    graph.invoke(None, {"configurable": {"thread_id": "copy"}}, context=Context(max_trials=3))
+    graph.invoke(
+        None,
+        {"configurable": {"thread_id": "copy"}},
+        context=Context(max_trials=3, answer_retry="memory"),
+    )
     source = graph.get_state(run_first)
     assert source.next == ("reflector",) and source.values["trial"] == 1
     copy = graph.get_state({"configurable": {"thread_id": "copy"}})

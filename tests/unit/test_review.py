@@ -24,7 +24,7 @@ from tests.unit.test_faults import server as server  # a fixture
 
 PRAGUE = {"task": "Which river flows through Prague?", "context": "", "reference": "Vltava"}
 PROPOSED = "I named the Elbe; I should check which river crosses Prague."
-REVIEW = Context(max_trials=2, review_reflections=True)
+REVIEW = Context(max_trials=2, review_reflections=True, answer_retry="memory")
 
 
 def build(store: Any = None) -> tuple[Any, ScriptedChatModel, ScriptedChatModel]:

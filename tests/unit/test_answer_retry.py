@@ -1,0 +1,108 @@
+"""How a chain-of-thought retry is drawn: fresh first (as the none baseline draws it, the
+memory speaking only when that repeats a rejected answer) or with the memory (the paper), and
+the seeds that make strategies forking one trial 1 draw alike (Context.answer_retry,
+Context.qa_seeds)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from reflexion.core.context import Context
+from reflexion.graphs.builder import qa_builder
+from reflexion.testing import ScriptedChatModel, SeededScriptedChatModel
+from tests.conftest import answer
+
+TASK = {
+    "task": "Which river flows through Prague?",
+    "context": "Prague lies on the Vltava.",
+    "reference": "Vltava",
+    "task_id": "q-prague",
+}
+LESSON = "Reflection: The question names the city; read its sentence again."
+
+
+def run(actor: ScriptedChatModel, ctx: Context) -> dict[str, Any]:
+    reflector = ScriptedChatModel(replies=[LESSON])
+    graph = qa_builder(actor_model=actor, reflector_model=reflector).compile(
+        checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    graph.invoke(TASK, config, context=ctx)
+    return dict(graph.get_state(config).values)
+
+
+def test_a_fresh_first_retry_with_a_new_answer_is_drawn_from_trial_ones_prompt():
+    actor = ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")])
+    state = run(actor, Context(max_trials=2, answer_retry="fresh_first"))
+    assert state["solved"] is True
+    assert len(actor.prompts) == 2
+    assert actor.prompt_text(1) == actor.prompt_text(0)  # what none would have drawn
+    assert state["reflections"] == ["The question names the city; read its sentence again."]
+
+
+@pytest.mark.parametrize(
+    "fresh",
+    [
+        [answer("the Elbe.")],  # a rejected answer again
+        ["Thought: I cannot tell.", "still no action"],  # no answer, even when asked again
+    ],
+)
+def test_a_fresh_draw_repeating_a_rejected_answer_or_giving_none_turns_to_the_memory(fresh):
+    actor = ScriptedChatModel(replies=[answer("Elbe"), *fresh, answer("Vltava")])
+    state = run(actor, Context(max_trials=2, answer_retry="fresh_first", correct_rejected=False))
+    assert state["solved"] is True
+    assert len(actor.prompts) == 2 + len(fresh)
+    assert "read its sentence again" not in actor.prompt_text(1)
+    assert "read its sentence again" in actor.prompt_text(len(fresh) + 1)
+
+
+def test_the_memory_draw_keeps_the_redraws_and_the_correcting_turn():
+    """After the fresh draw, the memory retry is the one answer_retry=memory makes: redrawn
+    while it repeats, then one turn asking for another answer."""
+    replies = [answer("Elbe"), answer("Elbe"), answer("Elbe"), answer("elbe"), answer("Vltava")]
+    actor = ScriptedChatModel(replies=replies)
+    state = run(actor, Context(max_trials=2, answer_retry="fresh_first", redraw_rejected=1))
+    assert state["solved"] is True
+    assert len(actor.prompts) == 5  # trial 1, fresh, memory, one redraw, correcting turn
+    assert '"Elbe" was already judged incorrect' in actor.prompts[4][-1].text
+
+
+def test_answer_retry_memory_draws_every_retry_with_the_memory():
+    actor = ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")])
+    state = run(actor, Context(max_trials=2, answer_retry="memory"))
+    assert state["solved"] is True
+    assert "read its sentence again" in actor.prompt_text(1)
+
+
+@pytest.mark.parametrize("strategy", ["none", "reflexion"])
+def test_strategies_draw_their_fresh_retry_with_the_same_seed(strategy):
+    """A rerun draws the same, and none's retry and a fresh-first retry get one seed, so the
+    two differ only where the memory acts."""
+
+    def seeds(ctx: Context) -> list[Any]:
+        actor = SeededScriptedChatModel(replies=[answer(a) for a in ("Elbe", "Danube", "Rhine")])
+        run(actor, ctx)
+        return [kw.get("seed") for kw in actor.kwargs_seen]
+
+    ctx = Context(max_trials=3, strategy=strategy)
+    drawn = seeds(ctx)
+    baseline = seeds(Context(max_trials=3, strategy="none"))
+    assert drawn[0] is None  # trial 1 draws as the run does
+    assert None not in drawn[1:] and drawn[1] != drawn[2]  # named by the trial
+    assert drawn == seeds(ctx) == baseline
+    assert seeds(Context(max_trials=3, strategy=strategy, qa_seeds="process")) == [None] * 3
+
+
+def test_seeds_are_named_by_the_question():
+    def first_retry_seed(task_id: str) -> Any:
+        actor = SeededScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")])
+        reflector = ScriptedChatModel(replies=[LESSON])
+        graph = qa_builder(actor_model=actor, reflector_model=reflector).compile()
+        graph.invoke({**TASK, "task_id": task_id}, context=Context(max_trials=2))
+        return actor.kwargs_seen[1]["seed"]
+
+    assert first_retry_seed("a") != first_retry_seed("b")
