@@ -99,8 +99,9 @@ def test_a_thread_outlives_its_connection(dsn):
 
 def test_cli_run_killed_then_resumed_and_listed(dsn, loopback, tmp_path):
     """`reflexion run` on --db postgresql://… killed with SIGKILL inside its third model call,
-    then `run --thread-id` in a new process finishes the thread without asking for trial 1
-    again, and `history --json` lists the three trials and two reflections."""
+    then `run --thread-id` in a new process finishes the thread without redoing trial 1 (its
+    reflection is not asked for again), and `history --json` lists the three trials and two
+    reflections."""
     question = load_hotpotqa(None, limit=3)[2]  # the plan solves it at trial 3
     base = [
         "--trials", "3", "--model", "openai:fake", "--base-url", loopback.base_url, "--db", dsn,
@@ -113,7 +114,10 @@ def test_cli_run_killed_then_resumed_and_listed(dsn, loopback, tmp_path):
     kill_at(loopback, start, tmp_path, 3)  # trial 1 and its reflection done, trial 2 in flight
     loopback.reset()
     run_to_end([start[0], "-m", "reflexion", "run", *base], tmp_path)
-    assert ("actor", question.question, 1) not in loopback.calls
+    # trial 1 is not redone: its reflection is not asked for again (a fresh-first retry
+    # sends trial 1's prompt, so an actor call alone cannot tell)
+    assert ("reflector", question.question, 1) not in loopback.calls
+    assert ("reflector", question.question, 2) in loopback.calls
     done = subprocess.run(
         [start[0], "-m", "reflexion", "history", "cli-1", "--db", dsn, "--json"],
         cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=60,
