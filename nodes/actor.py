@@ -26,8 +26,8 @@ from reflexion.core.state import State
 from reflexion.hotpotqa.metrics import normalize_answer
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import (
+    judged_wrong,
     memory_block,
-    rejected_answers,
     rejected_keys,
     with_lessons,
     with_memory,
@@ -130,7 +130,7 @@ def _fresh_first(state: State, ctx: Context) -> set[str] | None:
     keeps_memory = ctx.uses_reflections or ctx.uses_last_attempt
     if state.trial == 0 or not keeps_memory or ctx.answer_retry != "fresh_first":
         return None
-    return {normalize_answer(a) for a in rejected_answers(state.evaluations)}
+    return judged_wrong(state, ctx)
 
 
 def make_cot_actor(
@@ -155,18 +155,19 @@ def make_cot_actor(
         rejected = rejected_keys(state, ctx)
         draw = 0
         known_wrong = _fresh_first(state, ctx)
+        # fresh first: drawn as the none baseline draws it (trial 1's prompt, the same seed)
+        first = (
+            messages
+            if known_wrong is None
+            else cot_messages(state, ctx, with_context=with_context, memory=False)
+        )
+        parsed, text = _attempt(llm, first, options, seed, draw)
         if known_wrong is not None:
-            # first as the none baseline draws it; the memory speaks when that repeats a
-            # rejected answer or gives none
-            fresh = cot_messages(state, ctx, with_context=with_context, memory=False)
-            parsed, text = _attempt(llm, fresh, options, seed, draw)
             if parsed.answer is not None and normalize_answer(parsed.answer) not in known_wrong:
                 rejected = set()  # kept: no redraw, no correcting turn
-            else:
+            else:  # it repeats a rejected answer or gives none: now the memory speaks
                 draw += 1
                 parsed, text = _attempt(llm, messages, options, seed, draw)
-        else:
-            parsed, text = _attempt(llm, messages, options, seed, draw)
         if parsed.answer is not None and normalize_answer(parsed.answer) in rejected:
             hot = actor_llm(model, ctx, hot=True)
             for _ in range(ctx.redraw_rejected):

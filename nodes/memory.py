@@ -88,12 +88,18 @@ def rejected_answers(evaluations: list[TrialRecord]) -> list[str]:
     return list(dict.fromkeys(a for a in wrong if a))
 
 
-def rejected_keys(state: HasMemory, ctx: Context) -> set[str]:
-    """The normalised answers a retry may not repeat (``Context.redraw_rejected``,
-    ``Context.correct_rejected``): those of earlier trials judged incorrect, when the strategy
-    keeps memory; otherwise none."""
-    if not (ctx.redraw_rejected or ctx.correct_rejected) or not (
-        ctx.uses_reflections or ctx.uses_last_attempt
-    ):
+def judged_wrong(state: HasMemory, ctx: Context) -> set[str]:
+    """The normalised answers judged incorrect so far, when the strategy keeps memory
+    (otherwise none: the trial cannot know them)."""
+    if not (ctx.uses_reflections or ctx.uses_last_attempt):
         return set()
     return {normalize_answer(a) for a in rejected_answers(state.evaluations)}
+
+
+def rejected_keys(state: HasMemory, ctx: Context) -> set[str]:
+    """The normalised answers a retry may not repeat (``Context.redraw_rejected``,
+    ``Context.correct_rejected``): those judged incorrect so far (:func:`judged_wrong`) when
+    either option is on; otherwise none."""
+    if not (ctx.redraw_rejected or ctx.correct_rejected):
+        return set()
+    return judged_wrong(state, ctx)
