@@ -14,7 +14,9 @@ exponential backoff with jitter; when the tries run out the call raises
 wrapped (an in-process call has none of these faults).
 
 Weights load once per process (``_load_llama`` is cached) and calls to one llama.cpp context are
-serialised with a lock, since a context is not safe to share between threads.
+serialised with a lock, since a context is not safe to share between threads. The contexts
+reuse their prompt cache in whole aligned batches (:mod:`reflexion.core.aligned_cache`), so a
+prompt and a seed draw the same text whatever the context ran before.
 """
 
 from __future__ import annotations
@@ -169,7 +171,7 @@ def _load_llama(path: str, n_ctx: int, slot: str = "shared") -> tuple[Any, threa
     """One llama.cpp context per (file, size, slot). Each slot keeps its own prompt (KV) cache;
     the weights are memory-mapped, so extra slots share their pages."""
     try:
-        from llama_cpp import Llama
+        from reflexion.core.aligned_cache import BATCH, AlignedLlama
     except ImportError:
         raise ModelError(
             "the embedded model needs llama-cpp-python: "
@@ -177,7 +179,9 @@ def _load_llama(path: str, n_ctx: int, slot: str = "shared") -> tuple[Any, threa
         ) from None
     threads = int(os.environ.get("REFLEXION_THREADS") or 0) or os.cpu_count()
     try:
-        llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, verbose=False)
+        llm = AlignedLlama(
+            model_path=path, n_ctx=n_ctx, n_threads=threads, n_batch=BATCH, verbose=False
+        )
     except ValueError:  # llama.cpp: "Failed to load model from file: ..."
         raise ModelError(
             f"cannot load the GGUF model {path}: the file is corrupt, truncated or not a GGUF "

@@ -91,9 +91,15 @@ def inference_figures(spec: str, tokens: int, reps: int) -> dict[str, Any]:
     embedded_llm, _ = _load_llama(chat.model_path, chat.n_ctx, chat.slot)
     from llama_cpp import Llama
 
+    from reflexion.core.aligned_cache import BATCH
+
     # The same settings _load_llama gives the embedded contexts.
     direct: Any = Llama(
-        model_path=chat.model_path, n_ctx=chat.n_ctx, n_threads=os.cpu_count(), verbose=False
+        model_path=chat.model_path,
+        n_ctx=chat.n_ctx,
+        n_threads=os.cpu_count(),
+        n_batch=BATCH,
+        verbose=False,
     )
     try:
         dicts = _dicts(GENERATION_PROMPT)

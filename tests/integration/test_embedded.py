@@ -162,3 +162,27 @@ def test_cli_programming_bench_reports_pass_at_1_and_table_two(tmp_path):
     assert len(samples) == 2
     row = json.loads(samples[0].read_text().splitlines()[0])
     assert row["task_id"] == "HumanEval/53" and "def add" in row["completion"]
+
+
+def test_a_prompt_and_a_seed_draw_the_same_text_after_any_history():
+    """Paired strategies fork one trial 1 and must draw alike where their prompts agree: the
+    same prompt and seed give one text whether the context just ran that prompt (all of it
+    cached), another question (the examples cached) or nothing."""
+    from reflexion.core.models import embedded_model
+    from reflexion.core.state import State
+    from reflexion.nodes.actor import cot_messages
+
+    first, other = load_hotpotqa(limit=2)
+    prompts = [
+        cot_messages(State(task=q.question, context=q.gold_context), SMALL, with_context=True)
+        for q in (first, other)
+    ]
+    model = embedded_model(
+        TEST_MODEL.removeprefix("local:"), temperature=0.9, max_tokens=48, seed=11,
+        slot="aligned-history",
+    )  # fmt: skip
+    drawn = [model.invoke(prompts[0]).text]  # cold
+    drawn.append(model.invoke(prompts[0]).text)  # right after itself
+    model.invoke(prompts[1])
+    drawn.append(model.invoke(prompts[0]).text)  # after another question
+    assert len(set(drawn)) == 1, drawn
