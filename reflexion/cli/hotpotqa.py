@@ -14,7 +14,6 @@ from reflexion.bench.reports import outcome_table, qa_paired, summarize
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, qa_context
-from reflexion.core.context import AnswerRetry, RetrySeeds
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.core.parsing import ANSWER_PARSER
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
@@ -112,25 +111,8 @@ def bench_hotpotqa(
             "trials) instead of before the context and question, as in the paper.",
         ),
     ] = False,
-    answer_retry: Annotated[
-        AnswerRetry,
-        opt.word_option(
-            "--answer-retry",
-            "<how>",
-            help="CoT agents with memory: fresh_first (a retry is first drawn as none draws "
-            "it; the memory speaks when that repeats a rejected answer) or memory (every draw "
-            "with the memory, the paper).",
-        ),
-    ] = opt.DEFAULTS.answer_retry,
-    seeds: Annotated[
-        RetrySeeds,
-        opt.word_option(
-            "--seeds",
-            "<seeds>",
-            help="CoT agents: retry (each retry's draws seeded by the question, trial and "
-            "draw: a rerun draws the same) or process (one counter per process).",
-        ),
-    ] = opt.DEFAULTS.qa_seeds,
+    answer_retry: opt.AnswerRetryOpt = opt.DEFAULTS.answer_retry,
+    seeds: opt.QaSeedsOpt = opt.DEFAULTS.qa_seeds,
     *,
     common: run.Common,
     paired_runs: opt.PairedOpt = True,

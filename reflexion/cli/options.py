@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from reflexion.core.context import Context
+from reflexion.core.context import AnswerRetry, Context, RetrySeeds
 from reflexion.core.errors import ReflexionError
 
 DEFAULT_DB = str(Path(".reflexion") / "checkpoints.sqlite")
@@ -95,6 +95,25 @@ RecallOpt = Annotated[
     int,
     count_option(
         "--recall-k", min=0, max=50, help="With --lessons: past lessons recalled per task."
+    ),
+]
+AnswerRetryOpt = Annotated[
+    AnswerRetry,
+    word_option(
+        "--answer-retry",
+        "<how>",
+        help="CoT agents with memory: fresh_first (a retry is first drawn as none draws it; "
+        "the memory speaks when that repeats a rejected answer) or memory (every draw with "
+        "the memory, the paper).",
+    ),
+]
+QaSeedsOpt = Annotated[
+    RetrySeeds,
+    word_option(
+        "--seeds",
+        "<seeds>",
+        help="CoT agents: retry (each retry's draws seeded by the question, trial and draw: a "
+        "rerun draws the same) or process (one counter per process).",
     ),
 ]
 RoleModelOpt = Annotated[

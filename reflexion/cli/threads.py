@@ -32,6 +32,7 @@ from reflexion.cli.common import (
 from reflexion.cli.options import (
     DEFAULT_DB,
     DEFAULTS,
+    AnswerRetryOpt,
     BaseUrlOpt,
     CorpusOpt,
     DbOpt,
@@ -40,6 +41,7 @@ from reflexion.cli.options import (
     LessonsOpt,
     MemoryOpt,
     ModelOpt,
+    QaSeedsOpt,
     RecallOpt,
     StepsOpt,
     StrategyOpt,
@@ -113,6 +115,8 @@ def run(
     lessons: LessonsOpt = False,
     recall_k: RecallOpt = DEFAULTS.recall_k,
     lesson_filter: LessonFilterOpt = DEFAULTS.lesson_filter,
+    answer_retry: AnswerRetryOpt = DEFAULTS.answer_retry,
+    seeds: QaSeedsOpt = DEFAULTS.qa_seeds,
     review: Annotated[
         bool,
         typer.Option(
@@ -151,7 +155,12 @@ def run(
         load=False,
         memory_given=given(cli, "memory") and question is not None,
     )
-    ctx = replace(with_lessons(ctx, lessons, recall_k, lesson_filter), review_reflections=review)
+    ctx = replace(
+        with_lessons(ctx, lessons, recall_k, lesson_filter),
+        review_reflections=review,
+        answer_retry=answer_retry,
+        qa_seeds=seeds,
+    )
     found = None
     with checkpointer(db) as saver:
         if question is None:
@@ -217,6 +226,8 @@ RUN_OPTIONS = {
     "lessons": "lessons",
     "recall_k": "recall_k",
     "lesson_filter": "lesson_filter",
+    "answer_retry": "answer_retry",
+    "seeds": "qa_seeds",
 }
 """The options of ``run`` that set what a thread computes, and the Context field each sets."""
 

@@ -5,6 +5,8 @@ loopback."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.unit.test_faults import server as server  # a fixture
@@ -56,3 +58,25 @@ def test_resuming_accepts_the_options_a_thread_started_with_and_shows_a_finished
     code, out, err = cli(monkeypatch, capsys, "run", "--thread-id", "t", "--db", db, "-t", "2")
     assert code == 0, err
     assert "solved" in out
+
+
+@pytest.mark.allow_hosts(["127.0.0.1"])
+def test_run_takes_the_answer_retry_and_a_resume_keeps_it(server, tmp_path, monkeypatch, capsys):
+    """`run --answer-retry memory` draws trial 2 with the reflection in its prompt (the
+    paper's retry; the default first draws it as trial 1 was), and a resume that asks for
+    the other retry is refused."""
+    db = str(tmp_path / "t.sqlite")
+    lesson = "I should name the item itself."
+    server.script(["ok:Thought: hmm.\nAction: Finish[wrong]", f"ok:{lesson}", "400"])
+    code, _, err = cli(
+        monkeypatch, capsys, "run", "What is item 1?", "--reference", "x", "--thread-id", "t",
+        "--db", db, "--model", "openai:any-name", "--base-url", server.base_url,
+        "--answer-retry", "memory",
+    )  # fmt: skip
+    assert code == 2 and len(server.requests) == 3, err
+    retry = json.dumps(server.requests[2]["messages"])
+    assert lesson in retry
+    code, _, err = cli(
+        monkeypatch, capsys, "run", "--thread-id", "t", "--db", db, "--answer-retry", "fresh_first"
+    )
+    assert code == 2 and "started with another --answer-retry" in err
