@@ -217,6 +217,8 @@ def test_missing_llama_cpp_package(monkeypatch, capsys, tmp_path):
     weights = tmp_path / "tiny.gguf"
     weights.write_bytes(b"GGUF")
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # `import llama_cpp` now fails
+    # and so does the module built on it, should an earlier test have imported it
+    monkeypatch.delitem(sys.modules, "reflexion.core.aligned_cache", raising=False)
     code, err = cli(
         monkeypatch, capsys, "run", "Q?", "--reference", "a", "--model", f"local:{weights}"
     )
