@@ -3,11 +3,13 @@
 src=$1; db=$2; agent=$3; model=$4; shift 4
 . .venv/bin/activate
 export REFLEXION_THREADS=1
-[ -f "$db" ] || { cp "$src" "$db"; python - "$db" "$@" <<'PY'
+[ -f "$db" ] || { python - "$src" "$db" "$@" <<'PY'
 import sqlite3, sys
 from langgraph.checkpoint.sqlite import SqliteSaver
-conn = sqlite3.connect(sys.argv[1]); saver = SqliteSaver(conn)
-for key in sys.argv[2:]:
+conn = sqlite3.connect(sys.argv[2])
+sqlite3.connect(sys.argv[1]).backup(conn)  # a copy that includes pages still in the WAL
+saver = SqliteSaver(conn)
+for key in sys.argv[3:]:
     ids = [r[0] for r in conn.execute("select distinct thread_id from checkpoints where thread_id like ?", (f"hotpotqa-{key}-%",))]
     for t in ids: saver.delete_thread(t)
     print(key, "deleted", len(ids), "threads")
