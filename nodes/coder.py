@@ -71,6 +71,8 @@ NO_TESTS = "No unit tests were run"
 """How the feedback of an iteration without internal tests (``simple``, ``--no-tests``) starts."""
 NOT_COMPILED = "The implementation does not compile:"
 """What the feedback on code that did not compile says, before the compiler's errors."""
+NO_EVIDENCE = "No test that counts was passed"
+"""How the feedback goes on when doubt left no counted test passed: no evidence, no success."""
 
 
 STOPS = {
@@ -218,12 +220,13 @@ def did_compile(record: Mapping[str, Any]) -> bool:
 def retries_fresh(state: CodeState, ctx: Context) -> bool:
     """Whether the next attempt is a fresh sample rather than a repair of the last one:
     ``Context.code_retry`` says which, and under ``auto`` code that did not compile is
-    repaired (the compiler's errors point into it) and code that failed tests is not."""
+    repaired (the compiler's errors point into it) and code that failed tests is not. A
+    ``resample`` retry is fresh too, from the first trial's prompt alone."""
     if state.trial == 0 or not state.evaluations:
         return False
     if ctx.code_retry == "auto":
         return did_compile(state.evaluations[-1])
-    return ctx.code_retry == "fresh"
+    return ctx.code_retry in ("fresh", "resample")
 
 
 def compiler_fixed(
@@ -247,7 +250,9 @@ def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
     trials), then, after a failed trial, the previous implementation as the assistant's turn
     and the test results, the reflections (strategy ``reflexion``) and the request to fix it;
     for a fresh retry (:func:`retries_fresh`) the test results and reflections follow the
-    problem in the same turn, without the previous implementation."""
+    problem in the same turn, without the previous implementation. Under
+    ``Context.code_retry="resample"`` every trial's prompt is the first trial's: the retry
+    learns nothing from the failure, it is only another sample."""
     problem = problem_of(state)
     names = _names(problem.language)
     task = render("code_task", prompt=problem.prompt.strip(), **names)
@@ -255,7 +260,7 @@ def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
         with_lessons(render("code_system", **names), state),
         HumanMessage(task),
     ]
-    if state.trial == 0 or not state.evaluations:
+    if state.trial == 0 or not state.evaluations or ctx.code_retry == "resample":
         return messages
     reflection_block = ""
     if ctx.uses_reflections and ctx.memory_size > 0 and state.reflections:
@@ -482,7 +487,9 @@ def make_unit_test_evaluator(
     ``Context.test_trust="anchored"``, self-written tests that every attempt failed do not
     count) and, with ``Context.cross_check``, independent implementations do not outvote the
     attempt on the probe tests (``model`` overrides ``Context.actor_model`` for drawing them).
-    The score is the share of all internal tests passed, comparable across trials.
+    An attempt is never a success on empty evidence: when doubt leaves no counted test (or
+    none of them passed), it is not, and under ``select_answer="best"`` the earlier attempt
+    stands. The score is the share of all internal tests passed, comparable across trials.
     Without internal tests it can only check that the code compiles and never reports success:
     when tests were asked for (``generate_tests``) and none came, a compiling attempt is the
     thread's last; in the paper's "no test generation" ablation every trial runs."""
@@ -496,6 +503,7 @@ def make_unit_test_evaluator(
             suite_timeout_s=ctx.test_timeout * (len(tests) + len(state.probe_tests) + 2) + 30,
         )
         failures: list[list[str]] = []
+        evidence: dict[str, int] = {}
         drawn: list[Witness] = []
         last = False
         compiled: bool | None = None
@@ -516,8 +524,15 @@ def make_unit_test_evaluator(
                 doubted = doubted_tests(state, failed_written, ctx)
                 passed = sum(o.passed for o in result.outcomes) if compiled else 0
                 score = passed / len(tests)
-                success = compiled and not (failed - doubted)
+                counted = [t for t in tests if t not in doubted]
+                held = sum(t not in failed for t in counted) if compiled else 0
+                # An attempt is a success on evidence only: every counted test passed, and at
+                # least one did (doubt can leave nothing to fail, which proves nothing).
+                success = compiled and not (failed - doubted) and held > 0
                 feedback = format_feedback(result, problem.language, doubted)
+                if compiled and not counted:
+                    feedback += f"\n\n{NO_EVIDENCE}: every test is doubted, so no success."
+                evidence = {"tests_passed": held, "tests_counted": len(counted)}
                 mine = fingerprint(full, state.probe_tests)
                 if success and mine is not None and state.trial < ctx.max_trials:
                     found, drawn, told = cross_check(state, ctx, mine, limits, model)
@@ -544,6 +559,9 @@ def make_unit_test_evaluator(
         )
         if compiled is not None:
             record["compiled"] = compiled
+        if evidence:
+            record["tests_passed"] = evidence["tests_passed"]
+            record["tests_counted"] = evidence["tests_counted"]
         if state.compiler_fix:
             record["compiler_fix"] = True
         if last:

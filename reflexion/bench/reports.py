@@ -16,7 +16,7 @@ from reflexion.bench.stats import Paired, copy_rate, paired
 from reflexion.core.state import FAILURE_CLASSES
 from reflexion.core.usage import merge, totals
 from reflexion.hotpotqa.metrics import normalize_answer
-from reflexion.programming.scoring import confusion, pass_at_1
+from reflexion.programming.scoring import accepted, broken_first, confusion, pass_at_1
 from reflexion.prompts import load_prompt
 
 LABEL_WIDTH = 15
@@ -111,8 +111,20 @@ def outcome_table(
 
 
 def code_summary(results: dict[str, list[dict[str, Any]]]) -> Table:
-    """pass@1, the paper's Table 2 counts and the mean wall time, one row per strategy."""
-    out = table("strategy", "problems", "pass@1", "TP", "FN", "FP", "TN", "mean wall\ntime")
+    """pass@1, right first attempts the loop broke, the paper's Table 2 counts and the mean
+    wall time, one row per strategy."""
+    out = table(
+        "strategy",
+        "problems",
+        "pass@1",
+        "broken\nfirst",
+        "TP",
+        "FN",
+        "FP",
+        "TN",
+        "mean wall\ntime",
+        title="broken first: the first attempt passes the hidden tests, the final answer not",
+    )
     for label, finals in results.items():
         counts = confusion(finals)
         walls = [f["wall_s"] for f in finals if not f.get("resumed")]
@@ -128,8 +140,37 @@ def code_summary(results: dict[str, list[dict[str, Any]]]) -> Table:
             label,
             str(len(finals)),
             f"{pass_at_1(finals):.2f} ({solved}/{len(finals)})",
+            str(broken_first(finals)),
             *cells,
             mean,
+        )
+    return out
+
+
+def accepted_table(results: dict[str, list[dict[str, Any]]]) -> Table:
+    """The final answers the internal tests accepted: how many the hidden tests agree with,
+    and on how many counted tests they were accepted."""
+    out = table(
+        "strategy",
+        "accepted",
+        "hidden\nagree",
+        "hidden\ndisagree",
+        "counted tests\npassed (mean)",
+        "accepted on\none test",
+        title="accepted: final answers whose internal tests passed",
+    )
+    for label, finals in results.items():
+        a = accepted(finals)
+        if not a.accepted:
+            continue
+        mean = f"{a.tests_passed / a.recorded:.1f}" if a.recorded else "-"
+        out.add_row(
+            label,
+            str(a.accepted),
+            str(a.hidden_agree),
+            str(a.accepted - a.hidden_agree),
+            mean,
+            str(a.thin) if a.recorded else "-",
         )
     return out
 

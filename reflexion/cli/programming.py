@@ -12,7 +12,7 @@ from rich.markup import escape
 from reflexion.bench.driver import Finalize
 from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
-from reflexion.bench.reports import code_paired, code_summary, outcome_table
+from reflexion.bench.reports import accepted_table, code_paired, code_summary, outcome_table
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, one_model_context
@@ -27,7 +27,7 @@ from reflexion.programming.problems import CodeProblem, language_of, load_proble
 from reflexion.programming.sandbox import rustc_path
 from reflexion.programming.scoring import pass_curve, score_thread, write_human_eval_files
 
-PROGRAMMING_STRATEGIES = ("simple", "reflexion")
+PROGRAMMING_STRATEGIES = ("simple", "resample", "reflexion")
 
 
 @run.common_options(plot_help="pass@1-per-iteration PNG (default: next to the results).")
@@ -50,8 +50,10 @@ def bench_programming(
         str,
         typer.Option(
             "--strategy",
-            help="simple (one sample, no tests) and/or reflexion (self-written tests, "
-            "reflection, up to --max-iters), comma-separated.",
+            help="simple (one sample, no tests), resample (the same tests and attempts as "
+            "reflexion, each retry a new sample of the task alone: best-of-n, the "
+            "equal-budget baseline) and/or reflexion (self-written tests, reflection, up to "
+            "--max-iters), comma-separated.",
         ),
     ] = "simple,reflexion",
     max_iters: Annotated[
@@ -172,24 +174,22 @@ def bench_programming(
         )
     by_id = {p.task_id: p for p in problems}
     language_name = problems[0].language
-    suffix = "".join(
-        [
-            "-notests" if no_tests else "",
-            "-noreflection" if no_reflection else "",
-            f"-{retry}" if retry != "repair" else "",
-            f"-crosscheck{cross_check}" if cross_check else "",
-            "-nofixes" if no_compiler_fixes and language_name == "rs" else "",
-        ]
-    )
+    options = {
+        "notests": no_tests,
+        "noreflection": no_reflection,
+        retry: retry != "repair",
+        f"crosscheck{cross_check}": cross_check > 0,
+        "nofixes": no_compiler_fixes and language_name == "rs",
+    }
     variants = []
     for name in names:
-        simple = name == "simple"
+        simple, resampled = name == "simple", name == "resample"
         ctx = one_model_context(
             model,
             base_url,
             max_trials=1 if simple else max_iters,
             memory_size=memory,
-            strategy="none" if simple or no_reflection else "reflexion",
+            strategy="none" if simple or resampled or no_reflection else "reflexion",
             temperature=temperature,
             max_tokens=768,
             max_tests=max_tests,
@@ -199,14 +199,19 @@ def bench_programming(
             test_trust=test_trust,
             select_answer=select,
             resample_repeats=resample,
-            code_retry=opt.DEFAULTS.code_retry if simple else retry,  # simple never retries
+            # simple never retries; resample retries from the task alone
+            code_retry="resample" if resampled else opt.DEFAULTS.code_retry if simple else retry,
             cross_check=0 if simple else cross_check,
-            # Only Rust has a compiler to ask, and simple never retries.
-            compiler_fixes=language_name == "rs" and not (simple or no_compiler_fixes),
+            # Only Rust has a compiler to ask; simple never retries, resample never repairs.
+            compiler_fixes=language_name == "rs" and not (simple or resampled or no_compiler_fixes),
             code_seeds="process" if simple else seeds,
         )
         ctx = common.apply(ctx)
-        label = name if simple else f"{name}{suffix}"
+        # resample has no reflection, retry mode or compiler fixes to name
+        inert = {"noreflection", retry, "nofixes"} if resampled else set()
+        label = name + "".join(
+            f"-{part}" for part, on in options.items() if on and not simple and part not in inert
+        )
         settings = {
             "bench": "programming",
             "strategy_name": label,
@@ -264,6 +269,7 @@ def bench_programming(
     results = outcome.results
     console.print(code_summary(results))
     console.print(code_paired(results, AGENTS["programming"].reflect_examples))
+    console.print(accepted_table(results))
     console.print(
         outcome_table(results, outcome.errors, lambda f: bool(f.get("hidden_pass")), "problems")
     )

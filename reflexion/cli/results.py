@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,7 +12,14 @@ import typer
 from reflexion.bench.driver import solved_by_trial
 from reflexion.bench.ledger import finished_tasks
 from reflexion.bench.plots import learning_curve
-from reflexion.bench.reports import compare_table, slices_table
+from reflexion.bench.reports import (
+    accepted_table,
+    code_summary,
+    compare_table,
+    outcome,
+    outcome_table,
+    slices_table,
+)
 from reflexion.cli import options as opt
 from reflexion.cli.common import console
 from reflexion.core.errors import ReflexionError
@@ -87,14 +95,32 @@ def compare_results(
             "N at a time.",
         ),
     ] = None,
+    chain: Annotated[
+        bool,
+        typer.Option(
+            "--chain",
+            help="Pair each run with the one before it (a decomposition: simple, resample, "
+            "--no-reflection, reflexion), not every run with the first.",
+        ),
+    ] = False,
 ) -> None:
     """Compare finished benchmark runs task by task with a baseline run: the tasks each
     solved that the other did not and the exact McNemar p-value (HotPotQA: solved; programming:
-    the hidden tests; ALFWorld: won)."""
+    the hidden tests; ALFWorld: won), then each run's outcomes and model usage (programming:
+    pass@1, right first attempts broken, Table 2, and the accepted answers' evidence)."""
     runs: dict[str, list[dict[str, Any]]] = {}
     paths = [baseline, *others]
     for path, label in zip(paths, run_labels(paths), strict=True):
         runs[label] = finals_of(path)
-    console.print(compare_table(runs, next(iter(runs))))
+    labels = list(runs)
+    if chain:
+        for before, after in pairwise(labels):
+            console.print(compare_table({before: runs[before], after: runs[after]}, before))
+    else:
+        console.print(compare_table(runs, labels[0]))
+    if all("hidden_pass" in f for finals in runs.values() for f in finals):
+        console.print(code_summary(runs))
+        console.print(accepted_table(runs))
+    console.print(outcome_table(runs, {}, outcome, "tasks"))
     if slices is not None:
         console.print(slices_table(runs, next(iter(runs)), slices))

@@ -24,7 +24,7 @@ WikiKind = Literal["offline", "live"]
 LessonFilter = Literal["validated", "all"]
 LESSON_FILTERS: tuple[LessonFilter, ...] = ("validated", "all")
 TestTrust = Literal["all", "anchored"]
-CodeRetry = Literal["repair", "fresh", "auto"]
+CodeRetry = Literal["repair", "fresh", "auto", "resample"]
 HouseholdMemory = Literal["reflection", "facts", "leads", "sightings"]
 MemoryPlace = Literal["task", "system", "think"]
 TurnSeeds = Literal["turn", "process"]
@@ -259,7 +259,9 @@ class Context:
             "temperature 0.8 (a small model otherwise edits its wrong code in place). "
             "repair: the previous implementation, its test results and the reflections "
             "(the paper). auto: repair when the previous implementation did not compile "
-            "(the compiler's errors point into that code), fresh otherwise."
+            "(the compiler's errors point into that code), fresh otherwise. resample: the "
+            "first trial's prompt again, at temperature 0.8, with no feedback and no "
+            "reflection (best-of-n by the evaluator: the equal-budget baseline)."
         },
     )
     compiler_fixes: bool = field(

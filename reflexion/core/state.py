@@ -33,6 +33,10 @@ class TrialRecord(TypedDict):
     compiler_fix: NotRequired[bool]
     """Programming: set when the answer was the previous one with the compiler's suggested
     fixes applied (``Context.compiler_fixes``), not a model's sample."""
+    tests_passed: NotRequired[int]
+    """Programming: how many of the internal tests that count (not doubted) the answer passed."""
+    tests_counted: NotRequired[int]
+    """Programming: how many internal tests counted for this answer (all but the doubted)."""
     last: NotRequired[bool]
     """Set when another trial could learn nothing more (e.g. no tests to run): the thread
     stops after this trial, solved or not."""

@@ -52,8 +52,9 @@ def score_thread(
     choice: AnswerChoice = "last",
 ) -> dict[str, Any]:
     """The fields a ``final`` line gets: the final implementation (the one ``choice`` picks,
-    as the graph did), whether its internal tests passed, whether it passes the hidden tests
-    (pass@1), and the same per iteration."""
+    as the graph did), whether its internal tests passed (and how many of those that counted,
+    ``[passed, counted]``, where the record says), whether it passes the hidden tests (pass@1),
+    and the same per iteration."""
     limits = limits or Limits(test_timeout_s=10.0, suite_timeout_s=30.0)
     # the implementation in force after each iteration: what the thread would have returned
     codes = answers_in_force(evaluations, max(iterations, len(evaluations)), choice)
@@ -76,10 +77,15 @@ def score_thread(
         )
     )
     chosen = chosen_index(evaluations, choice)
-    internal = chosen is not None and bool(evaluations[chosen].get("success"))
+    record = evaluations[chosen] if chosen is not None else {}
+    internal = bool(record.get("success"))
+    evidence = (
+        [record["tests_passed"], record["tests_counted"]] if "tests_counted" in record else None
+    )
     return {
         "implementation": assemble(problem, final_code) if final_code else None,
         "internal_pass": internal,
+        "internal_tests": evidence,
         "hidden_pass": passed,
         "hidden_detail": detail,
         "pass_by_iteration": per_iteration,
@@ -118,6 +124,49 @@ def confusion(finals: Iterable[dict[str, Any]]) -> Confusion:
         else:
             tn += 1
     return Confusion(tp, fn, fp, tn)
+
+
+def broken_first(finals: Iterable[dict[str, Any]]) -> int:
+    """Right first attempts the loop broke: the first iteration passes the hidden tests and the
+    final answer does not."""
+    return sum(
+        bool((f.get("pass_by_iteration") or [False])[0]) and not f.get("hidden_pass")
+        for f in finals
+    )
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """Final answers the internal tests accepted, with how much evidence backed them."""
+
+    accepted: int
+    """Final answers whose internal tests passed (the thread's success)."""
+    hidden_agree: int
+    """Of those, how many also pass the hidden tests."""
+    tests_passed: int
+    """Counted internal tests the accepted answers passed, summed (where recorded)."""
+    recorded: int
+    """Accepted answers whose record says how many tests counted (files from before the count
+    have none)."""
+    thin: int
+    """Accepted answers that passed a single counted test."""
+
+
+def accepted(finals: Iterable[dict[str, Any]]) -> Accepted:
+    """How the accepted final answers fared on the hidden tests, and on how many tests each
+    was accepted."""
+    count = agree = passed = recorded = thin = 0
+    for f in finals:
+        if not f.get("internal_pass"):
+            continue
+        count += 1
+        agree += bool(f.get("hidden_pass"))
+        evidence = f.get("internal_tests")
+        if evidence:
+            recorded += 1
+            passed += int(evidence[0])
+            thin += int(evidence[0]) == 1
+    return Accepted(count, agree, passed, recorded, thin)
 
 
 def pass_at_1(finals: list[dict[str, Any]]) -> float:

@@ -139,6 +139,52 @@ def test_a_test_only_some_attempts_fail_still_counts():
     assert [e["success"] for e in state["evaluations"]] == [False, False, True]
 
 
+def test_no_success_when_doubt_leaves_no_test_and_the_earlier_attempt_stands():
+    """The model wrote one test, and it is wrong: the right first attempt fails it, so does a
+    wrong retry. Doubt then leaves nothing that counts, which is no evidence: the retry is no
+    success, the thread goes on, and best hands back the first attempt (the same score, the
+    earlier one)."""
+    tests = ["assert add(1, 2) == 4\n"]
+    graph, *_ = build([RIGHT, SUBTRACTS, SEVEN], tests=tests)
+    state = run(graph, NO_EXAMPLES, Context(max_trials=3))
+    records = state["evaluations"]
+    assert [e["success"] for e in records] == [False, False, False]
+    assert [(e["tests_passed"], e["tests_counted"]) for e in records] == [(0, 1), (0, 0), (0, 0)]
+    assert "No test that counts was passed" in records[1]["feedback"]
+    assert "return a + b" in state["answer"] and state["solved"] is False
+
+
+def test_an_accepted_attempt_records_how_many_counted_tests_it_passed():
+    problem = CodeProblem("t/0", "py", TWO_EXAMPLES, "add", HIDDEN, "humaneval")
+    graph, *_ = build([SUBTRACTS, RIGHT])
+    state = run(graph, TWO_EXAMPLES, Context(max_trials=3))
+    assert [(e["tests_passed"], e["tests_counted"]) for e in state["evaluations"]] == [
+        (1, 2),
+        (2, 2),
+    ]
+    scored = score_thread(problem, state["evaluations"], 3, choice="best")
+    assert scored["internal_tests"] == [2, 2] and scored["internal_pass"] is True
+
+
+def test_resample_retries_from_the_task_alone_with_no_reflection():
+    """code_retry=resample under strategy none: best-of-n by the evaluator. Every prompt is
+    the first trial's, no reflector is asked, the failed tests are never shown."""
+    actor_model = ScriptedChatModel(replies=[SUBTRACTS, SEVEN, RIGHT])
+    reflector = ScriptedChatModel(replies=["Reflection: unused."])
+    graph = programming_builder(
+        actor_model=actor_model,
+        evaluator_model=ScriptedChatModel(replies=["assert add(1, 1) == 2\n"]),
+        reflector_model=reflector,
+    ).compile(checkpointer=InMemorySaver())
+    ctx = Context(max_trials=4, strategy="none", code_retry="resample")
+    state = run(graph, TWO_EXAMPLES, ctx)
+    assert [e["success"] for e in state["evaluations"]] == [False, False, True]
+    assert actor_model.prompt_text(1) == actor_model.prompt_text(0)
+    assert actor_model.prompt_text(2) == actor_model.prompt_text(0)
+    assert "output" not in actor_model.prompt_text(2)
+    assert reflector.prompts == []
+
+
 # ---- choice fields are checked from their type ------------------------------------------------
 
 
