@@ -374,11 +374,15 @@ def run_tests(
 
 
 def format_feedback(
-    result: SuiteResult, language: str, doubted: frozenset[str] = frozenset()
+    result: SuiteResult,
+    language: str,
+    doubted: frozenset[str] = frozenset(),
+    unbacked: frozenset[str] = frozenset(),
 ) -> str:
     """Test results in the paper's format: the passed tests, then each failed test with the
-    actual value or the error as a comment; ``doubted`` tests (failed by every attempt) are
-    listed apart, as tests that may themselves be wrong."""
+    actual value or the error as a comment; ``doubted`` tests (failed by every attempt) and
+    ``unbacked`` ones (independent implementations side with the attempt) are listed apart,
+    as tests that may themselves be wrong."""
     if result.compile_error is not None:
         return f"{NOT_COMPILED}\n{result.compile_error.strip()}"
     comment = "#" if language == "py" else "//"
@@ -386,7 +390,7 @@ def format_feedback(
     failed = [
         f"{o.test} {comment} {o.detail}"
         for o in result.outcomes
-        if not o.passed and o.test not in doubted
+        if not o.passed and o.test not in doubted | unbacked
     ]
     text = (
         "Tests passed:\n"
@@ -398,6 +402,13 @@ def format_feedback(
         text += (
             "\n\nTests every attempt failed (self-written, possibly wrong; not counted):\n"
             + "\n".join(t for t in (o.test for o in result.outcomes) if t in doubted)
+        )
+    unbacked_only = [o for o in result.outcomes if o.test in unbacked - doubted]
+    if unbacked_only:
+        text += (
+            "\n\nTests other implementations fail the same way (self-written, possibly "
+            "wrong; not counted):\n"
+            + "\n".join(f"{o.test} {comment} {o.detail}" for o in unbacked_only)
         )
     return text
 
@@ -480,6 +491,67 @@ def cross_check(
     return result, drawn, disagreement(mine, theirs, state.probe_tests, count, total)
 
 
+def _draw_voter(
+    state: CodeState,
+    ctx: Context,
+    problem: CodeProblem,
+    limits: Limits,
+    model: BaseChatModel | None,
+    number: int,
+) -> Witness:
+    """Voter ``number``: an independent implementation from the first trial's prompt at the
+    redraw temperature (seeded by the problem and ``number``), with its outcome on each
+    internal test (``"pass"`` or the failure's detail); no fingerprint when it has no code or
+    does not compile (it then votes on nothing)."""
+    llm = actor_llm(model, ctx, hot=True)
+    messages = code_messages(replace(state, trial=0, evaluations=[]), ctx)
+    seed = named_seed(llm, problem.task_id, "voter", number)
+    parsed = extract_code(llm.invoke(messages, stop=STOPS[problem.language], **seed).text, problem)
+    if parsed.code is None:
+        return {"code": None, "fingerprint": None}
+    program = assemble(problem, parsed.code)
+    result = run_tests(program, state.tests, problem.language, limits, problem.entry_point)
+    outcomes = fingerprint(result, state.tests)
+    return {"code": parsed.code, "fingerprint": None if outcomes is None else list(outcomes)}
+
+
+def unbacked_tests(
+    state: CodeState,
+    ctx: Context,
+    result: SuiteResult,
+    failed_written: list[str],
+    limits: Limits,
+    model: BaseChatModel | None = None,
+) -> tuple[frozenset[str], list[Witness]]:
+    """Where only self-written tests decide (no trusted test) and ``ctx.cross_check`` allows:
+    the failed tests that independent implementations do not back, after CodeT's agreement
+    between code and tests. Up to ``ctx.cross_check`` voters are drawn once per problem (the
+    first time an attempt fails a test) and reused; a failed test counts against the attempt
+    only when more voters pass it than fail it exactly as the attempt does (the same output
+    or error). Returns the unbacked tests and the voters drawn now."""
+    written = set(state.written_tests)
+    if not (ctx.cross_check and failed_written and written.issuperset(state.tests)):
+        return frozenset(), []
+    problem = problem_of(state)
+    drawn = [
+        _draw_voter(state, ctx, problem, limits, model, number)
+        for number in range(len(state.witnesses), ctx.cross_check)
+    ]
+    mine = {o.test: o.detail for o in result.outcomes}
+    votes = [
+        dict(zip(state.tests, w["fingerprint"], strict=False))
+        for w in [*state.witnesses, *drawn]
+        if w["fingerprint"] is not None
+    ]
+    unbacked = set()
+    for test in failed_written:
+        passes = sum(v.get(test) == "pass" for v in votes)
+        alike = sum(v.get(test) == mine.get(test) for v in votes)
+        if passes <= alike:
+            unbacked.add(test)
+    return frozenset(unbacked), drawn
+
+
 def make_unit_test_evaluator(
     model: BaseChatModel | None = None,
 ) -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
@@ -522,14 +594,19 @@ def make_unit_test_evaluator(
                 failed_written = [t for t in tests if t in written and t in failed]
                 failures = [failed_written] if compiled else []
                 doubted = doubted_tests(state, failed_written, ctx)
+                unbacked: frozenset[str] = frozenset()
+                if compiled:
+                    unbacked, drawn = unbacked_tests(
+                        state, ctx, result, failed_written, limits, model
+                    )
                 passed = sum(o.passed for o in result.outcomes) if compiled else 0
                 score = passed / len(tests)
-                counted = [t for t in tests if t not in doubted]
+                counted = [t for t in tests if t not in doubted | unbacked]
                 held = sum(t not in failed for t in counted) if compiled else 0
                 # An attempt is a success on evidence only: every counted test passed, and at
                 # least one did (doubt can leave nothing to fail, which proves nothing).
-                success = compiled and not (failed - doubted) and held > 0
-                feedback = format_feedback(result, problem.language, doubted)
+                success = compiled and not (failed - doubted - unbacked) and held > 0
+                feedback = format_feedback(result, problem.language, doubted, unbacked)
                 if compiled and not counted:
                     feedback += f"\n\n{NO_EVIDENCE}: every test is doubted, so no success."
                 evidence = {"tests_passed": held, "tests_counted": len(counted)}

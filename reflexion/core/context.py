@@ -294,7 +294,11 @@ class Context:
             "(Python: the examples with their inputs varied; Rust: written by the model), "
             "comparing behaviour, not the probes' expected values. An attempt that two "
             "or more agreeing implementations outnumber is no success, and its retry is told "
-            "where they differ. 0 = off (the paper)."
+            "where they differ. Where only self-written tests decide (no trusted test): "
+            "when an attempt fails some, draw up to this many independent implementations "
+            "once per problem and run them on those tests; a failed test then counts only "
+            "when more of them pass it than fail it as the attempt does (CodeT's agreement "
+            "between code and tests). 0 = off (the paper)."
         },
     )
     test_timeout: float = field(
