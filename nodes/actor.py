@@ -133,6 +133,50 @@ def _fresh_first(state: State, ctx: Context) -> set[str] | None:
     return judged_wrong(state, ctx)
 
 
+def _resample(
+    state: State,
+    ctx: Context,
+    llm: BaseChatModel,
+    model: BaseChatModel | None,
+    options: dict[str, Any],
+    seed: Seeder,
+    with_context: bool,
+) -> tuple[FinishParse, str]:
+    """A retry under ``Context.answer_retry="resample"``: drawn from trial 1's prompt (as the
+    none baseline draws it, the same seed), and drawn again at the redraw temperature while
+    its answer is one already judged incorrect (or none), as many times as a fresh-first retry
+    may draw after its fresh draw (the memory's draw, ``redraw_rejected`` redraws and, with
+    ``correct_rejected``, the correcting turn); the last draw stands when every one repeats."""
+    prompt = cot_messages(state, ctx, with_context=with_context, memory=False)
+    wrong = judged_wrong(state, ctx)
+    parsed, text = _attempt(llm, prompt, options, seed, 0)
+    hot: BaseChatModel | None = None
+    for draw in range(1, 2 + ctx.redraw_rejected + ctx.correct_rejected):
+        if parsed.answer is not None and normalize_answer(parsed.answer) not in wrong:
+            break
+        hot = hot or actor_llm(model, ctx, hot=True)
+        parsed, text = _attempt(hot, prompt, options, seed, draw)
+    return parsed, text
+
+
+def _update(
+    state: State, recalled: dict[str, Any], parsed: FinishParse, text: str
+) -> dict[str, Any]:
+    """The actor's state update for one trial's parsed reply."""
+    action = (
+        f"Action: Finish[{parsed.answer}]"
+        if parsed.answer is not None
+        else f"Action: (unparseable: {parsed.error}) {text.strip()[:300]}"
+    )
+    return {
+        **recalled,
+        "trial": state.trial + 1,
+        "trajectory": [f"Thought: {parsed.thought}", action],
+        "answer": parsed.answer,
+        "stop_reason": None if parsed.answer is not None else parsed.error,
+    }
+
+
 def make_cot_actor(
     model: BaseChatModel | None = None, *, with_context: bool = True, family: Family = QA_FAMILY
 ) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
@@ -151,6 +195,9 @@ def make_cot_actor(
         options: dict[str, Any] = (
             {"gbnf": COT_GRAMMAR} if isinstance(llm, EmbeddedChatModel) else {}
         )
+        if state.trial > 0 and ctx.answer_retry == "resample":
+            parsed, text = _resample(state, ctx, llm, model, options, seed, with_context)
+            return _update(state, recalled, parsed, text)
         messages = cot_messages(state, ctx, with_context=with_context)
         rejected = rejected_keys(state, ctx)
         draw = 0
@@ -181,18 +228,7 @@ def make_cot_actor(
             ask = HumanMessage(render("cot_rejected", answer=parsed.answer))
             turns = [*messages, AIMessage(text), ask]
             parsed = _ask_again(llm, turns, parsed, seed("correct"))
-        action = (
-            f"Action: Finish[{parsed.answer}]"
-            if parsed.answer is not None
-            else f"Action: (unparseable: {parsed.error}) {text.strip()[:300]}"
-        )
-        return {
-            **recalled,
-            "trial": state.trial + 1,
-            "trajectory": [f"Thought: {parsed.thought}", action],
-            "answer": parsed.answer,
-            "stop_reason": None if parsed.answer is not None else parsed.error,
-        }
+        return _update(state, recalled, parsed, text)
 
     actor.__name__ = "cot_gt_actor" if with_context else "cot_actor"
     return actor

@@ -89,9 +89,10 @@ def rejected_answers(evaluations: list[TrialRecord]) -> list[str]:
 
 
 def judged_wrong(state: HasMemory, ctx: Context) -> set[str]:
-    """The normalised answers judged incorrect so far, when the strategy keeps memory
-    (otherwise none: the trial cannot know them)."""
-    if not (ctx.uses_reflections or ctx.uses_last_attempt):
+    """The normalised answers judged incorrect so far, when the strategy keeps memory or the
+    retry resamples away from them (otherwise none: the trial cannot know them)."""
+    keeps = ctx.uses_reflections or ctx.uses_last_attempt or ctx.answer_retry == "resample"
+    if not keeps:
         return set()
     return {normalize_answer(a) for a in rejected_answers(state.evaluations)}
 

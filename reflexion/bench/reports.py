@@ -127,7 +127,7 @@ def code_summary(results: dict[str, list[dict[str, Any]]]) -> Table:
     )
     for label, finals in results.items():
         counts = confusion(finals)
-        walls = [f["wall_s"] for f in finals if not f.get("resumed")]
+        walls = [f["wall_s"] for f in finals if not f.get("resumed") and "wall_s" in f]
         mean = f"{sum(walls) / len(walls):.1f}s" if walls else "-"
         tested = any(f.get("tests") for f in finals)
         cells = (

@@ -154,6 +154,9 @@ ANSWER_FIELDS = (
 memory (``correct_rejected`` and ``answer_retry`` only the chain-of-thought one): a benchmark
 whose actor does not read one passes it as ``unused``."""
 
+RESAMPLE_FIELDS = ("answer_retry", "redraw_rejected")
+"""The answer fields ``answer_retry="resample"`` reads under any strategy, none included."""
+
 STEP_FIELDS = ("redraw_steps",)
 """Context fields only the ReAct actor reads, under every strategy."""
 
@@ -197,7 +200,9 @@ def result_settings(ctx: Context, *, unused: tuple[str, ...] = ()) -> dict[str, 
     left_out.update(k for k, before in LATER_FIELDS.items() if getattr(ctx, k) == before)
     if not ctx.uses_reflections:  # options that cannot act under this strategy
         left_out.update(("reflection_examples", *HOUSEHOLD_FIELDS))
-        if not ctx.uses_last_attempt:
+        if ctx.answer_retry == "resample":  # the no-memory baseline that redraws
+            left_out.update(f for f in ANSWER_FIELDS if f not in RESAMPLE_FIELDS)
+        elif not ctx.uses_last_attempt:
             left_out.update(ANSWER_FIELDS)
     return {k: v for k, v in asdict(ctx).items() if k not in left_out}
 

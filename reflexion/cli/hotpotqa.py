@@ -14,6 +14,7 @@ from reflexion.bench.reports import outcome_table, qa_paired, summarize
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, qa_context
+from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.core.parsing import ANSWER_PARSER
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
@@ -53,8 +54,10 @@ def bench_hotpotqa(
         str,
         typer.Option(
             "--strategy",
-            help="One or more of none, last_attempt, reflexion, last_attempt_and_reflexion, "
-            "comma-separated; each runs in turn and gets a line in the plot.",
+            help="One or more of none, resample (none whose retries redraw an answer already "
+            "judged incorrect, on reflexion's draw budget; CoT agents), last_attempt, "
+            "reflexion, last_attempt_and_reflexion, comma-separated; each runs in turn and "
+            "gets a line in the plot.",
         ),
     ] = opt.DEFAULTS.strategy,
     evaluator: opt.EvaluatorOpt = opt.DEFAULTS.evaluator,
@@ -121,7 +124,12 @@ def bench_hotpotqa(
     paired comparison with the no-memory baseline and a learning-curve PNG (one line per
     strategy)."""
     agent = opt.choice(agent, QUESTION_AGENTS, "--agent")
-    strategies = run.strategies_of(strategy)
+    strategies = run.strategies_of(strategy, (*opt.STRATEGIES, "resample"))
+    if agent == "react" and "resample" in strategies:
+        raise ReflexionError(
+            "--strategy resample redraws chain-of-thought answers: use it with --agent cot-gt "
+            "or cot"
+        )
     paired = opt.paired_locally(cli, paired_runs, common.where.server)
     run.check_output(common.where.output, strategies)
     questions = load_hotpotqa(dataset, limit=limit, offset=offset)
@@ -134,7 +142,7 @@ def bench_hotpotqa(
             model,
             trials,
             memory,
-            name,
+            "none" if name == "resample" else name,
             evaluator,
             temperature,
             base_url,
@@ -151,7 +159,7 @@ def bench_hotpotqa(
             redraw_steps=redraw_steps,
             correct_rejected=not no_correction,
             memory_first=not memory_after,
-            answer_retry=answer_retry,
+            answer_retry="resample" if name == "resample" else answer_retry,
             qa_seeds=seeds,
         )
         settings = {

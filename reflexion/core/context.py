@@ -29,7 +29,7 @@ HouseholdMemory = Literal["reflection", "facts", "leads", "sightings"]
 MemoryPlace = Literal["task", "system", "think"]
 TurnSeeds = Literal["turn", "process"]
 RetrySeeds = Literal["retry", "process"]
-AnswerRetry = Literal["fresh_first", "memory"]
+AnswerRetry = Literal["fresh_first", "memory", "resample"]
 
 _MODEL_HELP = (
     "A provider:model string: local:qwen2.5-coder-0.5b, local:smollm2-135m, "
@@ -146,7 +146,11 @@ class Context:
             "baseline draws it (the same seed under qa_seeds=retry), and kept unless its "
             "answer was already judged incorrect; only then is it drawn with the memory in "
             "the prompt (with the redraws and the correcting turn). memory: every draw has "
-            "the memory in the prompt (the paper)."
+            "the memory in the prompt (the paper). resample (the equal-budget baseline, "
+            "under any strategy): every draw is from trial 1's prompt, with no memory; one "
+            "whose answer was already judged incorrect is drawn again at temperature 0.8, as "
+            "often as a fresh-first retry may draw after its fresh draw (1 + "
+            "redraw_rejected, + 1 with correct_rejected)."
         },
     )
     qa_seeds: RetrySeeds = field(

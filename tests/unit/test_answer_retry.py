@@ -106,3 +106,32 @@ def test_seeds_are_named_by_the_question():
         return actor.kwargs_seen[1]["seed"]
 
     assert first_retry_seed("a") != first_retry_seed("b")
+
+
+def test_resample_redraws_a_rejected_answer_from_trial_ones_prompt_on_reflexions_budget():
+    """answer_retry=resample under strategy none (the equal-budget baseline): the retry draws
+    from trial 1's prompt, and draws again while it repeats an answer judged incorrect, as often
+    as a fresh-first retry could (1 + redraw_rejected + correct_rejected); no reflection is
+    written and none is shown."""
+    reflector = ScriptedChatModel(replies=[LESSON])
+    replies = [answer("Elbe"), answer("the Elbe."), answer("Elbe"), answer("Vltava")]
+    actor = ScriptedChatModel(replies=replies)
+    graph = qa_builder(actor_model=actor, reflector_model=reflector).compile(
+        checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"thread_id": "resample"}}
+    ctx = Context(max_trials=2, strategy="none", answer_retry="resample", redraw_rejected=2)
+    graph.invoke(TASK, config, context=ctx)
+    state = dict(graph.get_state(config).values)
+    assert state["solved"] is True and state["answer"] == "Vltava"
+    assert len(actor.prompts) == 4
+    assert all(actor.prompt_text(n) == actor.prompt_text(0) for n in range(1, 4))
+    assert reflector.prompts == [] and not state.get("reflections")
+
+
+def test_resample_keeps_the_last_draw_when_every_draw_repeats():
+    actor = ScriptedChatModel(replies=[answer("Elbe")] * 5)
+    ctx = Context(max_trials=2, strategy="none", answer_retry="resample", redraw_rejected=1)
+    state = run(actor, ctx)
+    assert len(actor.prompts) == 1 + 1 + 3  # trial 1, the fresh draw, 1 + 1 + 1 redraws
+    assert [e["answer"] for e in state["evaluations"]] == ["Elbe", "Elbe"]

@@ -204,6 +204,25 @@ def test_compare_pairs_two_results_files_by_task(tmp_path, monkeypatch, capsys):
     assert row.split() == ["fresh-2b", "5", "2", "3", "2", "1", "1"]  # the shared words cut
 
 
+def test_compare_chain_pairs_each_run_with_the_one_before_and_counts_broken_first(
+    tmp_path, monkeypatch, capsys
+):
+    simple = finals_file(tmp_path / "programming-py-simple-1a.jsonl", "abcd", "1100")
+    resample = finals_file(tmp_path / "programming-py-resample-2b.jsonl", "abcd", "1110")
+    reflexion = finals_file(tmp_path / "programming-py-reflexion-3c.jsonl", "abcd", "0111")
+    rows = [json.loads(line) for line in reflexion.read_text().splitlines()]
+    for row in rows:  # a right first attempt (task a) that the loop broke
+        row["pass_by_iteration"] = [row["task_id"] == "a", row["hidden_pass"]]
+    reflexion.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = compare_output(monkeypatch, capsys, "--chain", *map(str, (simple, resample, reflexion)))
+    assert "paired against simple-1a" in out and "paired against resample-2b" in out
+    pairs = [ln.split() for ln in out.splitlines() if ln.strip().startswith(("resample", "reflexion"))]
+    assert ["resample-2b", "4", "2", "3", "1", "0", "1"] in pairs
+    assert ["reflexion-3c", "4", "3", "3", "1", "1", "1"] in pairs
+    summary = next(r for r in pairs if len(r) > 3 and r[2] == "0.75" and r[0] == "reflexion-3c")
+    assert summary[4] == "1"  # broken first
+
+
 def test_run_labels_cut_the_shared_words_and_keep_same_stems_apart():
     from reflexion.cli.results import run_labels
 
