@@ -415,10 +415,14 @@ class Common:
     lesson_filter: str
     role_models: list[str] | None = None
     reflect: str = "worked"
+    preset: dict[str, Any] = field(default_factory=dict)
+    """``--preset``'s fields that no option of the command sets (:func:`opt.preset_options`)."""
 
     def apply(self, ctx: Context) -> Context:
-        """``ctx`` with ``--lessons``, ``--recall-k``, ``--lesson-filter`` and each
-        ``--role-model ROLE=MODEL`` applied, and ``--reflect``."""
+        """``ctx`` with ``--preset`` (the fields no option of the command sets), ``--lessons``,
+        ``--recall-k``, ``--lesson-filter`` and each ``--role-model ROLE=MODEL`` applied, and
+        ``--reflect``."""
+        ctx = opt.with_preset(ctx, self.preset)
         ctx = with_lessons(ctx, self.where.lessons, self.recall_k, self.lesson_filter)
         if opt.choice(self.reflect, ("worked", "bare"), "--reflect") == "bare":
             ctx = replace(ctx, reflection_examples=False)
@@ -455,8 +459,10 @@ class Common:
 def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Give a bench command the options they all take. Its parameter ``common`` stands, in
     its signature and so in ``--help``, for --concurrency, --output, --plot (described by
-    ``plot_help``), --db, --server, --lessons, --recall-k, --lesson-filter, --role-model and
-    --reflect; the command gets their values as one :class:`Common`."""
+    ``plot_help``), --db, --server, --lessons, --recall-k, --lesson-filter, --role-model,
+    --reflect and --preset; the command gets their values as one :class:`Common`, and
+    ``--preset`` also sets the defaults of the command's options that set a preset's field
+    (:data:`opt.PRESET_OPTIONS`: an option given on the command line wins)."""
     shared: list[tuple[str, Any, Any]] = [
         ("concurrency", opt.ConcurrencyOpt, 1),
         ("output", opt.OutputOpt, None),
@@ -468,6 +474,7 @@ def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[.
         ("lesson_filter", opt.LessonFilterOpt, opt.DEFAULTS.lesson_filter),
         ("role_models", opt.RoleModelOpt, None),
         ("reflect", opt.ReflectOpt, "worked"),
+        ("preset", opt.PresetOpt, "default"),
     ]
 
     def decorate(command: Callable[..., None]) -> Callable[..., None]:
@@ -485,8 +492,16 @@ def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[.
         @functools.wraps(command)
         def with_common(**values: Any) -> None:
             where = Where(**{f.name: values.pop(f.name) for f in fields(Where)})
-            rest = ("plot", "recall_k", "lesson_filter", "role_models", "reflect")
-            common = Common(where, *(values.pop(k) for k in rest))
+            preset = opt.preset_options(values.get("cli"), values, values.pop("preset"))
+            common = Common(
+                where,
+                plot=values.pop("plot"),
+                recall_k=values.pop("recall_k"),
+                lesson_filter=values.pop("lesson_filter"),
+                role_models=values.pop("role_models"),
+                reflect=values.pop("reflect"),
+                preset=preset,
+            )
             command(**values, common=common)
 
         # Typer reads the options from the signature and the type hints.

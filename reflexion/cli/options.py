@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,6 +11,7 @@ import typer
 
 from reflexion.core.context import AnswerRetry, Context, RetrySeeds
 from reflexion.core.errors import ReflexionError
+from reflexion.core.presets import PRESETS, preset_values
 
 DEFAULT_DB = str(Path(".reflexion") / "checkpoints.sqlite")
 DEFAULTS = Context()
@@ -174,6 +177,37 @@ OutputOpt = Annotated[
     ),
 ]
 OffsetOpt = Annotated[int, count_option("--offset", min=0, help="Skip this many tasks first.")]
+PresetOpt = Annotated[
+    str,
+    word_option(
+        "--preset",
+        "<name>",
+        help="Settings to start from: default (the measured best) or paper (every addition "
+        "off: the paper's loop); options given win.",
+    ),
+]
+
+PRESET_OPTIONS: dict[str, tuple[str, bool]] = {
+    "answer_retry": ("answer_retry", False),
+    "redraw": ("redraw_rejected", False),
+    "no_correction": ("correct_rejected", True),
+    "redraw_steps": ("redraw_steps", False),
+    "show_rejected": ("show_rejected", False),
+    "memory_after": ("memory_first", True),
+    "select": ("select_answer", False),
+    "no_example_tests": ("example_tests", True),
+    "test_trust": ("test_trust", False),
+    "resample": ("resample_repeats", False),
+    "retry": ("code_retry", False),
+    "no_compiler_fixes": ("compiler_fixes", True),
+    "cross_check": ("cross_check", False),
+    "no_diagnose": ("alfworld_diagnosis", True),
+    "no_explain": ("alfworld_explain", True),
+    "memory_entry": ("alfworld_memory", False),
+    "memory_place": ("alfworld_memory_place", False),
+}
+"""The command parameters that set a Context field a preset may set: the field, and whether
+the option is its negation (``--no-correction`` sets ``correct_rejected`` False)."""
 
 
 def paired_locally(cli: typer.Context, paired_runs: bool, server: str | None) -> bool:
@@ -183,6 +217,29 @@ def paired_locally(cli: typer.Context, paired_runs: bool, server: str | None) ->
     if given(cli, "paired_runs"):
         raise ReflexionError("--paired forks threads locally: use --unpaired with --server")
     return False
+
+
+def preset_options(
+    cli: typer.Context | None, values: dict[str, Any], preset: str
+) -> dict[str, Any]:
+    """``--preset``: each of a command's option ``values`` that sets a field of the preset and
+    was not given takes the preset's value (in place, so what the command prints and names
+    its runs by says so); returns the preset's other fields, for :func:`with_preset`."""
+    rest = preset_values(choice(preset, tuple(PRESETS), "--preset"))
+    for option, (name, negated) in PRESET_OPTIONS.items():
+        if option not in values or name not in rest:
+            continue
+        value = rest.pop(name)
+        if not given(cli, option):
+            values[option] = not value if negated else value
+    return rest
+
+
+def with_preset(ctx: Context, fields: Mapping[str, Any]) -> Context:
+    """``ctx`` with a preset's ``fields`` (those no option of the command sets) where it holds
+    the default: a value the command chose on purpose (``resample``'s retry) is kept."""
+    chosen = {k: v for k, v in fields.items() if getattr(ctx, k) == getattr(DEFAULTS, k)}
+    return replace(ctx, **chosen) if chosen else ctx
 
 
 def choice(value: str, allowed: tuple[str, ...], option: str) -> str:

@@ -41,6 +41,7 @@ from reflexion.cli.options import (
     LessonsOpt,
     MemoryOpt,
     ModelOpt,
+    PresetOpt,
     QaSeedsOpt,
     RecallOpt,
     StepsOpt,
@@ -51,6 +52,8 @@ from reflexion.cli.options import (
     WikiOpt,
     choice,
     given,
+    preset_options,
+    with_preset,
 )
 from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
@@ -59,6 +62,7 @@ from reflexion.core.persistence import (
     thread_history,
     unfinished,
 )
+from reflexion.core.presets import PRESET_FIELDS
 from reflexion.core.retries import provider_failure
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
 
@@ -117,6 +121,7 @@ def run(
     lesson_filter: LessonFilterOpt = DEFAULTS.lesson_filter,
     answer_retry: AnswerRetryOpt = DEFAULTS.answer_retry,
     seeds: QaSeedsOpt = DEFAULTS.qa_seeds,
+    preset: PresetOpt = "default",
     review: Annotated[
         bool,
         typer.Option(
@@ -136,6 +141,8 @@ def run(
         raise ReflexionError("the question is empty: give the question text to answer")
     if agent is not None:
         agent = choice(agent, QUESTION_AGENTS, "--agent")
+    retry_option = {"answer_retry": answer_retry}
+    preset_left = preset_options(cli, retry_option, preset)  # --answer-retry given wins
     if question is not None and evaluator == "exact_match" and reference is None:
         raise ReflexionError(
             "the exact_match evaluator needs --reference ANSWER; or pass --evaluator llm"
@@ -156,9 +163,9 @@ def run(
         memory_given=given(cli, "memory") and question is not None,
     )
     ctx = replace(
-        with_lessons(ctx, lessons, recall_k, lesson_filter),
+        with_lessons(with_preset(ctx, preset_left), lessons, recall_k, lesson_filter),
         review_reflections=review,
-        answer_retry=answer_retry,
+        answer_retry=retry_option["answer_retry"],
         qa_seeds=seeds,
     )
     found = None
@@ -250,6 +257,8 @@ def _started_settings(cli: typer.Context, found: Any, thread_id: str, ctx: Conte
         for option, name in RUN_OPTIONS.items()
         if given(cli, option) and getattr(ctx, name) != getattr(started, name)
     ]
+    if given(cli, "preset") and any(getattr(ctx, n) != getattr(started, n) for n in PRESET_FIELDS):
+        clashes.append("--preset")
     if clashes:
         raise ReflexionError(
             f"thread '{thread_id}' was started with another {', '.join(clashes)}: a thread "

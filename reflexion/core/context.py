@@ -7,7 +7,7 @@ Every field has a default, so a graph runs when a caller passes no context; node
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field, fields
+from dataclasses import InitVar, dataclass, field, fields
 from functools import cache
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
+from reflexion.core.presets import PRESET_HELP, Preset, accepting_presets
 from reflexion.core.selection import AnswerChoice
 
 Strategy = Literal["none", "last_attempt", "reflexion", "last_attempt_and_reflexion"]
@@ -37,6 +38,7 @@ _MODEL_HELP = (
 )
 
 
+@accepting_presets  # Context(preset="paper", ...): reflexion.core.presets
 @dataclass(kw_only=True)
 class Context:
     """Settings of one Reflexion run."""
@@ -455,7 +457,14 @@ class Context:
         },
     )
 
-    def __post_init__(self) -> None:
+    preset: InitVar[Preset | None] = field(default=None, metadata={"description": PRESET_HELP})
+
+    @classmethod
+    def paper(cls, **overrides: Any) -> Context:
+        """The paper's loop: every addition off (the ``paper`` preset), ``overrides`` over it."""
+        return cls(preset="paper", **overrides)
+
+    def __post_init__(self, preset: Preset | None) -> None:
         for name, kinds in _scalar_types().items():
             value = getattr(self, name)
             if not _is_kind(value, kinds):
@@ -562,8 +571,9 @@ def _is_kind(value: object, kinds: tuple[type, ...]) -> bool:
 
 def context_from(values: dict[str, Any]) -> Context:
     """A context from a plain mapping of its fields (a caller's, an older server's, or one
-    recorded with a thread); a key that is not a field is ignored with a warning."""
-    names = {f.name for f in fields(Context)}
+    recorded with a thread); a key that is not a field is ignored with a warning; ``"preset"``
+    starts from that preset (``{"preset": "paper"}``), the other keys over it."""
+    names = {f.name for f in fields(Context)} | {"preset"}
     unknown = sorted(str(k) for k in values if k not in names)
     if unknown:
         warnings.warn(

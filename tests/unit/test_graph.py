@@ -52,10 +52,7 @@ def test_failure_reflects_then_retries_until_success(make_graph):
 
 def test_trial_limit_stops_the_loop(make_graph):
     graph, actor, reflector = make_graph([answer("Elbe")])
-    state = run(
-        graph,
-        Context(answer_retry="memory", max_trials=3, redraw_rejected=0, correct_rejected=False),
-    )
+    state = run(graph, Context.paper(max_trials=3))
     assert state["trial"] == 3
     assert state["solved"] is False
     assert len(actor.prompts) == 3
@@ -178,13 +175,7 @@ def test_a_retry_repeating_a_rejected_answer_is_redrawn(
     make_graph, strategy, redraws, second, calls
 ):
     graph, actor, _ = make_graph([answer("Elbe"), answer("the elbe."), answer("Danube")])
-    ctx = Context(
-        answer_retry="memory",
-        max_trials=2,
-        strategy=strategy,
-        redraw_rejected=redraws,
-        correct_rejected=False,
-    )
+    ctx = Context.paper(max_trials=2, strategy=strategy, redraw_rejected=redraws)
     state = run(graph, ctx)
     assert [e["answer"] for e in state["evaluations"]] == ["Elbe", second]
     assert len(actor.prompts) == calls
@@ -193,10 +184,7 @@ def test_a_retry_repeating_a_rejected_answer_is_redrawn(
 
 def test_redraws_that_all_repeat_keep_the_first_reply(make_graph):
     graph, actor, _ = make_graph([answer("Elbe"), answer("Elbe", "second"), answer("ELBE")])
-    state = run(
-        graph,
-        Context(answer_retry="memory", max_trials=2, redraw_rejected=1, correct_rejected=False),
-    )
+    state = run(graph, Context.paper(max_trials=2, redraw_rejected=1))
     assert len(actor.prompts) == 3
     assert state["evaluations"][1]["answer"] == "Elbe"
     assert "Thought: second" in state["trajectory"]

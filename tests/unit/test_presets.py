@@ -1,0 +1,277 @@
+"""Presets: ``Context.paper()`` (and ``preset="paper"`` in a mapping, a graph's context or
+``--preset paper`` on the CLI) runs the paper's loop, every addition off; the defaults keep
+them. Scripted models, the real sandbox."""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+import warnings
+from dataclasses import fields
+from typing import Any, get_args
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from reflexion.cli import alfworld, hotpotqa, programming, threads
+from reflexion.cli import bench as bench_cli
+from reflexion.cli.options import DEFAULTS, PRESET_OPTIONS
+from reflexion.core.context import Context, context_from
+from reflexion.core.errors import ReflexionError
+from reflexion.core.presets import PAPER, PRESETS, Preset, preset_context
+from reflexion.graphs.builder import programming_builder, qa_builder
+from reflexion.testing import ScriptedChatModel
+from tests.clikit import cli, one_line_error
+from tests.conftest import answer
+from tests.unit.test_faults import server as server  # a fixture
+from tests.unit.test_persistence import cli as run_cli
+
+TASK = {
+    "task": "Which river flows through Prague?",
+    "context": "Prague lies on the Vltava.",
+    "reference": "Vltava",
+    "task_id": "q-prague",
+}
+LESSON = "Reflection: The question names the city; read its sentence again."
+
+
+def run_qa(actor: ScriptedChatModel, ctx: Context | dict[str, Any]) -> dict[str, Any]:
+    reflector = ScriptedChatModel(replies=[LESSON])
+    graph = qa_builder(actor_model=actor, reflector_model=reflector).compile(
+        checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    graph.invoke(TASK, config, context=ctx)
+    return dict(graph.get_state(config).values)
+
+
+# ---- the preset itself ------------------------------------------------------------------------
+
+
+def test_the_paper_preset_turns_every_addition_off_and_the_defaults_keep_them():
+    paper = Context.paper()
+    for name, value in PAPER.items():
+        assert getattr(paper, name) == value, name
+        assert getattr(Context(), name) != value, f"{name} is already the paper's by default"
+    assert Context.paper(max_trials=2) == preset_context("paper", max_trials=2)
+    assert Context(preset="default") == preset_context("default") == Context()
+    assert set(PRESETS) == set(get_args(Preset))
+    assert set(PAPER) <= {f.name for f in fields(Context)}
+
+
+def test_values_given_beside_a_preset_win():
+    ctx = Context.paper(answer_retry="fresh_first", example_tests=True, max_trials=2)
+    assert (ctx.answer_retry, ctx.example_tests, ctx.max_trials) == ("fresh_first", True, 2)
+    assert ctx.redraw_rejected == 0 and ctx.select_answer == "last"
+
+
+def test_a_mapping_with_a_preset_starts_from_it():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "preset" is no unknown key
+        ctx = context_from({"preset": "paper", "max_trials": 2})
+    assert ctx == Context.paper(max_trials=2)
+    assert ctx.max_trials == 2 and ctx.answer_retry == "memory"
+    with pytest.warns(UserWarning, match="bogus"):
+        assert context_from({"preset": "paper", "bogus": 1}) == Context.paper()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: preset_context("nope"),
+        lambda: Context(preset="nope"),  # type: ignore[arg-type]
+        lambda: context_from({"preset": "nope", "max_trials": 2}),
+    ],
+    ids=["preset_context", "Context", "context_from"],
+)
+def test_a_bad_preset_name_is_a_one_line_error(make):
+    with pytest.raises(ReflexionError) as caught:
+        make()
+    message = str(caught.value)
+    assert "\n" not in message
+    assert "'nope'" in message and "default" in message and "paper" in message
+
+
+# ---- question answering -----------------------------------------------------------------------
+
+
+def test_paper_qa_retries_with_the_memory_keeps_repeats_and_returns_the_last_attempt():
+    replies = [answer("Elbe"), answer("the elbe."), answer("Danube")]
+    actor = ScriptedChatModel(replies=replies)
+    state = run_qa(actor, Context.paper(max_trials=3))
+    assert [e["answer"] for e in state["evaluations"]] == ["Elbe", "the elbe.", "Danube"]
+    assert len(actor.prompts) == 3  # one draw per trial: the repeat is kept, not redrawn
+    assert "read its sentence again" in actor.prompt_text(1)  # the retry is drawn with memory
+    assert state["answer"] == "Danube"  # the last attempt (best: the earliest of equals)
+
+    # the defaults redraw the repeat and return the first of equally failed attempts
+    actor = ScriptedChatModel(replies=replies)
+    state = run_qa(actor, Context(max_trials=3))
+    assert len(actor.prompts) > 3 and state["answer"] == "Elbe"
+
+
+def test_a_graphs_plain_context_takes_a_preset():
+    """LangGraph builds the context of invoke(context={...}) (and a server's JSON context)
+    as Context(**mapping)."""
+    actor = ScriptedChatModel(replies=[answer("Elbe"), answer("the elbe.")])
+    state = run_qa(actor, {"preset": "paper", "max_trials": 2})
+    assert len(actor.prompts) == 2
+    assert "read its sentence again" in actor.prompt_text(1)
+    assert state["answer"] == "the elbe."
+
+
+# ---- programming ------------------------------------------------------------------------------
+
+EXAMPLES = (
+    'def add(a: int, b: int) -> int:\n    """Return the sum of a and b.\n'
+    '    >>> add(2, 3)\n    5\n    >>> add(0, 0)\n    0\n    """\n'
+)
+
+
+def code(body: str) -> str:
+    return f"```python\ndef add(a: int, b: int) -> int:\n    return {body}\n```"
+
+
+def test_paper_programming_writes_tests_repairs_and_returns_the_last_attempt():
+    actor = ScriptedChatModel(replies=[code("a - b"), code("7")])
+    tests_model = ScriptedChatModel(replies=["assert add(2, 3) == 5\nassert add(0, 0) == 0\n"])
+    reflector = ScriptedChatModel(replies=["Reflection: I will check the arithmetic."])
+    graph = programming_builder(
+        actor_model=actor, evaluator_model=tests_model, reflector_model=reflector
+    ).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 50}
+    start = {"task": EXAMPLES, "entry_point": "add", "language": "py", "task_id": "t/0"}
+    graph.invoke(start, config, context=Context.paper(max_trials=2))
+    state = dict(graph.get_state(config).values)
+    assert len(tests_model.prompts) == 1  # no trusted example tests: the model writes them
+    assert state["tests"] == ["assert add(2, 3) == 5", "assert add(0, 0) == 0"]
+    assert [e["score"] for e in state["evaluations"]] == [0.5, 0.0]
+    assert "return a - b" in actor.prompt_text(1)  # the retry repairs the previous code
+    assert "return 7" in state["answer"]  # the last attempt, though the first scored better
+
+
+# ---- the command line -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def _workdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+
+BENCHES = [hotpotqa.bench_hotpotqa, programming.bench_programming, alfworld.bench_alfworld]
+
+
+@pytest.mark.parametrize("command", BENCHES, ids=lambda c: c.__name__)
+def test_each_preset_option_defaults_to_the_contexts_default(command):
+    """An option in PRESET_OPTIONS sets its field: its default must be the field's default
+    (or its negation), so a preset that leaves it alone leaves the field alone."""
+    for param in inspect.signature(command).parameters.values():
+        if param.name in PRESET_OPTIONS:
+            name, negated = PRESET_OPTIONS[param.name]
+            default = getattr(DEFAULTS, name)
+            assert param.default == (not default if negated else default), param.name
+
+
+@pytest.mark.usefixtures("_workdir")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "Q?", "--reference", "a", "--preset", "nope"],
+        ["bench", "hotpotqa", "--preset", "nope"],
+        ["bench", "programming", "--preset", "nope"],
+        ["bench", "alfworld", "--preset", "nope"],
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
+def test_a_bad_preset_on_the_command_line(monkeypatch, capsys, args):
+    code, err = cli(monkeypatch, capsys, *args)
+    one_line_error(code, err, "--preset", "nope", "default, paper")
+
+
+def captured_contexts(monkeypatch, capsys, *args: str) -> list[Context]:
+    """The contexts a bench command would run its variants with (it stops there)."""
+    seen: list[Context] = []
+
+    def stop(family: Any, variants: list[bench_cli.Variant], *a: Any, **kw: Any) -> Any:
+        seen.extend(v.ctx for v in variants)
+        raise ReflexionError("stopped before running")
+
+    monkeypatch.setattr(bench_cli, "run_variants", stop)
+    code, err = cli(monkeypatch, capsys, *args)
+    assert code == 2 and "stopped before running" in err, err
+    return seen
+
+
+@pytest.mark.usefixtures("_workdir")
+def test_bench_hotpotqa_preset_paper_with_an_option_given(monkeypatch, capsys):
+    args = ["bench", "hotpotqa", "-n", "1", "--strategy", "reflexion,resample"]
+    reflexion, resample = captured_contexts(monkeypatch, capsys, *args, "--preset", "paper")
+    for name, value in PAPER.items():
+        if name != "answer_retry":
+            assert getattr(reflexion, name) == getattr(resample, name) == value, name
+    assert reflexion.answer_retry == "memory"
+    assert resample.answer_retry == "resample"  # the baseline stays itself
+    given = ["--preset", "paper", "--redraw", "1"]
+    (ctx,) = captured_contexts(monkeypatch, capsys, *args[:-1], "reflexion", *given)
+    assert ctx.redraw_rejected == 1 and ctx.correct_rejected is False
+    (default,) = captured_contexts(monkeypatch, capsys, *args[:-1], "reflexion")
+    assert all(getattr(default, name) == getattr(DEFAULTS, name) for name in PAPER)
+
+
+@pytest.mark.usefixtures("_workdir")
+def test_bench_programming_preset_paper_with_an_option_given(monkeypatch, capsys):
+    args = ["bench", "programming", "--dataset", "humaneval-py", "-n", "1"]
+    args += ["--strategy", "reflexion", "--preset", "paper"]
+    (ctx,) = captured_contexts(monkeypatch, capsys, *args)
+    assert (ctx.code_retry, ctx.example_tests, ctx.test_trust) == ("repair", False, "all")
+    assert (ctx.select_answer, ctx.resample_repeats, ctx.answer_retry) == ("last", 0, "memory")
+    (ctx,) = captured_contexts(monkeypatch, capsys, *args, "--retry", "fresh", "--select", "best")
+    assert (ctx.code_retry, ctx.select_answer, ctx.example_tests) == ("fresh", "best", False)
+
+
+@pytest.mark.usefixtures("_workdir")
+def test_bench_alfworld_preset_paper_with_an_option_given(monkeypatch, capsys):
+    monkeypatch.setattr(alfworld, "engine_available", lambda: True)
+    args = ["bench", "alfworld", "-n", "1", "--strategy", "reflexion", "--preset", "paper"]
+    (ctx,) = captured_contexts(monkeypatch, capsys, *args)
+    assert (ctx.alfworld_memory, ctx.alfworld_diagnosis, ctx.alfworld_explain) == (
+        "reflection",
+        False,
+        False,
+    )
+    assert ctx.select_answer == "last"
+    (ctx,) = captured_contexts(monkeypatch, capsys, *args, "--memory-entry", "sightings")
+    assert ctx.alfworld_memory == "sightings" and ctx.alfworld_explain is False
+
+
+@pytest.mark.usefixtures("_workdir")
+def test_run_preset_paper_with_an_option_given(monkeypatch, capsys):
+    seen: list[Context] = []
+
+    def stop(graph: Any, thread_id: str, task_input: Any, ctx: Context, metadata: Any) -> None:
+        seen.append(ctx)
+
+    monkeypatch.setattr(threads, "resolve_models", lambda ctx: None)
+    monkeypatch.setattr(threads, "_run_to_end", stop)
+    args = ["run", "Q?", "--reference", "a", "--db", ":memory:", "--preset", "paper"]
+    assert cli(monkeypatch, capsys, *args)[0] == 0
+    assert cli(monkeypatch, capsys, *args, "--answer-retry", "fresh_first")[0] == 0
+    paper, given = seen
+    assert paper == Context.paper()  # every other option at its default
+    assert given.answer_retry == "fresh_first" and given.redraw_rejected == 0
+
+
+@pytest.mark.allow_hosts(["127.0.0.1"])
+def test_a_resumed_thread_keeps_its_preset(server, tmp_path, monkeypatch, capsys):
+    """A thread started under --preset paper resumes under it; another --preset is refused."""
+    db = str(tmp_path / "t.sqlite")
+    server.script(["ok:Thought: hmm.\nAction: Finish[wrong]", "400"])
+    start = ["run", "What is item 1?", "--reference", "x", "--thread-id", "t", "--db", db]
+    hosted = ["--model", "openai:any-name", "--base-url", server.base_url]
+    code, _, _ = run_cli(monkeypatch, capsys, *start, *hosted, "--preset", "paper")
+    assert code == 2
+    resume = ["run", "--thread-id", "t", "--db", db]
+    code, _, err = run_cli(monkeypatch, capsys, *resume, "--preset", "default")
+    assert code == 2 and "started with another --preset" in err
+    code, out, err = run_cli(monkeypatch, capsys, *resume, "--preset", "paper")
+    assert code == 0 and "solved after 2 trial(s)" in out, err
