@@ -1,0 +1,180 @@
+"""The code actor: writes a complete implementation each trial.
+
+From the second trial on it sees, by ``Context.code_retry``, its previous implementation with
+the internal test results (repair, the paper), or the task with the failed tests (fresh), or
+the task alone (resample: the equal-budget baseline); the last Ω reflections under strategy
+``reflexion``. A retry that repeats earlier code is drawn again; after Rust code that did not
+compile, the retry is first ``rustc``'s own fix.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.runtime import Runtime
+
+from reflexion.core.context import Context, get_context
+from reflexion.core.lessons import Family, programming_family, recall_update
+from reflexion.core.state import CodeState
+from reflexion.nodes.coder.common import STOPS, did_compile, fenced, problem_of, prompt_names
+from reflexion.nodes.common import actor_llm, named_seed
+from reflexion.nodes.memory import with_lessons
+from reflexion.programming.problems import (
+    CodeProblem,
+    extract_code,
+    rust_preamble,
+)
+from reflexion.programming.sandbox import (
+    fix_rust,
+)
+from reflexion.prompts import render
+
+
+def retries_fresh(state: CodeState, ctx: Context) -> bool:
+    """Whether the next attempt is a fresh sample rather than a repair of the last one:
+    ``Context.code_retry`` says which, and under ``auto`` code that did not compile is
+    repaired (the compiler's errors point into it) and code that failed tests is not. A
+    ``resample`` retry is fresh too, from the first trial's prompt alone."""
+    if state.trial == 0 or not state.evaluations:
+        return False
+    if ctx.code_retry == "auto":
+        return did_compile(state.evaluations[-1])
+    return ctx.code_retry in ("fresh", "resample")
+
+
+def compiler_fixed(
+    state: CodeState, problem: CodeProblem, ctx: Context, tried: set[str]
+) -> str | None:
+    """Rust under ``Context.compiler_fixes``: the last attempt with the fixes ``rustc``
+    suggests applied, when it did not compile, was the model's own (not already a fix), and
+    the fixes make it compile into code whose key is not in ``tried``; else ``None``."""
+    if not (ctx.compiler_fixes and problem.language == "rs" and state.evaluations):
+        return None
+    last = state.evaluations[-1]
+    code = last["answer"]
+    if not code or did_compile(last) or last.get("compiler_fix"):
+        return None
+    fixed = fix_rust(code, preamble=rust_preamble(problem.prompt, code))
+    return fixed if fixed is not None and code_key(fixed, "rs") not in tried else None
+
+
+def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
+    """The actor prompt: instructions and the problem (a prefix that stays the same across
+    trials), then, after a failed trial, the previous implementation as the assistant's turn
+    and the test results, the reflections (strategy ``reflexion``) and the request to fix it;
+    for a fresh retry (:func:`retries_fresh`) the test results and reflections follow the
+    problem in the same turn, without the previous implementation. Under
+    ``Context.code_retry="resample"`` every trial's prompt is the first trial's: the retry
+    learns nothing from the failure, it is only another sample."""
+    problem = problem_of(state)
+    names = prompt_names(problem.language)
+    task = render("code_task", prompt=problem.prompt.strip(), **names)
+    messages: list[BaseMessage] = [
+        with_lessons(render("code_system", **names), state),
+        HumanMessage(task),
+    ]
+    if state.trial == 0 or not state.evaluations or ctx.code_retry == "resample":
+        return messages
+    reflection_block = ""
+    if ctx.uses_reflections and ctx.memory_size > 0 and state.reflections:
+        window = state.reflections[-ctx.memory_size :]
+        reflection_block = "\nYour reflection on it:\n" + "\n".join(f"- {r}" for r in window) + "\n"
+    fresh = retries_fresh(state, ctx)
+    retry = render(
+        "code_fresh" if fresh else "code_retry",
+        feedback=state.evaluations[-1]["feedback"],
+        reflection_block=reflection_block,
+        entry_point=problem.entry_point,
+        **names,
+    )
+    if fresh:
+        return [messages[0], HumanMessage(f"{task}\n\n{retry}")]
+    previous = (
+        fenced(state.answer, problem.language)
+        if state.answer
+        else "\n".join(state.trajectory) or "(no reply)"
+    )
+    return [*messages, AIMessage(previous), HumanMessage(retry)]
+
+
+def code_key(code: str, language: str) -> str:
+    """What makes two implementations the same attempt: the Python syntax tree when the code
+    parses (comments, blank lines and formatting aside), else the code without whitespace."""
+    if language == "py":
+        try:
+            return ast.dump(ast.parse(code))
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            pass
+    return re.sub(r"\s+", "", code)
+
+
+def make_code_actor(
+    model: BaseChatModel | None = None, *, family: Family = programming_family
+) -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
+    """The code actor node; ``model`` overrides ``Context.actor_model``; ``family`` is the task
+    family whose lessons it recalls on the first trial (``Context.lessons``). A retry whose code
+    repeats an earlier attempt is sampled again (``Context.resample_repeats``); a fresh retry
+    (``Context.code_retry``) is sampled at ``RESAMPLE_TEMPERATURE`` from the start. After Rust
+    code that did not compile, the retry is first the compiler's own fix, when it has one
+    (:func:`compiler_fixed`), with no model call."""
+
+    def code_actor(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        problem = problem_of(state)
+        recalled = recall_update(state, state.task, runtime, family)
+        if recalled:
+            state = replace(state, **recalled)
+        tried = {code_key(e["answer"], problem.language) for e in state.evaluations if e["answer"]}
+        fixed = compiler_fixed(state, problem, ctx, tried)
+        if fixed is not None:
+            return {
+                "trial": state.trial + 1,
+                "trajectory": [fixed],
+                "answer": fixed,
+                "stop_reason": None,
+                "compiler_fix": True,
+            }
+        fresh = retries_fresh(state, ctx)
+        llm = actor_llm(model, ctx, hot=fresh)
+        messages = code_messages(state, ctx)
+        draws = 0
+
+        def draw(chat: BaseChatModel) -> BaseMessage:
+            """One reply, seeded by what it draws on a retry (``Context.code_seeds``)."""
+            nonlocal draws
+            draws += 1
+            named = state.trial > 0 and ctx.code_seeds == "retry"
+            seed = named_seed(chat, problem.task_id, state.trial + 1, draws) if named else {}
+            # No grammar: llama.cpp's grammar sampling halves the token rate on this
+            # vocabulary; the parser copes with whatever format comes back.
+            return chat.invoke(messages, stop=STOPS[problem.language], **seed)
+
+        reply = draw(llm)
+        parsed = extract_code(reply.text, problem)
+        first = reply, parsed
+        hot = llm if fresh else None  # built only if a redraw runs
+        for _ in range(ctx.resample_repeats if tried else 0):
+            if parsed.code is not None and code_key(parsed.code, problem.language) not in tried:
+                break
+            if hot is None:
+                hot = actor_llm(model, ctx, hot=True)
+            reply = draw(hot)
+            parsed = extract_code(reply.text, problem)
+        if parsed.code is None:  # no resample gave code: keep the first reply
+            reply, parsed = first
+        return {
+            **recalled,
+            "trial": state.trial + 1,
+            "trajectory": [parsed.code if parsed.code is not None else reply.text.strip()[:2000]],
+            "answer": parsed.code,
+            "stop_reason": parsed.error,
+            "compiler_fix": False,
+        }
+
+    return code_actor

@@ -1,0 +1,158 @@
+"""Evidence from independent implementations (``Context.cross_check``).
+
+Where trusted tests decide, an attempt that passes them is judged by the behaviour of
+independently drawn implementations on probe tests (*witnesses*,
+:mod:`reflexion.programming.agreement`). Where only self-written tests decide, independent
+implementations vote on each test the attempt failed (*voters*, after CodeT): a test counts
+against the attempt only when more of them pass it than fail it as the attempt does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from langchain_core.language_models import BaseChatModel
+
+from reflexion.core.context import Context
+from reflexion.core.state import CodeState, Witness
+from reflexion.nodes.coder.actor import code_messages
+from reflexion.nodes.coder.common import STOPS, counted_part, problem_of, run_tests
+from reflexion.nodes.common import actor_llm, named_seed
+from reflexion.programming.agreement import (
+    Fingerprint,
+    Verdict,
+    disagreement,
+    fingerprint,
+    majority,
+    verdict,
+)
+from reflexion.programming.problems import (
+    CodeProblem,
+    assemble,
+    extract_code,
+)
+from reflexion.programming.sandbox import (
+    Limits,
+    SuiteResult,
+)
+
+
+def _draw_witness(
+    state: CodeState,
+    ctx: Context,
+    problem: CodeProblem,
+    limits: Limits,
+    model: BaseChatModel | None,
+    number: int,
+) -> Witness:
+    """Witness ``number``: an independent implementation from the first trial's prompt at the
+    redraw temperature (its seed named by the problem and ``number``), run on the trusted and
+    probe tests."""
+    llm = actor_llm(model, ctx, hot=True)
+    messages = code_messages(replace(state, trial=0, evaluations=[]), ctx)
+    seed = named_seed(llm, problem.task_id, "witness", number)
+    parsed = extract_code(llm.invoke(messages, stop=STOPS[problem.language], **seed).text, problem)
+    if parsed.code is None:
+        return {"code": None, "fingerprint": None}
+    program = assemble(problem, parsed.code)
+    tests = [*state.tests, *state.probe_tests]
+    result = run_tests(program, tests, problem.language, limits, problem.entry_point)
+    print_ = fingerprint(result, state.probe_tests)
+    if print_ is None or not counted_part(result, list(state.tests)).passed:
+        return {"code": parsed.code, "fingerprint": None}
+    return {"code": parsed.code, "fingerprint": list(print_)}
+
+
+def cross_check(
+    state: CodeState,
+    ctx: Context,
+    mine: Fingerprint,
+    limits: Limits,
+    model: BaseChatModel | None = None,
+) -> tuple[Verdict, list[Witness], str]:
+    """Judge an attempt that passed its trusted tests by the witnesses' behaviour on the probe
+    tests, drawing new witnesses while the verdict is open and ``ctx.cross_check`` allows: the
+    verdict, the witnesses drawn now, and (outvoted) where the majority behaves otherwise."""
+    problem = problem_of(state)
+    drawn: list[Witness] = []
+
+    def prints() -> list[Fingerprint]:
+        return [
+            tuple(w["fingerprint"])
+            for w in [*state.witnesses, *drawn]
+            if w["fingerprint"] is not None
+        ]
+
+    result = verdict(mine, prints())
+    while result == "open" and len(state.witnesses) + len(drawn) < ctx.cross_check:
+        number = len(state.witnesses) + len(drawn)
+        drawn.append(_draw_witness(state, ctx, problem, limits, model, number))
+        result = verdict(mine, prints())
+    if result != "outvoted":
+        return result, drawn, ""
+    theirs = majority(mine, prints())
+    assert theirs is not None  # outvoted: some witnesses behave otherwise
+    count = prints().count(theirs)
+    total = len(state.witnesses) + len(drawn)
+    return result, drawn, disagreement(mine, theirs, state.probe_tests, count, total)
+
+
+def _draw_voter(
+    state: CodeState,
+    ctx: Context,
+    problem: CodeProblem,
+    limits: Limits,
+    model: BaseChatModel | None,
+    number: int,
+) -> Witness:
+    """Voter ``number``: an independent implementation from the first trial's prompt at the
+    redraw temperature (seeded by the problem and ``number``), with its outcome on each
+    internal test (``"pass"`` or the failure's detail); no fingerprint when it has no code or
+    does not compile (it then votes on nothing)."""
+    llm = actor_llm(model, ctx, hot=True)
+    messages = code_messages(replace(state, trial=0, evaluations=[]), ctx)
+    seed = named_seed(llm, problem.task_id, "voter", number)
+    parsed = extract_code(llm.invoke(messages, stop=STOPS[problem.language], **seed).text, problem)
+    if parsed.code is None:
+        return {"code": None, "fingerprint": None}
+    program = assemble(problem, parsed.code)
+    result = run_tests(program, state.tests, problem.language, limits, problem.entry_point)
+    outcomes = fingerprint(result, state.tests)
+    return {"code": parsed.code, "fingerprint": None if outcomes is None else list(outcomes)}
+
+
+def unbacked_tests(
+    state: CodeState,
+    ctx: Context,
+    result: SuiteResult,
+    failed_written: list[str],
+    limits: Limits,
+    model: BaseChatModel | None = None,
+) -> tuple[frozenset[str], list[Witness]]:
+    """Where only self-written tests decide (no trusted test) and ``ctx.cross_check`` allows:
+    the failed tests that independent implementations do not back, after CodeT's agreement
+    between code and tests. Up to ``ctx.cross_check`` voters are drawn once per problem (the
+    first time an attempt fails a test) and reused; a failed test counts against the attempt
+    only when more voters pass it than fail it exactly as the attempt does (the same output
+    or error). Returns the unbacked tests and the voters drawn now."""
+    written = set(state.written_tests)
+    if not (ctx.cross_check and failed_written and written.issuperset(state.tests)):
+        return frozenset(), []
+    problem = problem_of(state)
+    drawn = [
+        _draw_voter(state, ctx, problem, limits, model, number)
+        for number in range(len(state.witnesses), ctx.cross_check)
+    ]
+    mine = {o.test: o.detail for o in result.outcomes}
+    votes = [
+        dict(zip(state.tests, w["fingerprint"], strict=False))
+        for w in [*state.witnesses, *drawn]
+        if w["fingerprint"] is not None
+    ]
+    unbacked = set()
+    for test in failed_written:
+        passes = sum(v.get(test) == "pass" for v in votes)
+        alike = sum(v.get(test) == mine.get(test) for v in votes)
+        if passes <= alike:
+            unbacked.add(test)
+    return frozenset(unbacked), drawn

@@ -1,0 +1,193 @@
+"""The unit-test evaluator: runs the internal tests in the sandbox and reports, in the paper's
+format, which passed and, for each failure, the actual value or the error.
+
+Beyond the paper, it weighs its own evidence: self-written tests every attempt failed are
+doubted, tests independent implementations do not back are set apart
+(:mod:`reflexion.nodes.coder.agreement`), and an attempt is never a success when no counted
+test passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.runtime import Runtime
+
+from reflexion.core.context import Context, get_context
+from reflexion.core.state import CodeState, TrialRecord, Witness
+from reflexion.nodes.coder.agreement import cross_check, unbacked_tests
+from reflexion.nodes.coder.common import (
+    NO_EVIDENCE,
+    NO_TESTS,
+    NOT_COMPILED,
+    counted_part,
+    problem_of,
+    run_tests,
+)
+from reflexion.programming.agreement import (
+    fingerprint,
+)
+from reflexion.programming.problems import (
+    assemble,
+)
+from reflexion.programming.sandbox import (
+    Limits,
+    SuiteResult,
+)
+
+
+def format_feedback(
+    result: SuiteResult,
+    language: str,
+    doubted: frozenset[str] = frozenset(),
+    unbacked: frozenset[str] = frozenset(),
+) -> str:
+    """Test results in the paper's format: the passed tests, then each failed test with the
+    actual value or the error as a comment; ``doubted`` tests (failed by every attempt) and
+    ``unbacked`` ones (independent implementations side with the attempt) are listed apart,
+    as tests that may themselves be wrong."""
+    if result.compile_error is not None:
+        return f"{NOT_COMPILED}\n{result.compile_error.strip()}"
+    comment = "#" if language == "py" else "//"
+    passed = [o.test for o in result.outcomes if o.passed]
+    failed = [
+        f"{o.test} {comment} {o.detail}"
+        for o in result.outcomes
+        if not o.passed and o.test not in doubted | unbacked
+    ]
+    text = (
+        "Tests passed:\n"
+        + ("\n".join(passed) if passed else "(none)")
+        + "\n\nTests failed:\n"
+        + ("\n".join(failed) if failed else "(none)")
+    )
+    if doubted:
+        text += (
+            "\n\nTests every attempt failed (self-written, possibly wrong; not counted):\n"
+            + "\n".join(t for t in (o.test for o in result.outcomes) if t in doubted)
+        )
+    unbacked_only = [o for o in result.outcomes if o.test in unbacked - doubted]
+    if unbacked_only:
+        text += (
+            "\n\nTests other implementations fail the same way (self-written, possibly "
+            "wrong; not counted):\n"
+            + "\n".join(f"{o.test} {comment} {o.detail}" for o in unbacked_only)
+        )
+    return text
+
+
+def doubted_tests(state: CodeState, failed_written: list[str], ctx: Context) -> frozenset[str]:
+    """Self-written tests this attempt failed that every earlier attempt with code failed too
+    (agreement across attempts: the test, not the code, is the likelier culprit); none on the
+    first attempt or under ``Context.test_trust="all"``."""
+    if ctx.test_trust != "anchored" or not state.test_failures:
+        return frozenset()
+    common = set(failed_written)
+    for earlier in state.test_failures:
+        common &= set(earlier)
+    return frozenset(common)
+
+
+def make_unit_test_evaluator(
+    model: BaseChatModel | None = None,
+) -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
+    """The evaluator node: success when every internal test that counts passes (under
+    ``Context.test_trust="anchored"``, self-written tests that every attempt failed do not
+    count) and, with ``Context.cross_check``, independent implementations do not outvote the
+    attempt on the probe tests (``model`` overrides ``Context.actor_model`` for drawing them).
+    An attempt is never a success on empty evidence: when doubt leaves no counted test (or
+    none of them passed), it is not, and under ``select_answer="best"`` the earlier attempt
+    stands. The score is the share of all internal tests passed, comparable across trials.
+    Without internal tests it can only check that the code compiles and never reports success:
+    when tests were asked for (``generate_tests``) and none came, a compiling attempt is the
+    thread's last; in the paper's "no test generation" ablation every trial runs."""
+
+    def unit_test_evaluator(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        problem = problem_of(state)
+        tests = list(state.tests)
+        limits = Limits(
+            test_timeout_s=ctx.test_timeout,
+            suite_timeout_s=ctx.test_timeout * (len(tests) + len(state.probe_tests) + 2) + 30,
+        )
+        failures: list[list[str]] = []
+        evidence: dict[str, int] = {}
+        drawn: list[Witness] = []
+        last = False
+        compiled: bool | None = None
+        if state.answer is None:
+            score, success = 0.0, False
+            feedback = f"No implementation: {state.stop_reason or 'no code block was found'}"
+        else:
+            program = assemble(problem, state.answer)
+            checked = [*tests, *state.probe_tests]
+            full = run_tests(program, checked, problem.language, limits, problem.entry_point)
+            result = counted_part(full, tests)
+            compiled = result.compile_error is None
+            if tests:
+                failed = {o.test for o in result.outcomes if not o.passed}
+                written = set(state.written_tests)
+                failed_written = [t for t in tests if t in written and t in failed]
+                failures = [failed_written] if compiled else []
+                doubted = doubted_tests(state, failed_written, ctx)
+                unbacked: frozenset[str] = frozenset()
+                if compiled:
+                    unbacked, drawn = unbacked_tests(
+                        state, ctx, result, failed_written, limits, model
+                    )
+                passed = sum(o.passed for o in result.outcomes) if compiled else 0
+                score = passed / len(tests)
+                counted = [t for t in tests if t not in doubted | unbacked]
+                held = sum(t not in failed for t in counted) if compiled else 0
+                # An attempt is a success on evidence only: every counted test passed, and at
+                # least one did (doubt can leave nothing to fail, which proves nothing).
+                success = compiled and not (failed - doubted - unbacked) and held > 0
+                feedback = format_feedback(result, problem.language, doubted, unbacked)
+                if compiled and not counted:
+                    feedback += f"\n\n{NO_EVIDENCE}: every test is doubted, so no success."
+                evidence = {"tests_passed": held, "tests_counted": len(counted)}
+                mine = fingerprint(full, state.probe_tests)
+                if success and mine is not None and state.trial < ctx.max_trials:
+                    found, drawn, told = cross_check(state, ctx, mine, limits, model)
+                    if found == "outvoted":
+                        success = False
+                        feedback += "\n\n" + told
+            else:
+                score, success = 0.0, False
+                status = (
+                    f"{NOT_COMPILED}\n{result.compile_error.strip()}"
+                    if result.compile_error is not None
+                    else "The implementation compiles."
+                )
+                feedback = f"{NO_TESTS} (there are no internal tests). {status}"
+                # Tests were asked for and none came: a compiling attempt leaves nothing to
+                # learn from, so the thread stops (in the no-tests ablation it goes on).
+                last = result.compile_error is None and ctx.generate_tests
+        record = TrialRecord(
+            trial=state.trial,
+            answer=state.answer,
+            score=score,
+            success=success,
+            feedback=feedback,
+        )
+        if compiled is not None:
+            record["compiled"] = compiled
+        if evidence:
+            record["tests_passed"] = evidence["tests_passed"]
+            record["tests_counted"] = evidence["tests_counted"]
+        if state.compiler_fix:
+            record["compiler_fix"] = True
+        if last:
+            record["last"] = True
+        update: dict[str, Any] = {
+            "evaluations": [record],
+            "solved": success,
+            "test_failures": failures,
+        }
+        if drawn:
+            update["witnesses"] = drawn
+        return update
+
+    return unit_test_evaluator

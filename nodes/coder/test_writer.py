@@ -1,0 +1,137 @@
+"""The test writer (the paper's §4.3): runs once per problem, before the first trial.
+
+The evaluator model writes unit tests for the signature and documentation; only statements
+that parse (Python ``ast``) or compile against the signature (Rust) are kept, deduplicated, and
+at most ``Context.max_tests`` are sampled. The prompt's own examples come first as trusted
+tests (``Context.example_tests``); under ``Context.test_trust="anchored"`` they decide alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from reflexion.core.context import Context, get_context
+from reflexion.core.state import CodeState
+from reflexion.nodes.coder.common import problem_of, prompt_names
+from reflexion.nodes.common import resolve_model
+from reflexion.programming.examples import example_tests
+from reflexion.programming.probes import mutated_probes
+from reflexion.programming.problems import (
+    CodeProblem,
+    candidate_tests,
+    sample_tests,
+    stub,
+)
+from reflexion.programming.sandbox import (
+    Limits,
+    check_rust_tests,
+)
+from reflexion.prompts import render
+
+TEST_FORMS = {
+    "py": "assert add(2, 3) == 5",
+    "rs": "assert_eq!(add(2, 3), 5);",
+}
+
+
+def test_messages(
+    problem: CodeProblem, count: int, system_prompt: str = "code_tests_system"
+) -> list[BaseMessage]:
+    """The test writer's prompt (``system_prompt``: ``code_probes_system`` asks for inputs the
+    documentation's examples do not use, the probes of ``Context.cross_check``)."""
+    names = prompt_names(problem.language)
+    system = render(system_prompt, count=str(count), form=TEST_FORMS[problem.language], **names)
+    user = render("code_tests_task", prompt=problem.prompt.strip(), **names)
+    return [SystemMessage(system), HumanMessage(user)]
+
+
+def _call_of(test: str) -> str:
+    """The call a test checks: the left-hand side of ``assert f(x) == y`` or the first
+    argument of ``assert_eq!(f(x), y)``, without spaces; the whole test otherwise."""
+    body = re.sub(r"^\s*assert(?:_eq!\s*\()?\s*", "", test)
+    depth = 0
+    for i, ch in enumerate(body):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and (body.startswith("==", i) or ch == ","):
+            return re.sub(r"\s+", "", body[:i])
+    return re.sub(r"\s+", "", test)
+
+
+def trusted_tests(problem: CodeProblem, ctx: Context) -> list[str]:
+    """The prompt's own examples as tests (``ctx.example_tests``), at most ``ctx.max_tests``;
+    Rust ones only when they compile against the signature."""
+    examples = example_tests(problem) if ctx.example_tests else []
+    return _compiling(examples, problem, ctx)[: ctx.max_tests]
+
+
+def _compiling(tests: list[str], problem: CodeProblem, ctx: Context) -> list[str]:
+    """The tests, less Rust ones that do not compile against the signature."""
+    if problem.language != "rs" or not tests:
+        return tests
+    limits = Limits(test_timeout_s=ctx.test_timeout)
+    valid = set(check_rust_tests(stub(problem), tests, limits, entry_point=problem.entry_point))
+    return [t for t in tests if t in valid]
+
+
+def valid_tests(
+    reply: str,
+    problem: CodeProblem,
+    ctx: Context,
+    trusted: list[str] | None = None,
+    room: int | None = None,
+) -> list[str]:
+    """The model's tests in a reply that parse (Python) or compile against the signature
+    (Rust), deduplicated, less any that checks the same call as a trusted test (it repeats or
+    contradicts the documentation); at most ``room``, sampled reproducibly (by default what
+    fills ``ctx.max_tests`` after ``trusted``, itself by default the prompt's examples)."""
+    trusted = trusted_tests(problem, ctx) if trusted is None else trusted
+    calls = {_call_of(t) for t in trusted}
+    written = [t for t in candidate_tests(reply, problem) if _call_of(t) not in calls]
+    written = _compiling(written, problem, ctx)
+    room = max(ctx.max_tests - len(trusted), 0) if room is None else room
+    return sample_tests(written, room, seed=problem.task_id)
+
+
+def make_test_writer(
+    model: BaseChatModel | None = None,
+) -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
+    """The test-writer node; ``model`` overrides ``Context.evaluator_model`` (the tests are the
+    evaluator's instrument). Tests given in the input are kept as they are. Under
+    ``Context.test_trust="anchored"`` a problem whose prompt gives examples gets those only:
+    the model writes no tests that could outvote them. ``Context.cross_check`` then needs
+    probes: in Python the examples with their inputs varied (no model call), else tests the
+    model writes, which only compare implementations."""
+
+    def test_writer(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx = get_context(runtime)
+        problem = problem_of(state)
+        if state.tests or not ctx.generate_tests:
+            return {}
+        trusted = trusted_tests(problem, ctx)
+        anchored = bool(trusted) and ctx.test_trust == "anchored"
+        if anchored and not ctx.cross_check:
+            return {"tests": trusted}
+        if anchored and problem.language == "py":
+            probes = mutated_probes(trusted, problem.entry_point, ctx.max_tests, problem.task_id)
+            if probes:
+                return {"tests": trusted, "probe_tests": probes}
+        llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
+        count = ctx.max_tests + 2
+        system = "code_probes_system" if anchored else "code_tests_system"
+        reply = llm.invoke(test_messages(problem, count, system), stop=["\n```\n", "\n\n\n"])
+        if anchored:
+            probes = valid_tests(reply.text, problem, ctx, trusted, room=ctx.max_tests)
+            return {"tests": trusted, "probe_tests": probes}
+        written = valid_tests(reply.text, problem, ctx, trusted)
+        return {"tests": [*trusted, *written], "written_tests": written}
+
+    return test_writer
