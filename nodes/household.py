@@ -51,6 +51,7 @@ from reflexion.alfworld.turns import (
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, alfworld_family, recall_update
+from reflexion.core.memory import reflection_window
 from reflexion.core.state import Episode, HouseholdState, TrialInput, TrialRecord
 from reflexion.nodes.common import (
     actor_llm,
@@ -105,8 +106,8 @@ def household_messages(state: Any, ctx: Context, kind: str, turns: list[Turn]) -
     system = with_lessons(render("alfworld_system", max_steps=str(ctx.alfworld_steps)), state)
     user = render("alfworld_task", observation=state.task.strip())
     place = ctx.alfworld_memory_place
-    window = state.reflections[-ctx.memory_size :] if ctx.memory_size > 0 else []
-    thought = place == "think" and ctx.uses_reflections and bool(window)
+    window = reflection_window(state.reflections, ctx)
+    thought = place == "think" and bool(window)
     memory = memory_block(replace(state, reflections=[]) if thought else state, ctx, lessons=False)
     if memory and place == "system":
         system = SystemMessage(f"{system.text}\n\n{memory}")

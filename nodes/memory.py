@@ -11,6 +11,7 @@ from typing import Protocol
 from langchain_core.messages import SystemMessage
 
 from reflexion.core.context import Context
+from reflexion.core.memory import reflection_window
 from reflexion.core.state import TrialRecord
 from reflexion.hotpotqa.metrics import normalize_answer
 from reflexion.nodes.common import trajectory_text
@@ -64,8 +65,7 @@ def memory_block(
         parts.append(
             render("memory_last_attempt", trajectory=trajectory_text(state.previous_trajectory))
         )
-    if ctx.uses_reflections and state.reflections and ctx.memory_size > 0:
-        window = state.reflections[-ctx.memory_size :]
+    if window := reflection_window(state.reflections, ctx):
         parts.append(render("memory_reflections", reflections="\n".join(f"- {r}" for r in window)))
     if rejected and ctx.show_rejected and (ctx.uses_reflections or ctx.uses_last_attempt):
         wrong = rejected_answers(state.evaluations)

@@ -21,6 +21,7 @@ from langgraph.runtime import Runtime
 
 from reflexion.core.context import Context, get_context
 from reflexion.core.lessons import Family, programming_family, recall_update
+from reflexion.core.memory import reflection_window
 from reflexion.core.state import CodeState
 from reflexion.nodes.coder.common import STOPS, did_compile, fenced, problem_of, prompt_names
 from reflexion.nodes.common import actor_llm, named_seed
@@ -82,8 +83,7 @@ def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
     if state.trial == 0 or not state.evaluations or ctx.code_retry == "resample":
         return messages
     reflection_block = ""
-    if ctx.uses_reflections and ctx.memory_size > 0 and state.reflections:
-        window = state.reflections[-ctx.memory_size :]
+    if window := reflection_window(state.reflections, ctx):
         reflection_block = "\nYour reflection on it:\n" + "\n".join(f"- {r}" for r in window) + "\n"
     fresh = retries_fresh(state, ctx)
     retry = render(

@@ -216,7 +216,9 @@ def test_compare_chain_pairs_each_run_with_the_one_before_and_counts_broken_firs
     reflexion.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = compare_output(monkeypatch, capsys, "--chain", *map(str, (simple, resample, reflexion)))
     assert "paired against simple-1a" in out and "paired against resample-2b" in out
-    pairs = [ln.split() for ln in out.splitlines() if ln.strip().startswith(("resample", "reflexion"))]
+    pairs = [
+        ln.split() for ln in out.splitlines() if ln.strip().startswith(("resample", "reflexion"))
+    ]
     assert ["resample-2b", "4", "2", "3", "1", "0", "1"] in pairs
     assert ["reflexion-3c", "4", "3", "3", "1", "1", "1"] in pairs
     summary = next(r for r in pairs if len(r) > 3 and r[2] == "0.75" and r[0] == "reflexion-3c")
