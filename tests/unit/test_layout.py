@@ -94,9 +94,11 @@ def test_every_package_is_listed_for_the_wheel():
     listed = set(
         tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     )
-    found = {"reflexion.graphs", "reflexion.nodes", "reflexion.prompts"}
-    for init in (ROOT / "reflexion").rglob("__init__.py"):
-        found.add(".".join(("reflexion", *init.parent.relative_to(ROOT / "reflexion").parts)))
+    found = set()
+    for top in ("reflexion", "graphs", "nodes", "prompts"):
+        prefix = () if top == "reflexion" else (top,)
+        for init in (ROOT / top).rglob("__init__.py"):
+            found.add(".".join(("reflexion", *prefix, *init.parent.relative_to(ROOT / top).parts)))
     assert listed == found
 
 
@@ -132,12 +134,12 @@ def defines(file: Path, name: str) -> bool:
 
 
 def test_dotted_names_in_docs_and_docstrings_exist():
-    """``reflexion.x.y`` in a docstring, the README or BENCHMARKS.md names a module that exists
+    """``reflexion.x.y`` in a docstring, the README or the docs names a module that exists
     and, after it, something that module defines: a moved module leaves no dead pointer."""
     import re
 
     known = modules()
-    sources = [*known.values(), ROOT / "README.md", ROOT / "BENCHMARKS.md"]
+    sources = [*known.values(), ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     dangling = []
     for file in sources:
         for name in set(re.findall(r"(?<![\w/.])reflexion(?:\.\w+)+", file.read_text())):

@@ -1,0 +1,308 @@
+"""The documentation against the code: the configuration table is generated from ``Context``
+(every field, type, default, choice and range, as the code has them), the README keeps its
+shape and the CI's test command, the embedding examples run as written, every page's dotted
+names and repository paths exist, and every results page keeps the command behind its
+figures. The site itself is built and opened in tests/integration/test_docs_site.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import re
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal
+
+import pytest
+from langchain_core.messages import BaseMessage
+
+from reflexion.core.context import Context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.presets import PAPER
+from reflexion.testing import RuleChatModel
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+
+
+def config_hook() -> ModuleType:
+    """docs/hooks/config_table.py, loaded by path as MkDocs loads it."""
+    spec = importlib.util.spec_from_file_location("config_table", DOCS / "hooks/config_table.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def pages() -> list[Path]:
+    return sorted(DOCS.rglob("*.md"))
+
+
+# ---- the configuration reference ---------------------------------------------------------------
+
+
+def test_the_configuration_table_has_every_field_as_the_code_has_it():
+    hook = config_hook()
+    assert hook.SOURCES == [("reflexion.core.context.Context", "all graphs")]
+    rows = {row["field"]: row for row in hook.rows()}
+    names = [f.name for f in dataclasses.fields(Context)]
+    assert list(rows) == [*names, "preset"]
+    hints = typing.get_type_hints(Context)
+    for f in dataclasses.fields(Context):
+        row = rows[f.name]
+        assert row["default"] == f"`{f.default!r}`", f.name
+        assert row["read_by"] == "all graphs"
+        description = f.metadata["description"]
+        assert row["description"].replace("\\", "") == " ".join(description.split()), f.name
+        hint = hints[f.name]
+        if typing.get_origin(hint) is typing.Annotated:
+            hint = typing.get_args(hint)[0]
+        if typing.get_origin(hint) is Literal:
+            assert row["accepts"] == ", ".join(f"`{v!r}`" for v in typing.get_args(hint))
+    assert rows["preset"]["accepts"] == "`'default'`, `'paper'`"
+    assert rows["preset"]["description"].startswith("(init only")
+
+
+def test_each_range_in_the_table_is_the_check_the_code_makes():
+    """A stated range is accepted at its bounds and refused just past them, so the range
+    read from ``__post_init__`` is what constructing a ``Context`` enforces."""
+    bounds = config_hook().checked_bounds(Context)
+    assert {"max_trials", "memory_size", "temperature", "redraw_rejected", "cross_check"} <= set(
+        bounds
+    )
+    for name, bound in bounds.items():
+        kind = type(getattr(Context(), name))
+        step = 1 if kind is int else 0.5
+        for side, sign in (("low", -1), ("high", 1)):
+            if side not in bound:
+                continue
+            limit, inclusive = bound[side]
+            edge = kind(limit) if inclusive else kind(limit - sign * step)
+            Context(**{name: edge})  # accepted
+            beyond = kind(limit + sign * step) if inclusive else kind(limit)
+            with pytest.raises(ReflexionError, match=name.split("_")[0]):
+                Context(**{name: beyond})
+
+
+def test_the_configuration_page_is_generated_not_written():
+    hook = config_hook()
+    page = (DOCS / hook.PAGE).read_text()
+    assert page.count(hook.MARKER) == 1
+    assert not re.search(r"^\| `\w+` \|", page, re.MULTILINE), "a hand-written field row"
+    rendered = hook.render(page)
+    assert hook.MARKER not in rendered
+    for f in dataclasses.fields(Context):
+        assert f"| `{f.name}` |" in rendered
+
+    class Page:  # what MkDocs hands the hook
+        class file:
+            src_uri = hook.PAGE
+
+    assert hook.on_page_markdown(page, Page, None, None) == rendered
+    with pytest.raises(ValueError, match="marker"):
+        hook.render("# Configuration\n")
+
+
+@dataclass(kw_only=True)
+class Base:
+    """A stand-in for a base context class."""
+
+    shared: int = field(default=1, metadata={"description": "Read by every graph."})
+    mode: Literal["a", "b"] = field(default="a", metadata={"description": "A choice."})
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.shared <= 5:
+            raise ValueError("shared")
+
+
+@dataclass(kw_only=True)
+class Family(Base):
+    """A stand-in for a per-family context class."""
+
+    own: float = field(default=0.5, metadata={"description": "Read by one family."})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.own <= 0:
+            raise ValueError("own")
+
+
+def test_the_generator_takes_a_base_class_and_per_family_classes():
+    """Splitting the context into a base and per-family classes is a change to ``SOURCES``:
+    each field is listed once, under the first class that has it."""
+    sources = [(f"{__name__}.Base", "all graphs"), (f"{__name__}.Family", "one family")]
+    rows = config_hook().rows(sources)
+    assert [(r["field"], r["read_by"]) for r in rows] == [
+        ("shared", "all graphs"),
+        ("mode", "all graphs"),
+        ("own", "one family"),
+    ]
+    assert [r["accepts"] for r in rows] == ["[0, 5]", "`'a'`, `'b'`", "> 0"]
+    assert [r["type"] for r in rows] == ["int", "str", "float"]
+
+
+def test_the_command_reference_is_generated_from_the_cli():
+    spec = importlib.util.spec_from_file_location("cli_reference", DOCS / "hooks/cli_reference.py")
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    page = (DOCS / hook.PAGE).read_text()
+    assert page.count(hook.MARKER) == 1
+    rendered = hook.render(page)
+    names = [name for name, _ in hook.commands()]
+    for name in ("reflexion run", "reflexion bench hotpotqa", "reflexion bench programming"):
+        assert name in names and f"### `{name}`" in rendered
+    for name, command in hook.commands():
+        for param in command.params:
+            if param.param_type_name == "option":
+                assert f"`{param.opts[0]}`" in hook.section(name, command), (name, param.opts)
+    assert "`--no-compiler-fixes`" in rendered and "`--preset`" in rendered
+
+
+# ---- the README ----------------------------------------------------------------------------------
+
+
+def test_the_readme_is_short_and_in_the_newcomers_order():
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 250
+    headings = [ln for ln in lines if ln.startswith("## ")]
+    order = ["## The graph", "## Install", "## What it buys", "## Embedding", "## Documentation"]
+    found = [next(i for i, h in enumerate(headings) if h.startswith(o)) for o in order]
+    assert found == sorted(found), headings
+    assert lines.index(next(h for h in headings if h.startswith("## Install"))) < 60
+
+
+def test_the_readme_test_command_is_the_one_ci_runs():
+    command = (ROOT / ".ci/run").read_text().rstrip("\n").splitlines()[-1]
+    assert command.startswith("python3 -m venv .venv") and command.endswith("pytest")
+    for doc in (README, DOCS / "getting-started.md"):
+        assert f"```bash\n{command}\n```" in doc.read_text(), doc.name
+
+
+def test_the_readme_table_is_small_and_every_row_links_its_results_page():
+    text = README.read_text()
+    section = text.split("## What it buys", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| [")]
+    assert 1 <= len(rows) <= 12
+    for row in rows:
+        link = re.match(r"\| \[[^]]+\]\((docs/results/[\w/-]+\.md)\)", row)
+        assert link and (ROOT / link.group(1)).is_file(), row
+
+
+def test_every_relative_link_in_the_readme_and_the_pages_exists():
+    for doc in [README, *pages()]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", doc.read_text()):
+            if re.match(r"\w+:", target):
+                continue
+            assert (doc.parent / target).exists(), f"{doc.relative_to(ROOT)}: {target}"
+    assert not (ROOT / "BENCHMARKS.md").exists()
+    for doc in [README, *pages()]:
+        assert "BENCHMARKS.md" not in doc.read_text(), doc
+
+
+# ---- the embedding examples -------------------------------------------------------------------
+
+
+def multiplies_after_a_lesson(messages: list[BaseMessage]) -> str:
+    """A model that reflects when asked to and multiplies wrongly until a lesson is in its
+    prompt."""
+    text = "\n".join(m.text for m in messages)
+    if "reflecting on a failed attempt" in text:
+        return "Reflection: I multiplied carelessly; 17 * 24 is 408."
+    return "408" if "17 * 24 is 408" in text else "418"
+
+
+def python_blocks(text: str) -> str:
+    return "\n".join(re.findall(r"^```python\n(.*?)^```$", text, re.MULTILINE | re.DOTALL))
+
+
+def run_example(code: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """Run example code with the fake model in place of its one ``init_chat_model`` line."""
+    line = re.compile(r"^model = init_chat_model\(.*\)$", re.MULTILINE)
+    assert len(line.findall(code)) == 1
+    namespace: dict[str, Any] = {
+        "__name__": "docs_example",
+        "fake_model": RuleChatModel(rule=multiplies_after_a_lesson),
+    }
+    exec(compile(line.sub("model = fake_model", code), "example", "exec"), namespace)
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/guide/embedding.md"])
+def test_the_embedding_examples_run_as_written(doc, capsys):
+    out = run_example(python_blocks((ROOT / doc).read_text()), capsys)
+    assert "trial 1: '418' success=False" in out
+    assert "reflection: I multiplied carelessly; 17 * 24 is 408." in out
+    assert "trial 2: '408' success=True" in out
+    assert "408 True 2" in out
+    assert "('solve:" in out and "['evaluator']" in out and "['reflector']" in out
+
+
+def test_the_readme_example_is_about_ten_lines():
+    first = re.search(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
+    assert first is not None
+    code = [ln for ln in first.group(1).splitlines() if ln.strip()]
+    assert "from reflexion import Context, create_reflexion_graph" in code
+    assert len(code) <= 12
+
+
+# ---- names, paths and commands in the pages -------------------------------------------------------
+
+
+def test_dotted_names_and_repository_paths_in_the_pages_exist():
+    """``reflexion.x.y`` names a module and something it defines; a backquoted path of the
+    repository (a source, a test, a results file in runs/measured/) is there."""
+    from tests.unit.test_layout import defines, modules
+
+    known = modules()
+    missing = []
+    for doc in [README, *pages()]:
+        text = doc.read_text()
+        for name in set(re.findall(r"(?<![\w/.])reflexion(?:\.\w+)+", text)):
+            parts = name.split(".")
+            cut = max(i for i in range(1, len(parts) + 1) if ".".join(parts[:i]) in known)
+            rest = parts[cut:]
+            module = known[".".join(parts[:cut])]
+            if rest and rest[0] not in ("py", "jsonl", "mmd") and not defines(module, rest[0]):
+                missing.append(f"{doc.name}: {name}")
+        pattern = r"`((?:reflexion|graphs|nodes|prompts|tests|docs|runs/measured|\.ci)/[\w./-]+)`"
+        for path in set(re.findall(pattern, text)):
+            if not (ROOT / path).exists():
+                missing.append(f"{doc.name}: {path}")
+    assert not missing, missing
+
+
+def test_every_paper_setting_is_in_the_concepts_table_of_additions():
+    section = (DOCS / "concepts.md").read_text().split("## What the defaults add", 1)[1]
+    table = section.split("\n## ", 1)[0]
+    for name, value in PAPER.items():
+        assert f"| `{name}` |" in table, name
+        assert str(value).lower() in table.lower() or value in (False, 0), name
+
+
+RESULTS = DOCS / "results"
+NO_FIGURES = {"index.md", "noisy-evidence.md", "additions.md"}
+
+
+@pytest.mark.parametrize(
+    "page",
+    sorted(p.relative_to(RESULTS).as_posix() for p in RESULTS.rglob("*.md")),
+)
+def test_every_results_page_carries_the_commands_behind_its_figures(page):
+    text = (RESULTS / page).read_text()
+    if page in NO_FIGURES or page == "performance/index.md":
+        return
+    commands = re.findall(r"^```bash\n(.*?)^```$", text, re.MULTILINE | re.DOTALL)
+    assert commands and all(re.search(r"^(reflexion|bash) ", c, re.M) for c in commands), page
+    assert "|---|" in text, f"{page} has no table of figures"
+    for heading in ("## Results", "## What it showed") if page != "history.md" else ():
+        assert heading in text, f"{page}: {heading}"
+
+
+def test_the_noisy_evidence_page_is_the_agreed_stub():
+    text = (RESULTS / "noisy-evidence.md").read_text()
+    assert text.startswith("# Noisy evidence: self-written tests, resample and the decomposition")
+    assert "Runs in progress; figures are added as they finish." in text
