@@ -226,6 +226,53 @@ def qa_paired(
     return out
 
 
+def judge_table(results: dict[str, list[dict[str, Any]]], baseline: str) -> Table:
+    """Runs judged by an LLM that never saw the reference, scored on gold afterwards: the
+    judge's verdicts on every trial against gold (TP: judged right and right; FP: judged right
+    but wrong; FN: judged wrong but right; TN), each strategy's final answers right on gold,
+    and each against the baseline on gold with the exact McNemar p."""
+    out = table(
+        "strategy",
+        "judged\ntrials",
+        "TP",
+        "FP",
+        "FN",
+        "TN",
+        "right on\ngold",
+        "vs base\n+/−",
+        "Mc-\nNemar\np",
+        title="no oracle: the LLM judge's verdicts and the final answers, scored on gold",
+    )
+    gold = {
+        label: {f["task_id"]: bool(f.get("gold_final")) for f in finals}
+        for label, finals in results.items()
+    }
+    reference = gold.get(baseline)
+    for label, finals in results.items():
+        tp = fp = fn = tn = 0
+        for f in finals:
+            for judged, right in zip(f.get("evaluations") or [], f.get("gold") or [], strict=False):
+                success = bool(judged.get("success"))
+                tp += success and right
+                fp += success and not right
+                fn += right and not success
+                tn += not (success or right)
+        versus, p_value = "-", "-"
+        if reference is not None and label != baseline:
+            p = paired((reference[t], gold[label][t]) for t in gold[label] if t in reference)
+            versus, p_value = f"+{p.fixed}/−{p.broken}", f"{p.p_value:.3g}"
+        right_final = sum(gold[label].values())
+        out.add_row(
+            label,
+            str(tp + fp + fn + tn),
+            *(str(n) for n in (tp, fp, fn, tn)),
+            f"{right_final}/{len(finals)}",
+            versus,
+            p_value,
+        )
+    return out
+
+
 def repeated(finals: list[dict[str, Any]]) -> str:
     """``repeats/retries``: trials after the first whose answer (normalised) is one an
     earlier trial of the same question gave and the evaluator judged incorrect."""
@@ -319,7 +366,10 @@ def paired_cells(p: Paired) -> list[str]:
 
 def outcome(final: dict[str, Any]) -> bool:
     """Whether a ``final`` line counts as solved: the hidden tests (programming), a won game
-    (ALFWorld) or the evaluator's verdict (HotPotQA)."""
+    (ALFWorld), the gold answer (HotPotQA judged by an LLM, scored on gold afterwards) or the
+    evaluator's verdict (HotPotQA, exact match)."""
+    if "gold_final" in final:
+        return bool(final["gold_final"])
     if "hidden_pass" in final:
         return bool(final["hidden_pass"])
     if "won_at" in final:

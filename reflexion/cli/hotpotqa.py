@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from reflexion.bench.driver import solved_by_trial
+from reflexion.bench.driver import Finalize, solved_by_trial
+from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
-from reflexion.bench.reports import outcome_table, qa_paired, summarize
+from reflexion.bench.reports import judge_table, outcome_table, qa_paired, summarize
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, qa_context
@@ -18,6 +19,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.core.parsing import ANSWER_PARSER
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
+from reflexion.hotpotqa.metrics import exact_match
 from reflexion.hotpotqa.questions import load_hotpotqa
 
 
@@ -178,7 +180,15 @@ def bench_hotpotqa(
             f"model={model} · {len(questions)} question(s)"
         )
         variants.append(
-            run.Variant(f"{agent} {name}", agent, ctx, settings, f"hotpotqa-{agent}-{name}", header)
+            run.Variant(
+                f"{agent} {name}",
+                agent,
+                ctx,
+                settings,
+                f"hotpotqa-{agent}-{name}",
+                header,
+                finalize=gold_scorer() if ctx.evaluator == "llm" else None,
+            )
         )
     family = run.Family(
         "hotpotqa",
@@ -211,6 +221,8 @@ def bench_hotpotqa(
     console.print(outcome_table(results, outcome.errors, lambda f: bool(f["solved"]), "questions"))
     if paired:
         console.print(qa_paired(results, f"{agent} none", AGENTS[agent].reflect_examples))
+    if any("gold" in f for finals in results.values() for f in finals):
+        console.print(judge_table(results, f"{agent} none"))
     run.report_errors(outcome.errors, "question")
     plot = common.plot_path(outcome, f"hotpotqa-{agent}-{'+'.join(strategies)}")
     curves = {label: solved_by_trial(f, trials) for label, f in results.items() if f}
@@ -218,3 +230,16 @@ def bench_hotpotqa(
         learning_curve(curves, plot, title=f"HotPotQA {agent}: proportion solved by trial")
     files = ", ".join(str(f) for f in outcome.files.values())
     console.print(f"results in {files} · learning curve {plot}")
+
+
+def gold_scorer() -> Finalize:
+    """For a run judged by the LLM (which never sees the reference): each trial's answer and
+    the thread's final answer scored on the gold answer afterwards, so the judge's agreement
+    with gold and the strategies' accuracy without an oracle can be told apart."""
+
+    def finalize(task: BenchTask, state: dict[str, Any]) -> dict[str, Any]:
+        reference = str(task.meta["reference"])
+        trials = [exact_match(e.get("answer"), reference) for e in state.get("evaluations", [])]
+        return {"gold": trials, "gold_final": exact_match(state.get("answer"), reference)}
+
+    return finalize
