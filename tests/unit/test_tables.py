@@ -167,14 +167,22 @@ def test_the_no_oracle_table_scores_the_judge_and_the_answers_on_gold():
 
     task = BenchTask("t", {}, "", {"reference": "the Vltava"})
     state = {
-        "evaluations": [{"answer": "Elbe", "success": True}, {"answer": "Vltava", "success": False}],
+        "evaluations": [
+            {"answer": "Elbe", "success": True},
+            {"answer": "Vltava", "success": False},
+        ],
         "answer": "Elbe",
     }
     assert gold_scorer()(task, state) == {"gold": [False, True], "gold_final": False}
 
     def row(task_id: str, verdicts: list[bool], gold: list[bool]) -> dict[str, Any]:
         evaluations = [{"success": v} for v in verdicts]
-        return {"task_id": task_id, "evaluations": evaluations, "gold": gold, "gold_final": gold[-1]}
+        return {
+            "task_id": task_id,
+            "evaluations": evaluations,
+            "gold": gold,
+            "gold_final": gold[-1],
+        }
 
     results = {
         "none": [row("a", [True], [False]), row("b", [False, False], [False, False])],
@@ -182,9 +190,25 @@ def test_the_no_oracle_table_scores_the_judge_and_the_answers_on_gold():
     }
     lines = rendered(reports.judge_table(results, "none")).splitlines()
     assert next(ln for ln in lines if ln.strip().startswith("none")).split() == [
-        "none", "3", "0", "1", "0", "2", "0/2", "-", "-"
+        "none",
+        "3",
+        "0",
+        "1",
+        "0",
+        "2",
+        "0/2",
+        "-",
+        "-",
     ]
     assert next(ln for ln in lines if ln.strip().startswith("reflexion")).split() == [
-        "reflexion", "3", "1", "1", "0", "1", "1/2", "+1/−0", "1"
+        "reflexion",
+        "3",
+        "1",
+        "1",
+        "0",
+        "1",
+        "1/2",
+        "+1/−0",
+        "1",
     ]
     assert reports.outcome({"solved": True, "gold_final": False}) is False
