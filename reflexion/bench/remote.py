@@ -4,7 +4,7 @@ Each task becomes a run on a server thread, submitted through ``langgraph-sdk``;
 own queue spreads the runs over its workers (``langgraph dev --n-jobs-per-worker N`` on one
 machine, a deployed server with Postgres past one machine). The results file, the resume rules
 and the return value are those of a local run (:func:`reflexion.bench.driver.run_benchmark`,
-which runs here when given a :class:`~reflexion.bench.driver.ServerGraph`):
+which runs here when given a :class:`~reflexion.bench.threads.ServerGraph`):
 
 * every task is a server thread whose id is a UUID derived from the task's thread id
   (:func:`server_thread_id`), so a rerun finds it again;
@@ -15,7 +15,7 @@ which runs here when given a :class:`~reflexion.bench.driver.ServerGraph`):
   file is therefore always in the thread's saved state, and a rerun never runs its trial again;
 * when the run ends (or a rerun finds the thread), what the thread's saved states hold but the
   file lacks (this client killed after a save, before its line) is written from the server's
-  state history, marked ``"recovered": true`` (:func:`reflexion.bench.driver.unrecorded`);
+  state history, marked ``"recovered": true`` (:func:`reflexion.bench.threads.unrecorded`);
 * a client that dies (SIGKILL, lost connection) takes its runs with it: they are submitted
   with ``on_disconnect="cancel"``, so the server interrupts them at once and keeps their saved
   checkpoints for the rerun;
@@ -53,7 +53,8 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import Config, StreamMode, ThreadState
 
-from reflexion.bench.driver import (
+from reflexion.bench.ledger import BenchTask, Ledger
+from reflexion.bench.threads import (
     Finalize,
     ServerGraph,
     recursion_limit,
@@ -61,7 +62,6 @@ from reflexion.bench.driver import (
     unrecorded,
     update_events,
 )
-from reflexion.bench.ledger import BenchTask, Ledger
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import replay_from, unfinished
@@ -233,7 +233,7 @@ class HistoryNeeded(Exception):
 
 
 class ServerThread:
-    """A server thread's saved states, read the way :func:`reflexion.bench.driver.unrecorded` reads
+    """A server thread's saved states, read the way :func:`reflexion.bench.threads.unrecorded` reads
     a local graph's checkpoints: ``state`` is its latest (``threads.get_state``), ``history``
     every saved state, newest first (``threads.get_history``), or ``None`` while not fetched
     (asking for it then raises :class:`HistoryNeeded`: most threads miss no line, and the latest

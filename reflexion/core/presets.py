@@ -57,12 +57,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from reflexion.core.errors import ReflexionError
-
-if TYPE_CHECKING:
-    from reflexion.core.context import Context
 
 Preset = Literal["default", "paper"]
 PRESET_HELP = (
@@ -103,13 +100,6 @@ def preset_values(name: str, option: str = "preset") -> dict[str, Any]:
     if not isinstance(name, str) or name not in PRESETS:
         raise ReflexionError(f"{option} '{name}' is not a preset: use one of {', '.join(PRESETS)}")
     return dict(PRESETS[name])
-
-
-def preset_context(name: str, **overrides: Any) -> Context:
-    """A context from preset ``name``, with ``overrides`` over it."""
-    from reflexion.core.context import Context  # context.py imports this module
-
-    return Context(**{**preset_values(name), **overrides})
 
 
 T = TypeVar("T")

@@ -76,6 +76,69 @@ def test_no_import_cycle_between_packages():
     assert cycles == []
 
 
+def imported_modules(module: str, file: Path, known: set[str]) -> set[str]:
+    """The modules of ours that ``module`` imports, anywhere in its file (in functions too):
+    ``import a.b`` names ``a.b``; ``from a import b`` names ``a.b`` when that is a module,
+    else ``a``; relative imports are resolved against the module's package."""
+    package = module if file.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(file.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            subs = {f"{base}.{alias.name}" for alias in node.names} & known
+            found |= subs
+            if len(subs) < len(node.names):
+                found.add(base)
+    return (found & known) - {module}
+
+
+def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components of a directed graph."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    components = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            components.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return components
+
+
+def test_no_import_cycle_between_modules():
+    """No module imports, directly or through others, one that imports it back: the graph
+    counts every import in a file, those inside functions and ``if TYPE_CHECKING:`` included,
+    so a cycle cannot hide behind a deferred import."""
+    known = modules()
+    edges = {m: imported_modules(m, f, set(known)) for m, f in known.items()}
+    cycles = [c for c in strongly_connected(edges) if len(c) > 1]
+    described = [" ; ".join(f"{m} -> {sorted(set(c) & edges[m])}" for m in c) for c in cycles]
+    assert not cycles, "import cycles:\n" + "\n".join(described)
+
+
 def test_the_type_checking_mirror_links_every_entry():
     """mypy cannot follow the editable install's mapping of graphs/, nodes/ and prompts/, so it
     reads .ci/typing/reflexion, a tree of links laid out as the installed package."""
@@ -88,18 +151,23 @@ def test_the_type_checking_mirror_links_every_entry():
 
 def test_every_package_is_listed_for_the_wheel():
     """pyproject.toml lists the packages (package-dir maps three of them), so a new folder
-    must be added there or a built wheel would leave it out."""
+    must be added there or a built wheel would leave it out; each data set's folder is listed
+    too (setuptools warns about a folder of package data that is not), with its files as
+    package data."""
     import tomllib
 
-    listed = set(
-        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
-    )
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
     found = set()
     for top in ("reflexion", "graphs", "nodes", "prompts"):
         prefix = () if top == "reflexion" else (top,)
         for init in (ROOT / top).rglob("__init__.py"):
             found.add(".".join(("reflexion", *prefix, *init.parent.relative_to(ROOT / top).parts)))
-    assert listed == found
+    data = {
+        f"reflexion.data.{d.name}" for d in (ROOT / "reflexion" / "data").iterdir() if d.is_dir()
+    }
+    assert listed == found | data
+    assert all(setuptools["package-data"].get(name) == ["*"] for name in data)
 
 
 def test_the_readme_layout_names_every_module():

@@ -18,7 +18,7 @@ from reflexion.cli import bench as bench_cli
 from reflexion.cli.options import DEFAULTS, PRESET_OPTIONS
 from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
-from reflexion.core.presets import PAPER, PRESETS, Preset, preset_context
+from reflexion.core.presets import PAPER, PRESETS, Preset
 from reflexion.graphs.builder import programming_builder, qa_builder
 from reflexion.testing import ScriptedChatModel
 from tests.clikit import cli, one_line_error
@@ -53,8 +53,8 @@ def test_the_paper_preset_turns_every_addition_off_and_the_defaults_keep_them():
     for name, value in PAPER.items():
         assert getattr(paper, name) == value, name
         assert getattr(Context(), name) != value, f"{name} is already the paper's by default"
-    assert Context.paper(max_trials=2) == preset_context("paper", max_trials=2)
-    assert Context(preset="default") == preset_context("default") == Context()
+    assert Context.paper(max_trials=2) == Context(preset="paper", max_trials=2)
+    assert Context(preset="default") == Context()
     assert set(PRESETS) == set(get_args(Preset))
     assert set(PAPER) <= {f.name for f in fields(Context)}
 
@@ -78,11 +78,11 @@ def test_a_mapping_with_a_preset_starts_from_it():
 @pytest.mark.parametrize(
     "make",
     [
-        lambda: preset_context("nope"),
         lambda: Context(preset="nope"),  # type: ignore[arg-type]
+        lambda: Context(preset="nope", max_trials=2),  # type: ignore[arg-type]
         lambda: context_from({"preset": "nope", "max_trials": 2}),
     ],
-    ids=["preset_context", "Context", "context_from"],
+    ids=["Context", "Context with fields", "context_from"],
 )
 def test_a_bad_preset_name_is_a_one_line_error(make):
     with pytest.raises(ReflexionError) as caught:
