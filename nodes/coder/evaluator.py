@@ -90,6 +90,22 @@ def doubted_tests(state: CodeState, failed_written: list[str], ctx: Context) -> 
     return frozenset(common)
 
 
+def earlier_equal(state: CodeState, set_apart: frozenset[str]) -> int | None:
+    """The first earlier trial whose attempt compiled and failed only tests now set apart
+    (doubted or unbacked): judged on the tests that count now, it succeeds as well, so a later
+    success is no evidence of progress. Only where every test is self-written (then each
+    compiled attempt left one entry in ``test_failures``); ``None`` otherwise."""
+    if not set_apart or not set(state.written_tests).issuperset(state.tests):
+        return None
+    compiled = [e for e in state.evaluations if e.get("compiled")]
+    if len(compiled) != len(state.test_failures):
+        return None
+    for record, failed in zip(compiled, state.test_failures, strict=True):
+        if set(failed) <= set_apart and len(failed) < len(state.tests):
+            return int(record["trial"])
+    return None
+
+
 def make_unit_test_evaluator(
     model: BaseChatModel | None = None,
 ) -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
@@ -148,6 +164,13 @@ def make_unit_test_evaluator(
                 if compiled and not counted:
                     feedback += f"\n\n{NO_EVIDENCE}: every test is doubted, so no success."
                 evidence = {"tests_passed": held, "tests_counted": len(counted)}
+                tie = earlier_equal(state, doubted | unbacked) if success else None
+                if tie is not None:
+                    evidence["ties"] = tie
+                    feedback += (
+                        f"\n\nTrial {tie}'s attempt passes every test that counts too: the "
+                        "tests cannot tell the two apart, and the earlier one stands."
+                    )
                 mine = fingerprint(full, state.probe_tests)
                 if success and mine is not None and state.trial < ctx.max_trials:
                     found, drawn, told = cross_check(state, ctx, mine, limits, model)
@@ -177,6 +200,8 @@ def make_unit_test_evaluator(
         if evidence:
             record["tests_passed"] = evidence["tests_passed"]
             record["tests_counted"] = evidence["tests_counted"]
+            if "ties" in evidence:
+                record["ties"] = evidence["ties"]
         if state.compiler_fix:
             record["compiler_fix"] = True
         if last:

@@ -4,7 +4,9 @@ evidence (``Context.select_answer="best"``).
 "Best" ranks the trial records a thread kept: a successful trial first, then the higher score,
 and among equals the *earliest*. So a thread that never succeeds returns its first attempt
 unless a later one scored strictly higher on the evaluator's evidence, and Reflexion cannot hand
-back something that is worse, on that evidence, than what the actor gave without it.
+back something that is worse, on that evidence, than what the actor gave without it. A record
+that ``ties`` with an earlier trial (programming: the tests that count now cannot tell the two
+apart) hands the choice to that earlier trial.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ def chosen_index(records: Sequence[Mapping[str, Any]], choice: AnswerChoice) -> 
     for i in with_answer[1:]:
         if _rank(records[i]) > _rank(records[best]):
             best = i
-    return best
+    tie = records[best].get("ties")  # the evidence cannot tell it from an earlier attempt
+    earlier = [i for i in with_answer if records[i].get("trial") == tie]
+    return earlier[0] if tie is not None and earlier else best
 
 
 def answers_in_force(

@@ -37,6 +37,10 @@ class TrialRecord(TypedDict):
     """Programming: how many of the internal tests that count (not doubted) the answer passed."""
     tests_counted: NotRequired[int]
     """Programming: how many internal tests counted for this answer (all but the doubted)."""
+    ties: NotRequired[int]
+    """Programming: an earlier trial whose attempt passes every test that counts for this one
+    too (a test both failed was set apart): under ``select_answer="best"`` the earlier one
+    stands."""
     last: NotRequired[bool]
     """Set when another trial could learn nothing more (e.g. no tests to run): the thread
     stops after this trial, solved or not."""

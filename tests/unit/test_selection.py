@@ -154,6 +154,21 @@ def test_no_success_when_doubt_leaves_no_test_and_the_earlier_attempt_stands():
     assert "return a + b" in state["answer"] and state["solved"] is False
 
 
+def test_a_later_success_the_tests_cannot_tell_from_the_first_attempt_leaves_it_standing():
+    """The model's third test is wrong. The right first attempt fails only it; the wrong
+    retry (2 * a) fails it too and passes the rest, so the test is doubted and the retry
+    succeeds. Judged on the tests that count now, the first attempt succeeds as well: the
+    record ties with trial 1, and best returns the first attempt (last still the retry)."""
+    tests = ["assert add(1, 1) == 2\nassert add(2, 2) == 4\nassert add(1, 2) == 4\n"]
+    for choice, expected in (("best", "a + b"), ("last", "2 * a")):
+        graph, *_ = build([RIGHT, code("2 * a")], tests=tests)
+        state = run(graph, NO_EXAMPLES, Context(max_trials=3, select_answer=choice))
+        records = state["evaluations"]
+        assert [e["success"] for e in records] == [False, True]
+        assert records[1]["ties"] == 1 and "earlier one stands" in records[1]["feedback"]
+        assert f"return {expected}" in state["answer"]
+
+
 def test_an_accepted_attempt_records_how_many_counted_tests_it_passed():
     problem = CodeProblem("t/0", "py", TWO_EXAMPLES, "add", HIDDEN, "humaneval")
     graph, *_ = build([SUBTRACTS, RIGHT])
