@@ -37,6 +37,24 @@ from reflexion.programming.sandbox import (
 )
 
 
+def _independent_code(
+    state: CodeState,
+    ctx: Context,
+    problem: CodeProblem,
+    model: BaseChatModel | None,
+    kind: str,
+    number: int,
+) -> str | None:
+    """An implementation drawn from the first trial's prompt at the redraw temperature, its
+    seed named by the problem, ``kind`` (witness or voter) and ``number``; ``None`` when the
+    reply holds no code."""
+    llm = actor_llm(model, ctx, hot=True)
+    messages = code_messages(replace(state, trial=0, evaluations=[]), ctx)
+    seed = named_seed(llm, problem.task_id, kind, number)
+    reply = llm.invoke(messages, stop=STOPS[problem.language], **seed)
+    return extract_code(reply.text, problem).code
+
+
 def _draw_witness(
     state: CodeState,
     ctx: Context,
@@ -48,19 +66,16 @@ def _draw_witness(
     """Witness ``number``: an independent implementation from the first trial's prompt at the
     redraw temperature (its seed named by the problem and ``number``), run on the trusted and
     probe tests."""
-    llm = actor_llm(model, ctx, hot=True)
-    messages = code_messages(replace(state, trial=0, evaluations=[]), ctx)
-    seed = named_seed(llm, problem.task_id, "witness", number)
-    parsed = extract_code(llm.invoke(messages, stop=STOPS[problem.language], **seed).text, problem)
-    if parsed.code is None:
+    code = _independent_code(state, ctx, problem, model, "witness", number)
+    if code is None:
         return {"code": None, "fingerprint": None}
-    program = assemble(problem, parsed.code)
+    program = assemble(problem, code)
     tests = [*state.tests, *state.probe_tests]
     result = run_tests(program, tests, problem.language, limits, problem.entry_point)
     print_ = fingerprint(result, state.probe_tests)
     if print_ is None or not counted_part(result, list(state.tests)).passed:
-        return {"code": parsed.code, "fingerprint": None}
-    return {"code": parsed.code, "fingerprint": list(print_)}
+        return {"code": code, "fingerprint": None}
+    return {"code": code, "fingerprint": list(print_)}
 
 
 def cross_check(
@@ -109,16 +124,13 @@ def _draw_voter(
     redraw temperature (seeded by the problem and ``number``), with its outcome on each
     internal test (``"pass"`` or the failure's detail); no fingerprint when it has no code or
     does not compile (it then votes on nothing)."""
-    llm = actor_llm(model, ctx, hot=True)
-    messages = code_messages(replace(state, trial=0, evaluations=[]), ctx)
-    seed = named_seed(llm, problem.task_id, "voter", number)
-    parsed = extract_code(llm.invoke(messages, stop=STOPS[problem.language], **seed).text, problem)
-    if parsed.code is None:
+    code = _independent_code(state, ctx, problem, model, "voter", number)
+    if code is None:
         return {"code": None, "fingerprint": None}
-    program = assemble(problem, parsed.code)
+    program = assemble(problem, code)
     result = run_tests(program, state.tests, problem.language, limits, problem.entry_point)
     outcomes = fingerprint(result, state.tests)
-    return {"code": parsed.code, "fingerprint": None if outcomes is None else list(outcomes)}
+    return {"code": code, "fingerprint": None if outcomes is None else list(outcomes)}
 
 
 def unbacked_tests(
