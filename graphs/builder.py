@@ -43,7 +43,7 @@ from reflexion.core.lessons import (
     store_of,
     validate_lessons,
 )
-from reflexion.core.selection import chosen_index
+from reflexion.core.selection import chosen_index, succeeded
 from reflexion.core.state import (
     CodeInputState,
     CodeOutputState,
@@ -143,7 +143,7 @@ def _choose_answer(update: Any, state: Any, runtime: Runtime[Context]) -> Any:
     index = chosen_index(records, "best")
     if index is None or index == len(records) - 1:
         return update
-    return {**update, "answer": records[index]["answer"], "solved": bool(records[index]["success"])}
+    return {**update, "answer": records[index]["answer"], "solved": succeeded(records, index)}
 
 
 def _input_schema(node: Any) -> type[Any] | None:

@@ -38,6 +38,15 @@ def chosen_index(records: Sequence[Mapping[str, Any]], choice: AnswerChoice) -> 
     return earlier[0] if tie is not None and earlier else best
 
 
+def succeeded(records: Sequence[Mapping[str, Any]], index: int) -> bool:
+    """Whether the attempt at ``index`` counts as a success: its own record says so, or a
+    later successful record ties with it (the tests that count then pass it as well)."""
+    trial = records[index].get("trial")
+    return bool(records[index].get("success")) or any(
+        r.get("success") and r.get("ties") == trial for r in records[index + 1 :]
+    )
+
+
 def answers_in_force(
     records: Sequence[Mapping[str, Any]], iterations: int, choice: AnswerChoice
 ) -> list[str | None]:
@@ -50,4 +59,4 @@ def answers_in_force(
     return out
 
 
-__all__ = ["AnswerChoice", "answers_in_force", "chosen_index"]
+__all__ = ["AnswerChoice", "answers_in_force", "chosen_index", "succeeded"]

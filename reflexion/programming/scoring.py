@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reflexion.core.selection import AnswerChoice, answers_in_force, chosen_index
+from reflexion.core.selection import AnswerChoice, answers_in_force, chosen_index, succeeded
 from reflexion.programming.problems import (
     CodeProblem,
     assemble,
@@ -78,7 +78,7 @@ def score_thread(
     )
     chosen = chosen_index(evaluations, choice)
     record = evaluations[chosen] if chosen is not None else {}
-    internal = bool(record.get("success"))
+    internal = chosen is not None and succeeded(evaluations, chosen)
     evidence = (
         [record["tests_passed"], record["tests_counted"]] if "tests_counted" in record else None
     )

@@ -166,7 +166,7 @@ def test_a_later_success_the_tests_cannot_tell_from_the_first_attempt_leaves_it_
         records = state["evaluations"]
         assert [e["success"] for e in records] == [False, True]
         assert records[1]["ties"] == 1 and "earlier one stands" in records[1]["feedback"]
-        assert f"return {expected}" in state["answer"]
+        assert f"return {expected}" in state["answer"] and state["solved"] is True
 
 
 def test_an_accepted_attempt_records_how_many_counted_tests_it_passed():
