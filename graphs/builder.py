@@ -17,7 +17,7 @@ the actor. A run can also stop *before* the reflector with LangGraph's own
 
 With ``Context.lessons`` on, the evaluator node also marks the thread's stored lessons that
 the actor saw in a successful later trial as validated (:func:`validating_evaluator`), the
-evidence ``Context.lesson_filter="validated"`` recalls by.
+evidence ``Context.lessons.filter="validated"`` recalls by.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
 
+from reflexion.alfworld.context import HouseholdContext
 from reflexion.alfworld.sessions import EnvSessions
 from reflexion.core.context import Context, get_context
 from reflexion.core.lessons import (
@@ -55,6 +56,7 @@ from reflexion.core.state import (
     OutputState,
     State,
 )
+from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.hotpotqa.wiki import WikiBackend
 from reflexion.nodes import (
     EvaluateFn,
@@ -77,14 +79,13 @@ from reflexion.nodes.household import (
     make_household_evaluator,
 )
 from reflexion.nodes.reflector import make_review
+from reflexion.programming.context import CodeContext
 
 REACT_REFLECT_EXAMPLES = "reflect_examples_react"
 """The ReAct reflector's worked examples (the CoT agents use ``reflect_examples``)."""
 
 
-def route_after_evaluation(
-    state: State, runtime: Runtime[Context]
-) -> Literal["reflector", "__end__"]:
+def route_after_evaluation(state: State, runtime: Runtime[Any]) -> Literal["reflector", "__end__"]:
     """Stop on success or when the trial limit is reached; otherwise reflect and retry."""
     last = state.evaluations[-1] if state.evaluations else None
     return "__end__" if _ends_thread(last, state.trial, get_context(runtime)) else "reflector"
@@ -98,7 +99,7 @@ def _ends_thread(record: Any, trial: int, ctx: Context) -> bool:
     return trial >= ctx.max_trials
 
 
-def route_after_reflection(state: State, runtime: Runtime[Context]) -> Literal["review", "actor"]:
+def route_after_reflection(state: State, runtime: Runtime[Any]) -> Literal["review", "actor"]:
     """A new reflection waits for review when the context asks for it; otherwise (and by
     default) the next trial starts at once."""
     if get_context(runtime).review_reflections and state.pending_review:
@@ -106,7 +107,7 @@ def route_after_reflection(state: State, runtime: Runtime[Context]) -> Literal["
     return "actor"
 
 
-def _validate_after(update: Any, state: Any, runtime: Runtime[Context], family: Family) -> None:
+def _validate_after(update: Any, state: Any, runtime: Runtime[Any], family: Family) -> None:
     """With lessons on, a successful trial 2 or later (the evaluator's new record) validates
     the thread's lessons shown in its Ω window; otherwise the store is not touched."""
     ctx = get_context(runtime)
@@ -129,7 +130,7 @@ def _validate_after(update: Any, state: Any, runtime: Runtime[Context], family: 
     )
 
 
-def _choose_answer(update: Any, state: Any, runtime: Runtime[Context]) -> Any:
+def _choose_answer(update: Any, state: Any, runtime: Runtime[Any]) -> Any:
     """When this evaluation ends the thread (success, or the trial limit) and the context asks
     for the best attempt (``Context.select_answer``), the update's ``answer`` becomes the best
     trial's answer by the evaluator's evidence (:mod:`reflexion.core.selection`)."""
@@ -166,18 +167,18 @@ def validating_evaluator(evaluator: Any, family: Family) -> Any:
     if isinstance(evaluator, Runnable):
         runnable = evaluator
 
-        def call(state: Any, runtime: Runtime[Context]) -> Any:
+        def call(state: Any, runtime: Runtime[Any]) -> Any:
             return runnable.invoke(state)
 
     else:
         takes_runtime = "runtime" in inspect.signature(evaluator).parameters
 
-        def call(state: Any, runtime: Runtime[Context]) -> Any:
+        def call(state: Any, runtime: Runtime[Any]) -> Any:
             return evaluator(state, runtime) if takes_runtime else evaluator(state)
 
     if inspect.iscoroutinefunction(evaluator):
 
-        async def async_node(state: Any, runtime: Runtime[Context]) -> Any:
+        async def async_node(state: Any, runtime: Runtime[Any]) -> Any:
             update = await call(state, runtime)
             _validate_after(update, state, runtime, family)
             return _choose_answer(update, state, runtime)
@@ -185,7 +186,7 @@ def validating_evaluator(evaluator: Any, family: Family) -> Any:
         return async_node
 
     # ``state`` is untyped: the builder hands the evaluator's own input schema to add_node
-    def node(state: Any, runtime: Runtime[Context]) -> Any:
+    def node(state: Any, runtime: Runtime[Any]) -> Any:
         update = call(state, runtime)
         _validate_after(update, state, runtime, family)
         return _choose_answer(update, state, runtime)
@@ -203,14 +204,17 @@ def build_reflexion_graph(
     output_schema: type[Any] = OutputState,
     setup: tuple[str, Any] | None = None,
     family: Family = QA_FAMILY,
+    context_schema: type[Context] = Context,
 ) -> StateGraph[Any, Any, Any, Any]:
     """Wire actor, evaluator and reflector nodes into the Reflexion loop, with the review node
     after the reflector; ``setup`` is an optional ``(name, node)`` run once before the first
     trial (e.g. the test writer); ``family`` is the task family of the lessons the review
-    node edits and the evaluator validates (the reflector's)."""
+    node edits and the evaluator validates (the reflector's); ``context_schema`` is the
+    graph's context class: :class:`Context`, or a family's, which adds the fields its nodes
+    read (what Studio's form and a server's schema then list)."""
     builder = StateGraph(
         state_schema,
-        context_schema=Context,
+        context_schema=context_schema,
         input_schema=input_schema,
         output_schema=output_schema,
     )
@@ -255,6 +259,7 @@ def qa_builder(
         make_evaluator(evaluator_model, evaluate),
         make_reflector(reflector_model, family=QA_FAMILY, with_context=with_context),
         family=QA_FAMILY,
+        context_schema=QAContext,
     )
 
 
@@ -273,6 +278,7 @@ def react_builder(
         make_evaluator(evaluator_model, evaluate),
         make_reflector(reflector_model, examples=REACT_REFLECT_EXAMPLES, family=REACT_FAMILY),
         family=REACT_FAMILY,
+        context_schema=ReActContext,
     )
 
 
@@ -296,6 +302,7 @@ def programming_builder(
         output_schema=CodeOutputState,
         setup=("test_writer", make_test_writer(evaluator_model)),
         family=programming_family,
+        context_schema=CodeContext,
     )
 
 
@@ -324,4 +331,5 @@ def alfworld_builder(
         input_schema=HouseholdInputState,
         output_schema=HouseholdOutputState,
         family=alfworld_family,
+        context_schema=HouseholdContext,
     )

@@ -299,7 +299,7 @@ def to_evaluation(result: object, ctx: Context) -> Evaluation:
             raise ReflexionError(
                 f"the evaluator returned the score {score}: scores must lie in [0, 1]"
             )
-        ok = score >= ctx.judge_threshold
+        ok = score >= ctx.score_threshold
         label = "Answer is CORRECT" if ok else "Answer is INCORRECT"
         return Evaluation(score, ok, f"{label} (score {score:.2f})")
     raise ReflexionError(
@@ -437,7 +437,7 @@ def create_reflexion_graph(
     ``Context.evaluator_model``), a chat model (the judge on it), or ``"exact_match"``.
 
     ``reflector_model`` overrides ``Context.reflector_model``. ``name`` names the compiled
-    graph and is the task family of its lessons (``Context.lessons``; ``Context.task_family``
+    graph and is the task family of its lessons (``Context.lessons``; ``Context.lessons.family``
     overrides it). The graph's input is ``task``,
     ``context``, ``reference`` (seen only by evaluators), ``task_id``; its output ``answer``,
     ``solved``, ``trial``, ``evaluations``, ``reflections``. Loop settings come from the run's

@@ -4,7 +4,7 @@ It answers in one ``Thought`` / ``Finish[answer]`` step, with or without
 the task's context (the paper's CoT and CoT (GT) agents). The instructions and examples form a
 prefix that stays the same across trials (llama.cpp reuses its KV cache for it); the memory
 (:mod:`reflexion.nodes.memory`) goes just before the task, as in the paper, or after it
-(``Context.memory_first``).
+(``QAContext.memory_first``).
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
-from reflexion.core.context import Context, get_context
+from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import QA_FAMILY, Family, recall_update
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.state import State
+from reflexion.hotpotqa.context import QAContext
 from reflexion.hotpotqa.metrics import normalize_answer
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import (
@@ -57,7 +58,7 @@ def _example_turns(example: str, *, with_context: bool) -> list[BaseMessage]:
 
 
 def cot_messages(
-    state: State, ctx: Context, *, with_context: bool, memory: bool = True
+    state: State, ctx: QAContext, *, with_context: bool, memory: bool = True
 ) -> list[BaseMessage]:
     """The chain-of-thought prompt: instructions, few-shot turns, then the task with its
     memory (:func:`with_memory`; none when ``memory`` is False: trial 1's prompt).
@@ -83,8 +84,8 @@ Seeder = Callable[[object], dict[str, Any]]
 """The call options that seed a draw, given the draw's name (:func:`draw_seeds`)."""
 
 
-def draw_seeds(llm: BaseChatModel, state: State, ctx: Context) -> Seeder:
-    """Seeds for this trial's draws: on a retry under ``Context.qa_seeds`` = retry, named by
+def draw_seeds(llm: BaseChatModel, state: State, ctx: QAContext) -> Seeder:
+    """Seeds for this trial's draws: on a retry under ``QAContext.qa_seeds`` = retry, named by
     the question, the trial and the draw, so strategies forking one trial 1 draw alike
     where their prompts agree; otherwise none (the model's own per-process counter)."""
     if state.trial == 0 or ctx.qa_seeds != "retry":
@@ -123,8 +124,8 @@ def _ask_again(
     return FinishParse(thought=parsed.thought, answer=again.answer)
 
 
-def _fresh_first(state: State, ctx: Context) -> set[str] | None:
-    """The answers that send a fresh-first retry to its memory (``Context.answer_retry``):
+def _fresh_first(state: State, ctx: QAContext) -> set[str] | None:
+    """The answers that send a fresh-first retry to its memory (``QAContext.answer_retry``):
     those judged incorrect so far; None when the retry draws with its memory from the start
     (trial 1, a strategy without memory, or ``answer_retry`` = memory)."""
     keeps_memory = ctx.uses_reflections or ctx.uses_last_attempt
@@ -135,7 +136,7 @@ def _fresh_first(state: State, ctx: Context) -> set[str] | None:
 
 def _resample(
     state: State,
-    ctx: Context,
+    ctx: QAContext,
     llm: BaseChatModel,
     model: BaseChatModel | None,
     options: dict[str, Any],
@@ -148,7 +149,7 @@ def _resample(
     may draw after its fresh draw (the memory's draw, ``redraw_rejected`` redraws and, with
     ``correct_rejected``, the correcting turn); the last draw stands when every one repeats."""
     prompt = cot_messages(state, ctx, with_context=with_context, memory=False)
-    wrong = judged_wrong(state, ctx)
+    wrong = judged_wrong(state, ctx, resample=True)
     parsed, text = _attempt(llm, prompt, options, seed, 0)
     hot: BaseChatModel | None = None
     for draw in range(1, 2 + ctx.redraw_rejected + ctx.correct_rejected):
@@ -179,12 +180,12 @@ def _update(
 
 def make_cot_actor(
     model: BaseChatModel | None = None, *, with_context: bool = True, family: Family = QA_FAMILY
-) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+) -> Callable[[State, Runtime[QAContext]], dict[str, Any]]:
     """A chain-of-thought actor node; ``model`` overrides ``Context.actor_model``; ``family``
     is the task family whose lessons it recalls on the first trial (``Context.lessons``)."""
 
-    def actor(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = get_context(runtime)
+    def actor(state: State, runtime: Runtime[QAContext]) -> dict[str, Any]:
+        ctx = get_context(runtime, QAContext)
         if not state.task.strip():
             raise ReflexionError("the task is empty: give the question to answer")
         recalled = recall_update(state, state.task, runtime, family)
@@ -199,7 +200,7 @@ def make_cot_actor(
             parsed, text = _resample(state, ctx, llm, model, options, seed, with_context)
             return _update(state, recalled, parsed, text)
         messages = cot_messages(state, ctx, with_context=with_context)
-        rejected = rejected_keys(state, ctx)
+        rejected = rejected_keys(state, ctx, correcting=ctx.correct_rejected)
         draw = 0
         known_wrong = _fresh_first(state, ctx)
         # fresh first: drawn as the none baseline draws it (trial 1's prompt, the same seed)

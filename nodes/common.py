@@ -10,7 +10,8 @@ from langchain_core.messages import BaseMessage
 
 from reflexion.core.context import Context
 from reflexion.core.models import EmbeddedChatModel, load_chat_model
-from reflexion.core.retries import RetryPolicy, takes_seed
+from reflexion.core.retries import takes_seed
+from reflexion.core.transport import transport_of
 
 RESAMPLE_TEMPERATURE = 0.8
 """Temperature of the extra samples drawn when a retry repeats an earlier failed attempt
@@ -31,21 +32,18 @@ def resolve_model(
 ) -> BaseChatModel:
     """The model a node uses: the one it was built with, else the context's model string
     (an embedded model runs each ``role`` in its own llama.cpp context, keeping its cache; a
-    hosted or served model retries transient faults as ``ctx.max_retries`` and
-    ``ctx.request_timeout`` say). A model passed in is used as it is."""
+    hosted or served model is reached and retried as the process's transport says,
+    :mod:`reflexion.core.transport`). A model passed in is used as it is."""
     if override is not None:
         return override
+    transport = transport_of(ctx)
     return load_chat_model(
         spec,
         temperature=temperature,
         max_tokens=ctx.max_tokens,
-        base_url=ctx.base_url,
+        base_url=transport.base_url,
         slot=role,
-        retry=RetryPolicy(
-            max_retries=ctx.max_retries,
-            timeout=ctx.request_timeout,
-            backoff=ctx.retry_backoff,
-        ),
+        retry=transport.policy(),
     )
 
 

@@ -98,17 +98,17 @@ def ask_judge(
 
 
 def verdict_to_evaluation(verdict: Verdict, ctx: Context) -> Evaluation:
-    """Apply the judge mode (binary verdict, or score against the threshold)."""
+    """Apply the judge's verdict: yes/no, or with ``judge_threshold`` set, its score against it."""
     if verdict.success is None and verdict.score is None:
         return Evaluation(0.0, False, "The evaluator gave no verdict; counting the trial as failed")
-    if ctx.judge_mode == "score":
+    if ctx.judge_threshold is not None:  # a scored verdict
         score = verdict.score if verdict.score is not None else float(bool(verdict.success))
         success = score >= ctx.judge_threshold
     else:
         success = (
             bool(verdict.success)
             if verdict.success is not None
-            else ((verdict.score or 0.0) >= ctx.judge_threshold)
+            else ((verdict.score or 0.0) >= ctx.score_threshold)
         )
         score = verdict.score if verdict.score is not None else float(success)
     label = "Answer is CORRECT" if success else "Answer is INCORRECT"

@@ -28,6 +28,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from reflexion.alfworld.context import HouseholdContext
 from reflexion.alfworld.diagnosis import (
     diagnosis,
     explained,
@@ -48,7 +49,7 @@ from reflexion.alfworld.turns import (
     heuristic_trip,
     parse_turn,
 )
-from reflexion.core.context import Context, get_context
+from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, alfworld_family, recall_update
 from reflexion.core.memory import reflection_window
@@ -96,13 +97,15 @@ def example_turns(example: str) -> list[BaseMessage]:
     return turns
 
 
-def household_messages(state: Any, ctx: Context, kind: str, turns: list[Turn]) -> list[BaseMessage]:
+def household_messages(
+    state: Any, ctx: HouseholdContext, kind: str, turns: list[Turn]
+) -> list[BaseMessage]:
     """Instructions, the two examples of this task type, the task and memory, then this
     trial's turns. Everything before the memory is the same in every trial of a task type (a
-    cacheable prefix). ``Context.alfworld_memory_place`` moves the memory to the end of the
-    system message (``"system"``) or makes the reflections the trial's first think step
-    (``"think"``); ``Context.alfworld_explain`` adds to each refused command's observation why
-    it was likely refused."""
+    cacheable prefix). ``HouseholdContext.alfworld_memory_place`` moves the memory to the end of
+    the system message (``"system"``) or makes the reflections the trial's first think step
+    (``"think"``); ``HouseholdContext.alfworld_explain`` adds to each refused command's
+    observation why it was likely refused."""
     system = with_lessons(render("alfworld_system", max_steps=str(ctx.alfworld_steps)), state)
     user = render("alfworld_task", observation=state.task.strip())
     place = ctx.alfworld_memory_place
@@ -128,10 +131,12 @@ def household_messages(state: Any, ctx: Context, kind: str, turns: list[Turn]) -
     return messages
 
 
-def household_reflection_messages(state: Any, ctx: Context | None = None) -> list[BaseMessage]:
+def household_reflection_messages(
+    state: Any, ctx: HouseholdContext | None = None
+) -> list[BaseMessage]:
     """The reflector prompt for a failed ALFWorld trial: instructions, two worked examples,
-    then the trial and the evaluator's feedback, followed (``Context.alfworld_diagnosis``) by
-    the commands the game refused and why."""
+    then the trial and the evaluator's feedback, followed
+    (``HouseholdContext.alfworld_diagnosis``) by the commands the game refused and why."""
     feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
     if ctx is None or ctx.alfworld_diagnosis:
         found = diagnosis(turns_of(state.trajectory), state.task)
@@ -141,10 +146,10 @@ def household_reflection_messages(state: Any, ctx: Context | None = None) -> lis
     )
 
 
-def household_written(state: Any, ctx: Context) -> str | None:
-    """The memory entry of a failed trial written without a model (``Context.alfworld_memory``
-    ``"facts"``, ``"leads"`` or ``"sightings"``, where ``""`` adds no entry); None for
-    ``"reflection"``, so the reflector model writes it."""
+def household_written(state: Any, ctx: HouseholdContext) -> str | None:
+    """The memory entry of a failed trial written without a model
+    (``HouseholdContext.alfworld_memory`` ``"facts"``, ``"leads"`` or ``"sightings"``, where
+    ``""`` adds no entry); None for ``"reflection"``, so the reflector model writes it."""
     if ctx.alfworld_memory == "facts":
         return facts(turns_of(state.trajectory), state.task)
     if ctx.alfworld_memory == "leads":
@@ -206,7 +211,7 @@ def make_household_actor(
     on the first trial (``Context.lessons``)."""
     live = sessions if sessions is not None else EnvSessions(env_factory or TextWorldEnv)
 
-    def game_of(state: PlayInput, ctx: Context) -> Game:
+    def game_of(state: PlayInput, ctx: HouseholdContext) -> Game:
         if not state.game.strip():
             raise ReflexionError(
                 "the game is empty: give a game name or a path to a game.tw-pddl file "
@@ -215,7 +220,11 @@ def make_household_actor(
         return resolve_game(state.game.strip(), ctx.games)
 
     def finish(
-        state: PlayState, ctx: Context, turns: list[Turn], stop_reason: str | None, won: bool
+        state: PlayState,
+        ctx: HouseholdContext,
+        turns: list[Turn],
+        stop_reason: str | None,
+        won: bool,
     ) -> dict[str, Any]:
         failure = (
             None
@@ -237,8 +246,8 @@ def make_household_actor(
         )
         return {"done": True, "stop_reason": stop_reason, "episodes": [episode]}
 
-    def begin(state: PlayState, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = get_context(runtime)
+    def begin(state: PlayState, runtime: Runtime[HouseholdContext]) -> dict[str, Any]:
+        ctx = get_context(runtime, HouseholdContext)
         game = game_of(state, ctx)
         observation = live.start(thread_key(get_config()), game)
         started = replace(state, task=observation, kind=game.kind)
@@ -257,8 +266,8 @@ def make_household_actor(
             "done": False,
         }
 
-    def turn(state: PlayState, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = get_context(runtime)
+    def turn(state: PlayState, runtime: Runtime[HouseholdContext]) -> dict[str, Any]:
+        ctx = get_context(runtime, HouseholdContext)
         game = game_of(state, ctx)
         key = thread_key(get_config())
         llm = actor_llm(model, ctx)
@@ -312,7 +321,7 @@ def make_household_actor(
         return "__end__" if state.done else "turn"
 
     builder = StateGraph(
-        PlayState, context_schema=Context, input_schema=PlayInput, output_schema=PlayOutput
+        PlayState, context_schema=HouseholdContext, input_schema=PlayInput, output_schema=PlayOutput
     )
     builder.add_node("begin", begin)
     builder.add_node("turn", turn)
@@ -332,7 +341,7 @@ class HouseholdVerdict(BaseModel):
     verdict: Literal["yes", "no"] = Field(description="Whether the task was completed.")
 
 
-def heuristic_evaluation(state: HouseholdState, ctx: Context) -> Evaluation:
+def heuristic_evaluation(state: HouseholdState, ctx: HouseholdContext) -> Evaluation:
     """The paper's heuristic self-evaluation: a trial succeeds when the environment closed
     the episode (which ALFWorld does when the goal is reached) before the heuristic held or
     the step limit ran out."""
@@ -350,12 +359,12 @@ def judge_messages(state: HouseholdState) -> list[BaseMessage]:
 
 def make_household_evaluator(
     model: BaseChatModel | None = None,
-) -> Callable[[HouseholdState, Runtime[Context]], dict[str, Any]]:
+) -> Callable[[HouseholdState, Runtime[HouseholdContext]], dict[str, Any]]:
     """The evaluator node: the heuristic by default, the LLM judge (a binary classification
     of the trajectory by ``Context.evaluator_model``, or ``model``) with ``evaluator=llm``."""
 
-    def evaluator(state: HouseholdState, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = get_context(runtime)
+    def evaluator(state: HouseholdState, runtime: Runtime[HouseholdContext]) -> dict[str, Any]:
+        ctx = get_context(runtime, HouseholdContext)
         if ctx.evaluator == "llm":
             llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
             verdict = ask_judge(llm, judge_messages(state), HouseholdVerdict)

@@ -13,6 +13,7 @@ from langchain_core.messages import SystemMessage
 from reflexion.core.context import Context
 from reflexion.core.memory import reflection_window
 from reflexion.core.state import TrialRecord
+from reflexion.hotpotqa.context import AnswerMemory
 from reflexion.hotpotqa.metrics import normalize_answer
 from reflexion.nodes.common import trajectory_text
 from reflexion.prompts import render
@@ -67,14 +68,15 @@ def memory_block(
         )
     if window := reflection_window(state.reflections, ctx):
         parts.append(render("memory_reflections", reflections="\n".join(f"- {r}" for r in window)))
-    if rejected and ctx.show_rejected and (ctx.uses_reflections or ctx.uses_last_attempt):
+    shows = rejected and isinstance(ctx, AnswerMemory) and ctx.show_rejected
+    if shows and (ctx.uses_reflections or ctx.uses_last_attempt):
         wrong = rejected_answers(state.evaluations)
         if wrong:
             parts.append(render("memory_rejected", answers="\n".join(f"- {a}" for a in wrong)))
     return "\n\n".join(parts)
 
 
-def with_memory(task: str, memory: str, ctx: Context) -> str:
+def with_memory(task: str, memory: str, ctx: AnswerMemory) -> str:
     """The task's user message with the memory before it (``Context.memory_first``, the
     paper's layout) or after it."""
     if not memory:
@@ -88,19 +90,20 @@ def rejected_answers(evaluations: list[TrialRecord]) -> list[str]:
     return list(dict.fromkeys(a for a in wrong if a))
 
 
-def judged_wrong(state: HasMemory, ctx: Context) -> set[str]:
+def judged_wrong(state: HasMemory, ctx: Context, *, resample: bool = False) -> set[str]:
     """The normalised answers judged incorrect so far, when the strategy keeps memory or the
-    retry resamples away from them (otherwise none: the trial cannot know them)."""
-    keeps = ctx.uses_reflections or ctx.uses_last_attempt or ctx.answer_retry == "resample"
+    retry resamples away from them (``resample``; otherwise none: the trial cannot know
+    them)."""
+    keeps = ctx.uses_reflections or ctx.uses_last_attempt or resample
     if not keeps:
         return set()
     return {normalize_answer(a) for a in rejected_answers(state.evaluations)}
 
 
-def rejected_keys(state: HasMemory, ctx: Context) -> set[str]:
-    """The normalised answers a retry may not repeat (``Context.redraw_rejected``,
-    ``Context.correct_rejected``): those judged incorrect so far (:func:`judged_wrong`) when
-    either option is on; otherwise none."""
-    if not (ctx.redraw_rejected or ctx.correct_rejected):
+def rejected_keys(state: HasMemory, ctx: AnswerMemory, *, correcting: bool = False) -> set[str]:
+    """The normalised answers a retry may not repeat (``redraw_rejected``, and ``correcting``:
+    the chain-of-thought actor's ``correct_rejected``): those judged incorrect so far
+    (:func:`judged_wrong`) when either is on; otherwise none."""
+    if not (ctx.redraw_rejected or correcting):
         return set()
     return judged_wrong(state, ctx)

@@ -8,7 +8,7 @@ and adds the observation. A trial halts, as in the paper, at the step limit or w
 outgrows the context budget; a halted trial has no answer and a ``stop_reason`` the evaluator
 reports. An unparseable reply becomes an observation that says so, and the loop goes on. A step
 that repeats a search of this trial, or finishes with an answer already judged incorrect, is
-drawn again hotter (``Context.redraw_steps``, ``Context.redraw_rejected``) before it runs.
+drawn again hotter (``ReActContext.redraw_steps``, ``ReActContext.redraw_rejected``) before it runs.
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
-from reflexion.core.context import Context, get_context
+from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import REACT_FAMILY, Family, recall_update
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import ReactStepParse, parse_react_step
 from reflexion.core.state import TrialInput
+from reflexion.hotpotqa.context import ReActContext
 from reflexion.hotpotqa.metrics import normalize_answer
 from reflexion.hotpotqa.wiki import (
     LookupCursor,
@@ -142,7 +143,7 @@ def _example_turns(example: str) -> list[BaseMessage]:
     return turns
 
 
-def react_messages(state: ReactState, ctx: Context) -> list[BaseMessage]:
+def react_messages(state: ReactState, ctx: ReActContext) -> list[BaseMessage]:
     """Instructions, the few-shot trajectories, the question with its memory
     (:func:`with_memory`), then this trial's steps."""
     messages: list[BaseMessage] = [
@@ -182,9 +183,11 @@ def _searched_before(steps: list[Step], entity: str) -> bool | None:
     return None
 
 
-def _redraws(parsed: ReactStepParse, state: ReactState, ctx: Context, rejected: set[str]) -> int:
-    """How many times to draw a step again: ``Context.redraw_steps`` when it searches what
-    this trial already searched, ``Context.redraw_rejected`` when it finishes with an answer
+def _redraws(
+    parsed: ReactStepParse, state: ReactState, ctx: ReActContext, rejected: set[str]
+) -> int:
+    """How many times to draw a step again: ``ReActContext.redraw_steps`` when it searches what
+    this trial already searched, ``ReActContext.redraw_rejected`` when it finishes with an answer
     already judged incorrect (``rejected``), otherwise 0 (the step stands)."""
     if parsed.action == "search" and _searched_before(state.steps, parsed.argument) is not None:
         return ctx.redraw_steps
@@ -200,16 +203,18 @@ def make_react_actor(
     family: Family = REACT_FAMILY,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The ReAct actor subgraph; ``model`` overrides ``Context.actor_model`` and ``backend``
-    overrides the Wikipedia chosen by ``Context.wiki`` / ``Context.corpus``; ``family`` is the
-    task family whose lessons ``begin`` recalls on the first trial (``Context.lessons``)."""
+    overrides the Wikipedia chosen by ``ReActContext.wiki`` / ``ReActContext.corpus``; ``family``
+    is the task family whose lessons ``begin`` recalls on the first trial (``Context.lessons``)."""
 
-    def tools(ctx: Context) -> WikiTools:
+    def tools(ctx: ReActContext) -> WikiTools:
         return WikiTools(backend if backend is not None else get_backend(ctx.wiki, ctx.corpus))
 
-    def begin(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
+    def begin(state: ReactState, runtime: Runtime[ReActContext]) -> dict[str, Any]:
         if not state.task.strip():
             raise ReflexionError("the task is empty: give the question to answer")
-        tools(get_context(runtime))  # a missing corpus fails here, before any model call
+        tools(
+            get_context(runtime, ReActContext)
+        )  # a missing corpus fails here, before any model call
         return {
             **recall_update(state, state.task, runtime, family),
             "trial": state.trial + 1,
@@ -222,8 +227,8 @@ def make_react_actor(
             "done": False,
         }
 
-    def think(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = get_context(runtime)
+    def think(state: ReactState, runtime: Runtime[ReActContext]) -> dict[str, Any]:
+        ctx = get_context(runtime, ReActContext)
         llm = actor_llm(model, ctx)
         messages = react_messages(state, ctx)
         used = prompt_tokens(llm, messages)
@@ -259,8 +264,8 @@ def make_react_actor(
             }
         }
 
-    def act(state: ReactState, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = get_context(runtime)
+    def act(state: ReactState, runtime: Runtime[ReActContext]) -> dict[str, Any]:
+        ctx = get_context(runtime, ReActContext)
         pending = state.pending or {}
         action, argument = pending.get("action"), str(pending.get("argument", ""))
         cursor = LookupCursor.from_dict(state.cursor)
@@ -310,7 +315,7 @@ def make_react_actor(
         return "__end__" if state.done else "think"
 
     builder = StateGraph(
-        ReactState, context_schema=Context, input_schema=ReactInput, output_schema=ReactOutput
+        ReactState, context_schema=ReActContext, input_schema=ReactInput, output_schema=ReactOutput
     )
     builder.add_node("begin", begin)
     builder.add_node("think", think)

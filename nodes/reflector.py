@@ -72,8 +72,8 @@ def make_reflector(
     model: BaseChatModel | None = None,
     *,
     examples: str = "reflect_examples",
-    messages: Callable[[Any, Context], list[BaseMessage]] | None = None,
-    written: Callable[[Any, Context], str | None] | None = None,
+    messages: Callable[[Any, Any], list[BaseMessage]] | None = None,
+    written: Callable[[Any, Any], str | None] | None = None,
     family: Family = QA_FAMILY,
     with_context: bool = False,
 ) -> Callable[[Any, Runtime[Context]], dict[str, Any]]:

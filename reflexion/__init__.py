@@ -4,6 +4,9 @@ The public API, loaded on first use so that ``import reflexion`` stays light::
 
     from reflexion import Context, create_reflexion_graph
 
+and each graph's own context: ``QAContext``, ``ReActContext``, ``CodeContext``,
+``HouseholdContext``.
+
 The package is grouped by role: ``core`` (context, state, models, memory, lessons, persistence),
 one folder per task family (``hotpotqa``, ``programming``, ``alfworld``), ``bench`` (the
 benchmark driver and its reports), ``cli``, ``perf`` and ``testing`` (fake models); the graphs,
@@ -17,19 +20,36 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from reflexion.alfworld.context import HouseholdContext
     from reflexion.core.context import Context
     from reflexion.core.state import InputState, OutputState, State
     from reflexion.graphs.custom import create_reflexion_graph
+    from reflexion.hotpotqa.context import QAContext, ReActContext
+    from reflexion.programming.context import CodeContext
 
 _EXPORTS = {
     "Context": "reflexion.core.context",
+    "QAContext": "reflexion.hotpotqa.context",
+    "ReActContext": "reflexion.hotpotqa.context",
+    "CodeContext": "reflexion.programming.context",
+    "HouseholdContext": "reflexion.alfworld.context",
     "InputState": "reflexion.core.state",
     "OutputState": "reflexion.core.state",
     "State": "reflexion.core.state",
     "create_reflexion_graph": "reflexion.graphs.custom",
 }
 
-__all__ = ["Context", "InputState", "OutputState", "State", "create_reflexion_graph"]
+__all__ = [
+    "CodeContext",
+    "Context",
+    "HouseholdContext",
+    "InputState",
+    "OutputState",
+    "QAContext",
+    "ReActContext",
+    "State",
+    "create_reflexion_graph",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage
 
 from reflexion.bench.driver import run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
-from reflexion.core.context import Context
+from reflexion.hotpotqa.context import QAContext
 
 QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(6)}
 
@@ -62,7 +62,7 @@ def bench(
         return run_benchmark(
             graph,
             tasks(ids),
-            Context(max_trials=3, answer_retry="memory"),  # the rules read the memory
+            QAContext(max_trials=3, answer_retry="memory"),  # the rules read the memory
             Sink(handle),
             settings=settings or {},
             done=finished_tasks(out),

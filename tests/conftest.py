@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from reflexion.core.transport import set_transport
 from reflexion.graphs.builder import qa_builder
 from reflexion.testing import ScriptedChatModel
 from tests.crashkit import LoopbackModel, loopback_model, reference_run
@@ -31,6 +32,13 @@ def hotpotqa_line(qid: str, question: str, gold: str, context: list[list[Any]]) 
         "supporting_facts": [[context[0][0], 0]],
     }
     return json.dumps(row)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_transport() -> Iterator[None]:
+    """A CLI call with --base-url sets the process's transport: no test sees another's."""
+    yield
+    set_transport(None)
 
 
 @pytest.fixture

@@ -2,34 +2,44 @@
 
 Nothing in the table is written by hand. Each row is one dataclass field of a context class:
 its name, its type, its default, the values it accepts (a ``Literal`` type's choices, or the
-range that the class's ``__post_init__`` checks) and the ``description`` in the field's
-metadata, the text LangGraph Studio shows. The range is read from the comparisons in
-``__post_init__`` (``self.x < 1``, ``not 0 <= self.x <= 10``), so it is the check the code
-makes, not a copy of it.
+range of its pydantic constraints, which are what construction checks and what the JSON
+schema publishes), the graphs that read it (those of ``langgraph.json`` whose context schema
+has it) and the ``description`` in the field's metadata, the text LangGraph Studio shows.
 
-``SOURCES`` lists the classes, each with the graphs that read it. A field is listed under the
-first class in ``SOURCES`` that has it, so a base class goes first and a subclass adds only
-its own fields: splitting the context into a base and per-family classes is a change to
-``SOURCES`` alone.
+``SOURCES`` lists the classes, base first. A field is listed under the first class in
+``SOURCES`` that has it, so a subclass adds only its own fields.
 
 Run as a script, it prints the table: ``python docs/hooks/config_table.py``.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import importlib
-import inspect
-import textwrap
+import json
 import types
 import typing
+from pathlib import Path
 from typing import Any
 
-SOURCES: list[tuple[str, str]] = [
-    ("reflexion.core.context.Context", "all graphs"),
+SOURCES: list[str] = [
+    "reflexion.core.context.Context",
+    "reflexion.core.context.Lessons",
+    "reflexion.hotpotqa.context.AnswerMemory",
+    "reflexion.hotpotqa.context.QAContext",
+    "reflexion.hotpotqa.context.ReActContext",
+    "reflexion.programming.context.CodeContext",
+    "reflexion.alfworld.context.HouseholdContext",
 ]
-"""The context classes (dotted path) and, for each, the graphs that read its fields."""
+"""The context classes (dotted path), base first. ``Lessons`` is the nested ``lessons``
+field: its rows read ``lessons.<name>``."""
+
+NESTED = {"reflexion.core.context.Lessons": "lessons"}
+"""Classes that are a field of another, by the field's name."""
+
+GRAPHS = "langgraph.json"
+"""Where the graphs are named: the "read by" column lists, for each field, the graphs whose
+context schema has it."""
 
 PAGE = "reference/configuration.md"
 """The page whose marker the table replaces."""
@@ -83,119 +93,49 @@ def literal_choices(hint: Any) -> tuple[Any, ...]:
     return ()
 
 
-def _self_field(node: ast.AST, loop: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
-    """The field names an expression reads: ``self.x``, or ``getattr(self, name)`` (also
-    inside ``count := ...``) where ``name`` runs over a tuple of field names."""
-    if isinstance(node, ast.NamedExpr):
-        return _self_field(node.value, loop)
-    if (
-        isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "self"
-    ):
-        return (node.attr,)
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "getattr"
-        and len(node.args) == 2
-        and isinstance(node.args[0], ast.Name)
-        and node.args[0].id == "self"
-        and isinstance(node.args[1], ast.Name)
-    ):
-        return loop.get(node.args[1].id, ())
-    return ()
+Bound = dict[str, tuple[float | int, bool]]
+"""``low`` and/or ``high`` bound of one field, each ``(value, inclusive)``."""
 
 
-def _number(node: ast.AST) -> float | int | None:
-    """A numeric constant (``1``, ``-1``, ``0.5``), else None."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        inner = _number(node.operand)
-        return None if inner is None else -inner
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-        return node.value  # type: ignore[no-any-return]
-    return None
+def constraints(hint: Any) -> list[Any]:
+    """The constraint objects in a field's ``Annotated`` parts (``annotated_types.Ge``…),
+    also inside ``X | None`` and inside a pydantic ``Field``."""
+    found: list[Any] = []
+    if typing.get_origin(hint) is typing.Annotated:
+        for part in typing.get_args(hint)[1:]:
+            found += list(getattr(part, "metadata", [part]))
+        hint = typing.get_args(hint)[0]
+    for arg in typing.get_args(hint):
+        found += constraints(arg)
+    return found
 
 
-Bounds = dict[str, dict[str, tuple[float | int, bool]]]
-"""Per field: ``low`` and/or ``high`` bound, each ``(value, inclusive)``."""
-
-
-def _rejections(test: ast.AST, loop: dict[str, tuple[str, ...]], bounds: Bounds) -> None:
-    """Bounds from an ``if`` test that rejects a value (its body raises): ``self.x < 1``
-    rejects below 1, ``not a <= self.x <= b`` rejects outside [a, b]; ``or`` combines them."""
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        for value in test.values:
-            _rejections(value, loop, bounds)
-        return
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        inner = test.operand
-        if (
-            isinstance(inner, ast.Compare)
-            and len(inner.ops) == 2
-            and all(isinstance(op, ast.LtE | ast.Lt) for op in inner.ops)
+def field_bound(hint: Any) -> Bound:
+    """The range a field's type constrains it to: what pydantic checks, and what the JSON
+    schema's ``minimum``/``maximum`` publish."""
+    bound: Bound = {}
+    for item in constraints(hint):
+        for attr, side, inclusive in (
+            ("ge", "low", True),
+            ("gt", "low", False),
+            ("le", "high", True),
+            ("lt", "high", False),
         ):
-            low, high = _number(inner.left), _number(inner.comparators[1])
-            for name in _self_field(inner.comparators[0], loop):
-                if low is not None:
-                    bounds.setdefault(name, {})["low"] = (low, isinstance(inner.ops[0], ast.LtE))
-                if high is not None:
-                    bounds.setdefault(name, {})["high"] = (
-                        high,
-                        isinstance(inner.ops[1], ast.LtE),
-                    )
-        return
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        names, limit = _self_field(test.left, loop), _number(test.comparators[0])
-        if not names or limit is None:
-            return
-        op = test.ops[0]
-        for name in names:
-            if isinstance(op, ast.Lt):  # rejects below: the value must be >= limit
-                bounds.setdefault(name, {})["low"] = (limit, True)
-            elif isinstance(op, ast.LtE):
-                bounds.setdefault(name, {})["low"] = (limit, False)
-            elif isinstance(op, ast.Gt):
-                bounds.setdefault(name, {})["high"] = (limit, True)
-            elif isinstance(op, ast.GtE):
-                bounds.setdefault(name, {})["high"] = (limit, False)
+            value = getattr(item, attr, None)
+            if type(item).__name__.lower() == attr and value is not None:
+                bound[side] = (value, inclusive)
+    return bound
 
 
-def checked_bounds(cls: type[Any]) -> Bounds:
-    """The numeric bounds the ``__post_init__`` of ``cls`` (and of its bases) enforce."""
-    bounds: Bounds = {}
-    for klass in reversed(cls.__mro__):
-        method = klass.__dict__.get("__post_init__")
-        if method is None:
-            continue
-        tree = ast.parse(textwrap.dedent(inspect.getsource(method)))
-
-        def visit(node: ast.AST, loop: dict[str, tuple[str, ...]]) -> None:
-            if isinstance(node, ast.For) and isinstance(node.target, ast.Name):
-                items = node.iter
-                if isinstance(items, ast.Tuple | ast.List) and all(
-                    isinstance(e, ast.Constant) and isinstance(e.value, str) for e in items.elts
-                ):
-                    names = tuple(e.value for e in items.elts)  # type: ignore[attr-defined]
-                    loop = {**loop, node.target.id: names}
-            if isinstance(node, ast.If) and any(isinstance(s, ast.Raise) for s in node.body):
-                _rejections(node.test, loop, bounds)
-            for child in ast.iter_child_nodes(node):
-                visit(child, loop)
-
-        visit(tree, {})
-    return bounds
-
-
-def range_text(bound: dict[str, tuple[float | int, bool]]) -> str:
+def range_text(bound: Bound) -> str:
     """``[0, 10]``, ``≥ 1``, ``> 0`` and the like."""
     low, high = bound.get("low"), bound.get("high")
     if low and high:
-        return f"{'[' if low[1] else '('}{low[0]}, {high[0]}{']' if high[1] else ')'}"
+        return f"{'[' if low[1] else '('}{low[0]:g}, {high[0]:g}{']' if high[1] else ')'}"
     if low:
-        return f"{'≥' if low[1] else '>'} {low[0]}"
+        return f"{'≥' if low[1] else '>'} {low[0]:g}"
     if high:
-        return f"{'≤' if high[1] else '<'} {high[0]}"
+        return f"{'≤' if high[1] else '<'} {high[0]:g}"
     return ""
 
 
@@ -212,57 +152,84 @@ def code(value: Any) -> str:
     return "`" + repr(value).replace("|", "\\|") + "`"
 
 
-def rows(sources: list[tuple[str, str]] = SOURCES) -> list[dict[str, str]]:
+def graph_schemas() -> dict[str, set[str]]:
+    """Each graph of ``langgraph.json`` with the fields of its context schema (a nested
+    class's as ``lessons.<name>``)."""
+    root = Path(__file__).resolve().parents[2]
+    graphs = json.loads((root / GRAPHS).read_text())["graphs"]
+    found: dict[str, set[str]] = {}
+    for graph_id, spec in graphs.items():
+        path, _, name = spec["path"].rpartition(":")
+        module = importlib.import_module("reflexion.graphs." + Path(path).stem)
+        schema = getattr(module, name).builder.context_schema
+        found[graph_id] = field_names(schema)
+    return found
+
+
+def field_names(cls: type[Any]) -> set[str]:
+    """A context class's field names, a nested class's fields as ``<field>.<name>``."""
+    names = set()
+    for f in dataclasses.fields(cls):
+        names.add(f.name)
+        if f.name in NESTED.values():
+            names.update(f"{f.name}.{g.name}" for g in dataclasses.fields(f.default_factory()))  # type: ignore[misc]
+    return names
+
+
+def rows(sources: list[str] = SOURCES) -> list[dict[str, str]]:
     """One row per field of the classes in ``sources``; a field already listed under an
     earlier class is not repeated. Init-only settings (``InitVar``, such as ``preset``)
     come last in their class, marked as such."""
+    schemas = graph_schemas()
     seen: set[str] = set()
     found = []
-    for path, read_by in sources:
+    for path in sources:
         cls = load(path)
+        prefix = f"{NESTED[path]}." if path in NESTED else ""
         hints = typing.get_type_hints(cls, include_extras=True)
-        bounds = checked_bounds(cls)
         init_only = [
             f
             for f in cls.__dataclass_fields__.values()
             if f._field_type is dataclasses._FIELD_INITVAR  # type: ignore[attr-defined]
         ]
         for f in [*dataclasses.fields(cls), *init_only]:
-            if f.name in seen:
+            name = prefix + f.name
+            if name in seen:
                 continue
-            seen.add(f.name)
+            seen.add(name)
             hint = hints[f.name]
             if isinstance(hint, dataclasses.InitVar):
                 hint = hint.type
             if f.default is not dataclasses.MISSING:
                 default = code(f.default)
             elif f.default_factory is not dataclasses.MISSING:
-                default = code(f.default_factory())
+                default = "see below" if f.name in NESTED.values() else code(f.default_factory())
             else:
                 default = "required"
             choices = literal_choices(hint)
             accepts = (
-                ", ".join(code(c) for c in choices)
-                if choices
-                else range_text(bounds.get(f.name, {}))
+                ", ".join(code(c) for c in choices) if choices else range_text(field_bound(hint))
             )
             description = cell(f.metadata.get("description", ""))
             if f in init_only:
                 description = "(init only: not kept as a field) " + description
+            readers = [g for g, names in schemas.items() if name in names or f in init_only]
             found.append(
                 {
-                    "field": f.name,
+                    "field": name,
                     "type": type_name(hint),
                     "default": default,
                     "accepts": accepts,
-                    "read_by": read_by,
+                    "read_by": "all graphs"
+                    if len(readers) == len(schemas)
+                    else ", ".join(f"`{g}`" for g in readers),
                     "description": description,
                 }
             )
     return found
 
 
-def table(sources: list[tuple[str, str]] = SOURCES) -> str:
+def table(sources: list[str] = SOURCES) -> str:
     """The Markdown table of every field in ``sources``."""
     lines = [HEADER]
     for row in rows(sources):

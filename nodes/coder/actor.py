@@ -1,6 +1,6 @@
 """The code actor: writes a complete implementation each trial.
 
-From the second trial on it sees, by ``Context.code_retry``, its previous implementation with
+From the second trial on it sees, by ``CodeContext.code_retry``, its previous implementation with
 the internal test results (repair, the paper), or the task with the failed tests (fresh), or
 the task alone (resample: the equal-budget baseline); the last Ω reflections under strategy
 ``reflexion``. A retry that repeats earlier code is drawn again; after Rust code that did not
@@ -19,13 +19,14 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
-from reflexion.core.context import Context, get_context
+from reflexion.core.context import get_context
 from reflexion.core.lessons import Family, programming_family, recall_update
 from reflexion.core.memory import reflection_window
 from reflexion.core.state import CodeState
 from reflexion.nodes.coder.common import STOPS, did_compile, fenced, problem_of, prompt_names
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import with_lessons
+from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import (
     CodeProblem,
     extract_code,
@@ -37,9 +38,9 @@ from reflexion.programming.sandbox import (
 from reflexion.prompts import render
 
 
-def retries_fresh(state: CodeState, ctx: Context) -> bool:
+def retries_fresh(state: CodeState, ctx: CodeContext) -> bool:
     """Whether the next attempt is a fresh sample rather than a repair of the last one:
-    ``Context.code_retry`` says which, and under ``auto`` code that did not compile is
+    ``CodeContext.code_retry`` says which, and under ``auto`` code that did not compile is
     repaired (the compiler's errors point into it) and code that failed tests is not. A
     ``resample`` retry is fresh too, from the first trial's prompt alone."""
     if state.trial == 0 or not state.evaluations:
@@ -50,9 +51,9 @@ def retries_fresh(state: CodeState, ctx: Context) -> bool:
 
 
 def compiler_fixed(
-    state: CodeState, problem: CodeProblem, ctx: Context, tried: set[str]
+    state: CodeState, problem: CodeProblem, ctx: CodeContext, tried: set[str]
 ) -> str | None:
-    """Rust under ``Context.compiler_fixes``: the last attempt with the fixes ``rustc``
+    """Rust under ``CodeContext.compiler_fixes``: the last attempt with the fixes ``rustc``
     suggests applied, when it did not compile, was the model's own (not already a fix), and
     the fixes make it compile into code whose key is not in ``tried``; else ``None``."""
     if not (ctx.compiler_fixes and problem.language == "rs" and state.evaluations):
@@ -65,7 +66,7 @@ def compiler_fixed(
     return fixed if fixed is not None and code_key(fixed, "rs") not in tried else None
 
 
-def code_messages(state: CodeState, ctx: Context) -> list[BaseMessage]:
+def code_messages(state: CodeState, ctx: CodeContext) -> list[BaseMessage]:
     """The actor prompt: instructions and the problem (a prefix that stays the same across
     trials), then, after a failed trial, the previous implementation as the assistant's turn
     and the test results, the reflections (strategy ``reflexion``) and the request to fix it;
@@ -116,16 +117,16 @@ def code_key(code: str, language: str) -> str:
 
 def make_code_actor(
     model: BaseChatModel | None = None, *, family: Family = programming_family
-) -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
+) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
     """The code actor node; ``model`` overrides ``Context.actor_model``; ``family`` is the task
     family whose lessons it recalls on the first trial (``Context.lessons``). A retry whose code
-    repeats an earlier attempt is sampled again (``Context.resample_repeats``); a fresh retry
-    (``Context.code_retry``) is sampled at ``RESAMPLE_TEMPERATURE`` from the start. After Rust
+    repeats an earlier attempt is sampled again (``CodeContext.resample_repeats``); a fresh retry
+    (``CodeContext.code_retry``) is sampled at ``RESAMPLE_TEMPERATURE`` from the start. After Rust
     code that did not compile, the retry is first the compiler's own fix, when it has one
     (:func:`compiler_fixed`), with no model call."""
 
-    def code_actor(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = get_context(runtime)
+    def code_actor(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
+        ctx = get_context(runtime, CodeContext)
         problem = problem_of(state)
         recalled = recall_update(state, state.task, runtime, family)
         if recalled:
@@ -146,7 +147,7 @@ def make_code_actor(
         draws = 0
 
         def draw(chat: BaseChatModel) -> BaseMessage:
-            """One reply, seeded by what it draws on a retry (``Context.code_seeds``)."""
+            """One reply, seeded by what it draws on a retry (``CodeContext.code_seeds``)."""
             nonlocal draws
             draws += 1
             named = state.trial > 0 and ctx.code_seeds == "retry"

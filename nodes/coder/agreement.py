@@ -1,4 +1,4 @@
-"""Evidence from independent implementations (``Context.cross_check``).
+"""Evidence from independent implementations (``CodeContext.cross_check``).
 
 Where trusted tests decide, an attempt that passes them is judged by the behaviour of
 independently drawn implementations on probe tests (*witnesses*,
@@ -13,7 +13,6 @@ from dataclasses import replace
 
 from langchain_core.language_models import BaseChatModel
 
-from reflexion.core.context import Context
 from reflexion.core.state import CodeState, Witness
 from reflexion.nodes.coder.actor import code_messages
 from reflexion.nodes.coder.common import STOPS, counted_part, problem_of, run_tests
@@ -26,6 +25,7 @@ from reflexion.programming.agreement import (
     majority,
     verdict,
 )
+from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import (
     CodeProblem,
     assemble,
@@ -39,7 +39,7 @@ from reflexion.programming.sandbox import (
 
 def _independent_code(
     state: CodeState,
-    ctx: Context,
+    ctx: CodeContext,
     problem: CodeProblem,
     model: BaseChatModel | None,
     kind: str,
@@ -57,7 +57,7 @@ def _independent_code(
 
 def _draw_witness(
     state: CodeState,
-    ctx: Context,
+    ctx: CodeContext,
     problem: CodeProblem,
     limits: Limits,
     model: BaseChatModel | None,
@@ -80,7 +80,7 @@ def _draw_witness(
 
 def cross_check(
     state: CodeState,
-    ctx: Context,
+    ctx: CodeContext,
     mine: Fingerprint,
     limits: Limits,
     model: BaseChatModel | None = None,
@@ -114,7 +114,7 @@ def cross_check(
 
 def _draw_voter(
     state: CodeState,
-    ctx: Context,
+    ctx: CodeContext,
     problem: CodeProblem,
     limits: Limits,
     model: BaseChatModel | None,
@@ -135,7 +135,7 @@ def _draw_voter(
 
 def unbacked_tests(
     state: CodeState,
-    ctx: Context,
+    ctx: CodeContext,
     result: SuiteResult,
     failed_written: list[str],
     limits: Limits,

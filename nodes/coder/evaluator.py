@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
-from reflexion.core.context import Context, get_context
+from reflexion.core.context import get_context
 from reflexion.core.state import CodeState, TrialRecord, Witness
 from reflexion.nodes.coder.agreement import cross_check, unbacked_tests
 from reflexion.nodes.coder.common import (
@@ -29,6 +29,7 @@ from reflexion.nodes.coder.common import (
 from reflexion.programming.agreement import (
     fingerprint,
 )
+from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import (
     assemble,
 )
@@ -78,7 +79,7 @@ def format_feedback(
     return text
 
 
-def doubted_tests(state: CodeState, failed_written: list[str], ctx: Context) -> frozenset[str]:
+def doubted_tests(state: CodeState, failed_written: list[str], ctx: CodeContext) -> frozenset[str]:
     """Self-written tests this attempt failed that every earlier attempt with code failed too
     (agreement across attempts: the test, not the code, is the likelier culprit); none on the
     first attempt or under ``Context.test_trust="all"``."""
@@ -108,10 +109,10 @@ def earlier_equal(state: CodeState, set_apart: frozenset[str]) -> int | None:
 
 def make_unit_test_evaluator(
     model: BaseChatModel | None = None,
-) -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
+) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
     """The evaluator node: success when every internal test that counts passes (under
     ``Context.test_trust="anchored"``, self-written tests that every attempt failed do not
-    count) and, with ``Context.cross_check``, independent implementations do not outvote the
+    count) and, with ``CodeContext.cross_check``, independent implementations do not outvote the
     attempt on the probe tests (``model`` overrides ``Context.actor_model`` for drawing them).
     An attempt is never a success on empty evidence: when doubt leaves no counted test (or
     none of them passed), it is not, and under ``select_answer="best"`` the earlier attempt
@@ -120,8 +121,8 @@ def make_unit_test_evaluator(
     when tests were asked for (``generate_tests``) and none came, a compiling attempt is the
     thread's last; in the paper's "no test generation" ablation every trial runs."""
 
-    def unit_test_evaluator(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = get_context(runtime)
+    def unit_test_evaluator(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
+        ctx = get_context(runtime, CodeContext)
         problem = problem_of(state)
         tests = list(state.tests)
         limits = Limits(

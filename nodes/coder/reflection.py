@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from reflexion.core.context import Context
 from reflexion.core.state import CodeState
 from reflexion.nodes.coder.common import problem_of, prompt_names
+from reflexion.programming.context import CodeContext
 from reflexion.prompts import few_shot, render
 
 
-def code_reflection_messages(state: CodeState, ctx: Context | None = None) -> list[BaseMessage]:
+def code_reflection_messages(state: CodeState, ctx: CodeContext | None = None) -> list[BaseMessage]:
     """The code reflector prompt: instructions, two worked examples as turns, then the problem,
     the failed implementation and its test results (no option of ``ctx`` changes it)."""
     problem = problem_of(state)

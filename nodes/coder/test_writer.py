@@ -2,8 +2,8 @@
 
 The evaluator model writes unit tests for the signature and documentation; only statements
 that parse (Python ``ast``) or compile against the signature (Rust) are kept, deduplicated, and
-at most ``Context.max_tests`` are sampled. The prompt's own examples come first as trusted
-tests (``Context.example_tests``); under ``Context.test_trust="anchored"`` they decide alone.
+at most ``CodeContext.max_tests`` are sampled. The prompt's own examples come first as trusted
+tests (``CodeContext.example_tests``); under ``Context.test_trust="anchored"`` they decide alone.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from reflexion.core.context import Context, get_context
+from reflexion.core.context import get_context
 from reflexion.core.state import CodeState
 from reflexion.nodes.coder.common import problem_of, prompt_names
 from reflexion.nodes.common import resolve_model
+from reflexion.programming.context import CodeContext
 from reflexion.programming.examples import example_tests
 from reflexion.programming.probes import mutated_probes
 from reflexion.programming.problems import (
@@ -44,7 +45,7 @@ def test_messages(
     problem: CodeProblem, count: int, system_prompt: str = "code_tests_system"
 ) -> list[BaseMessage]:
     """The test writer's prompt (``system_prompt``: ``code_probes_system`` asks for inputs the
-    documentation's examples do not use, the probes of ``Context.cross_check``)."""
+    documentation's examples do not use, the probes of ``CodeContext.cross_check``)."""
     names = prompt_names(problem.language)
     system = render(system_prompt, count=str(count), form=TEST_FORMS[problem.language], **names)
     user = render("code_tests_task", prompt=problem.prompt.strip(), **names)
@@ -66,14 +67,14 @@ def _call_of(test: str) -> str:
     return re.sub(r"\s+", "", test)
 
 
-def trusted_tests(problem: CodeProblem, ctx: Context) -> list[str]:
+def trusted_tests(problem: CodeProblem, ctx: CodeContext) -> list[str]:
     """The prompt's own examples as tests (``ctx.example_tests``), at most ``ctx.max_tests``;
     Rust ones only when they compile against the signature."""
     examples = example_tests(problem) if ctx.example_tests else []
     return _compiling(examples, problem, ctx)[: ctx.max_tests]
 
 
-def _compiling(tests: list[str], problem: CodeProblem, ctx: Context) -> list[str]:
+def _compiling(tests: list[str], problem: CodeProblem, ctx: CodeContext) -> list[str]:
     """The tests, less Rust ones that do not compile against the signature."""
     if problem.language != "rs" or not tests:
         return tests
@@ -85,7 +86,7 @@ def _compiling(tests: list[str], problem: CodeProblem, ctx: Context) -> list[str
 def valid_tests(
     reply: str,
     problem: CodeProblem,
-    ctx: Context,
+    ctx: CodeContext,
     trusted: list[str] | None = None,
     room: int | None = None,
 ) -> list[str]:
@@ -103,16 +104,16 @@ def valid_tests(
 
 def make_test_writer(
     model: BaseChatModel | None = None,
-) -> Callable[[CodeState, Runtime[Context]], dict[str, Any]]:
+) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
     """The test-writer node; ``model`` overrides ``Context.evaluator_model`` (the tests are the
     evaluator's instrument). Tests given in the input are kept as they are. Under
     ``Context.test_trust="anchored"`` a problem whose prompt gives examples gets those only:
-    the model writes no tests that could outvote them. ``Context.cross_check`` then needs
+    the model writes no tests that could outvote them. ``CodeContext.cross_check`` then needs
     probes: in Python the examples with their inputs varied (no model call), else tests the
     model writes, which only compare implementations."""
 
-    def test_writer(state: CodeState, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = get_context(runtime)
+    def test_writer(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
+        ctx = get_context(runtime, CodeContext)
         problem = problem_of(state)
         if state.tests or not ctx.generate_tests:
             return {}

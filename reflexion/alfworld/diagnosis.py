@@ -1,5 +1,6 @@
-"""What an ALFWorld trial's own turns show, for the reflector (``Context.alfworld_diagnosis``)
-and, refusal by refusal, for the actor (``Context.alfworld_explain``):
+"""What an ALFWorld trial's own turns show, for the reflector
+(``HouseholdContext.alfworld_diagnosis``) and, refusal by refusal, for the actor
+(``HouseholdContext.alfworld_explain``):
 where the goal's objects were seen (or which receptacles were searched in vain), and why the
 game refused each refused command, worked out from where the agent was, what it held, which
 receptacles it found closed and what it saw in each. The engine answers every command it cannot
@@ -254,7 +255,7 @@ def _replay(turns: Sequence[Turn], task: str) -> tuple[_Where, dict[tuple[str, s
 
 
 def explained(turns: Sequence[Turn], task: str) -> list[str]:
-    """Each turn's observation as the actor reads it with ``Context.alfworld_explain``: a
+    """Each turn's observation as the actor reads it with ``HouseholdContext.alfworld_explain``: a
     refused command's "Nothing happens." followed by the likeliest reason the turns before it
     show ("Nothing happens. Likely because you were already there."); every other observation, and
     a refusal the turns do not explain, as the game wrote it."""

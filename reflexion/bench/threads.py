@@ -42,7 +42,9 @@ def recursion_limit(ctx: Context) -> int:
     ``alfworld_steps`` ALFWorld turns) run: three supersteps per trial in the loop (four with
     human review), two per step in the ReAct subgraph, one per turn in the ALFWorld subgraph."""
     per_trial = 4 if ctx.review_reflections else 3
-    return max(25, per_trial * ctx.max_trials + 5, 2 * ctx.max_steps + 5, ctx.alfworld_steps + 5)
+    steps = int(getattr(ctx, "max_steps", 0))  # the family's inner loop, where it has one
+    turns = int(getattr(ctx, "alfworld_steps", 0))
+    return max(25, per_trial * ctx.max_trials + 5, 2 * steps + 5, turns + 5)
 
 
 def update_events(update: Any) -> list[tuple[str, dict[str, Any]]]:

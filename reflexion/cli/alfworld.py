@@ -9,6 +9,7 @@ from typing import Annotated, Any, get_args
 import typer
 from rich.markup import escape
 
+from reflexion.alfworld.context import HouseholdContext, HouseholdMemory, MemoryPlace, TurnSeeds
 from reflexion.alfworld.env import ENGINE_MISSING, engine_available
 from reflexion.alfworld.games import load_games, pack_games, select_games
 from reflexion.alfworld.scoring import failure_curves, self_evaluation, solved_curve, won_at
@@ -18,7 +19,6 @@ from reflexion.bench.reports import compare_table, household_summary, outcome_ta
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, one_model_context
-from reflexion.core.context import HouseholdMemory, MemoryPlace, TurnSeeds
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 
@@ -69,7 +69,7 @@ def bench_alfworld(
     ] = False,
     max_steps: Annotated[
         int, opt.count_option("--max-steps", help="Most turns (thoughts and commands) per trial.")
-    ] = opt.DEFAULTS.alfworld_steps,
+    ] = opt.HOUSEHOLD_DEFAULTS.alfworld_steps,
     memory: Annotated[
         int, opt.count_option("--memory", "-k", min=0, help="Ω: reflections the actor sees.")
     ] = 3,
@@ -91,7 +91,7 @@ def bench_alfworld(
             "the paper); facts (no model: where the goal's objects were, refused commands and "
             "why); leads (no model: the sightings, else the places not looked into).",
         ),
-    ] = opt.DEFAULTS.alfworld_memory,
+    ] = opt.HOUSEHOLD_DEFAULTS.alfworld_memory,
     memory_place: Annotated[
         str,
         opt.word_option(
@@ -111,7 +111,7 @@ def bench_alfworld(
             "draws the same; strategies draw alike until their prompts differ); process: one "
             "counter per process.",
         ),
-    ] = opt.DEFAULTS.alfworld_seeds,
+    ] = opt.HOUSEHOLD_DEFAULTS.alfworld_seeds,
     no_explain: Annotated[
         bool,
         typer.Option(
@@ -122,7 +122,7 @@ def bench_alfworld(
         ),
     ] = False,
     model: opt.ModelOpt = DEFAULT_MODEL,
-    temperature: opt.TempOpt = opt.DEFAULTS.temperature,
+    temperature: opt.TempOpt = opt.HOUSEHOLD_DEFAULTS.temperature,
     base_url: opt.BaseUrlOpt = None,
     *,
     common: run.Common,
@@ -147,6 +147,7 @@ def bench_alfworld(
     variants = []
     for name in strategies:
         ctx = one_model_context(
+            HouseholdContext,
             model,
             base_url,
             max_trials=trials,

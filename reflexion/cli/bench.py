@@ -9,11 +9,9 @@ options into :class:`Variant` s; :func:`run_variants` does the rest.
 from __future__ import annotations
 
 import functools
-import hashlib
 import inspect
-import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,6 +21,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from reflexion.bench.driver import Finalize, Graph, ServerGraph, run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
+from reflexion.bench.settings import (
+    ALFWORLD_FIELDS,
+    CODE_FIELDS,
+    COT_FIELDS,
+    QA_FIELDS,
+    STEP_FIELDS,
+    first_trial_key,
+    result_settings,
+    settings_key,
+)
 from reflexion.cli import options as opt
 from reflexion.cli.common import (
     checkpointer,
@@ -38,6 +46,7 @@ from reflexion.cli.common import (
 from reflexion.cli.options import STRATEGIES, choice
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
+from reflexion.core.transport import current_transport
 from reflexion.graphs.agents import AGENTS
 
 Printer = Callable[[dict[str, Any], str], None]
@@ -106,143 +115,6 @@ class Outcome:
     results: Results = field(default_factory=dict)
     errors: dict[str, int] = field(default_factory=dict)
     files: dict[str, Path] = field(default_factory=dict)
-
-
-TRANSPORT_FIELDS = ("max_retries", "request_timeout", "retry_backoff")
-"""Context fields that change how model calls are made, not what a run computes: left out of
-a results file's settings, so changing them does not start a benchmark over."""
-
-
-LESSON_FIELDS = ("lessons", "recall_k", "lesson_filter", "task_family")
-"""Context fields of the long-term lessons: in a results file's settings only with
-``--lessons`` (runs with and without lessons never share a file; files written before the
-option existed keep their names)."""
-
-
-LATER_FIELDS: dict[str, Any] = {
-    "code_retry": "repair",
-    "show_rejected": False,
-    "reflection_examples": True,
-    "redraw_rejected": 0,
-    "memory_first": False,
-    "correct_rejected": False,
-    "redraw_steps": 0,
-    "alfworld_diagnosis": False,
-    "alfworld_memory": "reflection",
-    "alfworld_memory_place": "task",
-    "alfworld_seeds": "process",
-    "alfworld_explain": False,
-    "cross_check": 0,
-    "compiler_fixes": False,
-    "code_seeds": "process",
-    "answer_retry": "memory",
-    "qa_seeds": "process",
-}
-"""Context fields added after results files existed, with the behaviour those files ran
-under: in the settings only when a run differs from it, so earlier files keep their names
-(and their runs resume)."""
-
-
-ANSWER_FIELDS = (
-    "show_rejected",
-    "redraw_rejected",
-    "correct_rejected",
-    "memory_first",
-    "answer_retry",
-)
-"""Context fields only a question-answering actor reads, and only under a strategy with
-memory (``correct_rejected`` and ``answer_retry`` only the chain-of-thought one): a benchmark
-whose actor does not read one passes it as ``unused``."""
-
-RESAMPLE_FIELDS = ("answer_retry", "redraw_rejected")
-"""The answer fields ``answer_retry="resample"`` reads under any strategy, none included."""
-
-STEP_FIELDS = ("redraw_steps",)
-"""Context fields only the ReAct actor reads, under every strategy."""
-
-COT_FIELDS = ("qa_seeds",)
-"""Context fields only the chain-of-thought actor reads, under every strategy."""
-
-QA_FIELDS = (*ANSWER_FIELDS, *STEP_FIELDS, *COT_FIELDS)
-"""Every field only a question-answering actor reads: what the other benchmarks pass as
-``unused``."""
-
-HOUSEHOLD_FIELDS = ("alfworld_diagnosis", "alfworld_memory", "alfworld_memory_place")
-"""Context fields only the ALFWorld reflector reads: what the other benchmarks pass as
-``unused``."""
-
-
-ALFWORLD_FIELDS = (*HOUSEHOLD_FIELDS, "alfworld_seeds", "alfworld_explain")
-"""Every field only the ALFWorld graph reads: what the other benchmarks pass as ``unused``."""
-
-CODE_FIELDS = ("compiler_fixes", "code_seeds")
-"""Context fields only the programming graph reads that came with a default other than their
-``LATER_FIELDS`` value: what the other benchmarks pass as ``unused``, so their files keep their
-names."""
-
-
-def result_settings(ctx: Context, *, unused: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The settings that name a results file: what the run computes, without the options that
-    cannot act in it (``unused`` by the benchmark's actor, or under its strategy)."""
-    if "alfworld_memory" not in unused and ctx.alfworld_memory != "reflection":
-        # The code writes the memory and no reflector runs: its options are inert, and read
-        # as the defaults (the reflector as the actor), so the run keeps the default's name.
-        ctx = replace(
-            ctx, reflector_model=ctx.actor_model, reflection_examples=True, alfworld_diagnosis=True
-        )
-    if not ctx.uses_reflections:
-        # No reflector runs (none, last_attempt): a reflector given its own model cannot
-        # act, so the run keeps the name of the same run without it.
-        ctx = replace(ctx, reflector_model=ctx.actor_model)
-    left_out = {*TRANSPORT_FIELDS, "review_reflections", *unused}
-    if not ctx.lessons:
-        left_out.update(LESSON_FIELDS)
-    left_out.update(k for k, before in LATER_FIELDS.items() if getattr(ctx, k) == before)
-    if not ctx.uses_reflections:  # options that cannot act under this strategy
-        left_out.update(("reflection_examples", *HOUSEHOLD_FIELDS))
-        if ctx.answer_retry == "resample":  # the no-memory baseline that redraws
-            left_out.update(f for f in ANSWER_FIELDS if f not in RESAMPLE_FIELDS)
-        elif not ctx.uses_last_attempt:
-            left_out.update(ANSWER_FIELDS)
-    return {k: v for k, v in asdict(ctx).items() if k not in left_out}
-
-
-def settings_key(settings: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
-
-
-AFTER_FIRST_TRIAL = (
-    "strategy",
-    "strategy_name",
-    "memory_size",
-    "max_trials",
-    "resample_repeats",
-    "code_retry",
-    "compiler_fixes",
-    "code_seeds",
-    "qa_seeds",
-    "answer_retry",
-    "select_answer",
-    "show_rejected",
-    "redraw_rejected",
-    "correct_rejected",
-    "memory_first",
-    "reflection_examples",
-    "reflector_model",
-    "reflector_sees_context",
-    "review_reflections",
-    "alfworld_diagnosis",
-    "alfworld_memory",
-    "alfworld_memory_place",
-)
-"""Settings that act only after a task's first trial: runs that differ in them alone share
-their first trials in a paired comparison."""
-
-
-def first_trial_key(settings: dict[str, Any]) -> str:
-    """The settings key of the shared first-trial threads that paired runs fork from."""
-    shared = {k: v for k, v in settings.items() if k not in AFTER_FIRST_TRIAL}
-    return settings_key({**shared, "first_trial": True})
 
 
 def report_errors(errors_by: dict[str, int], unit: str) -> None:
@@ -333,6 +205,11 @@ def run_variants(
     finished tasks and resumes unfinished ones; with ``paired``, a variant that runs more than
     one trial forks each task's shared first trial (see :func:`first_trial_key`)."""
     outcome = Outcome()
+    if where.server is not None and current_transport().base_url is not None:
+        console.print(
+            "[yellow]note:[/] the models of a --server run are reached as that server's "
+            "environment says (REFLEXION_BASE_URL there), not through --base-url"
+        )
     with (
         checkpointer(local_db(where.db, where.server)) as saver,
         lesson_store(where.db, where.lessons and where.server is None) as store,
@@ -418,7 +295,7 @@ class Common:
     preset: dict[str, Any] = field(default_factory=dict)
     """``--preset``'s fields that no option of the command sets (:func:`opt.preset_options`)."""
 
-    def apply(self, ctx: Context) -> Context:
+    def apply(self, ctx: opt.C) -> opt.C:
         """``ctx`` with ``--preset`` (the fields no option of the command sets), ``--lessons``,
         ``--recall-k``, ``--lesson-filter`` and each ``--role-model ROLE=MODEL`` applied, and
         ``--reflect``."""
@@ -470,8 +347,8 @@ def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[.
         ("db", opt.DbOpt, opt.DEFAULT_DB),
         ("server", opt.ServerOpt, None),
         ("lessons", opt.LessonsOpt, False),
-        ("recall_k", opt.RecallOpt, opt.DEFAULTS.recall_k),
-        ("lesson_filter", opt.LessonFilterOpt, opt.DEFAULTS.lesson_filter),
+        ("recall_k", opt.RecallOpt, opt.DEFAULTS.lessons.recall_k),
+        ("lesson_filter", opt.LessonFilterOpt, opt.DEFAULTS.lessons.filter),
         ("role_models", opt.RoleModelOpt, None),
         ("reflect", opt.ReflectOpt, "worked"),
         ("preset", opt.PresetOpt, "default"),
@@ -512,3 +389,13 @@ def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[.
         return with_common
 
     return decorate
+
+
+__all__ = [
+    "ALFWORLD_FIELDS",
+    "CODE_FIELDS",
+    "COT_FIELDS",
+    "QA_FIELDS",
+    "STEP_FIELDS",
+    "result_settings",
+]

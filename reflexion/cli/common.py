@@ -15,18 +15,21 @@ from rich.console import Console
 from rich.markup import escape
 
 from reflexion.bench.driver import Graph
-from reflexion.cli.options import STRATEGIES, check_memory, choice
+from reflexion.cli.options import STRATEGIES, C, check_memory, choice
 from reflexion.core.context import LESSON_FILTERS, Context, LessonFilter
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import load_chat_model
 from reflexion.core.persistence import MEMORY, open_checkpointer, open_store, parse_target
+from reflexion.core.transport import current_transport, set_transport, transport_of
 from reflexion.graphs.agents import AGENTS
+from reflexion.hotpotqa.context import QAContext, ReActContext
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def qa_context(
+    agent: str,
     model: str,
     trials: int,
     memory: int,
@@ -40,7 +43,9 @@ def qa_context(
     max_steps: int = 6,
     load: bool = True,
     memory_given: bool = True,
-) -> Context:
+) -> QAContext | ReActContext:
+    """The context of a question-answering run of ``agent`` (its graph's class: ReAct's takes
+    the Wikipedia, the corpus and the steps; the chain-of-thought agents' do not read them)."""
     strategy = choice(strategy, STRATEGIES, "--strategy")
     evaluator = choice(evaluator, ("exact_match", "llm"), "--evaluator")
     wiki = choice(wiki, ("offline", "live"), "--wiki")
@@ -49,31 +54,41 @@ def qa_context(
         raise ReflexionError(
             f"corpus file {corpus} does not exist: check the path given to --corpus"
         )
-    ctx = one_model_context(
-        model,
-        base_url,
+    common = dict(
         max_trials=trials,
         memory_size=memory,
         strategy=strategy,
         evaluator=evaluator,
         temperature=temperature,
-        wiki=wiki,
-        corpus=corpus,
-        max_steps=max_steps,
     )
+    ctx: QAContext | ReActContext
+    if agent == "react":
+        ctx = one_model_context(
+            ReActContext,
+            model,
+            base_url,
+            **common,
+            wiki=wiki,
+            corpus=corpus,
+            max_steps=max_steps,
+        )
+    else:
+        ctx = one_model_context(QAContext, model, base_url, **common)
     if load:
         resolve_models(ctx)
     return ctx
 
 
-def one_model_context(model: str, base_url: str | None, **fields: Any) -> Context:
-    """A context whose actor, evaluator and reflector all run ``model`` (what ``--model``
-    means), with the other fields given."""
-    return Context(
+def one_model_context(schema: type[C], model: str, base_url: str | None, **fields: Any) -> C:
+    """A context of the graph's class ``schema`` whose actor, evaluator and reflector all run
+    ``model`` (what ``--model`` means), with the other fields given; ``--base-url`` (when
+    given) sets the process's transport, which every model of the run is reached through."""
+    if base_url is not None:
+        set_transport(replace(current_transport(), base_url=base_url))
+    return schema(
         actor_model=model,
         evaluator_model=model,
         reflector_model=model,
-        base_url=base_url,
         **fields,
     )
 
@@ -91,7 +106,7 @@ def resolve_models(ctx: Context) -> None:
             spec,
             temperature=temperature,
             max_tokens=ctx.max_tokens,
-            base_url=ctx.base_url,
+            base_url=transport_of(ctx).base_url,
             slot=role,
         )
 
@@ -138,15 +153,13 @@ def lesson_store(db: str, lessons: bool) -> Iterator[BaseStore | None]:
         yield store
 
 
-def with_lessons(
-    ctx: Context, lessons: bool, recall_k: int, lesson_filter: str = "validated"
-) -> Context:
+def with_lessons(ctx: C, lessons: bool, recall_k: int, lesson_filter: str = "validated") -> C:
     """``ctx`` with the ``--lessons`` / ``--recall-k`` / ``--lesson-filter`` options applied."""
     chosen = choice(lesson_filter, LESSON_FILTERS, "--lesson-filter")
     if not lessons:
         return ctx
     kept: LessonFilter = "all" if chosen == "all" else "validated"
-    return replace(ctx, lessons=lessons, recall_k=recall_k, lesson_filter=kept)
+    return replace(ctx, lessons=replace(ctx.lessons, enabled=True, recall_k=recall_k, filter=kept))
 
 
 def open_output(path: Path) -> TextIO:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -65,7 +64,7 @@ def bench_hotpotqa(
     evaluator: opt.EvaluatorOpt = opt.DEFAULTS.evaluator,
     temperature: opt.TempOpt = opt.DEFAULTS.temperature,
     base_url: opt.BaseUrlOpt = None,
-    wiki: opt.WikiOpt = opt.DEFAULTS.wiki,
+    wiki: opt.WikiOpt = opt.REACT_DEFAULTS.wiki,
     corpus: Annotated[
         Path | None,
         typer.Option(
@@ -74,7 +73,7 @@ def bench_hotpotqa(
             "(default: the --dataset file).",
         ),
     ] = None,
-    max_steps: opt.StepsOpt = opt.DEFAULTS.max_steps,
+    max_steps: opt.StepsOpt = opt.REACT_DEFAULTS.max_steps,
     show_rejected: Annotated[
         bool,
         typer.Option(
@@ -90,7 +89,7 @@ def bench_hotpotqa(
             help="Redraws of a retry whose answer was already judged incorrect "
             "(0: keep the repeat, as the paper does).",
         ),
-    ] = opt.DEFAULTS.redraw_rejected,
+    ] = opt.QA_DEFAULTS.redraw_rejected,
     redraw_steps: Annotated[
         int,
         opt.count_option(
@@ -99,7 +98,7 @@ def bench_hotpotqa(
             help="react: redraws of a step that repeats a search of its trial (0: keep the "
             "repeat, as the paper does).",
         ),
-    ] = opt.DEFAULTS.redraw_steps,
+    ] = opt.REACT_DEFAULTS.redraw_steps,
     no_correction: Annotated[
         bool,
         typer.Option(
@@ -116,8 +115,8 @@ def bench_hotpotqa(
             "trials) instead of before the context and question, as in the paper.",
         ),
     ] = False,
-    answer_retry: opt.AnswerRetryOpt = opt.DEFAULTS.answer_retry,
-    seeds: opt.QaSeedsOpt = opt.DEFAULTS.qa_seeds,
+    answer_retry: opt.AnswerRetryOpt = opt.QA_DEFAULTS.answer_retry,
+    seeds: opt.QaSeedsOpt = opt.QA_DEFAULTS.qa_seeds,
     *,
     common: run.Common,
     paired_runs: opt.PairedOpt = True,
@@ -141,6 +140,7 @@ def bench_hotpotqa(
     variants = []
     for name in strategies:
         ctx = qa_context(
+            agent,
             model,
             trials,
             memory,
@@ -154,7 +154,7 @@ def bench_hotpotqa(
             load=False,
             memory_given=opt.given(cli, "memory"),
         )
-        ctx = replace(
+        ctx = opt.set_fields(
             common.apply(ctx),
             show_rejected=show_rejected,
             redraw_rejected=redraw,

@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 
-from reflexion.core.context import AnswerRetry, Context, RetrySeeds
+from reflexion.alfworld.context import HouseholdContext
+from reflexion.core.context import Context, RetrySeeds
 from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import PRESETS, preset_values
+from reflexion.hotpotqa.context import AnswerRetry, QAContext, ReActContext
+from reflexion.programming.context import CodeContext
 
 DEFAULT_DB = str(Path(".reflexion") / "checkpoints.sqlite")
 DEFAULTS = Context()
+QA_DEFAULTS = QAContext()
+REACT_DEFAULTS = ReActContext()
+CODE_DEFAULTS = CodeContext()
+HOUSEHOLD_DEFAULTS = HouseholdContext()
+C = TypeVar("C", bound=Context)
 STRATEGIES = ("none", "last_attempt", "reflexion", "last_attempt_and_reflexion")
 
 # ---- shared options ------------------------------------------------------------------------
@@ -59,7 +68,11 @@ TempOpt = Annotated[
 ]
 BaseUrlOpt = Annotated[
     str | None,
-    typer.Option("--base-url", help="OpenAI-compatible server for openai:* models."),
+    typer.Option(
+        "--base-url",
+        help="OpenAI-compatible server for openai:* models (with --server, that server's "
+        "REFLEXION_BASE_URL decides).",
+    ),
 ]
 WikiOpt = Annotated[
     str, typer.Option("--wiki", help="react: offline (local corpus) | live (wikipedia.org).")
@@ -235,11 +248,24 @@ def preset_options(
     return rest
 
 
-def with_preset(ctx: Context, fields: Mapping[str, Any]) -> Context:
+def with_preset(ctx: C, fields: Mapping[str, Any]) -> C:
     """``ctx`` with a preset's ``fields`` (those no option of the command sets) where it holds
     the default: a value the command chose on purpose (``resample``'s retry) is kept."""
-    chosen = {k: v for k, v in fields.items() if getattr(ctx, k) == getattr(DEFAULTS, k)}
+    defaults = type(ctx)()
+    chosen = {
+        k: v
+        for k, v in fields.items()
+        if hasattr(ctx, k) and getattr(ctx, k) == getattr(defaults, k)
+    }
     return replace(ctx, **chosen) if chosen else ctx
+
+
+def set_fields(ctx: C, **values: Any) -> C:
+    """``ctx`` with those of ``values`` that are fields of its graph's context: a command's
+    option that its chosen agent does not read (ReAct's step redraws for a chain-of-thought
+    run) is left out, as the agent would ignore it."""
+    names = {f.name for f in dataclass_fields(ctx)}
+    return replace(ctx, **{k: v for k, v in values.items() if k in names})
 
 
 def choice(value: str, allowed: tuple[str, ...], option: str) -> str:

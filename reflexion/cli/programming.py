@@ -16,12 +16,13 @@ from reflexion.bench.reports import accepted_table, code_paired, code_summary, o
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, one_model_context
-from reflexion.core.context import CodeRetry, Context, RetrySeeds, TestTrust
+from reflexion.core.context import RetrySeeds
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.core.selection import AnswerChoice
 from reflexion.graphs.agents import AGENTS
 from reflexion.nodes.coder import NO_TESTS, did_compile
+from reflexion.programming.context import CodeContext, CodeRetry, TestTrust
 from reflexion.programming.examples import EXAMPLES_VERSION
 from reflexion.programming.problems import CodeProblem, language_of, load_problems
 from reflexion.programming.sandbox import rustc_path
@@ -85,10 +86,10 @@ def bench_programming(
             help="reflexion: retry (each retry's draws seeded by the problem, trial and draw: "
             "a rerun draws the same) or process (one counter per process).",
         ),
-    ] = opt.DEFAULTS.code_seeds,
+    ] = opt.CODE_DEFAULTS.code_seeds,
     max_tests: Annotated[
         int, opt.count_option("--max-tests", help="Most self-written tests kept per problem.")
-    ] = opt.DEFAULTS.max_tests,
+    ] = opt.CODE_DEFAULTS.max_tests,
     no_example_tests: Annotated[
         bool,
         typer.Option(
@@ -99,7 +100,7 @@ def bench_programming(
     ] = False,
     test_timeout: Annotated[
         float, typer.Option("--test-timeout", metavar="X", min=0.1, help="Seconds per unit test.")
-    ] = opt.DEFAULTS.test_timeout,
+    ] = opt.CODE_DEFAULTS.test_timeout,
     test_trust: Annotated[
         TestTrust,
         typer.Option(
@@ -107,13 +108,13 @@ def bench_programming(
             help="anchored: the prompt's examples decide alone where there are any; "
             "all: every internal test decides (the paper).",
         ),
-    ] = opt.DEFAULTS.test_trust,
+    ] = opt.CODE_DEFAULTS.test_trust,
     select: Annotated[
         AnswerChoice,
         typer.Option(
             "--select", help="Answer returned: best attempt by the internal tests, or last."
         ),
-    ] = opt.DEFAULTS.select_answer,
+    ] = opt.CODE_DEFAULTS.select_answer,
     limit: Annotated[int, opt.count_option("--limit", "-n", help="How many problems.")] = 5,
     offset: opt.OffsetOpt = 0,
     model: opt.ModelOpt = DEFAULT_MODEL,
@@ -132,7 +133,7 @@ def bench_programming(
             help="reflexion: redraws (at T = 0.8) of a retry that repeats earlier code; 0 keeps "
             "the repeat (the paper).",
         ),
-    ] = opt.DEFAULTS.resample_repeats,
+    ] = opt.CODE_DEFAULTS.resample_repeats,
     retry: Annotated[
         CodeRetry,
         opt.word_option(
@@ -143,7 +144,7 @@ def bench_programming(
             "test results and the reflection: the paper) or auto (repair code that did not "
             "compile, fresh otherwise).",
         ),
-    ] = opt.DEFAULTS.code_retry,
+    ] = opt.CODE_DEFAULTS.code_retry,
     cross_check: Annotated[
         int,
         opt.count_option(
@@ -155,7 +156,7 @@ def bench_programming(
             "model-written); an attempt two or more agreeing ones outnumber in behaviour is "
             "retried (0: off, the paper).",
         ),
-    ] = opt.DEFAULTS.cross_check,
+    ] = opt.CODE_DEFAULTS.cross_check,
     paired_runs: opt.PairedOpt = True,
 ) -> None:
     """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
@@ -185,6 +186,7 @@ def bench_programming(
     for name in names:
         simple, resampled = name == "simple", name == "resample"
         ctx = one_model_context(
+            CodeContext,
             model,
             base_url,
             max_trials=1 if simple else max_iters,
@@ -200,7 +202,11 @@ def bench_programming(
             select_answer=select,
             resample_repeats=resample,
             # simple never retries; resample retries from the task alone
-            code_retry="resample" if resampled else opt.DEFAULTS.code_retry if simple else retry,
+            code_retry="resample"
+            if resampled
+            else opt.CODE_DEFAULTS.code_retry
+            if simple
+            else retry,
             cross_check=0 if simple else cross_check,
             # Only Rust has a compiler to ask; simple never retries, resample never repairs.
             compiler_fixes=language_name == "rs" and not (simple or resampled or no_compiler_fixes),
@@ -289,7 +295,7 @@ def bench_programming(
     console.print(f"results in {files} · pass@1 plot {plot}")
 
 
-def _scorer(by_id: dict[str, CodeProblem], ctx: Context) -> Finalize:
+def _scorer(by_id: dict[str, CodeProblem], ctx: CodeContext) -> Finalize:
     """Scores a finished thread on the problem's hidden tests (never seen by the graph)."""
 
     def finalize(task: BenchTask, state: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import warnings
 from dataclasses import asdict, replace
 from typing import Annotated, Any
 
@@ -32,8 +33,11 @@ from reflexion.cli.common import (
 from reflexion.cli.options import (
     DEFAULT_DB,
     DEFAULTS,
+    QA_DEFAULTS,
+    REACT_DEFAULTS,
     AnswerRetryOpt,
     BaseUrlOpt,
+    C,
     CorpusOpt,
     DbOpt,
     EvaluatorOpt,
@@ -53,6 +57,7 @@ from reflexion.cli.options import (
     choice,
     given,
     preset_options,
+    set_fields,
     with_preset,
 )
 from reflexion.core.context import Context, context_from
@@ -64,7 +69,9 @@ from reflexion.core.persistence import (
 )
 from reflexion.core.presets import PRESET_FIELDS
 from reflexion.core.retries import provider_failure
+from reflexion.core.transport import current_transport, set_transport, transport_of
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
+from reflexion.hotpotqa.context import QAContext, ReActContext
 
 
 def print_event(label: str) -> Any:
@@ -111,16 +118,16 @@ def run(
     evaluator: EvaluatorOpt = DEFAULTS.evaluator,
     temperature: TempOpt = DEFAULTS.temperature,
     base_url: BaseUrlOpt = None,
-    wiki: WikiOpt = DEFAULTS.wiki,
+    wiki: WikiOpt = REACT_DEFAULTS.wiki,
     corpus: CorpusOpt = None,
-    max_steps: StepsOpt = DEFAULTS.max_steps,
+    max_steps: StepsOpt = REACT_DEFAULTS.max_steps,
     thread_id: ThreadOpt = None,
     db: DbOpt = DEFAULT_DB,
     lessons: LessonsOpt = False,
-    recall_k: RecallOpt = DEFAULTS.recall_k,
-    lesson_filter: LessonFilterOpt = DEFAULTS.lesson_filter,
-    answer_retry: AnswerRetryOpt = DEFAULTS.answer_retry,
-    seeds: QaSeedsOpt = DEFAULTS.qa_seeds,
+    recall_k: RecallOpt = DEFAULTS.lessons.recall_k,
+    lesson_filter: LessonFilterOpt = DEFAULTS.lessons.filter,
+    answer_retry: AnswerRetryOpt = QA_DEFAULTS.answer_retry,
+    seeds: QaSeedsOpt = QA_DEFAULTS.qa_seeds,
     preset: PresetOpt = "default",
     review: Annotated[
         bool,
@@ -147,27 +154,32 @@ def run(
         raise ReflexionError(
             "the exact_match evaluator needs --reference ANSWER; or pass --evaluator llm"
         )
-    # On a resume --memory is checked against the thread's own trials (a clash is refused).
-    ctx = qa_context(
-        model,
-        trials,
-        memory,
-        strategy,
-        evaluator,
-        temperature,
-        base_url,
-        wiki=wiki,
-        corpus=corpus,
-        max_steps=max_steps,
-        load=False,
-        memory_given=given(cli, "memory") and question is not None,
-    )
-    ctx = replace(
-        with_lessons(with_preset(ctx, preset_left), lessons, recall_k, lesson_filter),
-        review_reflections=review,
-        answer_retry=retry_option["answer_retry"],
-        qa_seeds=seeds,
-    )
+
+    def context_of(agent: str) -> QAContext | ReActContext:
+        """This call's options as ``agent``'s context (on a resume, the thread's agent; there
+        --memory is checked against the thread's own trials, and a clash is refused)."""
+        ctx = qa_context(
+            agent,
+            model,
+            trials,
+            memory,
+            strategy,
+            evaluator,
+            temperature,
+            base_url,
+            wiki=wiki,
+            corpus=corpus,
+            max_steps=max_steps,
+            load=False,
+            memory_given=given(cli, "memory") and question is not None,
+        )
+        return set_fields(
+            with_lessons(with_preset(ctx, preset_left), lessons, recall_k, lesson_filter),
+            review_reflections=review,
+            answer_retry=retry_option["answer_retry"],
+            qa_seeds=seeds,
+        )
+
     found = None
     with checkpointer(db) as saver:
         if question is None:
@@ -193,13 +205,15 @@ def run(
                     f"question-answering threads; rerun its `reflexion bench {agent}` "
                     f"command to resume it, or `reflexion history {thread_id}` to list it"
                 )
+            ctx = context_of(agent)
             if unfinished(found) is not None:  # a finished thread is shown whatever is asked
                 chosen = with_lessons(ctx, True, recall_k, lesson_filter)  # as given
-                asked = replace(ctx, recall_k=chosen.recall_k, lesson_filter=chosen.lesson_filter)
+                asked = replace(ctx, lessons=replace(chosen.lessons, enabled=ctx.lessons.enabled))
                 ctx = _started_settings(cli, found, thread_id, asked)
             task_input = None
         else:
             agent = agent or ("cot-gt" if context_text else "cot")
+            ctx = context_of(agent)
             thread_id = thread_id or f"run-{int(time.time() * 1000):x}"
             if snapshot(compile_agent(saver, agent), thread_id) is not None:
                 raise ReflexionError(
@@ -207,7 +221,7 @@ def run(
                     "resume it, or choose a new --thread-id"
                 )
             task_input = {"task": question, "context": context_text, "reference": reference}
-        with lesson_store(db, ctx.lessons) as store:
+        with lesson_store(db, ctx.lessons.enabled) as store:
             graph = compile_agent(saver, agent, store)
             if task_input is None and unfinished(found) is None:
                 _show_state(graph, thread_id)
@@ -216,7 +230,8 @@ def run(
             verb = "resuming thread" if task_input is None else "thread"
             console.print(f"{verb} [bold]{escape(thread_id)}[/] ({agent})")
             # checkpoint metadata keeps only plain values: the settings go as JSON text
-            metadata = {"agent": agent, "settings": json.dumps(asdict(ctx))}
+            recorded = {**asdict(ctx), "base_url": transport_of(ctx).base_url}
+            metadata = {"agent": agent, "settings": json.dumps(recorded)}
             _run_to_end(graph, thread_id, task_input, ctx, metadata)
 
 
@@ -230,16 +245,25 @@ RUN_OPTIONS = {
     "wiki": "wiki",
     "corpus": "corpus",
     "max_steps": "max_steps",
-    "lessons": "lessons",
-    "recall_k": "recall_k",
-    "lesson_filter": "lesson_filter",
+    "lessons": "lessons.enabled",
+    "recall_k": "lessons.recall_k",
+    "lesson_filter": "lessons.filter",
     "answer_retry": "answer_retry",
     "seeds": "qa_seeds",
 }
-"""The options of ``run`` that set what a thread computes, and the Context field each sets."""
+"""The options of ``run`` that set what a thread computes, and the context field each sets."""
 
 
-def _started_settings(cli: typer.Context, found: Any, thread_id: str, ctx: Context) -> Context:
+def _field(ctx: Context, path: str) -> Any:
+    """A context's field by its dotted name (``lessons.recall_k``); None where its graph's
+    context has no such field."""
+    value: Any = ctx
+    for part in path.split("."):
+        value = getattr(value, part, None)
+    return value
+
+
+def _started_settings(cli: typer.Context, found: Any, thread_id: str, ctx: C) -> C:
     """The settings a resumed thread started with (recorded in its checkpoint metadata), with this
     call's ``--base-url`` and ``--review``; an option given now that would change them is an
     error (``ctx`` holds every option as given, lesson options included). A thread recorded
@@ -251,13 +275,16 @@ def _started_settings(cli: typer.Context, found: Any, thread_id: str, ctx: Conte
         recorded = None
     if not isinstance(recorded, dict):
         return ctx
-    started = context_from(recorded)
+    recorded_url = recorded.pop("base_url", None)  # the transport's, not a context field
+    with warnings.catch_warnings():  # a thread of the last release recorded the old names
+        warnings.simplefilter("ignore", DeprecationWarning)
+        started = context_from(recorded, type(ctx))
     clashes = [
         "--" + option.replace("_", "-")
         for option, name in RUN_OPTIONS.items()
-        if given(cli, option) and getattr(ctx, name) != getattr(started, name)
+        if given(cli, option) and _field(ctx, name) != _field(started, name)
     ]
-    if given(cli, "preset") and any(getattr(ctx, n) != getattr(started, n) for n in PRESET_FIELDS):
+    if given(cli, "preset") and any(_field(ctx, n) != _field(started, n) for n in PRESET_FIELDS):
         clashes.append("--preset")
     if clashes:
         raise ReflexionError(
@@ -265,8 +292,9 @@ def _started_settings(cli: typer.Context, found: Any, thread_id: str, ctx: Conte
             "keeps the settings it started with, so resume it without them, or start a new "
             "thread"
         )
-    base_url = ctx.base_url if given(cli, "base_url") else started.base_url
-    return replace(started, base_url=base_url, review_reflections=ctx.review_reflections)
+    if not given(cli, "base_url") and recorded_url:
+        set_transport(replace(current_transport(), base_url=recorded_url))
+    return replace(started, review_reflections=ctx.review_reflections)
 
 
 def _run_to_end(

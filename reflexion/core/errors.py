@@ -11,6 +11,12 @@ class ReflexionError(Exception):
     """An error with a one-line, actionable message."""
 
 
+class ContextError(ReflexionError, ValueError):
+    """A context value that is wrong (a type, a choice, a range, a name). Also a
+    ``ValueError``: a LangGraph server shows a run's error message only for Python's own
+    exception types, and a server run's JSON context must fail with this one line too."""
+
+
 class ModelError(ReflexionError):
     """A model string that cannot be resolved, a missing package or a missing key."""
 

@@ -3,15 +3,15 @@
 The paper's memory ends with the thread (the Ω window); its "future work" keeps lessons for
 later tasks. With ``Context.lessons`` on, every reflection a thread writes is also ``put`` into
 the store under ``("reflexion", "lessons", <task family>)``, and a new thread recalls the
-``Context.recall_k`` most relevant lessons of *other* threads of its family once, on its first
-trial, into the state's ``lessons`` (shown to the actor apart from the Ω reflections, and kept
+``Context.lessons.recall_k`` most relevant lessons of *other* threads of its family once, on its
+first trial, into the state's ``lessons`` (shown to the actor apart from the Ω reflections, and kept
 for every trial so the prompt prefix stays the same).
 
 A lesson is a reflection on a failed attempt, and a small model's reflections often restate
 wrong specifics (a made-up date, a wrong name) that mislead the actor of another task. So a
 lesson is saved with ``validated: False`` and marked ``validated: True`` when a later trial of
 its own thread that saw it in the Ω window succeeds (:func:`validate_lessons`, run after the
-evaluator); with ``Context.lesson_filter`` at its default, ``"validated"``, only such lessons
+evaluator); with ``Context.lessons.filter`` at its default, ``"validated"``, only such lessons
 are recalled (``"all"`` recalls every reflection).
 
 Retrieval is lexical: BM25 (the ``rank-bm25`` package's BM25+ variant, whose idf stays positive
@@ -78,10 +78,10 @@ def alfworld_family(state: Any) -> str:
 
 
 def family_of(family: Family, state: Any, ctx: Context) -> str:
-    """The family lessons go to and come from: ``Context.task_family`` when set, else the
+    """The family lessons go to and come from: ``Context.lessons.family`` when set, else the
     graph's own."""
-    if ctx.task_family:
-        return ctx.task_family
+    if ctx.lessons.family:
+        return ctx.lessons.family
     return family(state) if callable(family) else family
 
 
@@ -110,7 +110,7 @@ def current_thread_id() -> str | None:
     return str(thread_id) if thread_id is not None else None
 
 
-def store_of(runtime: Runtime[Context] | None) -> BaseStore:
+def store_of(runtime: Runtime[Any] | None) -> BaseStore:
     """The run's store; a one-line error when lessons are on and there is none."""
     store = runtime.store if runtime is not None else None
     if store is None:
@@ -209,7 +209,7 @@ def recall(
 
 
 def recall_update(
-    state: Any, task: str, runtime: Runtime[Context] | None, family: Family
+    state: Any, task: str, runtime: Runtime[Any] | None, family: Family
 ) -> dict[str, Any]:
     """What an actor adds to its first trial's update: ``{"lessons": [...]}`` recalled for
     ``task`` when ``Context.lessons`` is on; nothing otherwise (no store access) or on later
@@ -222,10 +222,10 @@ def recall_update(
         store,
         family_of(family, state, ctx),
         task,
-        ctx.recall_k,
+        ctx.lessons.recall_k,
         exclude_thread=current_thread_id(),
         exclude_task_id=getattr(state, "task_id", None),
-        lesson_filter=ctx.lesson_filter,
+        lesson_filter=ctx.lessons.filter,
     )
     return {"lessons": found}
 

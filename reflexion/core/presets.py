@@ -59,7 +59,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
-from reflexion.core.errors import ReflexionError
+from reflexion.core.errors import ContextError
 
 Preset = Literal["default", "paper"]
 PRESET_HELP = (
@@ -95,10 +95,10 @@ PRESET_FIELDS = frozenset(name for values in PRESETS.values() for name in values
 
 
 def preset_values(name: str, option: str = "preset") -> dict[str, Any]:
-    """The fields preset ``name`` sets; an unknown name is a one-line :class:`ReflexionError`
+    """The fields preset ``name`` sets; an unknown name is a one-line :class:`ContextError`
     (``option`` names the setting in it: ``preset``, or a CLI's ``--preset``)."""
     if not isinstance(name, str) or name not in PRESETS:
-        raise ReflexionError(f"{option} '{name}' is not a preset: use one of {', '.join(PRESETS)}")
+        raise ContextError(f"{option} '{name}' is not a preset: use one of {', '.join(PRESETS)}")
     return dict(PRESETS[name])
 
 

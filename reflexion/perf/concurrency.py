@@ -20,9 +20,10 @@ from rich.table import Table
 
 from reflexion.bench.driver import run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink
-from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
+from reflexion.core.transport import Transport, using_transport
 from reflexion.graphs.builder import qa_builder
+from reflexion.hotpotqa.context import QAContext
 from reflexion.hotpotqa.questions import load_hotpotqa
 from reflexion.perf.machine import JsonOpt, report
 from reflexion.perf.overhead import sqlite_saver
@@ -189,12 +190,12 @@ def concurrency_figures(
     with (
         FakeOpenAIServer(latency, answers, solve_at) as server,
         tempfile.TemporaryDirectory(prefix="reflexion-perf-") as tmp,
+        using_transport(Transport(base_url=server.base_url)),
     ):
-        ctx = Context(
+        ctx = QAContext(
             actor_model="openai:fake",
             evaluator_model="openai:fake",
             reflector_model="openai:fake",
-            base_url=server.base_url,
             max_trials=solve_at,
             memory_size=max(3, solve_at - 1),
             strategy="reflexion",

@@ -13,9 +13,9 @@ import typer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from rich.table import Column, Table
 
-from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL, LOCAL_PREFIX, EmbeddedChatModel, embedded_model
+from reflexion.hotpotqa.context import QAContext
 from reflexion.hotpotqa.questions import load_hotpotqa
 from reflexion.perf.machine import JsonOpt, report
 
@@ -164,7 +164,7 @@ def _prefix_cache(chat: EmbeddedChatModel, reps: int) -> dict[str, Any]:
     from reflexion.nodes.actor import cot_messages
 
     question = load_hotpotqa(limit=1)[0]
-    ctx = Context(strategy="reflexion", memory_size=3)
+    ctx = QAContext(strategy="reflexion", memory_size=3)
     first = State(task=question.question, context=question.gold_context)
     second = State(
         task=question.question, context=question.gold_context, reflections=[TRIAL2_REFLECTION]

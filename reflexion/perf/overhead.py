@@ -21,11 +21,11 @@ from rich.table import Column, Table
 
 from reflexion.bench.driver import thread_config
 from reflexion.bench.ledger import finished_tasks
-from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import open_checkpointer, parse_target
 from reflexion.core.usage import UsageRecorder, merge, totals
 from reflexion.graphs.builder import qa_builder
+from reflexion.hotpotqa.context import QAContext
 from reflexion.perf.machine import JsonOpt, report
 from reflexion.testing import InstantChatModel
 
@@ -77,7 +77,7 @@ def time_loop(
         checkpointer=checkpointer
     )
     # memory retries: the same calls a trial as when these figures were first measured
-    ctx = Context(
+    ctx = QAContext(
         max_trials=trials_per_task, memory_size=3, strategy="reflexion", answer_retry="memory"
     )
     threads: list[str] = []

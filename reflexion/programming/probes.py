@@ -1,4 +1,4 @@
-"""Probe inputs for cross-checking Python attempts (``Context.cross_check``), made from the
+"""Probe inputs for cross-checking Python attempts (``CodeContext.cross_check``), made from the
 prompt's examples without a model.
 
 Each example's call is varied one argument at a time, a little and within its type: a number

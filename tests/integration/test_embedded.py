@@ -18,6 +18,7 @@ from reflexion.core.models import (
     resolve_preset,
 )
 from reflexion.graphs.builder import qa_builder, react_builder
+from reflexion.hotpotqa.context import ReActContext
 from reflexion.hotpotqa.questions import load_hotpotqa
 from tests.clikit import reflexion
 
@@ -73,7 +74,7 @@ def test_two_trials_with_the_real_smallest_model():
 def test_react_with_reflexion_for_two_trials_on_the_default_model():
     q = load_hotpotqa(limit=1, offset=3)[0]
     graph = react_builder().compile(checkpointer=InMemorySaver())
-    ctx = Context(max_trials=2, max_steps=3, strategy="reflexion", max_tokens=160)
+    ctx = ReActContext(max_trials=2, max_steps=3, strategy="reflexion", max_tokens=160)
     assert ctx.actor_model == DEFAULT_MODEL
     state = two_failed_trials(
         graph, {"task": q.question, "reference": "zq-unreachable-answer"}, ctx

@@ -13,18 +13,21 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
+from reflexion.alfworld.context import HouseholdContext
 from reflexion.bench.driver import ServerGraph, run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink
 from reflexion.bench.remote import server_thread_id
-from reflexion.core.context import Context
+from reflexion.core.context import Context, Strategy
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import TEST_MODEL
+from reflexion.hotpotqa.context import QAContext, ReActContext
+from reflexion.programming.context import CodeContext
 from tests.clikit import reflexion
 from tests.langgraph_server import ROOT, free_port, langgraph_dev
 
@@ -65,23 +68,80 @@ def client(server: str) -> Iterator[SyncLangGraphClient]:
         yield sdk
 
 
+SCHEMAS: dict[str, type[Context]] = {
+    "reflexion": Context,
+    "reflexion_qa": QAContext,
+    "reflexion_qa_cot": QAContext,
+    "reflexion_react": ReActContext,
+    "reflexion_programming": CodeContext,
+    "reflexion_alfworld": HouseholdContext,
+}
+"""Each graph of langgraph.json and the context class its nodes read."""
+
+
+def served_schemas(client: SyncLangGraphClient) -> dict[str, dict[str, Any]]:
+    """Each served graph's context schema, as ``GET /assistants/{id}/schemas`` gives it."""
+    assistants = {a["graph_id"]: a for a in client.assistants.search(limit=100)}
+    return {
+        graph_id: client.assistants.get_schemas(assistant["assistant_id"])["context_schema"]
+        for graph_id, assistant in assistants.items()
+    }
+
+
 def test_every_graph_is_served_with_its_description_and_described_context(client):
     """Every graph of langgraph.json is served under its id with its description, and each
-    one's context schema (what Studio shows) lists every Context field with its description;
-    the model fields are plain strings, so the CLI's model strings work there too."""
+    one's context schema (what Studio shows) lists its context class's fields, each with its
+    description; the model fields are plain strings, so the CLI's model strings work there."""
     graphs = json.loads((ROOT / "langgraph.json").read_text())["graphs"]
+    assert set(graphs) == set(SCHEMAS)
     assistants = {a["graph_id"]: a for a in client.assistants.search(limit=100)}
-    assert set(graphs) <= set(assistants)
+    schemas = served_schemas(client)
     for graph_id, spec in graphs.items():
-        assistant = assistants[graph_id]
-        assert assistant["description"] == spec["description"], graph_id
-        schema = client.assistants.get_schemas(assistant["assistant_id"])["context_schema"]
-        properties = schema["properties"]
-        for field in fields(Context):
+        assert assistants[graph_id]["description"] == spec["description"], graph_id
+        properties = schemas[graph_id]["properties"]
+        for field in fields(SCHEMAS[graph_id]):
             assert properties[field.name]["description"] == field.metadata["description"]
             assert properties[field.name]["description"].strip(), (graph_id, field.name)
         for name in MODELS:
             assert properties[name]["type"] == "string" and "enum" not in properties[name]
+
+
+def test_each_graph_lists_only_the_fields_its_nodes_read_with_their_ranges(client):
+    """The generic graph shows at most 15 settings and no graph more than 25; no graph shows
+    another family's field or a transport setting; every range and choice is in the schema
+    (Studio draws it as a form)."""
+    schemas = served_schemas(client)
+    counts = {graph_id: len(schemas[graph_id]["properties"]) for graph_id in SCHEMAS}
+    print("context fields per graph:", counts)
+    assert counts["reflexion"] <= 15 and max(counts.values()) <= 25, counts
+    for graph_id, cls in SCHEMAS.items():
+        properties = schemas[graph_id]["properties"]
+        assert set(properties) == {f.name for f in fields(cls)} | {"preset"}, graph_id
+        assert not {"max_retries", "request_timeout", "retry_backoff", "base_url"} & set(properties)
+        assert properties["max_trials"]["minimum"] == 1 and properties["max_trials"]["maximum"]
+        assert properties["temperature"]["maximum"] == 2
+        assert properties["strategy"]["enum"] == list(get_args(Strategy))
+        assert properties["preset"]["anyOf"][0]["enum"] == ["default", "paper"]
+    code = schemas["reflexion_programming"]["properties"]
+    assert code["cross_check"]["maximum"] == 10 and code["test_timeout"]["exclusiveMinimum"] == 0
+    assert "max_tests" not in schemas["reflexion_qa"]["properties"]
+    assert "answer_retry" not in schemas["reflexion_react"]["properties"]
+
+
+def test_a_bad_json_context_on_a_server_run_is_one_line(client):
+    """A server run's JSON context is built into the graph's class there: a value out of its
+    range fails the run with the same one line the CLI and invoke() give."""
+    thread = client.threads.create()
+    result = client.runs.wait(
+        thread["thread_id"],
+        "reflexion_programming",
+        input={"task": "def f(x):\n    return x\n", "task_id": "t"},
+        context={"max_trials": 0},
+        raise_error=False,
+    )
+    error = result["__error__"] if isinstance(result, dict) else None
+    assert error is not None, result
+    assert error["message"] == "max_trials is 0: use a value in [1, 100]", error
 
 
 def test_a_run_streams_stops_before_the_reflector_and_a_second_run_resumes_it(client, server):

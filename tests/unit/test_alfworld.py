@@ -13,6 +13,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from reflexion.alfworld.context import HouseholdContext
 from reflexion.alfworld.sessions import EnvSessions
 from reflexion.alfworld.turns import (
     Turn,
@@ -160,7 +161,7 @@ def test_failure_classes() -> None:
 def test_a_won_game_ends_after_one_trial(games: str) -> None:
     actor = ScriptedChatModel(replies=WIN)
     graph, sessions = build(actor)
-    out = run(graph, Context(games=games))
+    out = run(graph, HouseholdContext(games=games))
     assert out["solved"] and out["trial"] == 1
     assert out["episodes"] == [
         {
@@ -186,7 +187,7 @@ def test_a_won_game_ends_after_one_trial(games: str) -> None:
 def test_invalid_commands_get_nothing_happens_and_the_trial_goes_on(games: str) -> None:
     actor = ScriptedChatModel(replies=["fly to the moon", "", *WIN[1:]])
     graph, _ = build(actor)
-    out = run(graph, Context(games=games))
+    out = run(graph, HouseholdContext(games=games))
     assert out["solved"]
     prompt = actor.prompt_text(2)
     assert "fly to the moon\nNothing happens." in prompt
@@ -197,7 +198,9 @@ def test_heuristic_stops_the_trial_at_its_threshold_and_reflects(games: str) -> 
     actor = ScriptedChatModel(replies=["go to countertop 1"] * 4 + WIN)
     reflector = ScriptedChatModel(replies=["Reflection: I looped on the countertop; take the mug."])
     graph, _ = build(actor, reflector)
-    ctx = Context(games=games, max_trials=3, evaluator="heuristic", alfworld_memory="reflection")
+    ctx = HouseholdContext(
+        games=games, max_trials=3, evaluator="heuristic", alfworld_memory="reflection"
+    )
     out = run(graph, ctx)
     first = out["episodes"][0]
     assert first["turns"] == 4 and not first["won"]
@@ -222,7 +225,7 @@ def test_turn_seeds_are_named_by_the_game_trial_and_turn(games: str, strategy: s
         run(graph, ctx, thread)
         return [kw.get("seed") for kw in actor.kwargs_seen]
 
-    ctx = Context(games=games, max_trials=2, evaluator="heuristic", strategy=strategy)
+    ctx = HouseholdContext(games=games, max_trials=2, evaluator="heuristic", strategy=strategy)
     drawn = seeds(ctx, "a")
     assert len(drawn) == 8 and len(set(drawn)) == 8  # two trials of four turns, all distinct
     # another thread, another strategy, the same draws: a rerun reproduces, and paired
@@ -235,7 +238,7 @@ def test_the_llm_evaluator_does_not_cut_trials_short(games: str) -> None:
     actor = ScriptedChatModel(replies=["go to countertop 1"] * 6)
     judge = ScriptedChatModel(replies=['{"reasoning": "The mug never moved.", "verdict": "no"}'])
     graph, _ = build(actor, judge=judge)
-    out = run(graph, Context(games=games, max_trials=1, evaluator="llm", alfworld_steps=6))
+    out = run(graph, HouseholdContext(games=games, max_trials=1, evaluator="llm", alfworld_steps=6))
     episode = out["episodes"][0]
     assert episode["turns"] == 6 and episode["failure"] == "inefficient_planning"
     assert "step limit (6)" in episode["stop_reason"]
@@ -249,7 +252,7 @@ def test_the_llm_evaluator_can_misjudge_a_won_game(games: str) -> None:
     actor = ScriptedChatModel(replies=WIN * 2)
     judge = ScriptedChatModel(replies=['{"reasoning": "unclear", "verdict": "no"}'])
     graph, _ = build(actor, judge=judge)
-    out = run(graph, Context(games=games, max_trials=2, evaluator="llm"))
+    out = run(graph, HouseholdContext(games=games, max_trials=2, evaluator="llm"))
     # the engine's verdict is kept for scoring, but the loop follows the self-evaluation
     assert [e["won"] for e in out["episodes"]] == [True, True]
     assert out["trial"] == 2 and not out["solved"]
@@ -265,7 +268,7 @@ def test_omega_three_keeps_the_last_three_reflections(games: str) -> None:
 
     reflector = RuleChatModel(rule=rule)
     graph, _ = build(actor, reflector)
-    ctx = Context(
+    ctx = HouseholdContext(
         games=games, max_trials=5, memory_size=3, alfworld_steps=2, alfworld_memory="reflection"
     )
     out = run(graph, ctx)
@@ -294,7 +297,7 @@ def test_a_resumed_thread_replays_its_commands_into_a_fresh_environment(games: s
         actor_model=RuleChatModel(rule=crashing), sessions=first_sessions
     ).compile(checkpointer=saver)
     with pytest.raises(RuntimeError):
-        graph.invoke({"game": GAME}, config, context=Context(games=games))
+        graph.invoke({"game": GAME}, config, context=HouseholdContext(games=games))
     assert graph.get_state(config).next == ("actor",), "the thread stopped mid-trial"
 
     fresh, envs = recording_sessions()
@@ -302,7 +305,7 @@ def test_a_resumed_thread_replays_its_commands_into_a_fresh_environment(games: s
         actor_model=ScriptedChatModel(replies=["go to shelf 1", "move mug 1 to shelf 1"]),
         sessions=fresh,
     ).compile(checkpointer=saver)
-    out = resumed.invoke(None, config, context=Context(games=games))
+    out = resumed.invoke(None, config, context=HouseholdContext(games=games))
     assert out["solved"] and out["trial"] == 1
     assert fresh.replays == 1 and len(envs) == 1
     assert envs[0].steps == [
@@ -317,12 +320,12 @@ def test_an_empty_or_unknown_game_is_a_clear_error(games: str) -> None:
     graph, _ = build(ScriptedChatModel(replies=WIN))
     config = {"configurable": {"thread_id": "x"}}
     with pytest.raises(ReflexionError, match="the game is empty"):
-        graph.invoke({"game": " "}, config, context=Context(games=games))
+        graph.invoke({"game": " "}, config, context=HouseholdContext(games=games))
     with pytest.raises(ReflexionError):
         graph.invoke(
             {"game": "no-such-game"},
             {"configurable": {"thread_id": "y"}},
-            context=Context(games=games),
+            context=HouseholdContext(games=games),
         )
 
 
@@ -333,7 +336,9 @@ def test_environments_are_reused_across_threads(games: str) -> None:
     ).compile(checkpointer=InMemorySaver())
     for thread in ("a", "b"):
         graph.invoke(
-            {"game": GAME}, {"configurable": {"thread_id": thread}}, context=Context(games=games)
+            {"game": GAME},
+            {"configurable": {"thread_id": thread}},
+            context=HouseholdContext(games=games),
         )
     assert len(made) == 1 and made[0].resets == 2
 
@@ -367,7 +372,9 @@ def test_paired_strategies_fork_one_first_trial_of_each_game(games: str, tmp_pat
             meta={"task_id": GAME},
             fork_from="first-g",
         )
-        ctx = Context(games=games, max_trials=2, strategy=strategy, alfworld_memory="reflection")  # type: ignore[arg-type]
+        ctx = HouseholdContext(
+            games=games, max_trials=2, strategy=strategy, alfworld_memory="reflection"
+        )  # type: ignore[arg-type]
         with (tmp_path / f"{strategy}.jsonl").open("a", encoding="utf-8") as handle:
             done, errors = run_benchmark(graph, [task], ctx, Sink(handle), settings={})
         assert errors == []

@@ -13,6 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.core.context import Context
 from reflexion.graphs.builder import qa_builder
+from reflexion.hotpotqa.context import QAContext
 from reflexion.testing import ScriptedChatModel, SeededScriptedChatModel
 from tests.conftest import answer
 
@@ -37,7 +38,7 @@ def run(actor: ScriptedChatModel, ctx: Context) -> dict[str, Any]:
 
 def test_a_fresh_first_retry_with_a_new_answer_is_drawn_from_trial_ones_prompt():
     actor = ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")])
-    state = run(actor, Context(max_trials=2, answer_retry="fresh_first"))
+    state = run(actor, QAContext(max_trials=2, answer_retry="fresh_first"))
     assert state["solved"] is True
     assert len(actor.prompts) == 2
     assert actor.prompt_text(1) == actor.prompt_text(0)  # what none would have drawn
@@ -53,7 +54,7 @@ def test_a_fresh_first_retry_with_a_new_answer_is_drawn_from_trial_ones_prompt()
 )
 def test_a_fresh_draw_repeating_a_rejected_answer_or_giving_none_turns_to_the_memory(fresh):
     actor = ScriptedChatModel(replies=[answer("Elbe"), *fresh, answer("Vltava")])
-    state = run(actor, Context(max_trials=2, answer_retry="fresh_first", correct_rejected=False))
+    state = run(actor, QAContext(max_trials=2, answer_retry="fresh_first", correct_rejected=False))
     assert state["solved"] is True
     assert len(actor.prompts) == 2 + len(fresh)
     assert "read its sentence again" not in actor.prompt_text(1)
@@ -65,7 +66,7 @@ def test_the_memory_draw_keeps_the_redraws_and_the_correcting_turn():
     while it repeats, then one turn asking for another answer."""
     replies = [answer("Elbe"), answer("Elbe"), answer("Elbe"), answer("elbe"), answer("Vltava")]
     actor = ScriptedChatModel(replies=replies)
-    state = run(actor, Context(max_trials=2, answer_retry="fresh_first", redraw_rejected=1))
+    state = run(actor, QAContext(max_trials=2, answer_retry="fresh_first", redraw_rejected=1))
     assert state["solved"] is True
     assert len(actor.prompts) == 5  # trial 1, fresh, memory, one redraw, correcting turn
     assert '"Elbe" was already judged incorrect' in actor.prompts[4][-1].text
@@ -73,7 +74,7 @@ def test_the_memory_draw_keeps_the_redraws_and_the_correcting_turn():
 
 def test_answer_retry_memory_draws_every_retry_with_the_memory():
     actor = ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")])
-    state = run(actor, Context(max_trials=2, answer_retry="memory"))
+    state = run(actor, QAContext(max_trials=2, answer_retry="memory"))
     assert state["solved"] is True
     assert "read its sentence again" in actor.prompt_text(1)
 
@@ -94,7 +95,7 @@ def test_strategies_draw_their_fresh_retry_with_the_same_seed(strategy):
     assert drawn[0] is None  # trial 1 draws as the run does
     assert None not in drawn[1:] and drawn[1] != drawn[2]  # named by the trial
     assert drawn == seeds(ctx) == baseline
-    assert seeds(Context(max_trials=3, strategy=strategy, qa_seeds="process")) == [None] * 3
+    assert seeds(QAContext(max_trials=3, strategy=strategy, qa_seeds="process")) == [None] * 3
 
 
 def test_seeds_are_named_by_the_question():
@@ -120,7 +121,7 @@ def test_resample_redraws_a_rejected_answer_from_trial_ones_prompt_on_reflexions
         checkpointer=InMemorySaver()
     )
     config = {"configurable": {"thread_id": "resample"}}
-    ctx = Context(max_trials=2, strategy="none", answer_retry="resample", redraw_rejected=2)
+    ctx = QAContext(max_trials=2, strategy="none", answer_retry="resample", redraw_rejected=2)
     graph.invoke(TASK, config, context=ctx)
     state = dict(graph.get_state(config).values)
     assert state["solved"] is True and state["answer"] == "Vltava"
@@ -131,7 +132,7 @@ def test_resample_redraws_a_rejected_answer_from_trial_ones_prompt_on_reflexions
 
 def test_resample_keeps_the_last_draw_when_every_draw_repeats():
     actor = ScriptedChatModel(replies=[answer("Elbe")] * 5)
-    ctx = Context(max_trials=2, strategy="none", answer_retry="resample", redraw_rejected=1)
+    ctx = QAContext(max_trials=2, strategy="none", answer_retry="resample", redraw_rejected=1)
     state = run(actor, ctx)
     assert len(actor.prompts) == 1 + 1 + 3  # trial 1, the fresh draw, 1 + 1 + 1 redraws
     assert [e["answer"] for e in state["evaluations"]] == ["Elbe", "Elbe"]

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.cli.bench import result_settings
+from reflexion.bench.settings import result_settings
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.builder import programming_builder
 from reflexion.perf.probes import probe_figures
 from reflexion.programming.agreement import disagreement, fingerprint, majority, verdict
+from reflexion.programming.context import CodeContext
 from reflexion.programming.probes import mutated_probes
 from reflexion.programming.sandbox import SuiteResult, TestOutcome
 from reflexion.testing import ScriptedChatModel
@@ -90,7 +91,7 @@ def run(
 
 def test_an_attempt_two_agreeing_implementations_outnumber_is_retried():
     state, actor, tests_model = run(
-        [CONST, RIGHT, RIGHT, RIGHT], Context(max_trials=4, cross_check=2)
+        [CONST, RIGHT, RIGHT, RIGHT], CodeContext(max_trials=4, cross_check=2)
     )
     assert state["tests"] == ["assert add(2, 3) == 5"] and state["probe_tests"] == PROBES
     assert len(tests_model.prompts) == 0  # Python probes need no model
@@ -108,13 +109,13 @@ def test_an_attempt_two_agreeing_implementations_outnumber_is_retried():
 
 
 def test_an_attempt_the_first_witness_agrees_with_ends_the_thread():
-    state, actor, _ = run([RIGHT, RIGHT], Context(max_trials=4, cross_check=2))
+    state, actor, _ = run([RIGHT, RIGHT], CodeContext(max_trials=4, cross_check=2))
     assert [e["success"] for e in state["evaluations"]] == [True]
     assert len(state["witnesses"]) == 1 and len(actor.prompts) == 2
 
 
 def test_witnesses_that_fail_the_trusted_tests_do_not_vote():
-    state, _, _ = run([CONST, MINUS, RIGHT], Context(max_trials=4, cross_check=2))
+    state, _, _ = run([CONST, MINUS, RIGHT], CodeContext(max_trials=4, cross_check=2))
     assert [w["fingerprint"] for w in state["witnesses"]] == [None, SUMS]
     # One witness against the attempt decides nothing: the attempt keeps its success.
     assert [e["success"] for e in state["evaluations"]] == [True]
@@ -128,7 +129,7 @@ def test_off_no_probes_are_written_and_a_false_positive_ends_the_thread():
 
 
 def test_the_last_trial_is_not_cross_checked():
-    state, actor, _ = run([CONST], Context(max_trials=1, cross_check=2))
+    state, actor, _ = run([CONST], CodeContext(max_trials=1, cross_check=2))
     assert state["probe_tests"] == PROBES and not state.get("witnesses")
     assert [e["success"] for e in state["evaluations"]] == [True] and len(actor.prompts) == 1
 
@@ -136,16 +137,16 @@ def test_the_last_trial_is_not_cross_checked():
 def test_the_model_writes_probes_where_the_examples_cannot_be_varied():
     prompt = 'def both(a: bool, b: bool) -> bool:\n    """a and b.\n    >>> both(True, False)\n    False\n    """\n'
     code = "```python\ndef both(a: bool, b: bool) -> bool:\n    return a and b\n```"
-    state, _, tests_model = run([code], Context(max_trials=1, cross_check=2), prompt, "both")
+    state, _, tests_model = run([code], CodeContext(max_trials=1, cross_check=2), prompt, "both")
     assert len(tests_model.prompts) == 1 and "examples do not use" in tests_model.prompt_text(0)
     assert state["probe_tests"] == ["assert both(True, True) == True"]
 
 
 def test_the_option_is_bounded_and_names_results_only_when_on():
     with pytest.raises(ReflexionError, match="cross_check is 11"):
-        Context(cross_check=11)
+        CodeContext(cross_check=11)
     assert "cross_check" not in result_settings(Context())
-    assert result_settings(Context(cross_check=2))["cross_check"] == 2
+    assert result_settings(CodeContext(cross_check=2))["cross_check"] == 2
 
 
 # ---- probes from the examples ------------------------------------------------------------------

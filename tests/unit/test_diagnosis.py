@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from reflexion.alfworld.context import HouseholdContext
 from reflexion.alfworld.diagnosis import (
     MOST_REASONS,
     diagnosis,
@@ -22,9 +23,8 @@ from reflexion.alfworld.diagnosis import (
     turns_of,
 )
 from reflexion.alfworld.turns import NOTHING, Turn
-from reflexion.cli.bench import first_trial_key, result_settings
+from reflexion.bench.settings import first_trial_key, result_settings
 from reflexion.cli.hotpotqa import unused_by
-from reflexion.core.context import Context
 from reflexion.testing import ScriptedChatModel
 from tests.unit.test_alfworld import WIN, build, run
 from tests.unit.test_alfworld import games as games  # a fixture
@@ -232,7 +232,7 @@ def test_the_actor_reads_the_explanations_only_when_asked(games: str) -> None:
     for explain in (False, True):
         actor = ScriptedChatModel(replies=script)
         graph, _ = build(actor, ScriptedChatModel(replies=["Reflection: go there first."]))
-        out = run(graph, Context(games=games, max_trials=2, alfworld_explain=explain))
+        out = run(graph, HouseholdContext(games=games, max_trials=2, alfworld_explain=explain))
         assert out["solved"] and out["trial"] == 2  # the heuristic stopped trial 1 as before
         read = actor.prompts[1][-1].text
         assert read == (
@@ -254,7 +254,7 @@ def test_the_reflector_reads_the_diagnosis_unless_it_is_off(games: str) -> None:
         actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
         reflector = ScriptedChatModel(replies=["Reflection: go to countertop 1 first."])
         graph, _ = build(actor, reflector)
-        ctx = Context(
+        ctx = HouseholdContext(
             games=games, max_trials=2, alfworld_diagnosis=on, alfworld_memory="reflection"
         )
         out = run(graph, ctx)
@@ -311,13 +311,13 @@ def test_a_trial_that_saw_no_goal_object_leaves_the_sightings_memory_empty(games
     actor = ScriptedChatModel(replies=blind)
     reflector = ScriptedChatModel(replies=[])  # any call would fail: no replies scripted
     graph, _ = build(actor, reflector)
-    out = run(graph, Context(games=games, max_trials=2, alfworld_memory="sightings"))
+    out = run(graph, HouseholdContext(games=games, max_trials=2, alfworld_memory="sightings"))
     assert out["solved"] and not out.get("reflections")
     assert [m.text for m in actor.prompts[4]] == [m.text for m in actor.prompts[0]]
     seeing = ["go to countertop 1"] * 4 + WIN
     actor = ScriptedChatModel(replies=seeing)
     graph, _ = build(actor, reflector)
-    out = run(graph, Context(games=games, max_trials=2, alfworld_memory="sightings"))
+    out = run(graph, HouseholdContext(games=games, max_trials=2, alfworld_memory="sightings"))
     assert out["reflections"] == ["mug 1 was at countertop 1: go to countertop 1."]
     assert out["reflections"][0] in actor.prompt_text(4)
 
@@ -338,7 +338,7 @@ def test_memory_entries_written_without_a_reflector_model(
     actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
     reflector = ScriptedChatModel(replies=[])  # any call would fail: no replies scripted
     graph, _ = build(actor, reflector)
-    out = run(graph, Context(games=games, max_trials=2, alfworld_memory=entry))  # type: ignore[arg-type]
+    out = run(graph, HouseholdContext(games=games, max_trials=2, alfworld_memory=entry))  # type: ignore[arg-type]
     assert out["solved"] and out["trial"] == 2
     (lesson,) = out["reflections"]
     assert lesson.startswith(written)
@@ -353,7 +353,7 @@ def two_trials(games: str, place: str) -> tuple[ScriptedChatModel, list[Any], li
     actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
     reflector = ScriptedChatModel(replies=["Reflection: go to\ncountertop 1 first."])
     graph, _ = build(actor, reflector)
-    ctx = Context(
+    ctx = HouseholdContext(
         games=games, max_trials=2, alfworld_memory="reflection", alfworld_memory_place=place
     )  # type: ignore[arg-type]
     out = run(graph, ctx)
@@ -380,11 +380,11 @@ def test_memory_as_the_first_think_step_leaves_the_task_message_as_in_trial_1(
 
 
 def test_results_keys_change_only_where_the_diagnosis_can_act():
-    reflexion = Context(strategy="reflexion", alfworld_memory="reflection")
+    reflexion = HouseholdContext(strategy="reflexion", alfworld_memory="reflection")
     assert result_settings(reflexion)["alfworld_diagnosis"] is True
     paper = replace(reflexion, alfworld_diagnosis=False)
     assert "alfworld_diagnosis" not in result_settings(paper)  # files from before it existed
-    none = Context(strategy="none")
+    none = HouseholdContext(strategy="none")
     assert result_settings(none) == result_settings(replace(none, alfworld_diagnosis=False))
     assert "alfworld_diagnosis" not in result_settings(reflexion, unused=unused_by("cot-gt"))
     # it acts after the first trial, so both settings fork the same first trials
@@ -412,7 +412,7 @@ def test_results_keys_change_only_where_the_diagnosis_can_act():
 def test_reflector_options_do_not_rename_a_run_whose_memory_the_code_writes(entry: str) -> None:
     """No reflector runs under a code-written memory entry: its model, its worked examples and
     the diagnosis cannot act, so setting them must not start the same games over."""
-    run = Context(strategy="reflexion", alfworld_memory=entry)
+    run = HouseholdContext(strategy="reflexion", alfworld_memory=entry)
     inert = replace(
         run,
         alfworld_diagnosis=False,

@@ -10,7 +10,6 @@ import dataclasses
 import importlib.util
 import re
 import typing
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
@@ -18,9 +17,9 @@ from typing import Any, Literal
 import pytest
 from langchain_core.messages import BaseMessage
 
-from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import PAPER
+from reflexion.programming.context import CodeContext
 from reflexion.testing import RuleChatModel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,47 +43,74 @@ def pages() -> list[Path]:
 # ---- the configuration reference ---------------------------------------------------------------
 
 
+def source_classes(hook: ModuleType) -> list[tuple[str, type[Any]]]:
+    """Each class of the table with the prefix of its rows (``lessons.`` for the nested one)."""
+    return [
+        (f"{hook.NESTED[path]}." if path in hook.NESTED else "", hook.load(path))
+        for path in hook.SOURCES
+    ]
+
+
 def test_the_configuration_table_has_every_field_as_the_code_has_it():
     hook = config_hook()
-    assert hook.SOURCES == [("reflexion.core.context.Context", "all graphs")]
     rows = {row["field"]: row for row in hook.rows()}
-    names = [f.name for f in dataclasses.fields(Context)]
-    assert list(rows) == [*names, "preset"]
-    hints = typing.get_type_hints(Context)
-    for f in dataclasses.fields(Context):
-        row = rows[f.name]
-        assert row["default"] == f"`{f.default!r}`", f.name
-        assert row["read_by"] == "all graphs"
-        description = f.metadata["description"]
-        assert row["description"].replace("\\", "") == " ".join(description.split()), f.name
-        hint = hints[f.name]
-        if typing.get_origin(hint) is typing.Annotated:
-            hint = typing.get_args(hint)[0]
-        if typing.get_origin(hint) is Literal:
-            assert row["accepts"] == ", ".join(f"`{v!r}`" for v in typing.get_args(hint))
+    listed = set()
+    for prefix, cls in source_classes(hook):
+        hints = typing.get_type_hints(cls, include_extras=True)
+        for f in dataclasses.fields(cls):
+            name = prefix + f.name
+            listed.add(name)
+            row = rows[name]
+            if f.default is not dataclasses.MISSING:
+                assert row["default"] == f"`{f.default!r}`", name
+            description = f.metadata["description"]
+            assert row["description"].replace("\\", "") == " ".join(description.split()), name
+            hint = hints[f.name]
+            if typing.get_origin(hint) is typing.Annotated:
+                hint = typing.get_args(hint)[0]
+            if typing.get_origin(hint) is Literal:
+                assert row["accepts"] == ", ".join(f"`{v!r}`" for v in typing.get_args(hint))
+    assert set(rows) == listed | {"preset"}
     assert rows["preset"]["accepts"] == "`'default'`, `'paper'`"
     assert rows["preset"]["description"].startswith("(init only")
 
 
+def test_read_by_names_the_graphs_whose_schema_has_the_field():
+    hook = config_hook()
+    rows = {row["field"]: row["read_by"] for row in hook.rows()}
+    assert rows["max_trials"] == rows["lessons.recall_k"] == "all graphs"
+    assert rows["max_tests"] == "`reflexion_programming`"
+    assert rows["answer_retry"] == "`reflexion_qa`, `reflexion_qa_cot`"
+    assert rows["context_budget"] == "`reflexion_react`, `reflexion_alfworld`"
+
+
 def test_each_range_in_the_table_is_the_check_the_code_makes():
     """A stated range is accepted at its bounds and refused just past them, so the range
-    read from ``__post_init__`` is what constructing a ``Context`` enforces."""
-    bounds = config_hook().checked_bounds(Context)
-    assert {"max_trials", "memory_size", "temperature", "redraw_rejected", "cross_check"} <= set(
-        bounds
+    read from the field's type is what constructing its context enforces."""
+    hook = config_hook()
+    checked = set()
+    for prefix, cls in source_classes(hook):
+        if prefix:  # the nested lessons: checked through the context that holds them
+            continue
+        hints = typing.get_type_hints(cls, include_extras=True)
+        for f in dataclasses.fields(cls):
+            bound = hook.field_bound(hints[f.name])
+            default = getattr(cls(), f.name)
+            kind = float if isinstance(default, float) or default is None else type(default)
+            step = 1 if kind is int else 0.5
+            for side, sign in (("low", -1), ("high", 1)):
+                if side not in bound:
+                    continue
+                checked.add(f.name)
+                limit, inclusive = bound[side]
+                edge = kind(limit) if inclusive else kind(limit - sign * step)
+                cls(**{f.name: edge})  # accepted
+                beyond = kind(limit + sign * step) if inclusive else kind(limit)
+                with pytest.raises(ReflexionError, match=f"^{f.name} is "):
+                    cls(**{f.name: beyond})
+    assert {"max_trials", "temperature", "judge_threshold", "redraw_rejected", "cross_check"} <= (
+        checked
     )
-    for name, bound in bounds.items():
-        kind = type(getattr(Context(), name))
-        step = 1 if kind is int else 0.5
-        for side, sign in (("low", -1), ("high", 1)):
-            if side not in bound:
-                continue
-            limit, inclusive = bound[side]
-            edge = kind(limit) if inclusive else kind(limit - sign * step)
-            Context(**{name: edge})  # accepted
-            beyond = kind(limit + sign * step) if inclusive else kind(limit)
-            with pytest.raises(ReflexionError, match=name.split("_")[0]):
-                Context(**{name: beyond})
 
 
 def test_the_configuration_page_is_generated_not_written():
@@ -94,7 +120,7 @@ def test_the_configuration_page_is_generated_not_written():
     assert not re.search(r"^\| `\w+` \|", page, re.MULTILINE), "a hand-written field row"
     rendered = hook.render(page)
     assert hook.MARKER not in rendered
-    for f in dataclasses.fields(Context):
+    for f in dataclasses.fields(CodeContext):
         assert f"| `{f.name}` |" in rendered
 
     class Page:  # what MkDocs hands the hook
@@ -104,44 +130,6 @@ def test_the_configuration_page_is_generated_not_written():
     assert hook.on_page_markdown(page, Page, None, None) == rendered
     with pytest.raises(ValueError, match="marker"):
         hook.render("# Configuration\n")
-
-
-@dataclass(kw_only=True)
-class Base:
-    """A stand-in for a base context class."""
-
-    shared: int = field(default=1, metadata={"description": "Read by every graph."})
-    mode: Literal["a", "b"] = field(default="a", metadata={"description": "A choice."})
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.shared <= 5:
-            raise ValueError("shared")
-
-
-@dataclass(kw_only=True)
-class Family(Base):
-    """A stand-in for a per-family context class."""
-
-    own: float = field(default=0.5, metadata={"description": "Read by one family."})
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.own <= 0:
-            raise ValueError("own")
-
-
-def test_the_generator_takes_a_base_class_and_per_family_classes():
-    """Splitting the context into a base and per-family classes is a change to ``SOURCES``:
-    each field is listed once, under the first class that has it."""
-    sources = [(f"{__name__}.Base", "all graphs"), (f"{__name__}.Family", "one family")]
-    rows = config_hook().rows(sources)
-    assert [(r["field"], r["read_by"]) for r in rows] == [
-        ("shared", "all graphs"),
-        ("mode", "all graphs"),
-        ("own", "one family"),
-    ]
-    assert [r["accepts"] for r in rows] == ["[0, 5]", "`'a'`, `'b'`", "> 0"]
-    assert [r["type"] for r in rows] == ["int", "str", "float"]
 
 
 def test_the_command_reference_is_generated_from_the_cli():

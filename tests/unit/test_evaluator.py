@@ -40,7 +40,7 @@ def test_llm_judge_binary_verdict():
 
 
 def test_llm_judge_score_mode_uses_threshold():
-    ctx = Context(evaluator="llm", judge_mode="score", judge_threshold=0.8, max_trials=2)
+    ctx = Context(evaluator="llm", judge_threshold=0.8, max_trials=2)
     out = run_with_judge(['{"correct": true, "score": 0.6, "feedback": "partly"}'], ctx)
     assert out["solved"] is False
     assert [e["score"] for e in out["evaluations"]] == [0.6, 0.6]

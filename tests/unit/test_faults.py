@@ -25,6 +25,7 @@ from reflexion.core.context import Context
 from reflexion.core.errors import ProviderError
 from reflexion.core.models import load_chat_model
 from reflexion.core.retries import RetryingChatModel, RetryPolicy
+from reflexion.core.transport import Transport, using_transport
 from reflexion.graphs.builder import qa_builder
 from reflexion.nodes import common as node_common
 from reflexion.perf.concurrency import chat_completion
@@ -226,11 +227,10 @@ def test_exhausted_retries_become_an_error_line_and_the_run_goes_on(server, save
         actor_model="openai:any-name",
         evaluator_model="openai:any-name",
         reflector_model="openai:any-name",
-        base_url=server.base_url,
         max_trials=2,
-        max_retries=2,
-        request_timeout=0.5,
-        retry_backoff=0.01,
+    )
+    transport = Transport(
+        base_url=server.base_url, max_retries=2, request_timeout=0.5, retry_backoff=0.01
     )
     graph = qa_builder(with_context=False).compile(checkpointer=saver)
     tasks = [
@@ -244,7 +244,7 @@ def test_exhausted_retries_become_an_error_line_and_the_run_goes_on(server, save
     ]
     out = tmp_path / "r.jsonl"
     started = time.perf_counter()
-    with out.open("a", encoding="utf-8") as handle:
+    with using_transport(transport), out.open("a", encoding="utf-8") as handle:
         finals, errors = run_benchmark(
             graph, tasks, ctx, Sink(handle), settings={}, done=finished_tasks(out)
         )
@@ -275,9 +275,9 @@ def write_questions(path: Path) -> Path:
 
 def test_bench_summary_counts_errors_apart_from_failures(server, tmp_path, monkeypatch, capsys):
     server.decide = answer_or_fail("q1", "500")
-    # The CLI has no retry options: shrink the backoff and timeout of the policy it builds.
-    fast = lambda **kw: RetryPolicy(**{**kw, "timeout": 0.5, "backoff": 0.01})  # noqa: E731
-    monkeypatch.setattr(node_common, "RetryPolicy", fast)
+    # The CLI reads the transport from the environment (and --base-url): shrink its waits.
+    monkeypatch.setenv("REFLEXION_REQUEST_TIMEOUT", "0.5")
+    monkeypatch.setenv("REFLEXION_RETRY_BACKOFF", "0.01")
     dataset = write_questions(tmp_path / "q.jsonl")
     out = tmp_path / "r.jsonl"
     argv = ["reflexion", "bench", "hotpotqa", "--dataset", str(dataset), "--limit", "3"]

@@ -57,7 +57,6 @@ from reflexion.alfworld.turns import (
     heuristic_trip,
     parse_turn,
 )
-from reflexion.core.context import Context
 from reflexion.core.errors import DatasetError
 from reflexion.core.parsing import (
     FinishParse,
@@ -80,6 +79,7 @@ from reflexion.hotpotqa.wiki import (
     split_sentences,
 )
 from reflexion.nodes.coder import format_feedback, valid_tests
+from reflexion.programming.context import CodeContext
 from reflexion.programming.examples import example_tests
 from reflexion.programming.problems import (
     CodeParse,
@@ -318,7 +318,7 @@ def test_parsing_sweep() -> None:
 
 # ---- reflexion/programming.py and nodes/coder.py ----------------------------------------------
 
-CTX = Context()
+CTX = CodeContext()
 
 
 def check_code(result: CodeParse) -> None:

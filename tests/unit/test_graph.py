@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from reflexion.core.context import Context
 from reflexion.core.memory import update_window
 from reflexion.graphs.builder import qa_builder
+from reflexion.hotpotqa.context import QAContext, ReActContext
+from reflexion.programming.context import CodeContext
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 
@@ -42,7 +44,7 @@ def test_failure_reflects_then_retries_until_success(make_graph):
     graph, actor, reflector = make_graph(
         [answer("Elbe"), answer("Vltava")], ["Reflection: I named the wrong river."]
     )
-    state = run(graph, Context(answer_retry="memory", max_trials=5))
+    state = run(graph, QAContext(answer_retry="memory", max_trials=5))
     assert state["trial"] == 2
     assert [e["success"] for e in state["evaluations"]] == [False, True]
     assert len(reflector.prompts) == 1
@@ -122,7 +124,7 @@ def test_strategy_none_carries_nothing(make_graph):
 
 def test_strategy_last_attempt_shows_previous_trajectory_only(make_graph):
     graph, actor, reflector = make_graph([answer("Elbe", "first attempt thought")])
-    run(graph, Context(answer_retry="memory", max_trials=2, strategy="last_attempt"))
+    run(graph, QAContext(answer_retry="memory", max_trials=2, strategy="last_attempt"))
     assert reflector.prompts == []
     second = actor.prompt_text(1)
     assert "first attempt thought" in second
@@ -139,7 +141,7 @@ def test_strategies_with_reflexion_show_the_reflection(make_graph, strategy, sho
     graph, actor, _ = make_graph(
         [answer("Elbe", "first attempt thought")], ["Reflection: Check the city's river."]
     )
-    run(graph, Context(answer_retry="memory", max_trials=2, strategy=strategy))
+    run(graph, QAContext(answer_retry="memory", max_trials=2, strategy=strategy))
     second = actor.prompt_text(1)
     assert "Check the city's river." in second
     assert ("first attempt thought" in second) == shows_trajectory
@@ -152,7 +154,9 @@ def test_show_rejected_lists_the_wrong_answers_so_far(make_graph, strategy, show
     graph, actor, _ = make_graph(
         [answer("Elbe"), answer("Danube"), answer("Elbe")], ["Reflection: Look again."]
     )
-    run(graph, Context(answer_retry="memory", max_trials=3, strategy=strategy, show_rejected=show))
+    run(
+        graph, QAContext(answer_retry="memory", max_trials=3, strategy=strategy, show_rejected=show)
+    )
     third = actor.prompt_text(2)
     listed = "judged incorrect" in third
     assert listed == (show and strategy != "none")
@@ -175,7 +179,7 @@ def test_a_retry_repeating_a_rejected_answer_is_redrawn(
     make_graph, strategy, redraws, second, calls
 ):
     graph, actor, _ = make_graph([answer("Elbe"), answer("the elbe."), answer("Danube")])
-    ctx = Context.paper(max_trials=2, strategy=strategy, redraw_rejected=redraws)
+    ctx = QAContext.paper(max_trials=2, strategy=strategy, redraw_rejected=redraws)
     state = run(graph, ctx)
     assert [e["answer"] for e in state["evaluations"]] == ["Elbe", second]
     assert len(actor.prompts) == calls
@@ -184,7 +188,7 @@ def test_a_retry_repeating_a_rejected_answer_is_redrawn(
 
 def test_redraws_that_all_repeat_keep_the_first_reply(make_graph):
     graph, actor, _ = make_graph([answer("Elbe"), answer("Elbe", "second"), answer("ELBE")])
-    state = run(graph, Context.paper(max_trials=2, redraw_rejected=1))
+    state = run(graph, QAContext.paper(max_trials=2, redraw_rejected=1))
     assert len(actor.prompts) == 3
     assert state["evaluations"][1]["answer"] == "Elbe"
     assert "Thought: second" in state["trajectory"]
@@ -195,7 +199,7 @@ def test_a_repeat_left_after_the_redraws_gets_one_correcting_turn(make_graph, st
     replies = [answer("Elbe"), answer("Elbe", "second"), answer("ELBE"), "Action: Finish[Vltava]"]
     graph, actor, _ = make_graph(replies)
     state = run(
-        graph, Context(answer_retry="memory", max_trials=2, strategy=strategy, redraw_rejected=1)
+        graph, QAContext(answer_retry="memory", max_trials=2, strategy=strategy, redraw_rejected=1)
     )
     assert state["solved"] is corrected
     if corrected:
@@ -222,7 +226,7 @@ def test_memory_goes_before_or_after_the_task(make_graph, memory_first):
     """Memory first (the paper's layout): the question is read last; memory after: the
     prompt up to the question is the same across trials."""
     graph, actor, _ = make_graph([answer("Elbe")], ["Reflection: Look again."])
-    run(graph, Context(answer_retry="memory", max_trials=2, memory_first=memory_first))
+    run(graph, QAContext(answer_retry="memory", max_trials=2, memory_first=memory_first))
     first, second = actor.prompt_text(0), actor.prompt_text(1)
     assert second.startswith(first) != memory_first
     assert second.endswith("Which river flows through Prague?") == memory_first
@@ -265,12 +269,16 @@ def test_invalid_context_values_fail_clearly():
         Context(max_trials=0)
     with pytest.raises(ReflexionError, match="memory_size"):
         Context(memory_size=-1)
-    for field in ("redraw_rejected", "redraw_steps", "resample_repeats"):
+    for cls, field in (
+        (QAContext, "redraw_rejected"),
+        (ReActContext, "redraw_steps"),
+        (CodeContext, "resample_repeats"),
+    ):
         for value in (-1, 11):
             with pytest.raises(
                 ReflexionError, match=rf"{field} is {value}: use a value in \[0, 10\]"
             ):
-                Context(**{field: value})
+                cls(**{field: value})
 
 
 def test_empty_task_is_rejected(make_graph):

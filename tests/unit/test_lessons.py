@@ -21,9 +21,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore, Item, Op, Result
 from langgraph.store.memory import InMemoryStore
 
+from reflexion.alfworld.context import HouseholdContext
 from reflexion.alfworld.sessions import EnvSessions
 from reflexion.cli.app import main
-from reflexion.core.context import Context
+from reflexion.core.context import Context, Lessons
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import MAX_CANDIDATES, namespace, rank, recall, save_lesson, tokenize
 from reflexion.core.persistence import open_store
@@ -34,6 +35,7 @@ from reflexion.graphs.builder import (
     react_builder,
 )
 from reflexion.graphs.custom import create_reflexion_graph
+from reflexion.hotpotqa.context import QAContext
 from reflexion.testing import ScriptedChatModel, ScriptedHousehold
 from tests.conftest import answer, hotpotqa_line
 from tests.unit.test_alfworld import GAME, WIN
@@ -43,7 +45,7 @@ from tests.unit.test_react import corpus as corpus  # a fixture
 
 PRAGUE = {"task": "Which river flows through Prague?", "context": "", "reference": "Vltava"}
 HEADER = "Lessons from earlier, similar tasks"
-ALL: dict[str, Any] = {"lesson_filter": "all"}
+ALL: dict[str, Any] = {"enabled": True, "filter": "all"}
 """Recall every lesson: for tests about something else than validation."""
 
 
@@ -157,9 +159,7 @@ def test_recall_picks_the_most_relevant_lessons_of_other_threads_never_its_own()
         actor_model=actor,
         reflector_model=ScriptedChatModel(replies=["Reflection: wrong river."]),
     ).compile(checkpointer=InMemorySaver(), store=store)
-    ctx = Context(
-        max_trials=2, lessons=True, recall_k=2, lesson_filter="all", answer_retry="memory"
-    )
+    ctx = QAContext(max_trials=2, lessons={**ALL, "recall_k": 2}, answer_retry="memory")
     graph.invoke(PRAGUE, config("me"), context=ctx)
     state = graph.get_state(config("me")).values
     assert state["lessons"] == [lesson["river"][1], lesson["bridge"][1]]
@@ -201,7 +201,7 @@ def test_the_generic_graphs_default_actor_keeps_lessons_in_the_system_message():
         checkpointer=InMemorySaver(),
         store=store,
     )
-    graph.invoke(PRAGUE, config("g1"), context=Context(lessons=True, **ALL))
+    graph.invoke(PRAGUE, config("g1"), context=Context(lessons=ALL))
     assert (
         HEADER in actor.prompts[0][0].text and "read the question twice" in actor.prompts[0][0].text
     )
@@ -241,7 +241,7 @@ def test_recall_runs_once_so_the_prompt_prefix_stays_the_same_across_trials():
         actor_model=actor,
         reflector_model=ScriptedChatModel(replies=["Reflection: wrong."]),
     ).compile(checkpointer=InMemorySaver(), store=store)
-    ctx = Context(max_trials=3, lessons=True, lesson_filter="all")
+    ctx = Context(max_trials=3, lessons=ALL)
     graph.invoke(PRAGUE, config("t"), context=ctx)
     prefixes = [actor.prompts[i][0].text for i in range(3)]  # the system message
     assert prefixes[0] == prefixes[1] == prefixes[2]
@@ -288,12 +288,24 @@ def test_lessons_on_without_a_store_is_a_one_line_error():
 def test_context_rejects_bad_lesson_settings():
     """recall_k out of range, a task family with a dot (a store namespace cannot hold
     one) and an unknown lesson filter are one-line errors."""
-    with pytest.raises(ReflexionError, match="recall_k"):
-        Context(recall_k=-1)
-    with pytest.raises(ReflexionError, match="task_family"):
-        Context(task_family="qa.v2")
-    with pytest.raises(ReflexionError, match="lesson_filter is 'some': use one of validated, all"):
-        Context(lesson_filter="some")  # type: ignore[arg-type]
+    with pytest.raises(
+        ReflexionError, match=r"^lessons\.recall_k is -1: use a value in \[0, 50\]$"
+    ):
+        Context(lessons={"recall_k": -1})
+    with pytest.raises(ReflexionError, match=r"^lessons\.family is 'qa\.v2'"):
+        Context(lessons={"family": "qa.v2"})
+    with pytest.raises(
+        ReflexionError, match=r"lessons\.filter is 'some': use one of validated, all"
+    ):
+        Context(lessons={"filter": "some"})
+
+
+def test_the_last_releases_flat_lesson_settings_still_work_with_a_warning():
+    with pytest.warns(DeprecationWarning) as caught:
+        ctx = Context(lessons=True, recall_k=5, lesson_filter="all", task_family="shared")
+    told = " ".join(str(w.message) for w in caught)
+    assert "give it as lessons.recall_k" in told and "give it as lessons.family" in told
+    assert ctx.lessons == Lessons(enabled=True, recall_k=5, filter="all", family="shared")
 
 
 def test_task_family_override_and_per_graph_families(games: str, corpus: Any):
@@ -320,7 +332,7 @@ def test_task_family_override_and_per_graph_families(games: str, corpus: Any):
         reflector_model=ScriptedChatModel(replies=["Reflection: r."]),
         backend=corpus,
     ).compile(checkpointer=InMemorySaver(), store=store)
-    react.invoke(PRAGUE, config("r1"), context=Context(max_trials=2, lessons=True, **ALL))
+    react.invoke(PRAGUE, config("r1"), context=Context(max_trials=2, lessons=ALL))
     assert "Lesson for react" in actor.prompt_text(
         0
     ) and "Lesson for shared" not in actor.prompt_text(0)
@@ -335,7 +347,7 @@ def test_task_family_override_and_per_graph_families(games: str, corpus: Any):
         "entry_point": "add",
         "tests": ["assert add(1, 2) == 3"],
     }
-    prog.invoke(task, config("p1"), context=Context(max_trials=2, lessons=True, **ALL))
+    prog.invoke(task, config("p1"), context=Context(max_trials=2, lessons=ALL))
     assert "Lesson for programming-py" in coder.prompt_text(0)
     assert HEADER in coder.prompts[1][0].text  # kept in the stable system message
     assert any(i.key == "p1:1" for i in store.search(("reflexion", "lessons", "programming-py")))
@@ -346,14 +358,14 @@ def test_task_family_override_and_per_graph_families(games: str, corpus: Any):
         reflector_model=ScriptedChatModel(replies=["Reflection: take the mug first."]),
         sessions=EnvSessions(ScriptedHousehold),
     ).compile(checkpointer=InMemorySaver(), store=store)
-    ctx = Context(games=games, lessons=True, alfworld_memory="reflection", **ALL)
+    ctx = HouseholdContext(games=games, lessons=ALL, alfworld_memory="reflection")
     alf.invoke({"game": GAME}, config("a1"), context=ctx)
     assert "Lesson for alfworld-put" in player.prompt_text(0)
     assert store.get(("reflexion", "lessons", "alfworld-put"), "a1:1") is not None
     # an explicit family is shared by any graph
     actor2 = ScriptedChatModel(replies=[answer("Vltava")])
     qa = qa_builder(actor_model=actor2).compile(checkpointer=InMemorySaver(), store=store)
-    qa.invoke(PRAGUE, config("q1"), context=Context(lessons=True, task_family="shared", **ALL))
+    qa.invoke(PRAGUE, config("q1"), context=Context(lessons={**ALL, "family": "shared"}))
     assert "Lesson for shared" in actor2.prompt_text(0)
 
 
@@ -533,8 +545,16 @@ def test_recall_skips_lessons_about_the_same_task_from_other_threads():
     save_lesson(
         store, "qa", text="Other task.", task="Which lake?", task_id="q2", thread_id="c", trial=1
     )
-    found = recall(store, "qa", "Which river?", 5, exclude_thread="me", exclude_task_id="q1", **ALL)
+    found = recall(
+        store,
+        "qa",
+        "Which river?",
+        5,
+        exclude_thread="me",
+        exclude_task_id="q1",
+        lesson_filter="all",
+    )
     assert found == ["Other task."]
     # without a task id only the identical text is excluded
-    found = recall(store, "qa", "Which river?", 5, exclude_thread="me", **ALL)
+    found = recall(store, "qa", "Which river?", 5, exclude_thread="me", lesson_filter="all")
     assert sorted(found) == ["Other task.", "Same id."]

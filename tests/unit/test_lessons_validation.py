@@ -47,7 +47,7 @@ def test_a_lesson_followed_by_success_is_validated_and_only_it_is_recalled_by_de
     for lesson_filter, expected in (("validated", [HELPED]), ("all", [HELPED, MISLED])):
         actor = ScriptedChatModel(replies=[answer("Danube")])
         reader = qa_builder(actor_model=actor).compile(checkpointer=InMemorySaver(), store=store)
-        ctx = Context(lessons=True, lesson_filter=lesson_filter)  # type: ignore[arg-type]
+        ctx = Context(lessons={"enabled": True, "filter": lesson_filter})
         reader.invoke(VIENNA, config(f"reader-{lesson_filter}"), context=ctx)
         state = reader.get_state(config(f"reader-{lesson_filter}")).values
         assert sorted(state["lessons"]) == sorted(expected)

@@ -21,6 +21,7 @@ from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import fork_thread
 from reflexion.graphs.builder import qa_builder
+from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.testing import RuleChatModel
 
 QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(3)}
@@ -70,7 +71,7 @@ def run(graph: Any, strategy: str, out: Path, ids: list[str]) -> list[dict[str, 
         finals, errors = run_benchmark(
             graph,
             tasks,
-            Context(max_trials=3, strategy=strategy, answer_retry="memory"),  # type: ignore[arg-type]
+            QAContext(max_trials=3, strategy=strategy, answer_retry="memory"),  # type: ignore[arg-type]
             Sink(handle),
             settings={"strategy": strategy},
             done=finished_tasks(out),
@@ -123,7 +124,7 @@ def test_fork_leaves_its_source_as_it_was():
     graph.invoke(
         {"task": QUESTIONS["q0"][0], "context": "", "reference": QUESTIONS["q0"][1]},
         run_first,
-        context=Context(max_trials=3, answer_retry="memory"),
+        context=QAContext(max_trials=3, answer_retry="memory"),
         interrupt_before=["reflector"],
     )
     fork_thread(saver, "src", "copy")
@@ -131,7 +132,7 @@ def test_fork_leaves_its_source_as_it_was():
     graph.invoke(
         None,
         {"configurable": {"thread_id": "copy"}},
-        context=Context(max_trials=3, answer_retry="memory"),
+        context=QAContext(max_trials=3, answer_retry="memory"),
     )
     source = graph.get_state(run_first)
     assert source.next == ("reflector",) and source.values["trial"] == 1
@@ -166,7 +167,7 @@ def test_paired_table_counts_fixes_after_trial_1_and_against_none():
 
 
 def test_runs_share_first_trials_when_they_differ_only_after_trial_1():
-    from reflexion.cli.bench import first_trial_key
+    from reflexion.bench.settings import first_trial_key
 
     base = {"bench": "programming", "strategy": "reflexion", "max_trials": 4, "test_trust": "all"}
     later = {**base, "strategy": "none", "max_trials": 8, "resample_repeats": 0, "memory_size": 3}
@@ -237,29 +238,28 @@ def test_run_labels_cut_the_shared_words_and_keep_same_stems_apart():
 def test_options_that_cannot_act_stay_out_of_a_strategys_results_key():
     from dataclasses import replace
 
-    from reflexion.cli.bench import result_settings
-    from reflexion.core.context import Context
+    from reflexion.bench.settings import result_settings
 
     memory_only = {"show_rejected": True, "reflection_examples": False}
-    none = Context(strategy="none")
+    none = QAContext(strategy="none")
     assert result_settings(replace(none, **memory_only)) == result_settings(none)
-    last = Context(strategy="last_attempt")
+    last = QAContext(strategy="last_attempt")
     assert result_settings(replace(last, **memory_only)) == result_settings(
         replace(last, show_rejected=True)
     )
-    reflexion = Context(strategy="reflexion")
+    reflexion = QAContext(strategy="reflexion")
     assert result_settings(replace(reflexion, **memory_only)) != result_settings(reflexion)
 
 
 def test_answer_redraws_name_only_runs_they_act_in():
     """redraw_rejected is in a results key only where it acts: a memory strategy of a
     question-answering actor, at a value other than the one earlier files ran under (0)."""
-    from reflexion.cli.bench import ANSWER_FIELDS, result_settings
+    from reflexion.bench.settings import ANSWER_FIELDS, result_settings
     from reflexion.core.context import Context
 
     assert result_settings(Context(strategy="reflexion"))["redraw_rejected"] == 2
     assert "redraw_rejected" not in result_settings(
-        Context(strategy="reflexion", redraw_rejected=0)
+        QAContext(strategy="reflexion", redraw_rejected=0)
     )
     assert "redraw_rejected" not in result_settings(Context(strategy="none"))
     assert "redraw_rejected" not in result_settings(Context(), unused=ANSWER_FIELDS)
@@ -268,18 +268,18 @@ def test_answer_redraws_name_only_runs_they_act_in():
 def test_step_redraws_name_every_react_run_and_no_other():
     """redraw_steps acts in trial 1 too, so under every strategy: a ReAct results key holds
     it (earlier files ran without it, as 0), and any other benchmark leaves it out."""
-    from reflexion.cli.bench import AFTER_FIRST_TRIAL, STEP_FIELDS, result_settings
+    from reflexion.bench.settings import AFTER_FIRST_TRIAL, STEP_FIELDS, result_settings
     from reflexion.core.context import Context
 
     assert result_settings(Context(strategy="none"))["redraw_steps"] == 2
-    assert "redraw_steps" not in result_settings(Context(redraw_steps=0))
+    assert "redraw_steps" not in result_settings(ReActContext(redraw_steps=0))
     assert "redraw_steps" not in result_settings(Context(), unused=STEP_FIELDS)
     assert "redraw_steps" not in AFTER_FIRST_TRIAL  # so trial 1 forks are not shared across it
 
 
 @pytest.mark.parametrize("agent", ["react", "cot-gt", "cot"])
 def test_each_qa_agent_names_the_redraws_its_actor_makes(agent):
-    from reflexion.cli.bench import result_settings
+    from reflexion.bench.settings import result_settings
     from reflexion.cli.hotpotqa import unused_by
     from reflexion.core.context import Context
 
@@ -335,7 +335,7 @@ def test_a_reflector_model_does_not_rename_a_strategy_without_reflections(strate
     the reflector's model names a run of its own."""
     from dataclasses import replace
 
-    from reflexion.cli.bench import ALFWORLD_FIELDS, result_settings
+    from reflexion.bench.settings import ALFWORLD_FIELDS, result_settings
 
     def key(ctx: Context) -> dict[str, Any]:
         return result_settings(ctx, unused=ALFWORLD_FIELDS)  # as bench hotpotqa names it

@@ -13,13 +13,16 @@ from typing import Any, get_args
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from reflexion.alfworld.context import HouseholdContext
 from reflexion.cli import alfworld, hotpotqa, programming, threads
 from reflexion.cli import bench as bench_cli
-from reflexion.cli.options import DEFAULTS, PRESET_OPTIONS
+from reflexion.cli.options import PRESET_OPTIONS
 from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import PAPER, PRESETS, Preset
 from reflexion.graphs.builder import programming_builder, qa_builder
+from reflexion.hotpotqa.context import QAContext, ReActContext
+from reflexion.programming.context import CodeContext
 from reflexion.testing import ScriptedChatModel
 from tests.clikit import cli, one_line_error
 from tests.conftest import answer
@@ -48,31 +51,53 @@ def run_qa(actor: ScriptedChatModel, ctx: Context | dict[str, Any]) -> dict[str,
 # ---- the preset itself ------------------------------------------------------------------------
 
 
-def test_the_paper_preset_turns_every_addition_off_and_the_defaults_keep_them():
-    paper = Context.paper()
+CONTEXTS = (Context, QAContext, ReActContext, CodeContext, HouseholdContext)
+
+
+@pytest.mark.parametrize("cls", CONTEXTS, ids=lambda c: c.__name__)
+def test_the_paper_preset_turns_every_addition_off_and_the_defaults_keep_them(cls):
+    paper, names = cls.paper(), {f.name for f in fields(cls)}
     for name, value in PAPER.items():
-        assert getattr(paper, name) == value, name
-        assert getattr(Context(), name) != value, f"{name} is already the paper's by default"
-    assert Context.paper(max_trials=2) == Context(preset="paper", max_trials=2)
-    assert Context(preset="default") == Context()
+        if name in names:
+            assert getattr(paper, name) == value, name
+            assert getattr(cls(), name) != value, f"{name} is already the paper's by default"
+    assert cls.paper(max_trials=2) == cls(preset="paper", max_trials=2)
+    assert cls(preset="default") == cls()
     assert set(PRESETS) == set(get_args(Preset))
-    assert set(PAPER) <= {f.name for f in fields(Context)}
+
+
+def test_every_field_a_preset_sets_is_a_field_of_some_graph():
+    assert set(PAPER) <= {f.name for cls in CONTEXTS for f in fields(cls)}
 
 
 def test_values_given_beside_a_preset_win():
-    ctx = Context.paper(answer_retry="fresh_first", example_tests=True, max_trials=2)
-    assert (ctx.answer_retry, ctx.example_tests, ctx.max_trials) == ("fresh_first", True, 2)
+    ctx = QAContext.paper(answer_retry="fresh_first", max_trials=2)
+    assert (ctx.answer_retry, ctx.max_trials) == ("fresh_first", 2)
     assert ctx.redraw_rejected == 0 and ctx.select_answer == "last"
+    code = CodeContext.paper(example_tests=True)
+    assert code.example_tests and code.code_retry == "repair"
 
 
 def test_a_mapping_with_a_preset_starts_from_it():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # "preset" is no unknown key
-        ctx = context_from({"preset": "paper", "max_trials": 2})
-    assert ctx == Context.paper(max_trials=2)
+        ctx = context_from({"preset": "paper", "max_trials": 2}, QAContext)
+    assert ctx == QAContext.paper(max_trials=2)
     assert ctx.max_trials == 2 and ctx.answer_retry == "memory"
     with pytest.warns(UserWarning, match="bogus"):
         assert context_from({"preset": "paper", "bogus": 1}) == Context.paper()
+
+
+def test_a_base_context_with_a_preset_gives_a_familys_graph_that_preset():
+    """``Context.paper()`` handed to the programming graph: its own fields start from the
+    paper preset too, not from the graph's defaults."""
+    from types import SimpleNamespace
+
+    from reflexion.core.context import get_context
+
+    runtime = SimpleNamespace(context=Context.paper(max_trials=2))
+    code = get_context(runtime, CodeContext)  # type: ignore[arg-type]
+    assert code == CodeContext.paper(max_trials=2)
 
 
 @pytest.mark.parametrize(
@@ -158,6 +183,11 @@ def _workdir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
+def default_of(name: str) -> Any:
+    """A field's default, in the context of the graph that has it."""
+    return next(getattr(cls(), name) for cls in CONTEXTS if hasattr(cls(), name))
+
+
 BENCHES = [hotpotqa.bench_hotpotqa, programming.bench_programming, alfworld.bench_alfworld]
 
 
@@ -168,7 +198,7 @@ def test_each_preset_option_defaults_to_the_contexts_default(command):
     for param in inspect.signature(command).parameters.values():
         if param.name in PRESET_OPTIONS:
             name, negated = PRESET_OPTIONS[param.name]
-            default = getattr(DEFAULTS, name)
+            default = default_of(name)
             assert param.default == (not default if negated else default), param.name
 
 
@@ -207,7 +237,7 @@ def test_bench_hotpotqa_preset_paper_with_an_option_given(monkeypatch, capsys):
     args = ["bench", "hotpotqa", "-n", "1", "--strategy", "reflexion,resample"]
     reflexion, resample = captured_contexts(monkeypatch, capsys, *args, "--preset", "paper")
     for name, value in PAPER.items():
-        if name != "answer_retry":
+        if name != "answer_retry" and hasattr(reflexion, name):
             assert getattr(reflexion, name) == getattr(resample, name) == value, name
     assert reflexion.answer_retry == "memory"
     assert resample.answer_retry == "resample"  # the baseline stays itself
@@ -215,7 +245,7 @@ def test_bench_hotpotqa_preset_paper_with_an_option_given(monkeypatch, capsys):
     (ctx,) = captured_contexts(monkeypatch, capsys, *args[:-1], "reflexion", *given)
     assert ctx.redraw_rejected == 1 and ctx.correct_rejected is False
     (default,) = captured_contexts(monkeypatch, capsys, *args[:-1], "reflexion")
-    assert all(getattr(default, name) == getattr(DEFAULTS, name) for name in PAPER)
+    assert all(getattr(default, n) == default_of(n) for n in PAPER if hasattr(default, n))
 
 
 @pytest.mark.usefixtures("_workdir")
@@ -224,7 +254,8 @@ def test_bench_programming_preset_paper_with_an_option_given(monkeypatch, capsys
     args += ["--strategy", "reflexion", "--preset", "paper"]
     (ctx,) = captured_contexts(monkeypatch, capsys, *args)
     assert (ctx.code_retry, ctx.example_tests, ctx.test_trust) == ("repair", False, "all")
-    assert (ctx.select_answer, ctx.resample_repeats, ctx.answer_retry) == ("last", 0, "memory")
+    assert (ctx.select_answer, ctx.resample_repeats) == ("last", 0)
+    assert not hasattr(ctx, "answer_retry")  # the programming graph's context has no QA field
     (ctx,) = captured_contexts(monkeypatch, capsys, *args, "--retry", "fresh", "--select", "best")
     assert (ctx.code_retry, ctx.select_answer, ctx.example_tests) == ("fresh", "best", False)
 
@@ -257,7 +288,7 @@ def test_run_preset_paper_with_an_option_given(monkeypatch, capsys):
     assert cli(monkeypatch, capsys, *args)[0] == 0
     assert cli(monkeypatch, capsys, *args, "--answer-retry", "fresh_first")[0] == 0
     paper, given = seen
-    assert paper == Context.paper()  # every other option at its default
+    assert paper == QAContext.paper()  # every other option at its default
     assert given.answer_retry == "fresh_first" and given.redraw_rejected == 0
 
 

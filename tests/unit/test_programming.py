@@ -16,6 +16,7 @@ from reflexion.core.errors import DatasetError
 from reflexion.core.selection import answers_in_force
 from reflexion.graphs.builder import programming_builder
 from reflexion.nodes.coder import format_feedback
+from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import (
     CodeProblem,
     assemble,
@@ -248,12 +249,14 @@ def test_retry_draws_are_seeded_by_the_problem_trial_and_draw():
     assert drawn[0] is None  # the first attempt draws as the run does (T = 0 by default)
     assert drawn[1] is not None and drawn[2] is not None and drawn[1] != drawn[2]
     assert seeds(Context(max_trials=2), "b") == drawn  # a rerun draws the same
-    assert seeds(Context(max_trials=2, code_seeds="process"), "c") == [None] * 3
+    assert seeds(CodeContext(max_trials=2, code_seeds="process"), "c") == [None] * 3
 
 
 def test_loop_reflects_on_failed_tests_then_stops_when_they_pass():
     graph, actor, _tests_model, reflector = build([WRONG, RIGHT])
-    state = run(graph, Context(max_trials=4, memory_size=1, test_trust="all", code_retry="repair"))
+    state = run(
+        graph, CodeContext(max_trials=4, memory_size=1, test_trust="all", code_retry="repair")
+    )
     assert state["tests"] == [
         "assert add(2, 3) == 5",
         "assert add(0, 0) == 0",
@@ -273,7 +276,7 @@ def test_loop_reflects_on_failed_tests_then_stops_when_they_pass():
 
 def test_hidden_tests_never_enter_a_prompt():
     graph, actor, tests_model, reflector = build([WRONG, WRONG, RIGHT])
-    state = run(graph, Context(max_trials=3, resample_repeats=0))
+    state = run(graph, CodeContext(max_trials=3, resample_repeats=0))
     assert "HIDDEN-MARKER" not in all_prompts(actor, tests_model, reflector)
     assert "HIDDEN" not in json.dumps(state)
     scored = score_thread(PROBLEM, state["evaluations"], 3)
@@ -286,13 +289,13 @@ def test_only_valid_tests_are_kept_and_at_most_max_tests():
         + "\nassert add(1,\nnot a test\n"
     )
     graph, *_ = build([RIGHT], tests=[reply])
-    state = run(graph, Context(max_trials=2, max_tests=4, test_trust="all"))
+    state = run(graph, CodeContext(max_trials=2, max_tests=4, test_trust="all"))
     assert len(state["tests"]) == 4 and all(t.startswith("assert add(") for t in state["tests"])
 
 
 def test_no_test_generation_ablation_runs_every_iteration():
     graph, _actor, tests_model, reflector = build([RIGHT])
-    state = run(graph, Context(max_trials=3, generate_tests=False))
+    state = run(graph, CodeContext(max_trials=3, generate_tests=False))
     assert tests_model.prompts == [] and state.get("tests", []) == []
     assert state["trial"] == 3 and not any(e["success"] for e in state["evaluations"])
     assert "No unit tests were run" in state["evaluations"][0]["feedback"]
@@ -301,7 +304,7 @@ def test_no_test_generation_ablation_runs_every_iteration():
 
 def test_a_thread_whose_test_writer_wrote_no_tests_stops_after_a_compiling_attempt():
     graph, actor, tests_model, reflector = build([RIGHT, RIGHT], tests=["No tests."])
-    state = run(graph, Context(max_trials=4, example_tests=False))
+    state = run(graph, CodeContext(max_trials=4, example_tests=False))
     assert len(tests_model.prompts) == 1 and state.get("tests", []) == []
     assert state["trial"] == 1 and reflector.prompts == [] and len(actor.prompts) == 1
     assert state["evaluations"][0].get("last") is True and not state["solved"]
@@ -309,7 +312,7 @@ def test_a_thread_whose_test_writer_wrote_no_tests_stops_after_a_compiling_attem
 
 def test_no_reflection_ablation_keeps_code_and_feedback_but_no_lesson():
     graph, actor, _tests, reflector = build([WRONG, RIGHT])
-    state = run(graph, Context(max_trials=3, strategy="none", code_retry="repair"))
+    state = run(graph, CodeContext(max_trials=3, strategy="none", code_retry="repair"))
     assert reflector.prompts == [] and state.get("reflections", []) == []
     retry = actor.prompt_text(1)
     assert "return a - b" in retry and "# output: -1" in retry and "reflection" not in retry.lower()
@@ -327,7 +330,7 @@ def test_caller_given_tests_are_used_as_they_are():
 
 def test_a_reply_without_code_is_a_failed_trial_with_a_reason():
     graph, actor, *_ = build(["Sorry, I cannot.", RIGHT])
-    state = run(graph, Context(max_trials=2, code_retry="repair"))
+    state = run(graph, CodeContext(max_trials=2, code_retry="repair"))
     assert state["evaluations"][0]["feedback"].startswith(
         "No implementation: the reply does not define add"
     )
@@ -338,7 +341,7 @@ def test_a_reply_without_code_is_a_failed_trial_with_a_reason():
 def test_hostile_code_from_the_model_fails_its_tests_and_the_loop_goes_on():
     loop = "```python\ndef add(a, b):\n    while True:\n        pass\n```"
     graph, *_ = build([loop, RIGHT])
-    state = run(graph, Context(max_trials=2, test_timeout=0.5))
+    state = run(graph, CodeContext(max_trials=2, test_timeout=0.5))
     assert "timed out" in state["evaluations"][0]["feedback"]
     assert state["solved"] is True
 
@@ -428,11 +431,11 @@ def test_examples_first_then_the_models_tests_up_to_max_tests():
     graph, *_ = build(
         [RIGHT], tests=["assert add(7, 1) == 8\nassert add(2, 3) == 5\nassert add(9, 9) == 18\n"]
     )
-    state = run(graph, Context(max_trials=1, max_tests=2, test_trust="all"))
+    state = run(graph, CodeContext(max_trials=1, max_tests=2, test_trust="all"))
     assert state["tests"][0] == "assert add(2, 3) == 5"  # from the docstring
     assert len(state["tests"]) == 2
     graph, *_ = build([RIGHT], tests=["assert add(7, 1) == 8\n"])
-    state = run(graph, Context(max_trials=1, example_tests=False), thread="no-examples")
+    state = run(graph, CodeContext(max_trials=1, example_tests=False), thread="no-examples")
     assert state["tests"] == ["assert add(7, 1) == 8"]
 
 

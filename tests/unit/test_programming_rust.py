@@ -11,6 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.core.context import Context
 from reflexion.graphs.builder import programming_builder
+from reflexion.programming.context import CodeContext
 from reflexion.programming.sandbox import fix_rust
 from reflexion.programming.sandbox.fixes import Edit, apply_edits, suggested_edits
 from reflexion.testing import ScriptedChatModel
@@ -149,7 +150,9 @@ def test_code_that_did_not_compile_is_retried_as_the_compiler_fixed_it():
 
 @needs_rustc
 def test_without_compiler_fixes_the_retry_is_the_models():
-    values, actor = run_rust([UNFIXED, RIGHT], TESTS, Context(max_trials=3, compiler_fixes=False))
+    values, actor = run_rust(
+        [UNFIXED, RIGHT], TESTS, CodeContext(max_trials=3, compiler_fixes=False)
+    )
     assert [e.get("compiler_fix") for e in values["evaluations"]] == [None, None]
     assert values["evaluations"][1]["answer"].strip().endswith("a + b\n}")
     assert len(actor.prompts) == 2 and values["solved"] is True

@@ -14,6 +14,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from reflexion.core.context import Context
 from reflexion.graphs.builder import react_builder
 from reflexion.graphs.qa import react_graph
+from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.hotpotqa.wiki import OfflineCorpus
 from reflexion.nodes.react import REACT_GRAMMAR
 from reflexion.testing import RuleChatModel, ScriptedChatModel
@@ -113,7 +114,7 @@ def test_empty_reply_and_empty_argument_are_invalid_actions(corpus):
 
 def test_step_limit_halts_the_trial_as_a_failure_with_the_reason(corpus):
     graph, actor, _ = build(corpus, [step("Again.", "Search[Mercury]")])
-    state = run(graph, Context(max_trials=1, max_steps=4, redraw_steps=0))
+    state = run(graph, ReActContext(max_trials=1, max_steps=4, redraw_steps=0))
     assert len(actor.prompts) == 4
     assert state["answer"] is None and state["solved"] is False
     assert state["evaluations"][0]["feedback"] == (
@@ -130,7 +131,7 @@ def test_a_repeat_left_after_the_redraws_is_answered_without_searching_again(cor
         step("London.", "Finish[London]"),
     ]
     graph, actor, _ = build(corpus, replies)
-    state = run(graph, Context(max_trials=1, redraw_steps=redraws))
+    state = run(graph, ReActContext(max_trials=1, redraw_steps=redraws))
     observations = [line for line in state["trajectory"] if line.startswith("Observation:")]
     assert observations[1].startswith("Observation: You already searched [ada lovelace]")
     assert observations[2] == "Observation: (Result 1 / 2) She was born in London in 1815."
@@ -159,7 +160,7 @@ def test_a_redraw_without_an_action_does_not_replace_the_step(corpus):
         step("London.", "Finish[London]"),
     ]
     graph, actor, _ = build(corpus, replies)
-    state = run(graph, Context(max_trials=1, redraw_steps=1))
+    state = run(graph, ReActContext(max_trials=1, redraw_steps=1))
     assert state["trajectory"][4] == "Action: Search[Ada Lovelace]"  # the repeat, answered
     assert "Invalid action" not in "\n".join(state["trajectory"])
     assert state["solved"] is True and len(actor.prompts) == 4
@@ -183,7 +184,7 @@ def test_redraws_are_drawn_hotter(corpus, monkeypatch):
 def test_a_search_that_found_nothing_tried_again_says_it_will_not_find_it(corpus):
     replies = [step("x", "Search[Nowhere Land]")] * 3
     graph, _actor, _ = build(corpus, [*replies, step("z", "Finish[London]")])
-    state = run(graph, Context(max_trials=1, redraw_steps=0))
+    state = run(graph, ReActContext(max_trials=1, redraw_steps=0))
     observations = [line for line in state["trajectory"] if line.startswith("Observation:")]
     assert observations[0].startswith("Observation: Could not find [Nowhere Land]. Similar:")
     assert len(observations) == 3
@@ -194,12 +195,12 @@ def test_a_search_that_found_nothing_tried_again_says_it_will_not_find_it(corpus
 
 def test_finish_on_the_last_allowed_step_counts(corpus):
     graph, _actor, _ = build(corpus, SOLVING)
-    assert run(graph, Context(max_trials=1, max_steps=3))["solved"] is True
+    assert run(graph, ReActContext(max_trials=1, max_steps=3))["solved"] is True
 
 
 def test_context_budget_halts_before_calling_the_model(corpus):
     graph, actor, _ = build(corpus, SOLVING)
-    state = run(graph, Context(max_trials=1, context_budget=256, max_tokens=64))
+    state = run(graph, ReActContext(max_trials=1, context_budget=256, max_tokens=64))
     assert actor.prompts == []
     assert "over the context budget of 256" in state["evaluations"][0]["feedback"]
 
@@ -207,7 +208,9 @@ def test_context_budget_halts_before_calling_the_model(corpus):
 def test_budget_counts_the_growing_scratchpad(corpus):
     graph, actor, _ = build(corpus, [step("Again.", "Search[Ada Lovelace]")])
     # The few-shot prefix is ~1,400 estimated tokens; each step adds ~60.
-    ctx = Context(max_trials=1, max_steps=50, context_budget=1800, max_tokens=64, redraw_steps=0)
+    ctx = ReActContext(
+        max_trials=1, max_steps=50, context_budget=1800, max_tokens=64, redraw_steps=0
+    )
     state = run(graph, ctx)
     assert 2 <= len(actor.prompts) < 50
     assert "context budget" in (state["stop_reason"] or "")
@@ -266,7 +269,7 @@ def test_a_retry_finishing_with_a_rejected_answer_is_drawn_again(corpus, strateg
         step("She was born in London.", "Finish[London]"),
     ]
     graph, actor, _ = build(corpus, replies)
-    ctx = Context(max_trials=2, strategy=strategy, redraw_rejected=1)  # type: ignore[arg-type]
+    ctx = QAContext(max_trials=2, strategy=strategy, redraw_rejected=1)  # type: ignore[arg-type]
     state = run(graph, ctx)
     assert state["evaluations"][1]["answer"] == answer  # none keeps nothing, so no redraw
     assert len(actor.prompts) == calls
@@ -335,7 +338,7 @@ def test_react_graph_public_schemas_match_the_qa_graphs():
 
 def test_show_rejected_reaches_the_react_actor_from_the_parent_state(corpus):
     graph, actor, _ = build(corpus, [step("x", "Finish[Paris]"), *SOLVING])
-    state = run(graph, Context(max_trials=2, show_rejected=True))
+    state = run(graph, QAContext(max_trials=2, show_rejected=True))
     assert state["solved"] is True
     second = actor.prompt_text(1)
     assert "judged incorrect" in second and "- Paris" in second

@@ -18,13 +18,14 @@ from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.builder import qa_builder
+from reflexion.hotpotqa.context import QAContext
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_faults import server as server  # a fixture
 
 PRAGUE = {"task": "Which river flows through Prague?", "context": "", "reference": "Vltava"}
 PROPOSED = "I named the Elbe; I should check which river crosses Prague."
-REVIEW = Context(max_trials=2, review_reflections=True, answer_retry="memory")
+REVIEW = QAContext(max_trials=2, review_reflections=True, answer_retry="memory")
 
 
 def build(store: Any = None) -> tuple[Any, ScriptedChatModel, ScriptedChatModel]:

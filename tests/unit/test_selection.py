@@ -9,10 +9,13 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from reflexion.alfworld.context import HouseholdContext
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import answers_in_force, chosen_index
 from reflexion.graphs.builder import programming_builder, qa_builder
+from reflexion.hotpotqa.context import ReActContext
+from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem
 from reflexion.programming.scoring import score_thread
 from reflexion.testing import ScriptedChatModel
@@ -108,7 +111,7 @@ def test_anchored_tests_are_the_prompts_examples_and_the_model_writes_none():
 def test_a_written_test_that_contradicts_an_example_is_dropped():
     wrong_twin = "assert add(2, 3) == 6\nassert add(2,3) == 5\nassert add(4, 4) == 8\n"
     graph, *_ = build([RIGHT], tests=[wrong_twin])
-    state = run(graph, TWO_EXAMPLES, Context(max_trials=1, test_trust="all"))
+    state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=1, test_trust="all"))
     assert state["tests"] == [
         "assert add(2, 3) == 5",
         "assert add(0, 0) == 0",
@@ -127,7 +130,7 @@ def test_a_self_written_test_every_attempt_fails_is_doubted_and_stops_the_loop()
     assert "possibly wrong" in state["evaluations"][1]["feedback"]
     assert state["test_failures"] == [["assert add(1, 2) == 4"], ["assert add(1, 2) == 4"]]
     graph, _actor, _ = build([RIGHT, RIGHT, RIGHT], tests=tests)
-    state = run(graph, NO_EXAMPLES, Context(max_trials=3, test_trust="all"))
+    state = run(graph, NO_EXAMPLES, CodeContext(max_trials=3, test_trust="all"))
     assert [e["success"] for e in state["evaluations"]] == [False, False, False]
 
 
@@ -191,7 +194,7 @@ def test_resample_retries_from_the_task_alone_with_no_reflection():
         evaluator_model=ScriptedChatModel(replies=["assert add(1, 1) == 2\n"]),
         reflector_model=reflector,
     ).compile(checkpointer=InMemorySaver())
-    ctx = Context(max_trials=4, strategy="none", code_retry="resample")
+    ctx = CodeContext(max_trials=4, strategy="none", code_retry="resample")
     state = run(graph, TWO_EXAMPLES, ctx)
     assert [e["success"] for e in state["evaluations"]] == [False, False, True]
     assert actor_model.prompt_text(1) == actor_model.prompt_text(0)
@@ -206,7 +209,7 @@ def test_voters_that_fail_a_written_test_as_the_attempt_does_unback_it():
     attempt succeeds on the test that stands. Without voters the wrong test sends the loop on."""
     tests = ["assert add(1, 2) == 4\nassert add(1, 1) == 2\n"]
     graph, actor, _ = build([RIGHT, RIGHT, RIGHT], tests=tests)
-    state = run(graph, NO_EXAMPLES, Context(max_trials=3, cross_check=2))
+    state = run(graph, NO_EXAMPLES, CodeContext(max_trials=3, cross_check=2))
     assert [e["success"] for e in state["evaluations"]] == [True]
     assert len(actor.prompts) == 3 and len(state["witnesses"]) == 2
     feedback = state["evaluations"][0]["feedback"]
@@ -222,7 +225,7 @@ def test_a_written_test_the_voters_pass_still_counts_and_voters_are_drawn_once()
     the loop retries, and the retry is judged by the same two voters (no new draws)."""
     tests = ["assert add(1, 2) == 3\nassert add(2, 2) == 4\n"]
     graph, actor, _ = build([SUBTRACTS, RIGHT, RIGHT, RIGHT], tests=tests)
-    state = run(graph, NO_EXAMPLES, Context(max_trials=3, cross_check=2))
+    state = run(graph, NO_EXAMPLES, CodeContext(max_trials=3, cross_check=2))
     assert [e["success"] for e in state["evaluations"]] == [False, True]
     assert len(actor.prompts) == 4 and len(state["witnesses"]) == 2
 
@@ -231,42 +234,51 @@ def test_a_written_test_the_voters_pass_still_counts_and_voters_are_drawn_once()
 
 
 @pytest.mark.parametrize(
-    ("field", "value"),
+    ("cls", "field", "value"),
     [
-        ("strategy", "reflexon"),
-        ("evaluator", "exact"),
-        ("judge_mode", "scores"),
-        ("wiki", "online"),
-        ("lesson_filter", "some"),
-        ("select_answer", "first"),
-        ("test_trust", "none"),
+        (Context, "strategy", "reflexon"),
+        (Context, "evaluator", "exact"),
+        (ReActContext, "wiki", "online"),
+        (Context, "select_answer", "first"),
+        (CodeContext, "test_trust", "none"),
+        (HouseholdContext, "alfworld_memory", "notes"),
     ],
 )
-def test_every_choice_field_rejects_a_value_outside_its_type(field: str, value: str):
+def test_every_choice_field_rejects_a_value_outside_its_type(
+    cls: type[Context], field: str, value: str
+):
     with pytest.raises(ReflexionError, match=f"^{field} is '{value}': use one of "):
-        Context(**{field: value})
+        cls(**{field: value})
+
+
+def test_a_nested_fields_error_names_its_path():
+    with pytest.raises(
+        ReflexionError, match=r"^lessons\.filter is 'some': use one of validated, all$"
+    ):
+        Context(lessons={"filter": "some"})
 
 
 @pytest.mark.parametrize(
     ("field", "value", "wanted"),
     [
-        ("max_trials", "3", "int"),
-        ("memory_size", 1.5, "int"),
-        ("temperature", True, "float"),
-        ("temperature", "0.7", "float"),
-        ("base_url", 8080, "str or None"),
-        ("lessons", "yes", "bool"),
+        ("max_trials", "3", "a whole number"),
+        ("memory_size", 1.5, "a whole number"),
+        ("temperature", True, "a number"),
+        ("temperature", "0.7", "a number"),
+        ("judge_threshold", "high", "a number"),
+        ("actor_model", 8080, "a string"),
+        ("lessons", "yes", "true, false or an object of enabled, recall_k, filter, family"),
     ],
 )
 def test_a_value_of_the_wrong_type_is_a_one_line_error(field: str, value: object, wanted: str):
     """A server's JSON context or an embedding app can send a string where a number belongs:
     that names the field and the type, instead of a TypeError from deep inside a node."""
-    with pytest.raises(ReflexionError, match=f"^{field} is .*: give a value of type {wanted}$"):
+    with pytest.raises(ReflexionError, match=f"^{field} is .*: give {wanted}$"):
         Context(**{field: value})
 
 
 def test_an_int_is_accepted_where_a_float_belongs():
-    assert Context(temperature=1, test_timeout=2).temperature == 1
+    assert CodeContext(temperature=1, test_timeout=2).temperature == 1
 
 
 def test_unknown_context_keys_warn_and_known_ones_apply():
@@ -275,7 +287,7 @@ def test_unknown_context_keys_warn_and_known_ones_apply():
     from reflexion.core.context import get_context
 
     runtime = SimpleNamespace(context={"max_trials": 2, "max_trails": 5, "strategi": "none"})
-    with pytest.warns(UserWarning, match="max_trails, strategi are not Context fields"):
+    with pytest.warns(UserWarning, match="max_trails, strategi are not fields of Context"):
         ctx = get_context(runtime)  # type: ignore[arg-type]
     assert ctx.max_trials == 2 and ctx.strategy == Context().strategy
 
@@ -306,13 +318,13 @@ def test_a_retry_that_repeats_its_code_is_sampled_again():
     assert len(actor.prompts) == 3 and "return a + b" in state["answer"]
     assert [e["success"] for e in state["evaluations"]] == [False, True]
     graph, actor, _ = build([SUBTRACTS, same, RIGHT])
-    state = run(graph, TWO_EXAMPLES, Context(max_trials=2, resample_repeats=0))
+    state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=2, resample_repeats=0))
     assert len(actor.prompts) == 2 and state["solved"] is False
 
 
 def test_a_fresh_retry_shows_the_failures_and_reflection_but_not_the_previous_code():
     graph, actor, _ = build([SUBTRACTS, RIGHT])
-    state = run(graph, TWO_EXAMPLES, Context(max_trials=2, code_retry="fresh"))
+    state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=2, code_retry="fresh"))
     assert state["solved"] is True
     retry = actor.prompts[1]
     assert [m.type for m in retry] == ["system", "human"]
@@ -320,7 +332,7 @@ def test_a_fresh_retry_shows_the_failures_and_reflection_but_not_the_previous_co
     assert "a - b" not in text and "from scratch" in text
     assert "assert add(2, 3) == 5 # output: -1" in text and "check the arithmetic" in text
     graph, actor, _ = build([SUBTRACTS, RIGHT])
-    run(graph, TWO_EXAMPLES, Context(max_trials=2, code_retry="repair"))
+    run(graph, TWO_EXAMPLES, CodeContext(max_trials=2, code_retry="repair"))
     assert [m.type for m in actor.prompts[1]] == ["system", "human", "ai", "human"]
 
 
@@ -329,7 +341,7 @@ def test_auto_retry_repairs_code_that_did_not_compile_and_resamples_code_that_fa
     error points into it); the retry after failed tests is a fresh sample without it."""
     broken = "```python\ndef add(a: int, b: int) -> int:\n    return (a + b\n```"
     graph, actor, _ = build([broken, SUBTRACTS, RIGHT])
-    state = run(graph, TWO_EXAMPLES, Context(max_trials=3, code_retry="auto"))
+    state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=3, code_retry="auto"))
     assert state["solved"] is True
     assert [e.get("compiled") for e in state["evaluations"]] == [False, True, True]
     assert [m.type for m in actor.prompts[1]] == ["system", "human", "ai", "human"]

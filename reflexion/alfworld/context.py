@@ -1,0 +1,112 @@
+"""The ALFWorld graph's context (``reflexion_alfworld``): what its ReAct actor, heuristic
+evaluator and memory add to :class:`~reflexion.core.context.Context`."""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from reflexion.core.context import (
+    AFTER_FIRST_TRIAL,
+    Context,
+    ContextBudget,
+    context_budget_field,
+)
+from reflexion.core.schema import settings_class
+
+HouseholdMemory = Literal["reflection", "facts", "leads", "sightings"]
+MemoryPlace = Literal["task", "system", "think"]
+TurnSeeds = Literal["turn", "process"]
+
+
+@settings_class
+class HouseholdContext(Context):
+    """Settings of an ALFWorld run."""
+
+    games: str | None = field(
+        default=None,
+        metadata={
+            "description": "ALFWorld: a directory of game.tw-pddl files, or a packed game set "
+            "(default: the bundled 134 valid_unseen games)."
+        },
+    )
+    alfworld_steps: Annotated[int, Field(ge=1, le=500)] = field(
+        default=30,
+        metadata={
+            "description": "ALFWorld: most turns (thoughts and commands) per trial; a trial "
+            "that reaches it unsolved fails (the paper's results use 30)."
+        },
+    )
+    context_budget: ContextBudget = context_budget_field()
+    heuristic_repeats: Annotated[int, Field(ge=1)] = field(
+        default=3,
+        metadata={
+            "description": "ALFWorld heuristic evaluator: reflect when the same command gives "
+            "the same observation more than this many times."
+        },
+    )
+    heuristic_max_actions: Annotated[int, Field(ge=1)] = field(
+        default=30,
+        metadata={
+            "description": "ALFWorld heuristic evaluator: reflect after more than this many "
+            "commands in a trial (inefficient planning)."
+        },
+    )
+    alfworld_diagnosis: bool = field(
+        default=True,
+        metadata={
+            "description": "ALFWorld: the reflector's feedback also says, from the trial's own "
+            "turns, where the goal's objects were seen (or which receptacles were searched in "
+            "vain) and why each refused command ('Nothing happens.') was refused: not at that "
+            "receptacle, not holding that object, hands full, closed, not seen there, the "
+            "wrong form or tool, no such command. Off: the paper's feedback only.",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    alfworld_explain: bool = field(
+        default=True,
+        metadata={
+            "description": "ALFWorld actor: a refused command's 'Nothing happens.' is followed "
+            "by the likeliest reason, worked out from the trial's own turns as the diagnosis "
+            "does ('Likely because you were already there.'); the game's text is unchanged "
+            "when the turns show no reason. Off: the game's reply only (the paper)."
+        },
+    )
+    alfworld_memory: HouseholdMemory = field(
+        default="sightings",
+        metadata={
+            "description": "ALFWorld, strategies with reflections: what a failed trial adds to "
+            "the Ω window. sightings (no model call): each of the goal's objects the trial saw, "
+            "with the go to that reaches it, and no entry when it saw none, so the next prompt "
+            "stays as it was; reflection: the reflector model's reflection (the paper); facts "
+            "(no model call): where the goal's objects were seen or searched for in vain, the "
+            "refused commands and why; leads (no model call): the sightings, else the places "
+            "not looked into, quoting no refused command.",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    alfworld_memory_place: MemoryPlace = field(
+        default="task",
+        metadata={
+            "description": "ALFWorld: where the actor reads the memory: after the task, before "
+            "the trial's turns (the paper); system: at the end of the system message, away "
+            "from the task and the few-shot games it follows; or think: the Ω window as the "
+            "trial's first think step, in the actor's own format, the task message as in "
+            "trial 1.",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    alfworld_seeds: TurnSeeds = field(
+        default="turn",
+        metadata={
+            "description": "ALFWorld actor, on models that take a seed (the embedded and OpenAI "
+            "ones; a served model may ignore it): "
+            "turn: each turn's sampling seed is named by the game, the trial and the turn, so "
+            "a rerun draws the same, and strategies that fork the same trial 1 draw alike "
+            "until their prompts differ (a trial whose memory is empty then replays the "
+            "baseline's); process: one counter per process, so a run's draws depend on what "
+            "ran before it in that process."
+        },
+    )

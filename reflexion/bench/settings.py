@@ -1,0 +1,194 @@
+"""The settings that name a benchmark's results file and threads, and the key of the first
+trials that paired runs share.
+
+A results file is named by a key of its run's settings (``programming-py-reflexion-<key>``), so
+a rerun of the same command resumes it and a run with other settings never mixes into it.
+Results format 1, the only one so far, hashes the settings in the shape of the single context
+of the release that wrote the first files: every field of every graph, the lesson settings flat,
+the judge as ``judge_mode`` and ``judge_threshold``, and ``base_url``. Each graph's context now
+holds only its own fields, so :func:`flat_settings` puts a context back into that shape (the
+fields of other graphs at their defaults), and every file written so far keeps its name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, fields
+from typing import Any
+
+from reflexion.alfworld.context import HouseholdContext
+from reflexion.core.context import AFTER_FIRST_TRIAL as ACTS_AFTER_FIRST_TRIAL
+from reflexion.core.context import Context
+from reflexion.core.transport import Transport, transport_of
+from reflexion.hotpotqa.context import QAContext, ReActContext
+from reflexion.programming.context import CodeContext
+
+RESULTS_FORMAT = 1
+"""The version of the settings' shape that names results files (see the module's doc)."""
+
+CONTEXTS: tuple[type[Context], ...] = (
+    Context,
+    QAContext,
+    ReActContext,
+    CodeContext,
+    HouseholdContext,
+)
+"""Every graph's context class."""
+
+
+def flat_settings(ctx: Context) -> dict[str, Any]:
+    """``ctx``'s fields in the shape of results format 1, without the other graphs' fields."""
+    values = asdict(ctx)
+    lessons = values.pop("lessons")
+    threshold = values.pop("judge_threshold")
+    transport = transport_of(ctx)
+    return {
+        **values,
+        "lessons": lessons["enabled"],
+        "recall_k": lessons["recall_k"],
+        "lesson_filter": lessons["filter"],
+        "task_family": lessons["family"],
+        "judge_mode": "binary" if threshold is None else "score",
+        "judge_threshold": 0.5 if threshold is None else threshold,
+        **{f.name: getattr(transport, f.name) for f in fields(Transport)},
+    }
+
+
+def _every_default() -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for cls in CONTEXTS:
+        values.update(flat_settings(cls()))
+    return values
+
+
+EVERY_DEFAULT = _every_default()
+"""Every field of every graph at its default, in format 1's shape: what a file's settings hold
+for the fields its graph does not have."""
+
+TRANSPORT_FIELDS = ("max_retries", "request_timeout", "retry_backoff")
+"""Settings that change how model calls are made, not what a run computes: left out of a
+results file's settings, so changing them does not start a benchmark over."""
+
+LESSON_FIELDS = ("lessons", "recall_k", "lesson_filter", "task_family")
+"""The long-term lessons' settings: in a results file's settings only with ``--lessons`` (runs
+with and without lessons never share a file; files written before the option existed keep
+their names)."""
+
+
+LATER_FIELDS: dict[str, Any] = {
+    "code_retry": "repair",
+    "show_rejected": False,
+    "reflection_examples": True,
+    "redraw_rejected": 0,
+    "memory_first": False,
+    "correct_rejected": False,
+    "redraw_steps": 0,
+    "alfworld_diagnosis": False,
+    "alfworld_memory": "reflection",
+    "alfworld_memory_place": "task",
+    "alfworld_seeds": "process",
+    "alfworld_explain": False,
+    "cross_check": 0,
+    "compiler_fixes": False,
+    "code_seeds": "process",
+    "answer_retry": "memory",
+    "qa_seeds": "process",
+}
+"""Fields added after results files existed, with the behaviour those files ran under: in the
+settings only when a run differs from it, so earlier files keep their names (and their runs
+resume)."""
+
+
+ANSWER_FIELDS = (
+    "show_rejected",
+    "redraw_rejected",
+    "correct_rejected",
+    "memory_first",
+    "answer_retry",
+)
+"""Fields only a question-answering actor reads, and only under a strategy with memory
+(``correct_rejected`` and ``answer_retry`` only the chain-of-thought one): a benchmark whose
+actor does not read one passes it as ``unused``."""
+
+RESAMPLE_FIELDS = ("answer_retry", "redraw_rejected")
+"""The answer fields ``answer_retry="resample"`` reads under any strategy, none included."""
+
+STEP_FIELDS = ("redraw_steps",)
+"""Fields only the ReAct actor reads, under every strategy."""
+
+COT_FIELDS = ("qa_seeds",)
+"""Fields only the chain-of-thought actor reads, under every strategy."""
+
+QA_FIELDS = (*ANSWER_FIELDS, *STEP_FIELDS, *COT_FIELDS)
+"""Every field only a question-answering actor reads: what the other benchmarks pass as
+``unused``."""
+
+HOUSEHOLD_FIELDS = ("alfworld_diagnosis", "alfworld_memory", "alfworld_memory_place")
+"""Fields only the ALFWorld reflector reads: what the other benchmarks pass as ``unused``."""
+
+
+ALFWORLD_FIELDS = (*HOUSEHOLD_FIELDS, "alfworld_seeds", "alfworld_explain")
+"""Every field only the ALFWorld graph reads: what the other benchmarks pass as ``unused``."""
+
+CODE_FIELDS = ("compiler_fixes", "code_seeds")
+"""Fields only the programming graph reads that came with a default other than their
+``LATER_FIELDS`` value: what the other benchmarks pass as ``unused``, so their files keep their
+names."""
+
+
+def result_settings(ctx: Context, *, unused: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The settings that name a results file: what the run computes, without the options that
+    cannot act in it (``unused`` by the benchmark's actor, or under its strategy)."""
+    values = {**EVERY_DEFAULT, **flat_settings(ctx)}
+    if "alfworld_memory" not in unused and values["alfworld_memory"] != "reflection":
+        # The code writes the memory and no reflector runs: its options are inert, and read
+        # as the defaults (the reflector as the actor), so the run keeps the default's name.
+        values.update(
+            reflector_model=values["actor_model"],
+            reflection_examples=True,
+            alfworld_diagnosis=True,
+        )
+    if not ctx.uses_reflections:
+        # No reflector runs (none, last_attempt): a reflector given its own model cannot
+        # act, so the run keeps the name of the same run without it.
+        values["reflector_model"] = values["actor_model"]
+    left_out = {*TRANSPORT_FIELDS, "review_reflections", *unused}
+    if not ctx.lessons:
+        left_out.update(LESSON_FIELDS)
+    left_out.update(k for k, before in LATER_FIELDS.items() if values[k] == before)
+    if not ctx.uses_reflections:  # options that cannot act under this strategy
+        left_out.update(("reflection_examples", *HOUSEHOLD_FIELDS))
+        if values["answer_retry"] == "resample":  # the no-memory baseline that redraws
+            left_out.update(f for f in ANSWER_FIELDS if f not in RESAMPLE_FIELDS)
+        elif not ctx.uses_last_attempt:
+            left_out.update(ANSWER_FIELDS)
+    return {k: v for k, v in values.items() if k not in left_out}
+
+
+def settings_key(settings: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
+
+
+AFTER_FIRST_TRIAL = (
+    *sorted(
+        {
+            f.name
+            for cls in CONTEXTS
+            for f in fields(cls)
+            if f.metadata.get("role") == ACTS_AFTER_FIRST_TRIAL
+        }
+    ),
+    "strategy_name",
+    "reflector_sees_context",
+)
+"""Settings that act only after a task's first trial: runs that differ in them alone share
+their first trials in a paired comparison. The context fields marked so in their metadata, and
+two settings a bench command adds (the strategy's label, and whether the reflector reads the
+question's context)."""
+
+
+def first_trial_key(settings: dict[str, Any]) -> str:
+    """The settings key of the shared first-trial threads that paired runs fork from."""
+    shared = {k: v for k, v in settings.items() if k not in AFTER_FIRST_TRIAL}
+    return settings_key({**shared, "first_trial": True})

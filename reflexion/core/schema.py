@@ -1,0 +1,172 @@
+"""How a context class is made: a pydantic dataclass whose constructor takes a preset, warns
+about keys it does not know, upgrades names from older releases, and turns pydantic's
+validation errors into one-line :class:`~reflexion.core.errors.ReflexionError` s.
+
+Why ``pydantic.dataclasses`` and not a ``BaseModel``: LangGraph takes either as
+``context_schema`` and publishes both as JSON schema with each field's ``minimum``/``maximum``
+and ``enum`` (which Studio renders as a form), but a dataclass keeps what the code and its
+users already rely on: ``dataclasses.replace``, ``asdict``, ``fields`` and their metadata (the
+configuration page and the benchmark's results keys are built from it), and plain attribute
+access without a model's extra API on every node's context.
+
+Each field documents itself in its ``metadata``: ``description`` (the schema's and the docs'),
+and ``role`` (what the benchmark commands do with it; see :mod:`reflexion.bench.settings`).
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable
+from dataclasses import field, fields
+from typing import Annotated, Any, TypeVar, dataclass_transform, get_args, get_origin, overload
+
+from annotated_types import Ge, Gt, Le
+from pydantic import ConfigDict, Field, ValidationError
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+
+from reflexion.core.errors import ContextError
+from reflexion.core.presets import preset_values
+
+T = TypeVar("T")
+
+CONFIG = ConfigDict(strict=True, arbitrary_types_allowed=False)
+"""Strict: a string or a bool where a number belongs is an error, not a quiet conversion
+(a server's JSON context and an embedding app can both hand over either)."""
+
+
+Upgrade = Callable[[type, dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
+"""Turns the keys of an older release into today's fields, warning once per key, and hands
+back what is no field any more as attributes to set beside them (see :func:`settings_class`)."""
+
+
+@overload
+def settings_class(cls: type[T], /) -> type[T]: ...
+@overload
+def settings_class(*, upgrade: Upgrade | None = None) -> Callable[[type[T]], type[T]]: ...
+
+
+@dataclass_transform(kw_only_default=True, field_specifiers=(field, Field))
+def settings_class(cls: type[T] | None = None, /, *, upgrade: Upgrade | None = None) -> Any:
+    """Class decorator of every context class: make it a keyword-only pydantic dataclass and
+    wrap its constructor, which then
+
+    - starts from ``preset=NAME`` (its fields this class has), under the values given;
+    - hands the keys of an older release to ``upgrade`` (renamed or moved fields);
+    - ignores a key that is no field, with a warning (a typo must not stop a server run);
+    - raises one line naming the field and the fix on a bad value.
+    """
+
+    def make(klass: type[T]) -> type[T]:
+        built: Any = pydantic_dataclass(kw_only=True, config=CONFIG)(klass)
+        init: Callable[..., None] = built.__init__
+        upgrading = upgrade or getattr(klass, "__upgrade__", None)  # a subclass inherits it
+        if upgrading is not None:
+            built.__upgrade__ = staticmethod(upgrading)
+
+        @functools.wraps(init)
+        def __init__(self: T, /, **values: Any) -> None:
+            own = type(self)
+            names = {f.name for f in fields(own)}  # type: ignore[arg-type]
+            preset = values.pop("preset", None)
+            if preset is not None:
+                values = {
+                    **{k: v for k, v in preset_values(preset).items() if k in names},
+                    **values,
+                }
+            extras: dict[str, Any] = {}
+            if upgrading is not None:
+                values, extras = upgrading(own, values)
+            unknown = sorted(str(k) for k in values if k not in names)
+            if unknown:
+                warnings.warn(
+                    f"context key(s) {', '.join(unknown)} are not fields of {own.__name__} and "
+                    "are ignored (check the spelling; the configuration reference lists each "
+                    "graph's fields)",
+                    UserWarning,
+                    stacklevel=2,
+                )
+                values = {k: v for k, v in values.items() if k in names}
+            try:
+                init(self, **values)
+            except ValidationError as exc:
+                raise ContextError(one_line(own, exc)) from None
+            if preset is not None:  # a family's graph given this context starts from it too
+                extras["_preset"] = preset
+            for name, value in extras.items():  # not fields: kept beside them, not in schemas
+                object.__setattr__(self, name, value)
+
+        built.__init__ = __init__
+        result: type[T] = built
+        return result
+
+    return make if cls is None else make(cls)
+
+
+def one_line(cls: type, exc: ValidationError) -> str:
+    """The first error of a validation as one line: the field, the value, and what to give."""
+    error = exc.errors(include_url=False)[0]
+    raised = error.get("ctx", {}).get("error")
+    if isinstance(raised, ContextError):  # a class's own check (its __post_init__): its line
+        return str(raised)
+    path = [str(p) for p in error["loc"]]
+    name = ".".join(path)
+    value = error.get("input")
+    kind = error["type"]
+    if kind == "literal_error":
+        choices = error.get("ctx", {}).get("expected", "")
+        choices = choices.replace(" or ", ", ").replace("'", "")
+        return f"{name} is {value!r}: use one of {choices}"
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        return f"{name} is {value!r}: use {_range_text(cls, path)}"
+    if kind.endswith("_type") or kind.endswith("_parsing") or kind == "dataclass_exact_type":
+        return f"{name} is {value!r}: give {_type_text(kind)}"
+    return f"{name} is {value!r}: {error['msg']}"
+
+
+def _range_text(cls: type, path: list[str]) -> str:
+    """``a value in [lo, hi]``, ``lo or more``, ``a positive number``…, from the field's
+    constraints."""
+    info = getattr(cls, "__pydantic_fields__", {}).get(path[0])
+    bounds: dict[str, Any] = {}
+    for item in _constraints(
+        info.annotation if info else None, list(getattr(info, "metadata", []))
+    ):
+        if isinstance(item, Ge):
+            bounds["ge"] = item.ge
+        elif isinstance(item, Le):
+            bounds["le"] = item.le
+        elif isinstance(item, Gt):
+            bounds["gt"] = item.gt
+    low, high, above = bounds.get("ge"), bounds.get("le"), bounds.get("gt")
+    if low is not None and high is not None:
+        return f"a value in [{low:g}, {high:g}]"
+    if low is not None:
+        return f"{low:g} or more"
+    if above is not None:
+        return "a positive number" if above == 0 else f"a number above {above:g}"
+    return f"at most {high:g}" if high is not None else "a value in the field's range"
+
+
+def _constraints(hint: Any, found: list[Any]) -> list[Any]:
+    """Every constraint in ``hint``'s ``Annotated`` parts, also inside ``X | None``."""
+    if get_origin(hint) is Annotated:
+        for part in get_args(hint)[1:]:  # a pydantic Field() carries its constraints inside
+            found += list(getattr(part, "metadata", [part]))
+        hint = get_args(hint)[0]
+    for arg in get_args(hint):
+        _constraints(arg, found)
+    return found
+
+
+def _type_text(kind: str) -> str:
+    for prefix, text in (
+        ("int", "a whole number"),
+        ("float", "a number"),
+        ("bool", "true or false"),
+        ("string", "a string"),
+        ("dataclass", "an object of its fields"),
+    ):
+        if kind.startswith(prefix):
+            return text
+    return "a value of the field's type"

@@ -1,0 +1,139 @@
+"""The question-answering graphs' contexts: the chain-of-thought actor's (``QAContext``, graphs
+``reflexion_qa`` and ``reflexion_qa_cot``) and the ReAct actor's (``ReActContext``, graph
+``reflexion_react``). Both add to :class:`~reflexion.core.context.Context` what their actor
+reads: how a retry treats answers already judged incorrect, and for ReAct its steps and its
+Wikipedia."""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from reflexion.core.context import (
+    AFTER_FIRST_TRIAL,
+    Context,
+    ContextBudget,
+    RetrySeeds,
+    context_budget_field,
+)
+from reflexion.core.schema import settings_class
+
+WikiKind = Literal["offline", "live"]
+AnswerRetry = Literal["fresh_first", "memory", "resample"]
+
+
+@settings_class
+class AnswerMemory(Context, abstract=True):
+    """What both question-answering actors' memory does with answers judged incorrect."""
+
+    show_rejected: bool = field(
+        default=False,
+        metadata={
+            "description": "Question answering: the memory also lists the answers of earlier "
+            "trials that the evaluator judged incorrect, asking for a different one (under "
+            "every strategy that keeps memory; none keeps nothing). Off: the paper's memory.",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    redraw_rejected: Annotated[int, Field(ge=0, le=10)] = field(
+        default=2,
+        metadata={
+            "description": "Question answering (CoT and ReAct): when a retry gives an answer "
+            "the evaluator already judged incorrect, sample again at temperature 0.8 up to "
+            "this many times (under every strategy that keeps memory; none keeps nothing); "
+            "0 = keep the repeat (the paper).",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    memory_first: bool = field(
+        default=True,
+        metadata={
+            "description": "Question answering: the memory (last attempt, reflections, "
+            "rejected answers) goes before the context and the question, as in the paper's "
+            "prompts, so the question is what the model reads last. Off: after the question "
+            "(the prompt up to the question then stays the same across trials).",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+
+
+@settings_class
+class QAContext(AnswerMemory):
+    """Settings of a chain-of-thought question-answering run."""
+
+    correct_rejected: bool = field(
+        default=True,
+        metadata={
+            "description": "Chain-of-thought question answering: when a retry's answer is "
+            "still one already judged incorrect after the redraws, one more turn tells the "
+            "model so and asks for a different answer (under every strategy that keeps "
+            "memory). Off: the repeat stands (the paper).",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    answer_retry: AnswerRetry = field(
+        default="fresh_first",
+        metadata={
+            "description": "Chain-of-thought retries under a strategy with memory: "
+            "fresh_first: the retry is first drawn from trial 1's prompt, as the none "
+            "baseline draws it (the same seed under qa_seeds=retry), and kept unless its "
+            "answer was already judged incorrect; only then is it drawn with the memory in "
+            "the prompt (with the redraws and the correcting turn). memory: every draw has "
+            "the memory in the prompt (the paper). resample (the equal-budget baseline, "
+            "under any strategy): every draw is from trial 1's prompt, with no memory; one "
+            "whose answer was already judged incorrect is drawn again at temperature 0.8, as "
+            "often as a fresh-first retry may draw after its fresh draw (1 + "
+            "redraw_rejected, + 1 with correct_rejected).",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    qa_seeds: RetrySeeds = field(
+        default="retry",
+        metadata={
+            "description": "Chain-of-thought actor, on models that take a seed (the embedded "
+            "and OpenAI ones; a served model may ignore it): retry: each draw of a retry is "
+            "seeded by the question, the trial and the draw, so a rerun draws the same and "
+            "strategies that fork the same trial 1 draw alike where their prompts agree; "
+            "process: one counter per process (the first trial always draws this way).",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+
+
+@settings_class
+class ReActContext(AnswerMemory):
+    """Settings of a ReAct question-answering run (Wikipedia search and lookup)."""
+
+    max_steps: Annotated[int, Field(ge=1, le=100)] = field(
+        default=6,
+        metadata={
+            "description": "ReAct: most Thought/Action steps per trial; a trial that reaches "
+            "it without Finish[answer] fails (halted)."
+        },
+    )
+    context_budget: ContextBudget = context_budget_field()
+    wiki: WikiKind = field(
+        default="offline",
+        metadata={
+            "description": "ReAct's Wikipedia: offline (a local corpus, no network) or live "
+            "(wikipedia.org through the wikipedia package)."
+        },
+    )
+    corpus: str | None = field(
+        default=None,
+        metadata={
+            "description": "Offline Wikipedia: a HotPotQA-format JSONL file whose context "
+            "paragraphs form the corpus (default: the bundled 100-question sample)."
+        },
+    )
+    redraw_steps: Annotated[int, Field(ge=0, le=10)] = field(
+        default=2,
+        metadata={
+            "description": "ReAct: when a step repeats a search this trial already made (a "
+            "page already read, or a title already not found), sample the step again at "
+            "temperature 0.8 up to this many times (under every strategy); 0 = keep the "
+            "repeat (the paper)."
+        },
+    )

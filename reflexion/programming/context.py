@@ -1,0 +1,119 @@
+"""The programming graph's context (``reflexion_programming``): what its test writer, actor and
+evaluator add to :class:`~reflexion.core.context.Context`."""
+
+from __future__ import annotations
+
+from dataclasses import field
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from reflexion.core.context import AFTER_FIRST_TRIAL, Context, RetrySeeds
+from reflexion.core.schema import settings_class
+
+TestTrust = Literal["all", "anchored"]
+CodeRetry = Literal["repair", "fresh", "auto", "resample"]
+
+
+@settings_class
+class CodeContext(Context):
+    """Settings of a programming run (Python or Rust)."""
+
+    max_tests: Annotated[int, Field(ge=1, le=100)] = field(
+        default=6,
+        metadata={
+            "description": "Programming: most self-written unit tests kept per problem (sampled "
+            "from the valid ones; the paper keeps at most 6)."
+        },
+    )
+    generate_tests: bool = field(
+        default=True,
+        metadata={
+            "description": "Programming: have the model write unit tests. Off (the paper's "
+            "ablation), nothing can tell a trial succeeded, so every trial runs."
+        },
+    )
+    example_tests: bool = field(
+        default=True,
+        metadata={
+            "description": "Programming: turn the examples in the prompt's documentation "
+            "(>>> f(x) / y, f(x) ==> y) into the first internal tests; the model's own tests "
+            "fill up to max_tests. Off: the model's tests only, as in the paper."
+        },
+    )
+    test_trust: TestTrust = field(
+        default="anchored",
+        metadata={
+            "description": "Programming: which internal tests decide. anchored: the trusted "
+            "tests (the prompt's examples, tests given in the input) decide alone when there "
+            "are any, and then no tests are written; otherwise self-written tests decide, "
+            "less any that every attempt so far has failed. all: every internal test decides "
+            "(the paper)."
+        },
+    )
+    resample_repeats: Annotated[int, Field(ge=0, le=10)] = field(
+        default=2,
+        metadata={
+            "description": "Programming: when a retry gives back code it already tried (a "
+            "small model at T = 0 often copies its previous attempt), sample again at "
+            "temperature 0.8 up to this many times; 0 = keep the repeat (the paper).",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    code_retry: CodeRetry = field(
+        default="fresh",
+        metadata={
+            "description": "Programming: what a retry starts from. fresh: the task, the "
+            "failed tests and the reflections, without the previous code, sampled at "
+            "temperature 0.8 (a small model otherwise edits its wrong code in place). "
+            "repair: the previous implementation, its test results and the reflections "
+            "(the paper). auto: repair when the previous implementation did not compile "
+            "(the compiler's errors point into that code), fresh otherwise. resample: the "
+            "first trial's prompt again, at temperature 0.8, with no feedback and no "
+            "reflection (best-of-n by the evaluator: the equal-budget baseline).",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    compiler_fixes: bool = field(
+        default=True,
+        metadata={
+            "description": "Rust: when an attempt does not compile and rustc suggests fixes "
+            "for its errors (those it marks machine-applicable or maybe-incorrect: a "
+            "conversion, a borrow, a missing mut), the next attempt is that code with the "
+            "fixes applied, round after round until it compiles, with no model call; when "
+            "they do not make it compile, the retry is the model's as usual. false = off "
+            "(the paper).",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    code_seeds: RetrySeeds = field(
+        default="retry",
+        metadata={
+            "description": "Programming actor, on models that take a seed (the embedded and "
+            "OpenAI ones; a served model may ignore it): retry: each draw of a retry is seeded "
+            "by the problem, the trial and the draw, so a rerun draws the same and variants "
+            "that fork the same first attempt draw alike until their prompts differ; "
+            "process: one counter per process (the first attempt always draws this way).",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    cross_check: Annotated[int, Field(ge=0, le=10)] = field(
+        default=0,
+        metadata={
+            "description": "Programming, where trusted tests decide (test_trust=anchored): "
+            "when an attempt passes them, draw up to this many independent implementations "
+            "(temperature 0.8, the first trial's prompt) and run every one on probe tests "
+            "(Python: the examples with their inputs varied; Rust: written by the model), "
+            "comparing behaviour, not the probes' expected values. An attempt that two "
+            "or more agreeing implementations outnumber is no success, and its retry is told "
+            "where they differ. Where only self-written tests decide (no trusted test): "
+            "when an attempt fails some, draw up to this many independent implementations "
+            "once per problem and run them on those tests; a failed test then counts only "
+            "when more of them pass it than fail it as the attempt does (CodeT's agreement "
+            "between code and tests). 0 = off (the paper)."
+        },
+    )
+    test_timeout: Annotated[float, Field(gt=0)] = field(
+        default=5.0,
+        metadata={"description": "Programming: seconds each unit test may run in the sandbox."},
+    )
