@@ -66,80 +66,62 @@ EVERY_DEFAULT = _every_default()
 """Every field of every graph at its default, in format 1's shape: what a file's settings hold
 for the fields its graph does not have."""
 
-TRANSPORT_FIELDS = ("max_retries", "request_timeout", "retry_backoff")
-"""Settings that change how model calls are made, not what a run computes: left out of a
-results file's settings, so changing them does not start a benchmark over."""
+
+def _marked(key: str, *values: Any) -> dict[str, Any]:
+    """Every field of every graph whose metadata sets ``key`` (to one of ``values``, if
+    given), with that value."""
+    found: dict[str, Any] = {}
+    for cls in CONTEXTS:
+        for f in fields(cls):
+            if key in f.metadata and (not values or f.metadata[key] in values):
+                found[f.name] = f.metadata[key]
+    return found
+
+
+TRANSPORT_FIELDS = tuple(f.name for f in fields(Transport) if f.name != "base_url")
+"""How model calls are made, not what a run computes: left out of a results file's settings,
+so changing them does not start a benchmark over (``base_url`` stays: another server is
+another model)."""
 
 LESSON_FIELDS = ("lessons", "recall_k", "lesson_filter", "task_family")
-"""The long-term lessons' settings: in a results file's settings only with ``--lessons`` (runs
-with and without lessons never share a file; files written before the option existed keep
-their names)."""
+"""The lessons' settings in format 1's flat shape: in a results file's settings only with
+``--lessons`` (runs with and without lessons never share a file)."""
+
+NEVER_KEYED = tuple(_marked("keyed", "never"))
+"""Fields that change no figure (``review_reflections``: a person may edit a reflection)."""
+
+LATER_FIELDS: dict[str, Any] = _marked("before")
+"""Fields added after results files existed (metadata ``before``), with the behaviour those
+files ran under: in the settings only when a run differs from it, so earlier files keep their
+names (and their runs resume)."""
+
+OWN_GRAPH_FIELDS = frozenset(_marked("keyed", "own_graph"))
+"""Fields (metadata ``keyed="own_graph"``) that name only the results files of a graph whose
+context has them; format 1 keeps every other field in every file's settings, at its default
+where the graph does not have it."""
+
+MEMORY_FIELDS = tuple(_marked("acts", "memory", "memory_or_resample"))
+"""Fields that act only under a strategy with memory (metadata ``acts``)."""
+
+RESAMPLE_FIELDS = tuple(_marked("acts", "memory_or_resample"))
+"""Of those, the ones ``answer_retry="resample"`` reads under any strategy, none included."""
+
+REFLECTION_FIELDS = tuple(_marked("acts", "reflections"))
+"""Fields that act only where a reflector runs (metadata ``acts="reflections"``)."""
 
 
-LATER_FIELDS: dict[str, Any] = {
-    "code_retry": "repair",
-    "show_rejected": False,
-    "reflection_examples": True,
-    "redraw_rejected": 0,
-    "memory_first": False,
-    "correct_rejected": False,
-    "redraw_steps": 0,
-    "alfworld_diagnosis": False,
-    "alfworld_memory": "reflection",
-    "alfworld_memory_place": "task",
-    "alfworld_seeds": "process",
-    "alfworld_explain": False,
-    "cross_check": 0,
-    "compiler_fixes": False,
-    "code_seeds": "process",
-    "answer_retry": "memory",
-    "qa_seeds": "process",
-}
-"""Fields added after results files existed, with the behaviour those files ran under: in the
-settings only when a run differs from it, so earlier files keep their names (and their runs
-resume)."""
+def unused_by(cls: type[Context]) -> tuple[str, ...]:
+    """The fields a graph whose context is ``cls`` never reads and that stay out of its
+    results keys: the other graphs' fields marked ``keyed="own_graph"``."""
+    own = {f.name for f in fields(cls)}
+    return tuple(sorted(OWN_GRAPH_FIELDS - own))
 
 
-ANSWER_FIELDS = (
-    "show_rejected",
-    "redraw_rejected",
-    "correct_rejected",
-    "memory_first",
-    "answer_retry",
-)
-"""Fields only a question-answering actor reads, and only under a strategy with memory
-(``correct_rejected`` and ``answer_retry`` only the chain-of-thought one): a benchmark whose
-actor does not read one passes it as ``unused``."""
-
-RESAMPLE_FIELDS = ("answer_retry", "redraw_rejected")
-"""The answer fields ``answer_retry="resample"`` reads under any strategy, none included."""
-
-STEP_FIELDS = ("redraw_steps",)
-"""Fields only the ReAct actor reads, under every strategy."""
-
-COT_FIELDS = ("qa_seeds",)
-"""Fields only the chain-of-thought actor reads, under every strategy."""
-
-QA_FIELDS = (*ANSWER_FIELDS, *STEP_FIELDS, *COT_FIELDS)
-"""Every field only a question-answering actor reads: what the other benchmarks pass as
-``unused``."""
-
-HOUSEHOLD_FIELDS = ("alfworld_diagnosis", "alfworld_memory", "alfworld_memory_place")
-"""Fields only the ALFWorld reflector reads: what the other benchmarks pass as ``unused``."""
-
-
-ALFWORLD_FIELDS = (*HOUSEHOLD_FIELDS, "alfworld_seeds", "alfworld_explain")
-"""Every field only the ALFWorld graph reads: what the other benchmarks pass as ``unused``."""
-
-CODE_FIELDS = ("compiler_fixes", "code_seeds")
-"""Fields only the programming graph reads that came with a default other than their
-``LATER_FIELDS`` value: what the other benchmarks pass as ``unused``, so their files keep their
-names."""
-
-
-def result_settings(ctx: Context, *, unused: tuple[str, ...] = ()) -> dict[str, Any]:
+def result_settings(ctx: Context, *, unused: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The settings that name a results file: what the run computes, without the options that
-    cannot act in it (``unused`` by the benchmark's actor, or under its strategy)."""
+    cannot act in it (``unused`` by the graph, :func:`unused_by` its context's class unless
+    given, or acting only under another strategy)."""
+    unused = unused_by(type(ctx)) if unused is None else unused
     values = {**EVERY_DEFAULT, **flat_settings(ctx)}
     if "alfworld_memory" not in unused and values["alfworld_memory"] != "reflection":
         # The code writes the memory and no reflector runs: its options are inert, and read
@@ -153,16 +135,16 @@ def result_settings(ctx: Context, *, unused: tuple[str, ...] = ()) -> dict[str, 
         # No reflector runs (none, last_attempt): a reflector given its own model cannot
         # act, so the run keeps the name of the same run without it.
         values["reflector_model"] = values["actor_model"]
-    left_out = {*TRANSPORT_FIELDS, "review_reflections", *unused}
+    left_out = {*TRANSPORT_FIELDS, *NEVER_KEYED, *unused}
     if not ctx.lessons:
         left_out.update(LESSON_FIELDS)
     left_out.update(k for k, before in LATER_FIELDS.items() if values[k] == before)
     if not ctx.uses_reflections:  # options that cannot act under this strategy
-        left_out.update(("reflection_examples", *HOUSEHOLD_FIELDS))
+        left_out.update(REFLECTION_FIELDS)
         if values["answer_retry"] == "resample":  # the no-memory baseline that redraws
-            left_out.update(f for f in ANSWER_FIELDS if f not in RESAMPLE_FIELDS)
+            left_out.update(f for f in MEMORY_FIELDS if f not in RESAMPLE_FIELDS)
         elif not ctx.uses_last_attempt:
-            left_out.update(ANSWER_FIELDS)
+            left_out.update(MEMORY_FIELDS)
     return {k: v for k, v in values.items() if k not in left_out}
 
 

@@ -167,7 +167,7 @@ def bench_alfworld(
         ctx = common.apply(ctx)
         settings = {
             "bench": "alfworld",
-            **run.result_settings(ctx, unused=(*run.QA_FIELDS, *run.CODE_FIELDS)),
+            **run.result_settings(ctx),
             "games_source": str(games or "valid_unseen"),
         }
         header = (

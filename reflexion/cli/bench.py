@@ -21,16 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from reflexion.bench.driver import Finalize, Graph, ServerGraph, run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
-from reflexion.bench.settings import (
-    ALFWORLD_FIELDS,
-    CODE_FIELDS,
-    COT_FIELDS,
-    QA_FIELDS,
-    STEP_FIELDS,
-    first_trial_key,
-    result_settings,
-    settings_key,
-)
+from reflexion.bench.settings import first_trial_key, result_settings, settings_key
 from reflexion.cli import options as opt
 from reflexion.cli.common import (
     checkpointer,
@@ -391,11 +382,4 @@ def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[.
     return decorate
 
 
-__all__ = [
-    "ALFWORLD_FIELDS",
-    "CODE_FIELDS",
-    "COT_FIELDS",
-    "QA_FIELDS",
-    "STEP_FIELDS",
-    "result_settings",
-]
+__all__ = ["result_settings"]

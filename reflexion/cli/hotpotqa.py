@@ -22,15 +22,6 @@ from reflexion.hotpotqa.metrics import exact_match
 from reflexion.hotpotqa.questions import load_hotpotqa
 
 
-def unused_by(agent: str) -> tuple[str, ...]:
-    """The context fields an agent never reads, left out of its results keys: the
-    chain-of-thought actor's for ReAct, the step redraws for the CoT agents, ALFWorld's and
-    the programming graph's for all."""
-    cot_only = ("correct_rejected", "answer_retry", *run.COT_FIELDS)
-    unused = cot_only if agent == "react" else run.STEP_FIELDS
-    return (*unused, *run.ALFWORLD_FIELDS, *run.CODE_FIELDS)
-
-
 @run.common_options(plot_help="Learning-curve PNG (default: next to the results).")
 def bench_hotpotqa(
     cli: typer.Context,
@@ -167,7 +158,7 @@ def bench_hotpotqa(
         settings = {
             "bench": "hotpotqa",
             "agent": agent,
-            **run.result_settings(ctx, unused=unused_by(agent)),
+            **run.result_settings(ctx),
             "dataset": str(dataset or "sample"),
         }
         if agent != "react":  # the chain-of-thought actors read Finish[...] by these rules

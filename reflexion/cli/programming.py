@@ -221,7 +221,7 @@ def bench_programming(
         settings = {
             "bench": "programming",
             "strategy_name": label,
-            **run.result_settings(ctx, unused=(*run.QA_FIELDS, *run.ALFWORLD_FIELDS)),
+            **run.result_settings(ctx),
             "dataset": dataset,
             "language": language_name,
             "examples_parser": EXAMPLES_VERSION if ctx.example_tests else None,

@@ -34,6 +34,16 @@ LessonFilter = Literal["validated", "all"]
 LESSON_FILTERS: tuple[LessonFilter, ...] = ("validated", "all")
 RetrySeeds = Literal["retry", "process"]
 
+# Each field says in its metadata what it is and how a benchmark treats it, in place of lists
+# of field names kept by hand (reflexion.bench.settings reads them):
+#   description   the text of the schema, Studio's form and the configuration reference
+#   role          "after_first_trial": acts only after a task's first trial
+#   acts          "memory", "memory_or_resample" or "reflections": the strategies it can act
+#                 under; under the others it does not name a results file
+#   before        the behaviour results files ran under before the field existed: a run at
+#                 that value keeps those files' names
+#   keyed         "own_graph": names only its own graph's results files; "never": names none
+
 AFTER_FIRST_TRIAL = "after_first_trial"
 """Field role: acts only after a task's first trial, so paired runs that differ in it alone
 share their first trials (:mod:`reflexion.bench.settings`)."""
@@ -247,6 +257,8 @@ class Context:
             "file as turns (the paper). Off: the instructions and the failed trial only, so a "
             "small model has no wording to copy.",
             "role": AFTER_FIRST_TRIAL,
+            "before": True,
+            "acts": "reflections",
         },
     )
     review_reflections: bool = field(
@@ -257,6 +269,7 @@ class Context:
             "Command(resume=...): '' or {'action': 'accept'} keeps it, a string or "
             "{'reflection': text} replaces it, {'action': 'drop'} removes it.",
             "role": AFTER_FIRST_TRIAL,
+            "keyed": "never",
         },
     )
     lessons: Lessons = field(

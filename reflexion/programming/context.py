@@ -72,6 +72,7 @@ class CodeContext(Context):
             "first trial's prompt again, at temperature 0.8, with no feedback and no "
             "reflection (best-of-n by the evaluator: the equal-budget baseline).",
             "role": AFTER_FIRST_TRIAL,
+            "before": "repair",
         },
     )
     compiler_fixes: bool = field(
@@ -84,6 +85,8 @@ class CodeContext(Context):
             "they do not make it compile, the retry is the model's as usual. false = off "
             "(the paper).",
             "role": AFTER_FIRST_TRIAL,
+            "before": False,
+            "keyed": "own_graph",
         },
     )
     code_seeds: RetrySeeds = field(
@@ -95,6 +98,8 @@ class CodeContext(Context):
             "that fork the same first attempt draw alike until their prompts differ; "
             "process: one counter per process (the first attempt always draws this way).",
             "role": AFTER_FIRST_TRIAL,
+            "before": "process",
+            "keyed": "own_graph",
         },
     )
     cross_check: Annotated[int, Field(ge=0, le=10)] = field(
@@ -110,7 +115,8 @@ class CodeContext(Context):
             "when an attempt fails some, draw up to this many independent implementations "
             "once per problem and run them on those tests; a failed test then counts only "
             "when more of them pass it than fail it as the attempt does (CodeT's agreement "
-            "between code and tests). 0 = off (the paper)."
+            "between code and tests). 0 = off (the paper).",
+            "before": 0,
         },
     )
     test_timeout: Annotated[float, Field(gt=0)] = field(

@@ -23,8 +23,8 @@ from reflexion.alfworld.diagnosis import (
     turns_of,
 )
 from reflexion.alfworld.turns import NOTHING, Turn
-from reflexion.bench.settings import first_trial_key, result_settings
-from reflexion.cli.hotpotqa import unused_by
+from reflexion.bench.settings import first_trial_key, result_settings, unused_by
+from reflexion.hotpotqa.context import QAContext
 from reflexion.testing import ScriptedChatModel
 from tests.unit.test_alfworld import WIN, build, run
 from tests.unit.test_alfworld import games as games  # a fixture
@@ -386,7 +386,7 @@ def test_results_keys_change_only_where_the_diagnosis_can_act():
     assert "alfworld_diagnosis" not in result_settings(paper)  # files from before it existed
     none = HouseholdContext(strategy="none")
     assert result_settings(none) == result_settings(replace(none, alfworld_diagnosis=False))
-    assert "alfworld_diagnosis" not in result_settings(reflexion, unused=unused_by("cot-gt"))
+    assert "alfworld_diagnosis" not in result_settings(reflexion, unused=unused_by(QAContext))
     # it acts after the first trial, so both settings fork the same first trials
     assert first_trial_key(result_settings(reflexion)) == first_trial_key(result_settings(paper))
     facts_run = replace(reflexion, alfworld_memory="facts")
@@ -401,7 +401,7 @@ def test_results_keys_change_only_where_the_diagnosis_can_act():
     assert result_settings(reflexion)["alfworld_explain"] is True  # the default since it came
     unexplained = replace(reflexion, alfworld_explain=False)
     assert "alfworld_explain" not in result_settings(unexplained)  # files from before it existed
-    assert "alfworld_explain" not in result_settings(reflexion, unused=unused_by("cot-gt"))
+    assert "alfworld_explain" not in result_settings(reflexion, unused=unused_by(QAContext))
     # the actor reads it from trial 1 on, so it is a different first trial
     assert first_trial_key(result_settings(unexplained)) != first_trial_key(
         result_settings(reflexion)

@@ -22,6 +22,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import fork_thread
 from reflexion.graphs.builder import qa_builder
 from reflexion.hotpotqa.context import QAContext, ReActContext
+from reflexion.programming.context import CodeContext
 from reflexion.testing import RuleChatModel
 
 QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(3)}
@@ -254,39 +255,36 @@ def test_options_that_cannot_act_stay_out_of_a_strategys_results_key():
 def test_answer_redraws_name_only_runs_they_act_in():
     """redraw_rejected is in a results key only where it acts: a memory strategy of a
     question-answering actor, at a value other than the one earlier files ran under (0)."""
-    from reflexion.bench.settings import ANSWER_FIELDS, result_settings
-    from reflexion.core.context import Context
+    from reflexion.bench.settings import result_settings
 
-    assert result_settings(Context(strategy="reflexion"))["redraw_rejected"] == 2
+    assert result_settings(QAContext(strategy="reflexion"))["redraw_rejected"] == 2
+    assert result_settings(ReActContext(strategy="reflexion"))["redraw_rejected"] == 2
     assert "redraw_rejected" not in result_settings(
         QAContext(strategy="reflexion", redraw_rejected=0)
     )
-    assert "redraw_rejected" not in result_settings(Context(strategy="none"))
-    assert "redraw_rejected" not in result_settings(Context(), unused=ANSWER_FIELDS)
+    assert "redraw_rejected" not in result_settings(QAContext(strategy="none"))
+    assert "redraw_rejected" not in result_settings(CodeContext(strategy="reflexion"))
 
 
 def test_step_redraws_name_every_react_run_and_no_other():
     """redraw_steps acts in trial 1 too, so under every strategy: a ReAct results key holds
     it (earlier files ran without it, as 0), and any other benchmark leaves it out."""
-    from reflexion.bench.settings import AFTER_FIRST_TRIAL, STEP_FIELDS, result_settings
-    from reflexion.core.context import Context
+    from reflexion.bench.settings import AFTER_FIRST_TRIAL, result_settings
 
-    assert result_settings(Context(strategy="none"))["redraw_steps"] == 2
+    assert result_settings(ReActContext(strategy="none"))["redraw_steps"] == 2
     assert "redraw_steps" not in result_settings(ReActContext(redraw_steps=0))
-    assert "redraw_steps" not in result_settings(Context(), unused=STEP_FIELDS)
+    assert "redraw_steps" not in result_settings(QAContext())
     assert "redraw_steps" not in AFTER_FIRST_TRIAL  # so trial 1 forks are not shared across it
 
 
-@pytest.mark.parametrize("agent", ["react", "cot-gt", "cot"])
-def test_each_qa_agent_names_the_redraws_its_actor_makes(agent):
+@pytest.mark.parametrize("cls", [ReActContext, QAContext], ids=["react", "cot"])
+def test_each_qa_agent_names_the_redraws_its_actor_makes(cls):
     from reflexion.bench.settings import result_settings
-    from reflexion.cli.hotpotqa import unused_by
-    from reflexion.core.context import Context
 
-    settings = result_settings(Context(strategy="reflexion"), unused=unused_by(agent))
+    settings = result_settings(cls(strategy="reflexion"))
     assert settings["redraw_rejected"] == 2  # CoT and ReAct both redraw rejected answers
-    assert ("redraw_steps" in settings) == (agent == "react")
-    assert ("correct_rejected" in settings) == (agent != "react")
+    assert ("redraw_steps" in settings) == (cls is ReActContext)
+    assert ("correct_rejected" in settings) == (cls is QAContext)
 
 
 def test_repeated_counts_retries_that_give_a_rejected_answer_again():
@@ -335,12 +333,12 @@ def test_a_reflector_model_does_not_rename_a_strategy_without_reflections(strate
     the reflector's model names a run of its own."""
     from dataclasses import replace
 
-    from reflexion.bench.settings import ALFWORLD_FIELDS, result_settings
+    from reflexion.bench.settings import result_settings
 
     def key(ctx: Context) -> dict[str, Any]:
-        return result_settings(ctx, unused=ALFWORLD_FIELDS)  # as bench hotpotqa names it
+        return result_settings(ctx)  # as bench hotpotqa names it
 
-    base = Context(strategy=strategy, actor_model="local:a", reflector_model="local:a")
+    base = QAContext(strategy=strategy, actor_model="local:a", reflector_model="local:a")
     assert key(replace(base, reflector_model="local:b")) == key(base)
     reflexion = replace(base, strategy="reflexion")
     assert key(replace(reflexion, reflector_model="local:b")) != key(reflexion)

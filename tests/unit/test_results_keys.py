@@ -16,16 +16,12 @@ import pytest
 
 from reflexion.alfworld.context import HouseholdContext
 from reflexion.bench.settings import (
-    ALFWORLD_FIELDS,
-    CODE_FIELDS,
     EVERY_DEFAULT,
     LATER_FIELDS,
-    QA_FIELDS,
     RESULTS_FORMAT,
     result_settings,
     settings_key,
 )
-from reflexion.cli.hotpotqa import unused_by
 from reflexion.core.context import Context, context_from
 from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
@@ -42,14 +38,11 @@ def recorded(path: Path) -> dict[str, Any]:
     pytest.skip(f"{path.name} has no final line with settings")
 
 
-def graph_of(settings: dict[str, Any]) -> tuple[type[Context], tuple[str, ...]]:
-    """The context class of the bench that wrote ``settings``, and what it passes as unused."""
+def graph_of(settings: dict[str, Any]) -> type[Context]:
+    """The context class of the graph that ran the bench that wrote ``settings``."""
     if settings["bench"] == "hotpotqa":
-        agent = settings["agent"]
-        return (ReActContext if agent == "react" else QAContext), unused_by(agent)
-    if settings["bench"] == "programming":
-        return CodeContext, (*QA_FIELDS, *ALFWORLD_FIELDS)
-    return HouseholdContext, (*QA_FIELDS, *CODE_FIELDS)
+        return ReActContext if settings["agent"] == "react" else QAContext
+    return CodeContext if settings["bench"] == "programming" else HouseholdContext
 
 
 def test_there_are_measured_files_of_every_family():
@@ -61,7 +54,7 @@ def test_there_are_measured_files_of_every_family():
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
 def test_a_measured_files_settings_name_it_again(path: Path):
     settings = recorded(path)
-    cls, unused = graph_of(settings)
+    cls = graph_of(settings)
     # a field a file does not record was left out at the value it ran under: LATER_FIELDS'
     # (it came later) or its default
     fields = {k: v for k, v in settings.items() if k in EVERY_DEFAULT}
@@ -71,6 +64,6 @@ def test_a_measured_files_settings_name_it_again(path: Path):
         warnings.simplefilter("ignore")
         ctx = context_from({**EVERY_DEFAULT, **LATER_FIELDS, **fields}, cls)
     extra = {k: v for k, v in settings.items() if k not in EVERY_DEFAULT}
-    again = {**extra, **result_settings(ctx, unused=unused)}
+    again = {**extra, **result_settings(ctx)}
     assert again == settings
     assert settings_key(again) == path.stem.rsplit("-", 1)[1]
