@@ -9,13 +9,9 @@ from typing import Any
 
 from langgraph.graph import StateGraph
 
-from reflexion.graphs.builder import (
-    REACT_REFLECT_EXAMPLES,
-    alfworld_builder,
-    programming_builder,
-    qa_builder,
-    react_builder,
-)
+from reflexion.graphs.alfworld import alfworld_builder
+from reflexion.graphs.programming import programming_builder
+from reflexion.graphs.qa import REACT_REFLECT_EXAMPLES, qa_builder, react_builder
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,59 @@
 """ALFWorld with Reflexion: a ReAct agent plays a household game on the real TextWorld engine
 (the ``alfworld`` extra), a heuristic or LLM self-evaluator decides whether to reflect, and
-the next trial starts with the last Ω reflections. Compiled without a checkpointer: a
-LangGraph server brings its own, and the CLI compiles its own with SQLite."""
+the next trial starts with the last Ω reflections; the builder, and the graph compiled from it
+without a checkpointer (a LangGraph server brings its own, and the CLI compiles its own with
+SQLite)."""
 
-from reflexion.graphs.builder import alfworld_builder
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import StateGraph
+
+from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.sessions import EnvSessions
+from reflexion.core.lessons import alfworld_family
+from reflexion.core.state import HouseholdInputState, HouseholdOutputState, HouseholdState
+from reflexion.graphs.builder import build_reflexion_graph
+from reflexion.nodes import make_reflector
+from reflexion.nodes.household import (
+    EnvFactory,
+    household_reflection_messages,
+    household_written,
+    make_household_actor,
+    make_household_evaluator,
+)
+
+
+def alfworld_builder(
+    *,
+    actor_model: BaseChatModel | None = None,
+    evaluator_model: BaseChatModel | None = None,
+    reflector_model: BaseChatModel | None = None,
+    env_factory: EnvFactory | None = None,
+    sessions: EnvSessions | None = None,
+) -> StateGraph[Any, Any, Any, Any]:
+    """The ALFWorld Reflexion loop: the household actor (a subgraph playing one trial in the
+    environment), the heuristic or LLM self-evaluator, and the household reflector.
+    ``env_factory`` makes environments (default: the real TextWorld engine, an optional
+    extra); ``sessions`` shares the live environments with the caller."""
+    return build_reflexion_graph(
+        make_household_actor(actor_model, env_factory, sessions, family=alfworld_family),
+        make_household_evaluator(evaluator_model),
+        make_reflector(
+            reflector_model,
+            messages=household_reflection_messages,
+            written=household_written,
+            family=alfworld_family,
+        ),
+        state_schema=HouseholdState,
+        input_schema=HouseholdInputState,
+        output_schema=HouseholdOutputState,
+        family=alfworld_family,
+        context_schema=HouseholdContext,
+    )
+
 
 graph = alfworld_builder().compile(name="reflexion-alfworld")
 """Input: ``game`` (a name from the game set, a unique part of one, or a path to a

@@ -1,10 +1,13 @@
 """The generic Reflexion loop as a LangGraph ``StateGraph``.
 
-    START -> actor -> evaluator --(success or trial limit)--> END
+    START -> actor -> evaluator --(success or trial limit)--> select_answer -> END
                         |
                         +--(failure)--> reflector --------------------> actor (next trial)
                                             |                             ^
                                             +--(review on)--> review -----+
+
+``select_answer`` is the answer policy (``Context.select_answer``): the last trial's answer
+(the paper) or the best one by the evaluator's evidence; a node, so the drawing shows it.
 
 The three parts are pluggable node functions (see ``nodes``); the builder wires them, the
 state and the runtime context together and returns the uncompiled builder, so callers choose
@@ -25,70 +28,32 @@ from __future__ import annotations
 import inspect
 from typing import Any, Literal, get_type_hints
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import Runnable
-from langgraph.graph import START, StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from reflexion.alfworld.context import HouseholdContext
-from reflexion.alfworld.sessions import EnvSessions
 from reflexion.core.context import Context, get_context
 from reflexion.core.lessons import (
     QA_FAMILY,
-    REACT_FAMILY,
     Family,
-    alfworld_family,
     current_thread_id,
     family_of,
-    programming_family,
     store_of,
     validate_lessons,
 )
 from reflexion.core.selection import chosen_index, succeeded
-from reflexion.core.state import (
-    CodeInputState,
-    CodeOutputState,
-    CodeState,
-    HouseholdInputState,
-    HouseholdOutputState,
-    HouseholdState,
-    InputState,
-    OutputState,
-    State,
-)
-from reflexion.hotpotqa.context import QAContext, ReActContext
-from reflexion.hotpotqa.wiki import WikiBackend
-from reflexion.nodes import (
-    EvaluateFn,
-    make_cot_actor,
-    make_evaluator,
-    make_react_actor,
-    make_reflector,
-)
-from reflexion.nodes.coder import (
-    code_reflection_messages,
-    make_code_actor,
-    make_test_writer,
-    make_unit_test_evaluator,
-)
-from reflexion.nodes.household import (
-    EnvFactory,
-    household_reflection_messages,
-    household_written,
-    make_household_actor,
-    make_household_evaluator,
-)
+from reflexion.core.state import InputState, OutputState, State
 from reflexion.nodes.reflector import make_review
-from reflexion.programming.context import CodeContext
-
-REACT_REFLECT_EXAMPLES = "reflect_examples_react"
-"""The ReAct reflector's worked examples (the CoT agents use ``reflect_examples``)."""
 
 
-def route_after_evaluation(state: State, runtime: Runtime[Any]) -> Literal["reflector", "__end__"]:
-    """Stop on success or when the trial limit is reached; otherwise reflect and retry."""
+def route_after_evaluation(
+    state: State, runtime: Runtime[Any]
+) -> Literal["reflector", "select_answer"]:
+    """Stop on success or when the trial limit is reached (the answer is then chosen);
+    otherwise reflect and retry."""
     last = state.evaluations[-1] if state.evaluations else None
-    return "__end__" if _ends_thread(last, state.trial, get_context(runtime)) else "reflector"
+    ends = _ends_thread(last, state.trial, get_context(runtime))
+    return "select_answer" if ends else "reflector"
 
 
 def _ends_thread(record: Any, trial: int, ctx: Context) -> bool:
@@ -130,21 +95,18 @@ def _validate_after(update: Any, state: Any, runtime: Runtime[Any], family: Fami
     )
 
 
-def _choose_answer(update: Any, state: Any, runtime: Runtime[Any]) -> Any:
-    """When this evaluation ends the thread (success, or the trial limit) and the context asks
-    for the best attempt (``Context.select_answer``), the update's ``answer`` becomes the best
-    trial's answer by the evaluator's evidence (:mod:`reflexion.core.selection`)."""
-    ctx = get_context(runtime)
-    if ctx.select_answer != "best" or not isinstance(update, dict):
-        return update
-    new = list(update.get("evaluations") or [])
-    if not new or not _ends_thread(new[-1], getattr(state, "trial", 0), ctx):
-        return update
-    records = [*(getattr(state, "evaluations", None) or []), *new]
+def select_answer(state: Any, runtime: Runtime[Any]) -> dict[str, Any]:
+    """The answer the thread returns, once it ends (``Context.select_answer``): ``last``, the
+    last trial's, as the evaluator left it (the paper); ``best``, the best trial's by the
+    evaluator's evidence (:mod:`reflexion.core.selection`). A node of its own so that the
+    graph's drawing shows the policy."""
+    if get_context(runtime).select_answer != "best":
+        return {}
+    records = list(getattr(state, "evaluations", None) or [])
     index = chosen_index(records, "best")
     if index is None or index == len(records) - 1:
-        return update
-    return {**update, "answer": records[index]["answer"], "solved": succeeded(records, index)}
+        return {}
+    return {"answer": records[index]["answer"], "solved": succeeded(records, index)}
 
 
 def _input_schema(node: Any) -> type[Any] | None:
@@ -160,10 +122,9 @@ def _input_schema(node: Any) -> type[Any] | None:
 
 
 def validating_evaluator(evaluator: Any, family: Family) -> Any:
-    """The evaluator node followed by lesson validation (see :func:`_validate_after`) and,
-    on the thread's last evaluation, the choice of the answer it returns
-    (:func:`_choose_answer`). ``evaluator`` is a node function taking
-    ``(state, runtime)`` or ``(state)``, sync or async, or a Runnable."""
+    """The evaluator node followed by lesson validation (see :func:`_validate_after`).
+    ``evaluator`` is a node function taking ``(state, runtime)`` or ``(state)``, sync or async,
+    or a Runnable."""
     if isinstance(evaluator, Runnable):
         runnable = evaluator
 
@@ -181,7 +142,7 @@ def validating_evaluator(evaluator: Any, family: Family) -> Any:
         async def async_node(state: Any, runtime: Runtime[Any]) -> Any:
             update = await call(state, runtime)
             _validate_after(update, state, runtime, family)
-            return _choose_answer(update, state, runtime)
+            return update
 
         return async_node
 
@@ -189,7 +150,7 @@ def validating_evaluator(evaluator: Any, family: Family) -> Any:
     def node(state: Any, runtime: Runtime[Any]) -> Any:
         update = call(state, runtime)
         _validate_after(update, state, runtime, family)
-        return _choose_answer(update, state, runtime)
+        return update
 
     return node
 
@@ -227,6 +188,8 @@ def build_reflexion_graph(
     builder.add_node("reflector", reflector)
     review: Any = make_review(family)  # serves every graph's state class, like the reflector
     builder.add_node("review", review)
+    chooser: Any = select_answer  # reads the evaluations every graph's state class has
+    builder.add_node("select_answer", chooser, input_schema=state_schema)
     if setup is not None:
         name, node = setup
         builder.add_node(name, node)
@@ -238,98 +201,5 @@ def build_reflexion_graph(
     builder.add_conditional_edges("evaluator", route_after_evaluation)
     builder.add_conditional_edges("reflector", route_after_reflection)
     builder.add_edge("review", "actor")
+    builder.add_edge("select_answer", END)
     return builder
-
-
-def qa_builder(
-    *,
-    with_context: bool = True,
-    actor_model: BaseChatModel | None = None,
-    evaluator_model: BaseChatModel | None = None,
-    reflector_model: BaseChatModel | None = None,
-    evaluate: EvaluateFn | None = None,
-) -> StateGraph[Any, Any, Any, Any]:
-    """A question-answering Reflexion loop with a chain-of-thought actor.
-
-    Models given here override the context's model strings (tests pass scripted fakes;
-    applications pass their own chat models); ``evaluate`` replaces the built-in evaluators.
-    """
-    return build_reflexion_graph(
-        make_cot_actor(actor_model, with_context=with_context, family=QA_FAMILY),
-        make_evaluator(evaluator_model, evaluate),
-        make_reflector(reflector_model, family=QA_FAMILY, with_context=with_context),
-        family=QA_FAMILY,
-        context_schema=QAContext,
-    )
-
-
-def react_builder(
-    *,
-    actor_model: BaseChatModel | None = None,
-    evaluator_model: BaseChatModel | None = None,
-    reflector_model: BaseChatModel | None = None,
-    evaluate: EvaluateFn | None = None,
-    backend: WikiBackend | None = None,
-) -> StateGraph[Any, Any, Any, Any]:
-    """A question-answering Reflexion loop with the ReAct actor (a subgraph searching
-    Wikipedia); ``backend`` overrides the Wikipedia chosen by the context."""
-    return build_reflexion_graph(
-        make_react_actor(actor_model, backend, family=REACT_FAMILY),
-        make_evaluator(evaluator_model, evaluate),
-        make_reflector(reflector_model, examples=REACT_REFLECT_EXAMPLES, family=REACT_FAMILY),
-        family=REACT_FAMILY,
-        context_schema=ReActContext,
-    )
-
-
-def programming_builder(
-    *,
-    actor_model: BaseChatModel | None = None,
-    evaluator_model: BaseChatModel | None = None,
-    reflector_model: BaseChatModel | None = None,
-) -> StateGraph[Any, Any, Any, Any]:
-    """The programming Reflexion loop: the test writer runs once, then the code actor, the
-    unit-test evaluator (sandboxed) and the code reflector take turns. ``evaluator_model``
-    writes the tests."""
-    return build_reflexion_graph(
-        make_code_actor(actor_model, family=programming_family),
-        make_unit_test_evaluator(actor_model),
-        make_reflector(
-            reflector_model, messages=code_reflection_messages, family=programming_family
-        ),
-        state_schema=CodeState,
-        input_schema=CodeInputState,
-        output_schema=CodeOutputState,
-        setup=("test_writer", make_test_writer(evaluator_model)),
-        family=programming_family,
-        context_schema=CodeContext,
-    )
-
-
-def alfworld_builder(
-    *,
-    actor_model: BaseChatModel | None = None,
-    evaluator_model: BaseChatModel | None = None,
-    reflector_model: BaseChatModel | None = None,
-    env_factory: EnvFactory | None = None,
-    sessions: EnvSessions | None = None,
-) -> StateGraph[Any, Any, Any, Any]:
-    """The ALFWorld Reflexion loop: the household actor (a subgraph playing one trial in the
-    environment), the heuristic or LLM self-evaluator, and the household reflector.
-    ``env_factory`` makes environments (default: the real TextWorld engine, an optional
-    extra); ``sessions`` shares the live environments with the caller."""
-    return build_reflexion_graph(
-        make_household_actor(actor_model, env_factory, sessions, family=alfworld_family),
-        make_household_evaluator(evaluator_model),
-        make_reflector(
-            reflector_model,
-            messages=household_reflection_messages,
-            written=household_written,
-            family=alfworld_family,
-        ),
-        state_schema=HouseholdState,
-        input_schema=HouseholdInputState,
-        output_schema=HouseholdOutputState,
-        family=alfworld_family,
-        context_schema=HouseholdContext,
-    )

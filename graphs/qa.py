@@ -1,8 +1,71 @@
 """Question answering with Reflexion: the paper's CoT (GT) agent (uses ``context`` when given),
-the CoT agent (question only) and the ReAct agent (Wikipedia search). Compiled without a
-checkpointer: a LangGraph server brings its own, and the CLI compiles its own with SQLite."""
+the CoT agent (question only) and the ReAct agent (Wikipedia search): their builders, and the
+graphs compiled from them without a checkpointer (a LangGraph server brings its own, and the
+CLI compiles its own with SQLite)."""
 
-from reflexion.graphs.builder import qa_builder, react_builder
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import StateGraph
+
+from reflexion.core.lessons import QA_FAMILY, REACT_FAMILY
+from reflexion.graphs.builder import build_reflexion_graph
+from reflexion.hotpotqa.context import QAContext, ReActContext
+from reflexion.hotpotqa.wiki import WikiBackend
+from reflexion.nodes import (
+    EvaluateFn,
+    make_cot_actor,
+    make_evaluator,
+    make_react_actor,
+    make_reflector,
+)
+
+REACT_REFLECT_EXAMPLES = "reflect_examples_react"
+"""The ReAct reflector's worked examples (the CoT agents use ``reflect_examples``)."""
+
+
+def qa_builder(
+    *,
+    with_context: bool = True,
+    actor_model: BaseChatModel | None = None,
+    evaluator_model: BaseChatModel | None = None,
+    reflector_model: BaseChatModel | None = None,
+    evaluate: EvaluateFn | None = None,
+) -> StateGraph[Any, Any, Any, Any]:
+    """A question-answering Reflexion loop with a chain-of-thought actor.
+
+    Models given here override the context's model strings (tests pass scripted fakes;
+    applications pass their own chat models); ``evaluate`` replaces the built-in evaluators.
+    """
+    return build_reflexion_graph(
+        make_cot_actor(actor_model, with_context=with_context, family=QA_FAMILY),
+        make_evaluator(evaluator_model, evaluate),
+        make_reflector(reflector_model, family=QA_FAMILY, with_context=with_context),
+        family=QA_FAMILY,
+        context_schema=QAContext,
+    )
+
+
+def react_builder(
+    *,
+    actor_model: BaseChatModel | None = None,
+    evaluator_model: BaseChatModel | None = None,
+    reflector_model: BaseChatModel | None = None,
+    evaluate: EvaluateFn | None = None,
+    backend: WikiBackend | None = None,
+) -> StateGraph[Any, Any, Any, Any]:
+    """A question-answering Reflexion loop with the ReAct actor (a subgraph searching
+    Wikipedia); ``backend`` overrides the Wikipedia chosen by the context."""
+    return build_reflexion_graph(
+        make_react_actor(actor_model, backend, family=REACT_FAMILY),
+        make_evaluator(evaluator_model, evaluate),
+        make_reflector(reflector_model, examples=REACT_REFLECT_EXAMPLES, family=REACT_FAMILY),
+        family=REACT_FAMILY,
+        context_schema=ReActContext,
+    )
+
 
 graph = qa_builder(with_context=True).compile(name="reflexion-qa")
 """CoT (GT): chain of thought over the question and its context, exact match or LLM judge."""

@@ -17,6 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
+from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import QA_FAMILY, Family, recall_update
@@ -24,7 +25,6 @@ from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.state import State
 from reflexion.hotpotqa.context import QAContext
-from reflexion.hotpotqa.metrics import normalize_answer
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import (
     judged_wrong,

@@ -17,12 +17,12 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from reflexion.core.answers import exact_match
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ProviderError, ReflexionError
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import Verdict, parse_verdict
 from reflexion.core.state import State, TrialRecord
-from reflexion.hotpotqa.metrics import exact_match
 from reflexion.nodes.common import resolve_model, trajectory_text
 from reflexion.prompts import render
 

@@ -10,11 +10,11 @@ from typing import Protocol
 
 from langchain_core.messages import SystemMessage
 
+from reflexion.core.answers import normalize_answer
 from reflexion.core.context import Context
 from reflexion.core.memory import reflection_window
 from reflexion.core.state import TrialRecord
 from reflexion.hotpotqa.context import AnswerMemory
-from reflexion.hotpotqa.metrics import normalize_answer
 from reflexion.nodes.common import trajectory_text
 from reflexion.prompts import render
 

@@ -23,6 +23,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from typing_extensions import TypedDict
 
+from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import REACT_FAMILY, Family, recall_update
@@ -30,7 +31,6 @@ from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import ReactStepParse, parse_react_step
 from reflexion.core.state import TrialInput
 from reflexion.hotpotqa.context import ReActContext
-from reflexion.hotpotqa.metrics import normalize_answer
 from reflexion.hotpotqa.wiki import (
     LookupCursor,
     WikiBackend,

@@ -11,7 +11,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.core.transport import set_transport
-from reflexion.graphs.builder import qa_builder
+from reflexion.graphs.qa import qa_builder
 from reflexion.testing import ScriptedChatModel
 from tests.crashkit import LoopbackModel, loopback_model, reference_run
 

@@ -14,11 +14,11 @@ from reflexion.bench.reports import judge_table, outcome_table, qa_paired, summa
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, qa_context
+from reflexion.core.answers import exact_match
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.core.parsing import ANSWER_PARSER
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
-from reflexion.hotpotqa.metrics import exact_match
 from reflexion.hotpotqa.questions import load_hotpotqa
 
 

@@ -37,6 +37,12 @@ OTHER = "other"
 """Where a call made outside any node is counted."""
 
 
+UNCOUNTED = frozenset({"select_answer"})
+"""Nodes left out of the usage: a policy applied to the state when the thread ends (no model
+call, microseconds), whose time no trial or reflection line could carry, so that a final
+line's usage stays the sum of its thread's lines."""
+
+
 def _zero() -> dict[str, Any]:
     return {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "wall_s": 0.0, "model_s": 0.0}
 
@@ -151,7 +157,8 @@ class UsageRecorder(BaseCallbackHandler):
                 self._roots.add(run_id)  # the graph's own run
             elif parent_run_id in self._roots:
                 name = (metadata or {}).get("langgraph_node") or kwargs.get("name") or OTHER
-                self._nodes[run_id] = (str(name), time.perf_counter())
+                if name not in UNCOUNTED:
+                    self._nodes[run_id] = (str(name), time.perf_counter())
 
     def _close(self, run_id: UUID) -> None:
         with self._lock:

@@ -22,7 +22,7 @@ from reflexion.bench.driver import run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink
 from reflexion.core.errors import ReflexionError
 from reflexion.core.transport import Transport, using_transport
-from reflexion.graphs.builder import qa_builder
+from reflexion.graphs.qa import qa_builder
 from reflexion.hotpotqa.context import QAContext
 from reflexion.hotpotqa.questions import load_hotpotqa
 from reflexion.perf.machine import JsonOpt, report

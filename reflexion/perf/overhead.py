@@ -24,7 +24,7 @@ from reflexion.bench.ledger import finished_tasks
 from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import open_checkpointer, parse_target
 from reflexion.core.usage import UsageRecorder, merge, totals
-from reflexion.graphs.builder import qa_builder
+from reflexion.graphs.qa import qa_builder
 from reflexion.hotpotqa.context import QAContext
 from reflexion.perf.machine import JsonOpt, report
 from reflexion.testing import InstantChatModel

@@ -13,7 +13,7 @@ from reflexion.alfworld.context import HouseholdContext
 from reflexion.alfworld.env import TextWorldEnv
 from reflexion.alfworld.games import load_games, select_games
 from reflexion.alfworld.sessions import EnvSessions
-from reflexion.graphs.builder import alfworld_builder
+from reflexion.graphs.alfworld import alfworld_builder
 from tests.clikit import reflexion
 
 pytestmark = pytest.mark.integration

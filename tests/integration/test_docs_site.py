@@ -154,10 +154,10 @@ def test_the_site_builds_strictly_with_every_page(built):
         "core.context.Context",
         "core.context.Context.paper",
         "graphs.builder.build_reflexion_graph",
-        "graphs.builder.qa_builder",
-        "graphs.builder.react_builder",
-        "graphs.builder.programming_builder",
-        "graphs.builder.alfworld_builder",
+        "graphs.qa.qa_builder",
+        "graphs.qa.react_builder",
+        "graphs.programming.programming_builder",
+        "graphs.alfworld.alfworld_builder",
     ):
         assert f'id="reflexion.{name}"' in api, name
 

@@ -17,7 +17,7 @@ from reflexion.core.models import (
     installed_presets,
     resolve_preset,
 )
-from reflexion.graphs.builder import qa_builder, react_builder
+from reflexion.graphs.qa import qa_builder, react_builder
 from reflexion.hotpotqa.context import ReActContext
 from reflexion.hotpotqa.questions import load_hotpotqa
 from tests.clikit import reflexion
@@ -135,7 +135,7 @@ def test_cli_bench_prints_trials_summary_and_resumes(tmp_path):
 
 
 def test_programming_solves_an_easy_humaneval_problem_with_the_default_model():
-    from reflexion.graphs.builder import programming_builder
+    from reflexion.graphs.programming import programming_builder
     from reflexion.programming.problems import load_problems
     from reflexion.programming.scoring import score_thread
 

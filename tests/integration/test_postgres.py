@@ -25,7 +25,7 @@ import pytest
 from reflexion.bench.driver import stream_thread
 from reflexion.core.context import Context
 from reflexion.core.persistence import open_checkpointer, open_store, thread_history
-from reflexion.graphs.builder import qa_builder
+from reflexion.graphs.qa import qa_builder
 from reflexion.hotpotqa.questions import load_hotpotqa
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer

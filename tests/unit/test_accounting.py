@@ -16,7 +16,7 @@ from reflexion.bench.driver import run_benchmark, stream_thread
 from reflexion.bench.ledger import Sink
 from reflexion.core.context import Context
 from reflexion.core.usage import UsageRecorder, merge, node_of, recorded_usage, totals
-from reflexion.graphs.builder import qa_builder, react_builder
+from reflexion.graphs.qa import qa_builder, react_builder
 from reflexion.hotpotqa.wiki import OfflineCorpus
 from reflexion.testing import RuleChatModel, ScriptedChatModel
 from tests.benchkit import QUESTIONS, bench, gold_on_trial, rows, tasks

@@ -26,7 +26,7 @@ from reflexion.bench.driver import run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.graphs.builder import alfworld_builder
+from reflexion.graphs.alfworld import alfworld_builder
 from reflexion.prompts import few_shot
 from reflexion.testing import (
     RuleChatModel,

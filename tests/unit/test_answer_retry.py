@@ -12,7 +12,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.core.context import Context
-from reflexion.graphs.builder import qa_builder
+from reflexion.graphs.qa import qa_builder
 from reflexion.hotpotqa.context import QAContext
 from reflexion.testing import ScriptedChatModel, SeededScriptedChatModel
 from tests.conftest import answer

@@ -16,7 +16,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from reflexion.bench.driver import solved_by_trial
 from reflexion.bench.plots import learning_curve
 from reflexion.cli.app import main
-from reflexion.graphs.builder import qa_builder
+from reflexion.graphs.qa import qa_builder
 from reflexion.testing import RuleChatModel
 from tests import benchkit
 from tests.benchkit import QUESTIONS, gold_on_trial, rows

@@ -228,6 +228,7 @@ def test_stream_updates_show_trials_and_reflections():
         "reflector",
         "actor",
         "evaluator",
+        "select_answer",
     ]
     assert events[1]["evaluator"]["evaluations"][0]["answer"] == "Elbe"
     assert events[2]["reflector"]["reflections"] == [LESSON]
@@ -275,7 +276,14 @@ def test_subgraph_in_a_user_graph_streams_child_events():
         )
     )
     child_nodes = [next(iter(u)) for ns, u in events if ns and ns[0].startswith("solve:")]
-    assert child_nodes == ["actor", "evaluator", "reflector", "actor", "evaluator"]
+    assert child_nodes == [
+        "actor",
+        "evaluator",
+        "reflector",
+        "actor",
+        "evaluator",
+        "select_answer",
+    ]
     assert events[-1] == ((), {"solve": {"reply": "Vltava", "tries": 2}})
 
 

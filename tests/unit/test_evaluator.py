@@ -10,7 +10,7 @@ import pytest
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.state import State
-from reflexion.graphs.builder import qa_builder
+from reflexion.graphs.qa import qa_builder
 from reflexion.nodes import Evaluation
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer

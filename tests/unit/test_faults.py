@@ -26,7 +26,7 @@ from reflexion.core.errors import ProviderError
 from reflexion.core.models import load_chat_model
 from reflexion.core.retries import RetryingChatModel, RetryPolicy
 from reflexion.core.transport import Transport, using_transport
-from reflexion.graphs.builder import qa_builder
+from reflexion.graphs.qa import qa_builder
 from reflexion.nodes import common as node_common
 from reflexion.perf.concurrency import chat_completion
 from tests.conftest import hotpotqa_line

@@ -57,6 +57,7 @@ from reflexion.alfworld.turns import (
     heuristic_trip,
     parse_turn,
 )
+from reflexion.core.answers import exact_match, normalize_answer
 from reflexion.core.errors import DatasetError
 from reflexion.core.parsing import (
     FinishParse,
@@ -68,7 +69,6 @@ from reflexion.core.parsing import (
     parse_verdict,
 )
 from reflexion.core.state import FAILURE_CLASSES
-from reflexion.hotpotqa.metrics import exact_match, normalize_answer
 from reflexion.hotpotqa.wiki import (
     LookupCursor,
     OfflineCorpus,

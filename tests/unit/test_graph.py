@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from reflexion.core.context import Context
 from reflexion.core.memory import update_window
-from reflexion.graphs.builder import qa_builder
+from reflexion.graphs.qa import qa_builder
 from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
 from reflexion.testing import ScriptedChatModel

@@ -139,6 +139,35 @@ def test_no_import_cycle_between_modules():
     assert not cycles, "import cycles:\n" + "\n".join(described)
 
 
+FAMILY_MODULES = (
+    "reflexion.hotpotqa",
+    "reflexion.programming",
+    "reflexion.alfworld",
+    "reflexion.nodes.actor",
+    "reflexion.nodes.react",
+    "reflexion.nodes.coder",
+    "reflexion.nodes.household",
+    "reflexion.nodes.memory",
+)
+"""What belongs to one task family: its package, its nodes."""
+
+
+def test_the_loop_core_knows_no_task_family():
+    """The loop (graphs/builder.py), the core package and the shared nodes import no task
+    family's module: the families build their graphs from the loop, not the other way."""
+    found = modules()
+    known = set(found)
+    core = [m for m in found if m.startswith("reflexion.core.")]
+    shared = ["reflexion.graphs.builder", "reflexion.nodes.reflector", "reflexion.nodes.evaluator"]
+    for module in [*core, *shared]:
+        bad = {
+            imported
+            for imported in imported_modules(module, found[module], known)
+            if imported.startswith(FAMILY_MODULES)
+        }
+        assert not bad, f"{module} imports task-family modules {sorted(bad)}"
+
+
 def test_the_type_checking_mirror_links_every_entry():
     """mypy cannot follow the editable install's mapping of graphs/, nodes/ and prompts/, so it
     reads .ci/typing/reflexion, a tree of links laid out as the installed package."""

@@ -28,13 +28,10 @@ from reflexion.core.context import Context, Lessons
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import MAX_CANDIDATES, namespace, rank, recall, save_lesson, tokenize
 from reflexion.core.persistence import open_store
-from reflexion.graphs.builder import (
-    alfworld_builder,
-    programming_builder,
-    qa_builder,
-    react_builder,
-)
+from reflexion.graphs.alfworld import alfworld_builder
 from reflexion.graphs.custom import create_reflexion_graph
+from reflexion.graphs.programming import programming_builder
+from reflexion.graphs.qa import qa_builder, react_builder
 from reflexion.hotpotqa.context import QAContext
 from reflexion.testing import ScriptedChatModel, ScriptedHousehold
 from tests.conftest import answer, hotpotqa_line
@@ -373,7 +370,7 @@ SQLITE_WRITER = textwrap.dedent(
     """
     import sys
     from langgraph.checkpoint.memory import InMemorySaver
-    from reflexion.graphs.builder import qa_builder
+    from reflexion.graphs.qa import qa_builder
     from reflexion.core.context import Context
     from reflexion.core.persistence import open_store
     from reflexion.testing import ScriptedChatModel

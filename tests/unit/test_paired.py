@@ -20,7 +20,7 @@ from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import fork_thread
-from reflexion.graphs.builder import qa_builder
+from reflexion.graphs.qa import qa_builder
 from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
 from reflexion.testing import RuleChatModel

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reflexion.core.answers import exact_match, normalize_answer
 from reflexion.core.parsing import clean_reflection, parse_finish, parse_react_step, parse_verdict
-from reflexion.hotpotqa.metrics import exact_match, normalize_answer
 
 
 @pytest.mark.parametrize(

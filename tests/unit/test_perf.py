@@ -18,7 +18,7 @@ from rich.console import Console
 from reflexion.bench.driver import stream_thread
 from reflexion.cli.app import main
 from reflexion.core.context import Context
-from reflexion.graphs.builder import qa_builder
+from reflexion.graphs.qa import qa_builder
 from reflexion.perf import learning_cost, machine, overhead
 from reflexion.perf.learning_cost import learning_cost_figures
 from reflexion.perf.overhead import real_run_figures
@@ -60,8 +60,9 @@ def test_overhead_times_the_loop_under_each_checkpointer(monkeypatch, capsys, tm
     loop = figures(tmp_path / "o.json")["loop"]
     assert [row["checkpointer"] for row in loop] == ["none", "InMemorySaver", "SqliteSaver"]
     for row in loop:
-        # One thread of 3 failing trials: actor, evaluator, reflector, actor, …, evaluator.
-        assert row["threads"] == 1 and row["trials"] == 3 and row["supersteps"] == 8
+        # One thread of 3 failing trials: actor, evaluator, reflector, actor, …, evaluator,
+        # then the answer policy (select_answer).
+        assert row["threads"] == 1 and row["trials"] == 3 and row["supersteps"] == 9
         assert row["seconds"] > 0 and row["ms_per_trial"] > row["ms_per_superstep"] > 0
 
 

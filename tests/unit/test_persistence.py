@@ -32,7 +32,8 @@ from reflexion.core.persistence import (
     thread_history,
     unfinished,
 )
-from reflexion.graphs.builder import programming_builder, qa_builder
+from reflexion.graphs.programming import programming_builder
+from reflexion.graphs.qa import qa_builder
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_faults import server as server  # a fixture

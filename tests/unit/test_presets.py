@@ -20,7 +20,8 @@ from reflexion.cli.options import PRESET_OPTIONS
 from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import PAPER, PRESETS, Preset
-from reflexion.graphs.builder import programming_builder, qa_builder
+from reflexion.graphs.programming import programming_builder
+from reflexion.graphs.qa import qa_builder
 from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
 from reflexion.testing import ScriptedChatModel

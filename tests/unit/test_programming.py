@@ -14,7 +14,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reflexion.core.context import Context
 from reflexion.core.errors import DatasetError
 from reflexion.core.selection import answers_in_force
-from reflexion.graphs.builder import programming_builder
+from reflexion.graphs.programming import programming_builder
 from reflexion.nodes.coder import format_feedback
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import (

@@ -10,7 +10,7 @@ from typing import Any
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.core.context import Context
-from reflexion.graphs.builder import programming_builder
+from reflexion.graphs.programming import programming_builder
 from reflexion.programming.context import CodeContext
 from reflexion.programming.sandbox import fix_rust
 from reflexion.programming.sandbox.fixes import Edit, apply_edits, suggested_edits

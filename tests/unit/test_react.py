@@ -12,8 +12,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from reflexion.core.context import Context
-from reflexion.graphs.builder import react_builder
-from reflexion.graphs.qa import react_graph
+from reflexion.graphs.qa import react_builder, react_graph
 from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.hotpotqa.wiki import OfflineCorpus
 from reflexion.nodes.react import REACT_GRAMMAR

@@ -25,8 +25,8 @@ from reflexion.core.context import Context
 from reflexion.core.errors import ProviderError
 from reflexion.core.persistence import open_checkpointer, replay_from, unfinished
 from reflexion.graphs.agents import AGENTS
-from reflexion.graphs.builder import qa_builder
 from reflexion.graphs.qa import graph as qa_graph
+from reflexion.graphs.qa import qa_builder
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_persistence import (

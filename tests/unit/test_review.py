@@ -17,7 +17,7 @@ from reflexion.bench.driver import stream_thread
 from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.graphs.builder import qa_builder
+from reflexion.graphs.qa import qa_builder
 from reflexion.hotpotqa.context import QAContext
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
@@ -120,6 +120,7 @@ def test_review_off_by_default_adds_no_step():
         "reflector",
         "actor",
         "evaluator",
+        "select_answer",
     ]
     assert graph.get_state(cfg()).values.get("pending_review") is None
 

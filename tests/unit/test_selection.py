@@ -13,7 +13,8 @@ from reflexion.alfworld.context import HouseholdContext
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import answers_in_force, chosen_index
-from reflexion.graphs.builder import programming_builder, qa_builder
+from reflexion.graphs.programming import programming_builder
+from reflexion.graphs.qa import qa_builder
 from reflexion.hotpotqa.context import ReActContext
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem

@@ -18,7 +18,8 @@ def test_mermaid_topology_matches_snapshot():
 def test_router_edges_are_all_drawn():
     edges = {(e.source, e.target, e.conditional) for e in graph.get_graph().edges}
     assert ("evaluator", "reflector", True) in edges
-    assert ("evaluator", "__end__", True) in edges
+    assert ("evaluator", "select_answer", True) in edges
+    assert ("select_answer", "__end__", False) in edges
     assert ("reflector", "actor", True) in edges
     assert ("reflector", "review", True) in edges
     assert ("review", "actor", False) in edges

@@ -1,4 +1,5 @@
-"""Answer normalisation and exact match, as in the HotPotQA evaluation script."""
+"""Answer normalisation and exact match, as in the HotPotQA evaluation script (SQuAD's rules):
+the exact-match evaluator of every graph that has a reference answer."""
 
 from __future__ import annotations
 
