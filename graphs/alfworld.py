@@ -13,8 +13,8 @@ from langgraph.graph import StateGraph
 
 from reflexion.alfworld.context import HouseholdContext
 from reflexion.alfworld.sessions import EnvSessions
+from reflexion.alfworld.state import HouseholdInputState, HouseholdOutputState, HouseholdState
 from reflexion.core.lessons import alfworld_family
-from reflexion.core.state import HouseholdInputState, HouseholdOutputState, HouseholdState
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.nodes import make_reflector
 from reflexion.nodes.household import (

@@ -11,7 +11,6 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
 from reflexion.core.lessons import programming_family
-from reflexion.core.state import CodeInputState, CodeOutputState, CodeState
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.nodes import make_reflector
 from reflexion.nodes.coder import (
@@ -21,6 +20,7 @@ from reflexion.nodes.coder import (
     make_unit_test_evaluator,
 )
 from reflexion.programming.context import CodeContext
+from reflexion.programming.state import CodeInputState, CodeOutputState, CodeState
 
 
 def programming_builder(

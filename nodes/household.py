@@ -40,6 +40,7 @@ from reflexion.alfworld.diagnosis import (
 from reflexion.alfworld.env import Environment, TextWorldEnv
 from reflexion.alfworld.games import LIST_HINT, Game, resolve_game
 from reflexion.alfworld.sessions import EnvSessions
+from reflexion.alfworld.state import Episode, HouseholdState
 from reflexion.alfworld.turns import (
     EMPTY_REPLY,
     NOTHING,
@@ -53,7 +54,7 @@ from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, alfworld_family, recall_update
 from reflexion.core.memory import reflection_window
-from reflexion.core.state import Episode, HouseholdState, TrialInput, TrialRecord
+from reflexion.core.state import TrialInput, TrialRecord
 from reflexion.nodes.common import (
     actor_llm,
     named_seed,

@@ -22,7 +22,6 @@ from langgraph.runtime import Runtime
 from reflexion.core.context import get_context
 from reflexion.core.lessons import Family, programming_family, recall_update
 from reflexion.core.memory import reflection_window
-from reflexion.core.state import CodeState
 from reflexion.nodes.coder.common import STOPS, did_compile, fenced, problem_of, prompt_names
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import with_lessons
@@ -35,6 +34,7 @@ from reflexion.programming.problems import (
 from reflexion.programming.sandbox import (
     fix_rust,
 )
+from reflexion.programming.state import CodeState
 from reflexion.prompts import render
 
 

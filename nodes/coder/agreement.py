@@ -13,7 +13,6 @@ from dataclasses import replace
 
 from langchain_core.language_models import BaseChatModel
 
-from reflexion.core.state import CodeState, Witness
 from reflexion.nodes.coder.actor import code_messages
 from reflexion.nodes.coder.common import STOPS, counted_part, problem_of, run_tests
 from reflexion.nodes.common import actor_llm, named_seed
@@ -35,6 +34,7 @@ from reflexion.programming.sandbox import (
     Limits,
     SuiteResult,
 )
+from reflexion.programming.state import CodeState, Witness
 
 
 def _independent_code(

@@ -11,7 +11,6 @@ from dataclasses import replace
 from typing import Any
 
 from reflexion.core.errors import ReflexionError
-from reflexion.core.state import CodeState
 from reflexion.programming.problems import (
     LANGUAGE_NAMES,
     CodeProblem,
@@ -23,6 +22,7 @@ from reflexion.programming.sandbox import (
     run_python_tests,
     run_rust_tests,
 )
+from reflexion.programming.state import CodeState
 
 FENCES = {"py": "python", "rs": "rust"}
 NO_TESTS = "No unit tests were run"

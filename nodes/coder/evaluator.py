@@ -16,7 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
-from reflexion.core.state import CodeState, TrialRecord, Witness
+from reflexion.core.state import TrialRecord
 from reflexion.nodes.coder.agreement import cross_check, unbacked_tests
 from reflexion.nodes.coder.common import (
     NO_EVIDENCE,
@@ -37,6 +37,7 @@ from reflexion.programming.sandbox import (
     Limits,
     SuiteResult,
 )
+from reflexion.programming.state import CodeState, Witness
 
 
 def format_feedback(

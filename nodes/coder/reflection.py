@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from reflexion.core.state import CodeState
 from reflexion.nodes.coder.common import problem_of, prompt_names
 from reflexion.programming.context import CodeContext
+from reflexion.programming.state import CodeState
 from reflexion.prompts import few_shot, render
 
 

@@ -17,7 +17,6 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
-from reflexion.core.state import CodeState
 from reflexion.nodes.coder.common import problem_of, prompt_names
 from reflexion.nodes.common import resolve_model
 from reflexion.programming.context import CodeContext
@@ -33,6 +32,7 @@ from reflexion.programming.sandbox import (
     Limits,
     check_rust_tests,
 )
+from reflexion.programming.state import CodeState
 from reflexion.prompts import render
 
 TEST_FORMS = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from reflexion.core.state import FAILURE_CLASSES, Episode, FailureClass
+from reflexion.alfworld.state import FAILURE_CLASSES, Episode, FailureClass
 
 
 def won_at(episodes: Sequence[Episode]) -> int | None:

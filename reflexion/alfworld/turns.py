@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from typing_extensions import TypedDict
 
-from reflexion.core.state import FailureClass
+from reflexion.alfworld.state import FailureClass
 
 THINK_REPLY = "OK."
 """What the agent observes after a ``think:`` turn (the paper's setup)."""

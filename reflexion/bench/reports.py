@@ -11,10 +11,10 @@ from rich import box
 from rich.table import Table
 
 from reflexion.alfworld.scoring import failure_counts, solved_curve
+from reflexion.alfworld.state import FAILURE_CLASSES
 from reflexion.bench.driver import solved_by_trial
 from reflexion.bench.stats import Paired, copy_rate, paired
 from reflexion.core.answers import normalize_answer
-from reflexion.core.state import FAILURE_CLASSES
 from reflexion.core.usage import merge, totals
 from reflexion.programming.scoring import accepted, broken_first, confusion, pass_at_1
 from reflexion.prompts import load_prompt

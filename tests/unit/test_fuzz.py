@@ -48,6 +48,7 @@ from reflexion.alfworld.diagnosis import (
     refused_commands,
     sightings,
 )
+from reflexion.alfworld.state import FAILURE_CLASSES
 from reflexion.alfworld.turns import (
     NOTHING,
     ParsedTurn,
@@ -68,7 +69,6 @@ from reflexion.core.parsing import (
     parse_react_step,
     parse_verdict,
 )
-from reflexion.core.state import FAILURE_CLASSES
 from reflexion.hotpotqa.wiki import (
     LookupCursor,
     OfflineCorpus,

@@ -1,0 +1,68 @@
+"""The ALFWorld graph's state: the Reflexion state plus the game and what each trial did in the
+environment (the environment itself lives outside the state)."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+from typing_extensions import TypedDict
+
+from reflexion.core.state import OutputState, State
+
+FailureClass = Literal["hallucination", "inefficient_planning", "step_limit", "other"]
+FAILURE_CLASSES: tuple[FailureClass, ...] = (
+    "hallucination",
+    "inefficient_planning",
+    "step_limit",
+    "other",
+)
+
+
+class Episode(TypedDict):
+    """What one finished trial did in the environment (for scoring and Figure 3b; never
+    shown to the agent, the evaluator or the reflector)."""
+
+    trial: int
+    won: bool
+    """The engine's own verdict."""
+    turns: int
+    commands: int
+    stop_reason: str | None
+    failure: FailureClass | None
+    """Why a trial that was not won failed; ``None`` when it was won."""
+
+
+@dataclass(kw_only=True)
+class HouseholdInputState:
+    """What a caller provides to start an ALFWorld thread (the state's ``task`` is filled in
+    from the game's initial observation: the room and the goal)."""
+
+    game: str = ""
+    """The game: a name from the game set (``HouseholdContext.games``, by default the bundled
+    ``valid_unseen`` games), a unique part of one, or a path to a ``game.tw-pddl`` file."""
+    task_id: str | None = None
+    """An identifier for results and logs (e.g. the game name)."""
+
+
+@dataclass(kw_only=True)
+class HouseholdState(State, HouseholdInputState):
+    """The state of an ALFWorld thread: the Reflexion state plus the game and what each
+    trial did in the environment. The environment itself lives outside the state."""
+
+    kind: str = ""
+    """The task type (put, clean, heat, cool, examine, puttwo); picks the few-shot examples."""
+    commands: list[str] = field(default_factory=list)
+    """The environment commands of the current trial, in order (replayed on resume)."""
+    episodes: Annotated[list[Episode], operator.add] = field(default_factory=list)
+    """One record per finished trial: won (the engine's verdict, for scoring only), turns,
+    commands, stop reason and failure class. Never shown to the agent or the evaluator."""
+
+
+@dataclass(kw_only=True)
+class HouseholdOutputState(OutputState):
+    """What a finished ALFWorld run returns."""
+
+    game: str = ""
+    episodes: list[Episode] = field(default_factory=list)
