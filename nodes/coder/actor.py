@@ -23,6 +23,7 @@ from reflexion.core.context import get_context
 from reflexion.core.lessons import Family, programming_family, recall_update
 from reflexion.core.memory import reflection_window
 from reflexion.nodes.coder.common import STOPS, did_compile, fenced, problem_of, prompt_names
+from reflexion.nodes.coder.tree import ROOT, branch_reflections, choose_parent, grows_tree
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import with_lessons
 from reflexion.programming.context import CodeContext
@@ -47,7 +48,7 @@ def retries_fresh(state: CodeState, ctx: CodeContext) -> bool:
         return False
     if ctx.code_retry == "auto":
         return did_compile(state.evaluations[-1])
-    return ctx.code_retry in ("fresh", "resample")
+    return ctx.code_retry in ("fresh", "resample", "tree")
 
 
 def compiler_fixed(
@@ -66,14 +67,18 @@ def compiler_fixed(
     return fixed if fixed is not None and code_key(fixed, "rs") not in tried else None
 
 
-def code_messages(state: CodeState, ctx: CodeContext) -> list[BaseMessage]:
+def code_messages(
+    state: CodeState, ctx: CodeContext, parent: int | None = None
+) -> list[BaseMessage]:
     """The actor prompt: instructions and the problem (a prefix that stays the same across
     trials), then, after a failed trial, the previous implementation as the assistant's turn
     and the test results, the reflections (strategy ``reflexion``) and the request to fix it;
     for a fresh retry (:func:`retries_fresh`) the test results and reflections follow the
     problem in the same turn, without the previous implementation. Under
     ``Context.code_retry="resample"`` every trial's prompt is the first trial's: the retry
-    learns nothing from the failure, it is only another sample."""
+    learns nothing from the failure, it is only another sample. Under ``"tree"`` the retry
+    expands ``parent`` (:mod:`reflexion.nodes.coder.tree`): the task alone for the root, else
+    that attempt's code, its results and its branch's reflections."""
     problem = problem_of(state)
     names = prompt_names(problem.language)
     task = render("code_task", prompt=problem.prompt.strip(), **names)
@@ -83,9 +88,9 @@ def code_messages(state: CodeState, ctx: CodeContext) -> list[BaseMessage]:
     ]
     if state.trial == 0 or not state.evaluations or ctx.code_retry == "resample":
         return messages
-    reflection_block = ""
-    if window := reflection_window(state.reflections, ctx):
-        reflection_block = "\nYour reflection on it:\n" + "\n".join(f"- {r}" for r in window) + "\n"
+    if grows_tree(ctx):
+        return _expansion(state, ctx, messages, ROOT if parent is None else parent)
+    reflection_block = _reflection_block(reflection_window(state.reflections, ctx))
     fresh = retries_fresh(state, ctx)
     retry = render(
         "code_fresh" if fresh else "code_retry",
@@ -102,6 +107,38 @@ def code_messages(state: CodeState, ctx: CodeContext) -> list[BaseMessage]:
         else "\n".join(state.trajectory) or "(no reply)"
     )
     return [*messages, AIMessage(previous), HumanMessage(retry)]
+
+
+def _expansion(
+    state: CodeState, ctx: CodeContext, messages: list[BaseMessage], parent: int
+) -> list[BaseMessage]:
+    """The prompt that expands ``parent`` in the tree of attempts: the first trial's for the
+    root; for an attempt, its code as the assistant's turn, then its own test results and the
+    last Ω reflections along its branch, and the request to fix it."""
+    if parent == ROOT:
+        return messages
+    problem = problem_of(state)
+    record = state.evaluations[parent]
+    reflection_block = _reflection_block(branch_reflections(state, parent, ctx.memory_size))
+    retry = render(
+        "code_retry",
+        feedback=record["feedback"],
+        reflection_block=reflection_block,
+        entry_point=problem.entry_point,
+        **prompt_names(problem.language),
+    )
+    return [
+        *messages,
+        AIMessage(fenced(record["answer"] or "", problem.language)),
+        HumanMessage(retry),
+    ]
+
+
+def _reflection_block(reflections: list[str]) -> str:
+    """The reflections a retry reads, as its prompt's block (empty when there are none)."""
+    if not reflections:
+        return ""
+    return "\nYour reflection on it:\n" + "\n".join(f"- {r}" for r in reflections) + "\n"
 
 
 def code_key(code: str, language: str) -> str:
@@ -132,6 +169,7 @@ def make_code_actor(
         if recalled:
             state = replace(state, **recalled)
         tried = {code_key(e["answer"], problem.language) for e in state.evaluations if e["answer"]}
+        tree = grows_tree(ctx)
         fixed = compiler_fixed(state, problem, ctx, tried)
         if fixed is not None:
             return {
@@ -140,10 +178,12 @@ def make_code_actor(
                 "answer": fixed,
                 "stop_reason": None,
                 "compiler_fix": True,
+                **({"parents": [len(state.evaluations) - 1]} if tree else {}),
             }
+        parent = choose_parent(state) if tree and state.evaluations else ROOT
         fresh = retries_fresh(state, ctx)
         llm = actor_llm(model, ctx, hot=fresh)
-        messages = code_messages(state, ctx)
+        messages = code_messages(state, ctx, parent)
         draws = 0
 
         def draw(chat: BaseChatModel) -> BaseMessage:
@@ -176,6 +216,7 @@ def make_code_actor(
             "answer": parsed.code,
             "stop_reason": parsed.error,
             "compiler_fix": False,
+            **({"parents": [parent]} if tree else {}),
         }
 
     return code_actor

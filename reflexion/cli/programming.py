@@ -28,7 +28,7 @@ from reflexion.programming.problems import CodeProblem, language_of, load_proble
 from reflexion.programming.sandbox import rustc_path
 from reflexion.programming.scoring import pass_curve, score_thread, write_human_eval_files
 
-PROGRAMMING_STRATEGIES = ("simple", "resample", "reflexion")
+PROGRAMMING_STRATEGIES = ("simple", "resample", "reflexion", "tree")
 
 
 @run.common_options(plot_help="pass@1-per-iteration PNG (default: next to the results).")
@@ -53,8 +53,9 @@ def bench_programming(
             "--strategy",
             help="simple (one sample, no tests), resample (the same tests and attempts as "
             "reflexion, each retry a new sample of the task alone: best-of-n, the "
-            "equal-budget baseline) and/or reflexion (self-written tests, reflection, up to "
-            "--max-iters), comma-separated.",
+            "equal-budget baseline), reflexion (self-written tests, reflection, up to "
+            "--max-iters) and/or tree (the same budget as a LATS-style tree of attempts: "
+            "each retry repairs the attempt with the best UCT score), comma-separated.",
         ),
     ] = "simple,reflexion",
     max_iters: Annotated[
@@ -184,7 +185,7 @@ def bench_programming(
     }
     variants = []
     for name in names:
-        simple, resampled = name == "simple", name == "resample"
+        simple, resampled, tree = name == "simple", name == "resample", name == "tree"
         ctx = one_model_context(
             CodeContext,
             model,
@@ -204,6 +205,8 @@ def bench_programming(
             # simple never retries; resample retries from the task alone
             code_retry="resample"
             if resampled
+            else "tree"
+            if tree
             else opt.CODE_DEFAULTS.code_retry
             if simple
             else retry,
@@ -213,8 +216,8 @@ def bench_programming(
             code_seeds="process" if simple else seeds,
         )
         ctx = common.apply(ctx)
-        # resample has no reflection, retry mode or compiler fixes to name
-        inert = {"noreflection", retry, "nofixes"} if resampled else set()
+        # resample has no reflection, retry mode or compiler fixes to name; tree no retry mode
+        inert = {"noreflection", retry, "nofixes"} if resampled else {retry} if tree else set()
         label = name + "".join(
             f"-{part}" for part, on in options.items() if on and not simple and part not in inert
         )

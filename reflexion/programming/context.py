@@ -12,7 +12,7 @@ from reflexion.core.context import AFTER_FIRST_TRIAL, Context, RetrySeeds
 from reflexion.core.schema import settings_class
 
 TestTrust = Literal["all", "anchored"]
-CodeRetry = Literal["repair", "fresh", "auto", "resample"]
+CodeRetry = Literal["repair", "fresh", "auto", "resample", "tree"]
 
 
 @settings_class
@@ -70,7 +70,10 @@ class CodeContext(Context):
             "(the paper). auto: repair when the previous implementation did not compile "
             "(the compiler's errors point into that code), fresh otherwise. resample: the "
             "first trial's prompt again, at temperature 0.8, with no feedback and no "
-            "reflection (best-of-n by the evaluator: the equal-budget baseline).",
+            "reflection (best-of-n by the evaluator: the equal-budget baseline). tree "
+            "(LATS-style search): each retry expands the attempt (or the task) with the "
+            "highest UCT score, repairing that attempt with its own test results and its "
+            "branch's reflections, at temperature 0.8.",
             "role": AFTER_FIRST_TRIAL,
             "before": "repair",
         },

@@ -1,0 +1,113 @@
+"""A tree of attempts (``CodeContext.code_retry="tree"``), after LATS (Zhou et al. 2023).
+
+Every attempt is a node of a tree whose root is the task itself. A retry first *selects* the
+node to expand by UCT: each node's value is the mean evaluator score of its subtree (the
+fraction of counted internal tests its attempts passed), its visits the subtree's size, and
+``value + c * sqrt(ln(N + 1) / visits)`` is highest for the node to expand (``N``: the attempts
+so far). It then *expands* it: from the root, a fresh sample of the task; from an attempt, a
+repair of that attempt's code with its own test results and the reflections along its branch
+(the reflector reflects on every failed attempt, so a failed branch carries its lessons). The
+evaluator's score of the new attempt is its value; the answer returned is chosen among all of
+them as for every strategy (``Context.select_answer``). The budget is ``max_trials`` attempts,
+the same as ``reflexion``'s and ``resample``'s, so the three compare at equal budget.
+
+Unlike LangGraph's LATS tutorial, every node is judged by running code in the sandbox.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from reflexion.core.context import get_context
+from reflexion.core.state import TrialRecord
+from reflexion.programming.context import CodeContext
+
+ROOT = -1
+"""The root of the tree: the task itself (expanding it is a fresh sample)."""
+
+EXPLORATION = 1.0
+"""UCT's exploration constant ``c`` (LATS uses 1)."""
+
+
+def grows_tree(ctx: CodeContext) -> bool:
+    return ctx.code_retry == "tree"
+
+
+def parents_of(state: Any) -> list[int]:
+    """Each attempt's parent (:data:`ROOT` for one drawn from the task), one per attempt."""
+    parents = [int(p) for p in getattr(state, "parents", None) or []]
+    count = len(state.evaluations)
+    return (parents + [ROOT] * count)[:count]
+
+
+def subtree(node: int, parents: Sequence[int]) -> list[int]:
+    """``node``'s attempts and every attempt below it (the whole tree under :data:`ROOT`)."""
+    if node == ROOT:
+        return list(range(len(parents)))
+    members, frontier = [node], [node]
+    while frontier:
+        below = [i for i, p in enumerate(parents) if p in frontier]
+        members += below
+        frontier = below
+    return members
+
+
+def uct(node: int, records: Sequence[TrialRecord], parents: Sequence[int]) -> float:
+    """The node's UCT score: its subtree's mean score plus the exploration bonus."""
+    members = subtree(node, parents)
+    root_children = sum(1 for p in parents if p == ROOT)
+    visits = max(1, root_children) if node == ROOT else len(members)
+    value = sum(float(records[i]["score"]) for i in members) / max(1, len(members))
+    return value + EXPLORATION * math.sqrt(math.log(len(records) + 1) / visits)
+
+
+def choose_parent(state: Any) -> int:
+    """The node the next attempt expands: the highest UCT among the attempts that gave code
+    and did not succeed, and the root; an attempt wins a tie with the root (its reflection is
+    evidence), the earlier attempt a tie with a later one."""
+    records = list(state.evaluations)
+    parents = parents_of(state)
+    candidates = [
+        i for i, record in enumerate(records) if record["answer"] and not record["success"]
+    ]
+    best, best_score = ROOT, uct(ROOT, records, parents)
+    for node in reversed(candidates):  # reversed, so the earliest of equals is kept
+        score = uct(node, records, parents)
+        if score >= best_score:
+            best, best_score = node, score
+    return best
+
+
+def branch_reflections(state: Any, node: int, limit: int) -> list[str]:
+    """The reflections along the branch from the root to ``node`` (``node``'s own last), at
+    most ``limit`` (Ω), skipping attempts that got none."""
+    parents = parents_of(state)
+    written = list(getattr(state, "branch_reflections", None) or [])
+    path: list[int] = []
+    while node != ROOT and node < len(parents):
+        path.append(node)
+        node = parents[node]
+    texts = [written[i] for i in reversed(path) if i < len(written) and written[i]]
+    return texts[-limit:] if limit > 0 else []
+
+
+def keeping_branch_reflections(reflector: Callable[..., dict[str, Any]]) -> Any:
+    """The reflector node, which under ``code_retry="tree"`` also keeps each failed attempt's
+    reflection by attempt (``branch_reflections``: the Ω window holds only the latest ones,
+    and a branch needs its own, however old)."""
+
+    def node(state: Any, runtime: Runtime[CodeContext]) -> dict[str, Any]:
+        update = reflector(state, runtime)
+        if grows_tree(get_context(runtime, CodeContext)):
+            window = update.get("reflections")  # in the update only when a lesson was written
+            new = window[-1] if window else ""
+            kept = len(getattr(state, "branch_reflections", None) or [])
+            pad = [""] * max(0, len(state.evaluations) - 1 - kept)  # attempts with none
+            update = {**update, "branch_reflections": [*pad, new]}
+        return update
+
+    return node
