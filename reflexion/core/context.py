@@ -23,6 +23,7 @@ from pydantic import Field
 
 from reflexion.core.errors import ContextError
 from reflexion.core.models import DEFAULT_MODEL
+from reflexion.core.moved import moved_names
 from reflexion.core.presets import PRESET_HELP, Preset
 from reflexion.core.schema import settings_class
 from reflexion.core.selection import AnswerChoice
@@ -381,3 +382,18 @@ def get_context(runtime: Runtime[Any] | None, schema: type[Any] = Context) -> An
     if isinstance(own := getattr(ctx, "_transport", None), Transport):
         object.__setattr__(made, "_transport", own)
     return made
+
+
+# The families' choice types moved with their fields in this release.
+__getattr__ = moved_names(
+    "reflexion.core.context",
+    {
+        "WikiKind": "reflexion.hotpotqa.context",
+        "AnswerRetry": "reflexion.hotpotqa.context",
+        "TestTrust": "reflexion.programming.context",
+        "CodeRetry": "reflexion.programming.context",
+        "HouseholdMemory": "reflexion.alfworld.context",
+        "MemoryPlace": "reflexion.alfworld.context",
+        "TurnSeeds": "reflexion.alfworld.context",
+    },
+)
