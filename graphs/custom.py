@@ -29,7 +29,7 @@ from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
-from reflexion.core.context import Context, get_context
+from reflexion.core.context import Context, get_context, with_fields
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, recall_update
 from reflexion.core.state import State
@@ -396,7 +396,7 @@ def _reflector(
     spec = model
 
     def reflector(state: Any, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = replace(get_context(runtime), reflector_model=spec)
+        ctx = with_fields(get_context(runtime), reflector_model=spec)
         result: dict[str, Any] = node(state, runtime.override(context=ctx))
         return result
 

@@ -65,7 +65,7 @@ from reflexion.bench.threads import (
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import replay_from, unfinished
-from reflexion.core.usage import OTHER, Usage, merge, node_of
+from reflexion.core.usage import OTHER, UNCOUNTED, Usage, merge, node_of
 
 STREAM_MODES: tuple[StreamMode, ...] = ("updates", "checkpoints", "messages-tuple", "tasks")
 """Updates give the trial and reflection lines, checkpoints the moment they are saved;
@@ -168,6 +168,8 @@ class RunEvents:
         if self.started is None:
             self.started = now
         task_id, name = str(data["id"]), str(data.get("name") or OTHER)
+        if name in UNCOUNTED:  # as the local recorder: a policy node, no usage of its own
+            return
         if "input" in data:
             self._tasks[task_id] = (name, now)
         else:

@@ -198,8 +198,8 @@ def run_variants(
     outcome = Outcome()
     if where.server is not None and current_transport().base_url is not None:
         console.print(
-            "[yellow]note:[/] the models of a --server run are reached as that server's "
-            "environment says (REFLEXION_BASE_URL there), not through --base-url"
+            "[yellow]note:[/] on --server the server reaches the models as its environment "
+            "says (REFLEXION_BASE_URL there); --base-url only names this run's settings"
         )
     with (
         checkpointer(local_db(where.db, where.server)) as saver,

@@ -70,8 +70,8 @@ BaseUrlOpt = Annotated[
     str | None,
     typer.Option(
         "--base-url",
-        help="OpenAI-compatible server for openai:* models (with --server, that server's "
-        "REFLEXION_BASE_URL decides).",
+        help="OpenAI-compatible server for openai:* models (with --server, set "
+        "REFLEXION_BASE_URL where the server runs).",
     ),
 ]
 WikiOpt = Annotated[

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from dataclasses import InitVar, field, fields
+from dataclasses import InitVar, field, fields, replace
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, overload
 
 from langgraph.runtime import Runtime
@@ -27,7 +27,7 @@ from reflexion.core.moved import moved_names
 from reflexion.core.presets import PRESET_HELP, Preset
 from reflexion.core.schema import settings_class
 from reflexion.core.selection import AnswerChoice
-from reflexion.core.transport import Transport
+from reflexion.core.transport import Transport, current_transport
 
 Strategy = Literal["none", "last_attempt", "reflexion", "last_attempt_and_reflexion"]
 EvaluatorKind = Literal["exact_match", "llm", "heuristic"]
@@ -168,7 +168,7 @@ def _upgrade(own: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[st
             _deprecated(
                 key, f"set REFLEXION_{key.upper()} or reflexion.core.transport.set_transport"
             )
-        extras["_transport"] = Transport(**moved)
+        extras["_transport"] = replace(current_transport(), **moved)
     return values, extras
 
 
@@ -326,7 +326,12 @@ class Context:
 
 C = TypeVar("C", bound=Context)
 
-_OWN = {f.name for f in fields(Context)} | {"preset", *_FLAT_LESSONS, *_TRANSPORT, "judge_mode"}
+_OWN = {f.name for f in fields(Context)} | {
+    "preset",
+    *_FLAT_LESSONS,
+    *_TRANSPORT,
+    "judge_mode",
+}
 """The keys the base class takes, the last release's included."""
 
 _FAMILIES = (
@@ -341,6 +346,16 @@ only (``Context(max_tests=3)``), which goes with it."""
 def _load_families() -> None:
     for module in _FAMILIES:
         importlib.import_module(module)
+
+
+def with_fields(ctx: C, **changes: Any) -> C:
+    """``dataclasses.replace`` that keeps what the context carries beside its fields (the
+    run's transport, the preset it started from)."""
+    made = replace(ctx, **changes)
+    for name in ("_transport", "_preset"):
+        if hasattr(ctx, name):
+            object.__setattr__(made, name, getattr(ctx, name))
+    return made
 
 
 @overload

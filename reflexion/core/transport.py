@@ -117,6 +117,8 @@ def current_transport() -> Transport:
 
 def transport_of(ctx: object) -> Transport:
     """The transport a run's models use: one a context of an older release still carried
-    (its deprecated ``max_retries``…), else the process's."""
+    (its deprecated ``base_url``, ``max_retries``…), else the process's. On a LangGraph server
+    that is the server's (its environment): a server drops context keys its graph's schema
+    does not list."""
     own = getattr(ctx, "_transport", None)
     return own if isinstance(own, Transport) else current_transport()

@@ -44,7 +44,7 @@ def two_failed_trials(graph: Any, task: dict[str, Any], ctx: Context) -> dict[st
         for update in graph.stream(task, config, context=ctx, stream_mode="updates")
         for node in update
     ]
-    assert nodes == ["actor", "evaluator", "reflector", "actor", "evaluator"]
+    assert nodes == ["actor", "evaluator", "reflector", "actor", "evaluator", "select_answer"]
     return graph.get_state(config).values
 
 

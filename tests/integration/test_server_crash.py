@@ -48,13 +48,13 @@ def model() -> Iterator[LoopbackModel]:
 
 
 @pytest.fixture
-def langgraph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def langgraph(tmp_path_factory: pytest.TempPathFactory, model: LoopbackModel) -> Iterator[str]:
     """A fresh ``langgraph dev`` per test (the threads of a test would otherwise be found
-    finished by the next one: their ids depend only on the settings)."""
+    finished by the next one: their ids depend only on the settings), reaching the loopback
+    model as its environment says."""
     workdir = tmp_path_factory.mktemp("server")
-    with langgraph_dev(
-        workdir, jobs_per_worker=CONCURRENCY, env={"OPENAI_API_KEY": "dummy"}
-    ) as url:
+    env = {"OPENAI_API_KEY": "dummy", "REFLEXION_BASE_URL": model.base_url}
+    with langgraph_dev(workdir, jobs_per_worker=CONCURRENCY, env=env) as url:
         yield url
 
 
