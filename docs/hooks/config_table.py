@@ -1,10 +1,11 @@
 """MkDocs hook: the configuration reference's table, generated from the context classes.
 
-Nothing in the table is written by hand. Each row is one dataclass field of a context class:
-its name, its type, its default, the values it accepts (a ``Literal`` type's choices, or the
-range of its pydantic constraints, which are what construction checks and what the JSON
-schema publishes), the graphs that read it (those of ``langgraph.json`` whose context schema
-has it) and the ``description`` in the field's metadata, the text LangGraph Studio shows.
+Nothing in the table is written by hand. Each row is one dataclass field of a context class: its
+name, its type, its default, the values it accepts (a ``Literal`` type's choices, or the range
+of its pydantic constraints, read by :func:`reflexion.core.schema.field_bound`, which are what
+construction checks and what the JSON schema publishes), the graphs that read it (those of
+``langgraph.json`` whose context schema has it) and the ``description`` in the field's metadata,
+the text LangGraph Studio shows.
 
 ``SOURCES`` lists the classes, base first. A field is listed under the first class in
 ``SOURCES`` that has it, so a subclass adds only its own fields.
@@ -21,6 +22,8 @@ import types
 import typing
 from pathlib import Path
 from typing import Any
+
+from reflexion.core.schema import Bound, field_bound
 
 SOURCES: list[str] = [
     "reflexion.core.context.Context",
@@ -91,40 +94,6 @@ def literal_choices(hint: Any) -> tuple[Any, ...]:
     if typing.get_origin(hint) in (types.UnionType, typing.Union):
         return tuple(v for arg in typing.get_args(hint) for v in literal_choices(arg))
     return ()
-
-
-Bound = dict[str, tuple[float | int, bool]]
-"""``low`` and/or ``high`` bound of one field, each ``(value, inclusive)``."""
-
-
-def constraints(hint: Any) -> list[Any]:
-    """The constraint objects in a field's ``Annotated`` parts (``annotated_types.Ge``…),
-    also inside ``X | None`` and inside a pydantic ``Field``."""
-    found: list[Any] = []
-    if typing.get_origin(hint) is typing.Annotated:
-        for part in typing.get_args(hint)[1:]:
-            found += list(getattr(part, "metadata", [part]))
-        hint = typing.get_args(hint)[0]
-    for arg in typing.get_args(hint):
-        found += constraints(arg)
-    return found
-
-
-def field_bound(hint: Any) -> Bound:
-    """The range a field's type constrains it to: what pydantic checks, and what the JSON
-    schema's ``minimum``/``maximum`` publish."""
-    bound: Bound = {}
-    for item in constraints(hint):
-        for attr, side, inclusive in (
-            ("ge", "low", True),
-            ("gt", "low", False),
-            ("le", "high", True),
-            ("lt", "high", False),
-        ):
-            value = getattr(item, attr, None)
-            if type(item).__name__.lower() == attr and value is not None:
-                bound[side] = (value, inclusive)
-    return bound
 
 
 def range_text(bound: Bound) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from reflexion.alfworld.context import HouseholdContext
 from reflexion.core.context import AFTER_FIRST_TRIAL as ACTS_AFTER_FIRST_TRIAL
-from reflexion.core.context import Context
+from reflexion.core.context import FLAT_LESSONS, Context
 from reflexion.core.transport import Transport, transport_of
 from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
@@ -46,9 +46,7 @@ def flat_settings(ctx: Context) -> dict[str, Any]:
     return {
         **values,
         "lessons": lessons["enabled"],
-        "recall_k": lessons["recall_k"],
-        "lesson_filter": lessons["filter"],
-        "task_family": lessons["family"],
+        **{flat: lessons[name] for flat, name in FLAT_LESSONS.items()},
         "judge_mode": "binary" if threshold is None else "score",
         "judge_threshold": 0.5 if threshold is None else threshold,
         **{f.name: getattr(transport, f.name) for f in fields(Transport)},
@@ -83,7 +81,7 @@ TRANSPORT_FIELDS = tuple(f.name for f in fields(Transport) if f.name != "base_ur
 so changing them does not start a benchmark over (``base_url`` stays: another server is
 another model)."""
 
-LESSON_FIELDS = ("lessons", "recall_k", "lesson_filter", "task_family")
+LESSON_FIELDS = ("lessons", *FLAT_LESSONS)
 """The lessons' settings in format 1's flat shape: in a results file's settings only with
 ``--lessons`` (runs with and without lessons never share a file)."""
 

@@ -16,6 +16,7 @@ from reflexion.alfworld.scoring import failure_curves, self_evaluation, solved_c
 from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import compare_table, household_summary, outcome_table
+from reflexion.bench.settings import result_settings
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, one_model_context
@@ -167,7 +168,7 @@ def bench_alfworld(
         ctx = common.apply(ctx)
         settings = {
             "bench": "alfworld",
-            **run.result_settings(ctx),
+            **result_settings(ctx),
             "games_source": str(games or "valid_unseen"),
         }
         header = (

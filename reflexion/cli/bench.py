@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from reflexion.bench.driver import Finalize, Graph, ServerGraph, run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
-from reflexion.bench.settings import first_trial_key, result_settings, settings_key
+from reflexion.bench.settings import first_trial_key, settings_key
 from reflexion.cli import options as opt
 from reflexion.cli.common import (
     checkpointer,
@@ -380,6 +380,3 @@ def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[.
         return with_common
 
     return decorate
-
-
-__all__ = ["result_settings"]

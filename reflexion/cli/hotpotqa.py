@@ -11,6 +11,7 @@ from reflexion.bench.driver import Finalize, solved_by_trial
 from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import judge_table, outcome_table, qa_paired, summarize
+from reflexion.bench.settings import result_settings
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, qa_context
@@ -158,7 +159,7 @@ def bench_hotpotqa(
         settings = {
             "bench": "hotpotqa",
             "agent": agent,
-            **run.result_settings(ctx),
+            **result_settings(ctx),
             "dataset": str(dataset or "sample"),
         }
         if agent != "react":  # the chain-of-thought actors read Finish[...] by these rules

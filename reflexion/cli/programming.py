@@ -13,6 +13,7 @@ from reflexion.bench.driver import Finalize
 from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import accepted_table, code_paired, code_summary, outcome_table
+from reflexion.bench.settings import result_settings
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt
 from reflexion.cli.common import console, one_model_context
@@ -224,7 +225,7 @@ def bench_programming(
         settings = {
             "bench": "programming",
             "strategy_name": label,
-            **run.result_settings(ctx),
+            **result_settings(ctx),
             "dataset": dataset,
             "language": language_name,
             "examples_parser": EXAMPLES_VERSION if ctx.example_tests else None,

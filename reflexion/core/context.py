@@ -27,7 +27,7 @@ from reflexion.core.moved import moved_names
 from reflexion.core.presets import PRESET_HELP, Preset
 from reflexion.core.schema import settings_class
 from reflexion.core.selection import AnswerChoice
-from reflexion.core.transport import Transport, current_transport
+from reflexion.core.transport import current_transport
 
 Strategy = Literal["none", "last_attempt", "reflexion", "last_attempt_and_reflexion"]
 EvaluatorKind = Literal["exact_match", "llm", "heuristic"]
@@ -114,7 +114,7 @@ class Lessons:
         return self.enabled
 
 
-_FLAT_LESSONS = {"recall_k": "recall_k", "lesson_filter": "filter", "task_family": "family"}
+FLAT_LESSONS = {"recall_k": "recall_k", "lesson_filter": "filter", "task_family": "family"}
 """Lesson settings of an older release, flat in the context, and their name in ``lessons``."""
 
 _TRANSPORT = ("base_url", "max_retries", "request_timeout", "retry_backoff")
@@ -146,11 +146,11 @@ def _upgrade(own: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[st
     lessons = values.get("lessons")
     if isinstance(lessons, bool):  # the shorthand: lessons on (or off) with the defaults
         lessons = {"enabled": lessons}
-    flat = {k: values.pop(k) for k in list(values) if k in _FLAT_LESSONS}
+    flat = {k: values.pop(k) for k in list(values) if k in FLAT_LESSONS}
     if flat:
         for key in flat:
-            _deprecated(key, f"give it as lessons.{_FLAT_LESSONS[key]}")
-        lessons = {**(lessons or {}), **{_FLAT_LESSONS[k]: v for k, v in flat.items()}}
+            _deprecated(key, f"give it as lessons.{FLAT_LESSONS[key]}")
+        lessons = {**(lessons or {}), **{FLAT_LESSONS[k]: v for k, v in flat.items()}}
     if lessons is not None and not isinstance(lessons, dict | Lessons):
         raise ContextError(
             f"lessons is {lessons!r}: give true, false or an object of enabled, recall_k, "
@@ -328,7 +328,7 @@ C = TypeVar("C", bound=Context)
 
 _OWN = {f.name for f in fields(Context)} | {
     "preset",
-    *_FLAT_LESSONS,
+    *FLAT_LESSONS,
     *_TRANSPORT,
     "judge_mode",
 }
@@ -351,10 +351,14 @@ def _load_families() -> None:
 def with_fields(ctx: C, **changes: Any) -> C:
     """``dataclasses.replace`` that keeps what the context carries beside its fields (the
     run's transport, the preset it started from)."""
-    made = replace(ctx, **changes)
+    return _carried(ctx, replace(ctx, **changes))
+
+
+def _carried(source: object, made: C) -> C:
+    """``made`` with what ``source`` carries beside its fields (its transport, its preset)."""
     for name in ("_transport", "_preset"):
-        if hasattr(ctx, name):
-            object.__setattr__(made, name, getattr(ctx, name))
+        if hasattr(source, name):
+            object.__setattr__(made, name, getattr(source, name))
     return made
 
 
@@ -393,10 +397,7 @@ def get_context(runtime: Runtime[Any] | None, schema: type[Any] = Context) -> An
     # the rest.
     names = {f.name for f in fields(schema)}
     shared = {k: getattr(ctx, k) for k in names if hasattr(ctx, k)}
-    made = schema(preset=getattr(ctx, "_preset", None), **shared)
-    if isinstance(own := getattr(ctx, "_transport", None), Transport):
-        object.__setattr__(made, "_transport", own)
-    return made
+    return _carried(ctx, schema(preset=getattr(ctx, "_preset", None), **shared))
 
 
 # The families' choice types moved with their fields in this release.

@@ -19,9 +19,18 @@ import functools
 import warnings
 from collections.abc import Callable
 from dataclasses import field, fields
-from typing import Annotated, Any, TypeVar, dataclass_transform, get_args, get_origin, overload
+from typing import (
+    Annotated,
+    Any,
+    TypeVar,
+    dataclass_transform,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 
-from annotated_types import Ge, Gt, Le
+from annotated_types import Ge, Gt, Le, Lt
 from pydantic import ConfigDict, Field, ValidationError
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
@@ -124,39 +133,52 @@ def one_line(cls: type, exc: ValidationError) -> str:
     return f"{name} is {value!r}: {error['msg']}"
 
 
-def _range_text(cls: type, path: list[str]) -> str:
-    """``a value in [lo, hi]``, ``lo or more``, ``a positive number``…, from the field's
-    constraints."""
-    info = getattr(cls, "__pydantic_fields__", {}).get(path[0])
-    bounds: dict[str, Any] = {}
-    for item in _constraints(
-        info.annotation if info else None, list(getattr(info, "metadata", []))
-    ):
-        if isinstance(item, Ge):
-            bounds["ge"] = item.ge
-        elif isinstance(item, Le):
-            bounds["le"] = item.le
-        elif isinstance(item, Gt):
-            bounds["gt"] = item.gt
-    low, high, above = bounds.get("ge"), bounds.get("le"), bounds.get("gt")
-    if low is not None and high is not None:
-        return f"a value in [{low:g}, {high:g}]"
-    if low is not None:
-        return f"{low:g} or more"
-    if above is not None:
-        return "a positive number" if above == 0 else f"a number above {above:g}"
-    return f"at most {high:g}" if high is not None else "a value in the field's range"
+Bound = dict[str, tuple[float, bool]]
+"""A field's ``low`` and/or ``high`` bound, each ``(value, inclusive)``."""
 
 
-def _constraints(hint: Any, found: list[Any]) -> list[Any]:
-    """Every constraint in ``hint``'s ``Annotated`` parts, also inside ``X | None``."""
+def constraints(hint: Any) -> list[Any]:
+    """The constraint objects in a field's ``Annotated`` parts (``annotated_types.Ge``…),
+    also inside ``X | None`` and inside a pydantic ``Field``."""
+    found: list[Any] = []
     if get_origin(hint) is Annotated:
         for part in get_args(hint)[1:]:  # a pydantic Field() carries its constraints inside
             found += list(getattr(part, "metadata", [part]))
         hint = get_args(hint)[0]
     for arg in get_args(hint):
-        _constraints(arg, found)
+        found += constraints(arg)
     return found
+
+
+def field_bound(hint: Any) -> Bound:
+    """The range a field's type constrains it to: what construction checks, what the JSON
+    schema's ``minimum``/``maximum`` publish and what the configuration reference lists."""
+    bound: Bound = {}
+    for item in constraints(hint):
+        if isinstance(item, Ge):
+            bound["low"] = (float(item.ge), True)  # type: ignore[arg-type]
+        elif isinstance(item, Gt):
+            bound["low"] = (float(item.gt), False)  # type: ignore[arg-type]
+        elif isinstance(item, Le):
+            bound["high"] = (float(item.le), True)  # type: ignore[arg-type]
+        elif isinstance(item, Lt):
+            bound["high"] = (float(item.lt), False)  # type: ignore[arg-type]
+    return bound
+
+
+def _range_text(cls: type, path: list[str]) -> str:
+    """``a value in [lo, hi]``, ``lo or more``, ``a positive number``…, from the field's
+    constraints."""
+    hint = get_type_hints(cls, include_extras=True).get(path[0])
+    bound = field_bound(hint)
+    low, high = bound.get("low"), bound.get("high")
+    if low and high:
+        return f"a value in [{low[0]:g}, {high[0]:g}]"
+    if low and low[1]:
+        return f"{low[0]:g} or more"
+    if low:
+        return "a positive number" if low[0] == 0 else f"a number above {low[0]:g}"
+    return f"at most {high[0]:g}" if high else "a value in the field's range"
 
 
 def _type_text(kind: str) -> str:

@@ -20,6 +20,7 @@ The embedded model (``local:``) ignores all of it.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -111,8 +112,17 @@ def using_transport(transport: Transport) -> Iterator[Transport]:
 
 
 def current_transport() -> Transport:
-    """The process's transport: :func:`set_transport`'s, else the environment's."""
-    return _process if _process is not None else Transport.from_env()
+    """The process's transport: :func:`set_transport`'s, else the environment's (read once
+    per distinct set of ``REFLEXION_*`` values: every model a node resolves asks for it)."""
+    if _process is not None:
+        return _process
+    return _from_env(tuple(os.environ.get(ENV_PREFIX + f.name.upper()) for f in fields(Transport)))
+
+
+@functools.lru_cache(maxsize=8)
+def _from_env(values: tuple[str | None, ...]) -> Transport:
+    names = [ENV_PREFIX + f.name.upper() for f in fields(Transport)]
+    return Transport.from_env({n: v for n, v in zip(names, values, strict=True) if v is not None})
 
 
 def transport_of(ctx: object) -> Transport:
