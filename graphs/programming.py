@@ -38,7 +38,10 @@ def programming_builder(
         make_unit_test_evaluator(actor_model),
         keeping_branch_reflections(
             make_reflector(
-                reflector_model, messages=code_reflection_messages, family=programming_family
+                reflector_model,
+                messages=code_reflection_messages,
+                family=programming_family,
+                schema=CodeContext,
             )
         ),
         state_schema=CodeState,

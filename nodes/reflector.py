@@ -76,6 +76,7 @@ def make_reflector(
     written: Callable[[Any, Any], str | None] | None = None,
     family: Family = QA_FAMILY,
     with_context: bool = False,
+    schema: type[Context] = Context,
 ) -> Callable[[Any, Runtime[Context]], dict[str, Any]]:
     """The reflector node; ``model`` overrides ``Context.reflector_model``; ``examples`` names
     the prompt file of few-shot reflections (one per agent family); ``messages`` replaces the
@@ -83,7 +84,8 @@ def make_reflector(
     ``written`` gives a lesson that needs no model where the context asks for one (ALFWorld's
     facts), or None to ask the reflector model;
     ``family`` is the task family its lessons are saved under (``Context.lessons``);
-    ``with_context`` shows it the task's context, as its actor saw it.
+    ``with_context`` shows it the task's context, as its actor saw it; ``schema`` is the graph's
+    context class, which ``messages`` and ``written`` receive.
 
     What it writes depends on the strategy: the previous trajectory (``last_attempt``), a new
     reflection appended to the Ω window (``reflexion``), both, or nothing (``none``). A new
@@ -107,7 +109,7 @@ def make_reflector(
     # ``state`` is left untyped: LangGraph reads a node's input schema from its annotation, and
     # the node serves every graph's own state class (QA, programming…).
     def reflector(state: Any, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = get_context(runtime)
+        ctx = get_context(runtime, schema)
         update: dict[str, Any] = {}
         if ctx.uses_last_attempt:
             feedback = state.evaluations[-1]["feedback"] if state.evaluations else None

@@ -22,7 +22,14 @@ from langgraph.runtime import Runtime
 from reflexion.core.context import get_context
 from reflexion.core.lessons import Family, programming_family, recall_update
 from reflexion.core.memory import reflection_window
-from reflexion.nodes.coder.common import STOPS, did_compile, fenced, problem_of, prompt_names
+from reflexion.nodes.coder.common import (
+    STOPS,
+    checks_own_tests,
+    did_compile,
+    fenced,
+    problem_of,
+    prompt_names,
+)
 from reflexion.nodes.coder.tree import ROOT, branch_reflections, choose_parent, grows_tree
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import with_lessons
@@ -98,6 +105,7 @@ def code_messages(
         reflection_block=reflection_block,
         entry_point=problem.entry_point,
         **names,
+        **_tests_note(state, ctx),
     )
     if fresh:
         return [messages[0], HumanMessage(f"{task}\n\n{retry}")]
@@ -126,12 +134,25 @@ def _expansion(
         reflection_block=reflection_block,
         entry_point=problem.entry_point,
         **prompt_names(problem.language),
+        **_tests_note(state, ctx),
     )
     return [
         *messages,
         AIMessage(fenced(record["answer"] or "", problem.language)),
         HumanMessage(retry),
     ]
+
+
+def _tests_note(state: CodeState, ctx: CodeContext) -> dict[str, str]:
+    """What a retry prompt says about its tests: under ``test_trust="checked"``, where the
+    model's own tests decide, that they may be wrong and the documentation comes first;
+    otherwise nothing, and the fresh retry is asked to pass them."""
+    if checks_own_tests(state, ctx):
+        return {
+            "tests_note": "\n\n" + render("code_tests_note"),
+            "passes": "passes the tests it supports",
+        }
+    return {"tests_note": "", "passes": "passes these tests"}
 
 
 def _reflection_block(reflections: list[str]) -> str:

@@ -84,7 +84,7 @@ def doubted_tests(state: CodeState, failed_written: list[str], ctx: CodeContext)
     """Self-written tests this attempt failed that every earlier attempt with code failed too
     (agreement across attempts: the test, not the code, is the likelier culprit); none on the
     first attempt or under ``Context.test_trust="all"``."""
-    if ctx.test_trust != "anchored" or not state.test_failures:
+    if ctx.test_trust == "all" or not state.test_failures:
         return frozenset()
     common = set(failed_written)
     for earlier in state.test_failures:

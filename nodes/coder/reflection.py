@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from reflexion.nodes.coder.common import problem_of, prompt_names
+from reflexion.nodes.coder.common import checks_own_tests, feedback_tests, problem_of, prompt_names
 from reflexion.programming.context import CodeContext
 from reflexion.programming.state import CodeState
 from reflexion.prompts import few_shot, render
@@ -13,7 +13,9 @@ from reflexion.prompts import few_shot, render
 
 def code_reflection_messages(state: CodeState, ctx: CodeContext | None = None) -> list[BaseMessage]:
     """The code reflector prompt: instructions, two worked examples as turns, then the problem,
-    the failed implementation and its test results (no option of ``ctx`` changes it)."""
+    the failed implementation and its test results; under ``CodeContext.test_trust="checked"``,
+    where the model's own tests decide, the request to check the first failed one against the
+    documentation before anything else (:func:`_check`)."""
     problem = problem_of(state)
     names = prompt_names(problem.language)
     messages: list[BaseMessage] = [SystemMessage(render("code_reflect_system", **names))]
@@ -29,4 +31,17 @@ def code_reflection_messages(state: CodeState, ctx: CodeContext | None = None) -
         feedback=feedback,
         **names,
     )
-    return [*messages, HumanMessage(user)]
+    check = _check(state, feedback) if ctx is not None and checks_own_tests(state, ctx) else None
+    return [*messages, HumanMessage(user if check is None else f"{user}\n\n{check}")]
+
+
+def _check(state: CodeState, feedback: str) -> str | None:
+    """Under ``test_trust="checked"``: the request to check the first failed self-written
+    test against the documentation, quoting its input and the actual output (``None`` when
+    no counted test failed, e.g. code that did not compile)."""
+    failed = feedback_tests(feedback, state.written_tests)
+    if not failed:
+        return None
+    test, detail = failed[0]
+    output = detail.removeprefix("output:").strip() or "no value (the test failed)"
+    return render("code_reflect_check", test=test, output=output)

@@ -107,7 +107,8 @@ def make_test_writer(
 ) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
     """The test-writer node; ``model`` overrides ``Context.evaluator_model`` (the tests are the
     evaluator's instrument). Tests given in the input are kept as they are. Under
-    ``Context.test_trust="anchored"`` a problem whose prompt gives examples gets those only:
+    ``Context.test_trust="anchored"`` (or ``"checked"``) a problem whose prompt gives examples
+    gets those only:
     the model writes no tests that could outvote them. ``CodeContext.cross_check`` then needs
     probes: in Python the examples with their inputs varied (no model call), else tests the
     model writes, which only compare implementations."""
@@ -118,7 +119,7 @@ def make_test_writer(
         if state.tests or not ctx.generate_tests:
             return {}
         trusted = trusted_tests(problem, ctx)
-        anchored = bool(trusted) and ctx.test_trust == "anchored"
+        anchored = bool(trusted) and ctx.test_trust != "all"
         if anchored and not ctx.cross_check:
             return {"tests": trusted}
         if anchored and problem.language == "py":

@@ -168,7 +168,16 @@ two settings a bench command adds (the strategy's label, and whether the reflect
 question's context)."""
 
 
+FIRST_TRIAL_AS: dict[str, dict[Any, Any]] = _marked("first_trial_as")
+"""Fields with values that act only after the first trial (metadata ``first_trial_as``: such a
+value and the one it maps to run the first trial alike, so their runs share it)."""
+
+
 def first_trial_key(settings: dict[str, Any]) -> str:
     """The settings key of the shared first-trial threads that paired runs fork from."""
-    shared = {k: v for k, v in settings.items() if k not in AFTER_FIRST_TRIAL}
+    shared = {
+        k: FIRST_TRIAL_AS.get(k, {}).get(v, v)
+        for k, v in settings.items()
+        if k not in AFTER_FIRST_TRIAL
+    }
     return settings_key({**shared, "first_trial": True})

@@ -108,7 +108,9 @@ def bench_programming(
         typer.Option(
             "--test-trust",
             help="anchored: the prompt's examples decide alone where there are any; "
-            "all: every internal test decides (the paper).",
+            "checked: as anchored, and where the tests are the model's own the reflection "
+            "checks a failed one against the documentation first; all: every internal test "
+            "decides (the paper).",
         ),
     ] = opt.CODE_DEFAULTS.test_trust,
     select: Annotated[
@@ -307,6 +309,7 @@ def _scorer(by_id: dict[str, CodeProblem], ctx: CodeContext) -> Finalize:
         evaluations = state.get("evaluations", [])
         extra = score_thread(problem, evaluations, ctx.max_trials, choice=ctx.select_answer)
         extra["tests"] = state.get("tests", [])
+        extra["written_tests"] = state.get("written_tests", [])
         return extra
 
     return finalize

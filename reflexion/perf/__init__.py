@@ -1,10 +1,10 @@
 """``reflexion perf``: figures about the implementation itself (overhead, concurrency, the
-embedded model's speed, the cost of learning, the reach of cross-check's probes), each printed
-with the machine it ran on."""
+embedded model's speed, the cost of learning, the reach of cross-check's probes, what each
+retry did), each printed with the machine it ran on."""
 
 import typer
 
-from reflexion.perf import concurrency, inference, learning_cost, overhead, probes, sandbox
+from reflexion.perf import concurrency, inference, learning_cost, overhead, probes, retries, sandbox
 
 perf_app = typer.Typer(
     help="Performance figures (printed, optionally saved as JSON); not timed tests.",
@@ -16,3 +16,4 @@ perf_app.command("inference")(inference.inference)
 perf_app.command("learning-cost")(learning_cost.learning_cost)
 perf_app.command("sandbox")(sandbox.sandbox)
 perf_app.command("probes")(probes.probes)
+perf_app.command("retries")(retries.retries)

@@ -11,7 +11,7 @@ from pydantic import Field
 from reflexion.core.context import AFTER_FIRST_TRIAL, Context, RetrySeeds
 from reflexion.core.schema import settings_class
 
-TestTrust = Literal["all", "anchored"]
+TestTrust = Literal["all", "anchored", "checked"]
 CodeRetry = Literal["repair", "fresh", "auto", "resample", "tree"]
 
 
@@ -47,8 +47,12 @@ class CodeContext(Context):
             "description": "Programming: which internal tests decide. anchored: the trusted "
             "tests (the prompt's examples, tests given in the input) decide alone when there "
             "are any, and then no tests are written; otherwise self-written tests decide, "
-            "less any that every attempt so far has failed. all: every internal test decides "
-            "(the paper)."
+            "less any that every attempt so far has failed. checked: as anchored, and where "
+            "the tests are the model's own, the reflection must first check one failed test "
+            "against the documentation (its input, the expected value, the actual output: "
+            "which one the documentation supports) and the retry is told that the tests may "
+            "be wrong. all: every internal test decides (the paper).",
+            "first_trial_as": {"checked": "anchored"},
         },
     )
     resample_repeats: Annotated[int, Field(ge=0, le=10)] = field(

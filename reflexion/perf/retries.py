@@ -1,0 +1,245 @@
+"""``reflexion perf retries``: what each retry of a programming run did, judged by the hidden
+tests, so that a strategy's figure can be taken apart.
+
+pass@1 says only where a thread ended. This command runs the hidden tests on *every* attempt
+of every thread in a results file and counts:
+
+- **generation**: after a wrong attempt, how often the retry was right (a fix); after a right
+  attempt that failed some of its own tests, how often the retry was wrong (the feedback led
+  away from right code);
+- **selection**: threads that drew a right attempt at some point, and how many of them
+  returned one (the evidence chose it) or lost it;
+- **evidence**: the self-written tests that a right attempt failed (the test, not the code, is
+  wrong), of all the self-written tests that right attempts ran;
+- **reflections**: how many quote an input of a test that failed just before them (grounded
+  in what was executed) rather than speak in general terms.
+
+Two strategies that fork the same first attempts (``simple`` → ``resample`` → ``reflexion``)
+differ only in their retries and their choice, so these counts say where a difference in
+pass@1 comes from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from itertools import pairwise
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from reflexion.bench.ledger import finished_tasks, read_results
+from reflexion.core.errors import ReflexionError
+from reflexion.nodes.coder.common import feedback_tests
+from reflexion.perf.machine import JsonOpt, report
+from reflexion.programming.problems import CodeProblem, load_problems
+from reflexion.programming.sandbox import Limits
+from reflexion.programming.scoring import run_hidden
+
+Judge = Callable[[str, str], bool]
+"""``judge(task_id, code)``: whether the code passes the task's hidden tests."""
+
+
+@dataclass
+class RetryFigures:
+    """The counts :func:`retry_figures` returns for one results file."""
+
+    threads: int = 0
+    attempts: int = 0
+    after_wrong: int = 0
+    """Retries that followed a wrong attempt."""
+    fixed: int = 0
+    """… and were right."""
+    after_right: int = 0
+    """Retries that followed a right attempt (one its own tests did not all pass)."""
+    broke: int = 0
+    """… and were wrong."""
+    drew_right: int = 0
+    """Threads with at least one right attempt."""
+    returned_right: int = 0
+    """… whose final answer is right."""
+    right_tests: int = 0
+    """Self-written test runs by right attempts (one per test and attempt)."""
+    wrong_tests: int = 0
+    """… that the right attempt failed: the test is wrong."""
+    reflections: int = 0
+    grounded: int = 0
+    """Reflections that quote an input of a test failed just before them."""
+
+
+def call_arguments(test: str, entry_point: str) -> str | None:
+    """The argument text of the first call of ``entry_point`` (or Rust's ``candidate``) in a
+    test: ``assert f(1, [2]) == 3`` gives ``1, [2]``."""
+    for name in (entry_point, "candidate"):
+        start = test.find(f"{name}(")
+        if start < 0:
+            continue
+        depth, begin = 0, start + len(name)
+        for i in range(begin, len(test)):
+            depth += {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}.get(test[i], 0)
+            if depth == 0:
+                return test[begin + 1 : i].strip()
+    return None
+
+
+def _squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text).replace('"', "'")
+
+
+def quotes_input(reflection: str, failed: Iterable[str], entry_point: str) -> bool:
+    """Whether a reflection quotes the arguments of one of the failed tests (whitespace and
+    quote style aside; empty argument lists do not count)."""
+    text = _squeeze(reflection)
+    for test in failed:
+        args = call_arguments(test, entry_point)
+        if args and _squeeze(args) in text:
+            return True
+    return False
+
+
+def _written(final: dict[str, Any]) -> set[str] | None:
+    """The thread's self-written tests: recorded since results carried ``written_tests``;
+    before that, every test when the prompt's examples were off; else unknown (``None``)."""
+    if "written_tests" in final:
+        return set(final["written_tests"])
+    if (final.get("settings") or {}).get("example_tests") is False:
+        return set(final.get("tests") or [])
+    return None
+
+
+def retry_figures(
+    finals: Iterable[dict[str, Any]],
+    judge: Judge,
+    reflections: dict[str, list[tuple[int, str]]] | None = None,
+) -> RetryFigures:
+    """The counts for the ``final`` lines of one results file; ``judge`` runs hidden tests;
+    ``reflections`` are the file's reflections by thread, each with the trial it follows
+    (:func:`reflection_rows`)."""
+    fig = RetryFigures()
+    for final in finals:
+        task = str(final.get("task_id"))
+        entry = str(final.get("entry_point") or "")
+        tests = list(final.get("tests") or [])
+        written = _written(final)
+        attempts = [e for e in final.get("evaluations") or [] if e.get("answer")]
+        verdicts = [judge(task, e["answer"]) for e in attempts]
+        fig.threads += 1
+        fig.attempts += len(attempts)
+        for before, after in pairwise(verdicts):
+            if before:
+                fig.after_right += 1
+                fig.broke += not after
+            else:
+                fig.after_wrong += 1
+                fig.fixed += after
+        if any(verdicts):
+            fig.drew_right += 1
+            fig.returned_right += bool(final.get("hidden_pass"))
+        for record, right in zip(attempts, verdicts, strict=True):
+            if not right or written is None:
+                continue
+            failed = [t for t, _ in feedback_tests(record["feedback"], written)]
+            ran = [t for t, _ in feedback_tests(record["feedback"], written, "Tests passed:")]
+            fig.right_tests += len(failed) + len(ran)
+            fig.wrong_tests += len(failed)
+        feedback = {e.get("trial"): e["feedback"] for e in final.get("evaluations") or []}
+        for trial, reflection in (reflections or {}).get(str(final.get("thread_id")), []):
+            fig.reflections += 1
+            failed = [t for t, _ in feedback_tests(feedback.get(trial, ""), tests)]
+            fig.grounded += quotes_input(reflection, failed, entry)
+    return fig
+
+
+def reflection_rows(path: Path) -> dict[str, list[tuple[int, str]]]:
+    """Every reflection a results file records (its ``reflection`` lines: the final line keeps
+    only the last Ω), by thread, with the trial it reflects on."""
+    found: dict[str, list[tuple[int, str]]] = {}
+    for row in read_results(path):
+        if row.get("type") == "reflection":
+            found.setdefault(str(row.get("thread_id")), []).append(
+                (int(row.get("trial") or 0), str(row.get("text") or ""))
+            )
+    return found
+
+
+def hidden_judge(problems: dict[str, CodeProblem], limits: Limits) -> Judge:
+    """A judge that runs the hidden tests once per distinct implementation of a task."""
+    cache: dict[tuple[str, str], bool] = {}
+
+    def judge(task: str, code: str) -> bool:
+        if (task, code) not in cache:
+            problem = problems.get(task)
+            if problem is None:
+                raise ReflexionError(
+                    f"task {task} is not in the dataset: pass the run's --dataset and --language"
+                )
+            cache[(task, code)] = run_hidden(problem, code, limits)[0]
+        return cache[(task, code)]
+
+    return judge
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole}" + (f" ({part / whole:.0%})" if whole else "")
+
+
+def retries(
+    results: Annotated[
+        list[Path], typer.Argument(help="Results JSONL files of `reflexion bench programming`.")
+    ],
+    dataset: Annotated[
+        str | None,
+        typer.Option(help="The runs' dataset (default: the one their settings name)."),
+    ] = None,
+    json_path: JsonOpt = None,
+) -> None:
+    """Every attempt of every thread judged by the hidden tests: fixes and breaks per retry,
+    right attempts found and returned, wrong self-written tests, grounded reflections."""
+    loaded: list[tuple[Path, dict[str, Any], list[dict[str, Any]]]] = []
+    for path in results:
+        if not path.is_file():
+            raise ReflexionError(f"results file {path} does not exist: check the path")
+        finals = list(finished_tasks(path).values())
+        if not finals:
+            raise ReflexionError(f"{path} holds no finished thread: give a results file")
+        settings = finals[0].get("settings") or {}
+        if settings.get("bench") != "programming":
+            raise ReflexionError(f"{path} is not a programming run: give `bench programming`'s")
+        loaded.append((path, settings, finals))
+    # Paired: only the tasks every file finished (a run still going counts as far as it got).
+    common = set.intersection(*({str(f.get("task_id")) for f in fs} for _, _, fs in loaded))
+    table = Table(
+        "run",
+        "wrong → right",
+        "right → wrong",
+        "right drawn → returned",
+        "wrong own tests",
+        "grounded",
+        title=f"retries judged by the hidden tests ({len(common)} tasks every file finished)",
+    )
+    figures: dict[str, dict[str, Any]] = {}
+    judges: dict[tuple[str, str], Judge] = {}
+    limits = Limits(test_timeout_s=10.0, suite_timeout_s=30.0)
+    for i, (path, settings, finals) in enumerate(loaded, 1):
+        source = dataset or str(settings.get("dataset") or "humaneval")
+        language = str(settings.get("language") or "py")
+        if (source, language) not in judges:
+            problems = load_problems(source, language=language)  # type: ignore[arg-type]
+            judges[(source, language)] = hidden_judge({p.task_id: p for p in problems}, limits)
+        kept = [f for f in finals if str(f.get("task_id")) in common]
+        fig = retry_figures(kept, judges[(source, language)], reflection_rows(path))
+        figures[str(path)] = asdict(fig)
+        table.add_row(
+            f"{i}. {settings.get('strategy_name', '?')}",
+            _share(fig.fixed, fig.after_wrong),
+            _share(fig.broke, fig.after_right),
+            _share(fig.returned_right, fig.drew_right),
+            _share(fig.wrong_tests, fig.right_tests),
+            _share(fig.grounded, fig.reflections),
+        )
+    for i, (path, _, _) in enumerate(loaded, 1):
+        table.caption = (table.caption + "\n" if table.caption else "") + f"{i}. {path}"
+    report("retries", [table], figures, {"results": [str(p) for p in results]}, json_path)

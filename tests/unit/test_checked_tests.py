@@ -1,0 +1,140 @@
+"""``test_trust="checked"``: where the tests are the model's own, the reflection checks one
+failed test against the documentation and the retry is told its tests may be wrong; nothing
+changes where trusted tests decide or under the default. And ``reflexion perf retries``, which
+judges every attempt by the hidden tests. Scripted models, the real sandbox."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.checkpoint.memory import InMemorySaver
+
+from reflexion.bench.settings import first_trial_key
+from reflexion.graphs.programming import programming_builder
+from reflexion.nodes.coder.common import feedback_tests
+from reflexion.perf.retries import quotes_input, retry_figures
+from reflexion.programming.context import CodeContext
+from reflexion.testing import ScriptedChatModel
+
+NO_EXAMPLES = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b."""\n'
+ONE_EXAMPLE = (
+    'def add(a: int, b: int) -> int:\n    """Return the sum of a and b.\n'
+    '    >>> add(2, 3)\n    5\n    """\n'
+)
+RIGHT = "```python\ndef add(a: int, b: int) -> int:\n    return a + b\n```"
+SUBTRACTS = "```python\ndef add(a: int, b: int) -> int:\n    return a - b\n```"
+# The model's second test is wrong (1 + 2 is 3).
+TESTS = "assert add(1, 1) == 2\nassert add(1, 2) == 4\n"
+
+
+def run(prompt: str, ctx: CodeContext) -> tuple[ScriptedChatModel, ScriptedChatModel]:
+    actor = ScriptedChatModel(replies=[SUBTRACTS, RIGHT])
+    reflector = ScriptedChatModel(replies=["Reflection: add(1, 2) should be 3, I subtract."])
+    graph = programming_builder(
+        actor_model=actor,
+        evaluator_model=ScriptedChatModel(replies=[TESTS]),
+        reflector_model=reflector,
+    ).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 50}
+    start = {"task": prompt, "entry_point": "add", "language": "py", "task_id": "t/0"}
+    graph.invoke(start, config, context=ctx)
+    return actor, reflector
+
+
+def test_checked_asks_the_reflection_to_check_a_failed_own_test_against_the_documentation():
+    actor, reflector = run(NO_EXAMPLES, CodeContext(max_trials=2, test_trust="checked"))
+    asked = reflector.prompt_text(0)
+    assert "check this\nfailed test against the documentation" in asked
+    assert "assert add(1, 1) == 2\nYour implementation gave: 0" in asked
+    retry = actor.prompt_text(1)
+    assert "These tests are your own and may be wrong" in retry
+    assert "passes the tests it supports" in retry and "passes these tests" not in retry
+
+
+def test_anchored_prompts_carry_no_check_and_ask_the_retry_to_pass_the_tests():
+    actor, reflector = run(NO_EXAMPLES, CodeContext(max_trials=2, test_trust="anchored"))
+    assert "against the documentation" not in reflector.prompt_text(0)
+    retry = actor.prompt_text(1)
+    assert "may be wrong" not in retry and "passes these tests" in retry
+
+
+def test_checked_changes_nothing_where_trusted_tests_decide():
+    """The prompt's example decides alone (no test is written): nothing to doubt."""
+    prompts = []
+    for trust in ("anchored", "checked"):
+        actor, reflector = run(ONE_EXAMPLE, CodeContext(max_trials=2, test_trust=trust))
+        prompts.append((actor.prompt_text(1), reflector.prompt_text(0)))
+    assert prompts[0] == prompts[1]
+
+
+def test_checked_runs_the_first_trial_as_anchored_so_paired_runs_share_it():
+    base = {"bench": "programming", "strategy": "reflexion", "max_trials": 4}
+    anchored = first_trial_key({**base, "test_trust": "anchored"})
+    assert first_trial_key({**base, "test_trust": "checked"}) == anchored
+    assert first_trial_key({**base, "test_trust": "all"}) != anchored
+
+
+def test_feedback_tests_reads_each_known_test_and_its_comment():
+    tests = ["assert f('a # b') == 1", "assert f(1) == 2", "assert f(1) == 2 or True"]
+    feedback = (
+        "Tests passed:\nassert f(1) == 2\n\nTests failed:\n"
+        "assert f('a # b') == 1 # output: 3\nassert f(1) == 2 or True # ZeroDivisionError\n\n"
+        "Tests every attempt failed (self-written, possibly wrong; not counted):\nassert f(9)"
+    )
+    assert feedback_tests(feedback, tests) == [
+        ("assert f('a # b') == 1", "output: 3"),
+        ("assert f(1) == 2 or True", "ZeroDivisionError"),
+    ]
+    assert feedback_tests(feedback, tests, "Tests passed:") == [("assert f(1) == 2", "")]
+    assert feedback_tests("The implementation does not compile:", tests) == []
+
+
+def thread(verdicts: list[bool], hidden: bool, **extra: Any) -> dict[str, Any]:
+    """A final line whose attempts are ``code0``, ``code1``…; the judge reads the verdicts."""
+    evaluations = [
+        {
+            "trial": i + 1,
+            "answer": f"code{i}",
+            "feedback": "Tests passed:\nassert add(1, 1) == 2\n\nTests failed:\n"
+            "assert add(1, 2) == 4 # output: 3",
+        }
+        for i in range(len(verdicts))
+    ]
+    tests = ["assert add(1, 1) == 2", "assert add(1, 2) == 4"]
+    return {
+        "task_id": f"t/{len(verdicts)}{hidden}",
+        "thread_id": f"x-t/{len(verdicts)}{hidden}",
+        "entry_point": "add",
+        "evaluations": evaluations,
+        "hidden_pass": hidden,
+        "tests": tests,
+        "written_tests": tests,
+        "_verdicts": verdicts,
+        **extra,
+    }
+
+
+def test_retry_figures_count_fixes_breaks_kept_answers_wrong_tests_and_grounding():
+    finals = [thread([False, True], True), thread([True, False, True], False)]
+    finals.append(thread([False, False], False))
+    reflections = {  # the reflection rows of a results file, by thread: (trial, text)
+        "x-t/2True": [(1, "For add(1, 2) I subtract.")],
+        "x-t/3False": [(1, "generic"), (2, "I will check add(1,1).")],  # passed, not failed
+    }
+    by_task = {f["task_id"]: f["_verdicts"] for f in finals}
+    fig = retry_figures(
+        finals, lambda task, code: by_task[task][int(code.removeprefix("code"))], reflections
+    )
+    assert (fig.after_wrong, fig.fixed) == (3, 2)
+    assert (fig.after_right, fig.broke) == (1, 1)
+    assert (fig.drew_right, fig.returned_right) == (2, 1)
+    # three right attempts, each ran both tests and failed the wrong one
+    assert (fig.right_tests, fig.wrong_tests) == (6, 3)
+    assert (fig.reflections, fig.grounded) == (3, 1)
+
+
+def test_a_reflection_is_grounded_when_it_quotes_a_failed_input():
+    failed = ["assert add(1, 2) == 4", "assert add() == 0"]
+    assert quotes_input('For add(1,2) my code gave "3".', failed, "add")
+    assert not quotes_input("I will check the arithmetic.", failed, "add")
+    assert not quotes_input("add() is wrong", ["assert add() == 0"], "add")  # nothing to quote
