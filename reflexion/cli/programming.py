@@ -105,8 +105,9 @@ def bench_programming(
     ] = opt.CODE_DEFAULTS.test_timeout,
     test_trust: Annotated[
         TestTrust,
-        typer.Option(
+        opt.word_option(
             "--test-trust",
+            "<trust>",
             help="anchored: the prompt's examples decide alone where there are any; "
             "checked: as anchored, and where the tests are the model's own the reflection "
             "checks a failed one against the documentation first; all: every internal test "
