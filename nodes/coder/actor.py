@@ -29,6 +29,7 @@ from reflexion.nodes.coder.common import (
     fenced,
     problem_of,
     prompt_names,
+    shown_feedback,
 )
 from reflexion.nodes.coder.tree import ROOT, branch_reflections, choose_parent, grows_tree
 from reflexion.nodes.common import actor_llm, named_seed
@@ -101,7 +102,7 @@ def code_messages(
     fresh = retries_fresh(state, ctx)
     retry = render(
         "code_fresh" if fresh else "code_retry",
-        feedback=state.evaluations[-1]["feedback"],
+        feedback=shown_feedback(state.evaluations[-1]["feedback"], state, ctx),
         reflection_block=reflection_block,
         entry_point=problem.entry_point,
         **names,
@@ -130,7 +131,7 @@ def _expansion(
     reflection_block = _reflection_block(branch_reflections(state, parent, ctx.memory_size))
     retry = render(
         "code_retry",
-        feedback=record["feedback"],
+        feedback=shown_feedback(record["feedback"], state, ctx),
         reflection_block=reflection_block,
         entry_point=problem.entry_point,
         **prompt_names(problem.language),

@@ -25,6 +25,7 @@ from reflexion.programming.sandbox import (
     run_rust_tests,
 )
 from reflexion.programming.state import CodeState
+from reflexion.prompts import render
 
 FENCES = {"py": "python", "rs": "rust"}
 _COMMENT = re.compile(r"^\s*(?:#|//)\s?")
@@ -89,6 +90,37 @@ def checks_own_tests(state: CodeState, ctx: CodeContext) -> bool:
     """Whether the feedback asks to check the tests against the documentation: under
     ``CodeContext.test_trust="checked"`` where the model's own tests decide."""
     return ctx.test_trust == "checked" and own_tests_decide(state)
+
+
+def held_out(state: CodeState, ctx: CodeContext) -> frozenset[str]:
+    """Under ``CodeContext.test_trust="held_out"``, where the model's own tests decide: every
+    second of them (by position, so the same tests on every trial), which the retries and the
+    reflector never see. They still decide, so an attempt tuned to the tests it was shown must
+    also pass tests it was not. Empty otherwise."""
+    if ctx.test_trust != "held_out" or not own_tests_decide(state):
+        return frozenset()
+    return frozenset(state.written_tests[1::2])
+
+
+def shown_feedback(feedback: str, state: CodeState, ctx: CodeContext) -> str:
+    """The evaluator's feedback as a retry or the reflector may read it: without the
+    :func:`held_out` tests, and with a line saying how many of them the attempt passed."""
+    hidden = held_out(state, ctx)
+    if not hidden or "Tests passed:" not in feedback:
+        return feedback
+    passed = {t for t, _ in feedback_tests(feedback, hidden, "Tests passed:")}
+    blocks = []
+    for block in feedback.split("\n\n"):
+        head, *lines = block.split("\n")
+        if not (head.startswith("Tests ") and head.endswith(":")):
+            blocks.append(block)
+            continue
+        kept = [ln for ln in lines if not any(ln == t or ln.startswith(t + " ") for t in hidden)]
+        kept = [ln for ln in kept if ln != "(none)"]
+        if kept or head in ("Tests passed:", "Tests failed:"):
+            blocks.append("\n".join([head, *(kept or ["(none)"])]))
+    note = render("code_held_out", held=str(len(hidden)), passed=str(len(passed)))
+    return "\n\n".join([*blocks, note])
 
 
 def fenced(code: str, language: str) -> str:

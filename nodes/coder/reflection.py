@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from reflexion.nodes.coder.common import checks_own_tests, feedback_tests, problem_of, prompt_names
+from reflexion.nodes.coder.common import (
+    checks_own_tests,
+    feedback_tests,
+    problem_of,
+    prompt_names,
+    shown_feedback,
+)
 from reflexion.programming.context import CodeContext
 from reflexion.programming.state import CodeState
 from reflexion.prompts import few_shot, render
@@ -13,7 +19,8 @@ from reflexion.prompts import few_shot, render
 
 def code_reflection_messages(state: CodeState, ctx: CodeContext | None = None) -> list[BaseMessage]:
     """The code reflector prompt: instructions, two worked examples as turns, then the problem,
-    the failed implementation and its test results; under ``CodeContext.test_trust="checked"``,
+    the failed implementation and its test results (less any held out,
+    ``CodeContext.test_trust="held_out"``); under ``CodeContext.test_trust="checked"``,
     where the model's own tests decide, the request to check the first failed one against the
     documentation before anything else (:func:`_check`)."""
     problem = problem_of(state)
@@ -23,6 +30,8 @@ def code_reflection_messages(state: CodeState, ctx: CodeContext | None = None) -
         attempt, _, lesson = example.partition("\nReflection:")
         messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
     feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The tests failed."
+    if ctx is not None:
+        feedback = shown_feedback(feedback, state, ctx)
     implementation = state.answer if state.answer else "(no implementation was produced)"
     user = render(
         "code_reflect_task",

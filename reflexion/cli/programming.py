@@ -110,7 +110,8 @@ def bench_programming(
             "<trust>",
             help="anchored: the prompt's examples decide alone where there are any; "
             "checked: as anchored, and where the tests are the model's own the reflection "
-            "checks a failed one against the documentation first; all: every internal test "
+            "checks a failed one against the documentation first; held_out: as anchored, and "
+            "every second own test decides unseen by the retries; all: every internal test "
             "decides (the paper).",
         ),
     ] = opt.CODE_DEFAULTS.test_trust,

@@ -11,7 +11,7 @@ from pydantic import Field
 from reflexion.core.context import AFTER_FIRST_TRIAL, Context, RetrySeeds
 from reflexion.core.schema import settings_class
 
-TestTrust = Literal["all", "anchored", "checked"]
+TestTrust = Literal["all", "anchored", "checked", "held_out"]
 CodeRetry = Literal["repair", "fresh", "auto", "resample", "tree"]
 
 
@@ -51,8 +51,11 @@ class CodeContext(Context):
             "the tests are the model's own, the reflection must first check one failed test "
             "against the documentation (its input, the expected value, the actual output: "
             "which one the documentation supports) and the retry is told that the tests may "
-            "be wrong. all: every internal test decides (the paper).",
-            "first_trial_as": {"checked": "anchored"},
+            "be wrong. held_out: as anchored, and where the tests are the model's own, every "
+            "second one is held out: it decides, but the retries and the reflector never see "
+            "it (only how many of them passed), so an attempt tuned to the tests it was shown "
+            "must also pass some it was not. all: every internal test decides (the paper).",
+            "first_trial_as": {"checked": "anchored", "held_out": "anchored"},
         },
     )
     resample_repeats: Annotated[int, Field(ge=0, le=10)] = field(

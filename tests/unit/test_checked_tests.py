@@ -1,6 +1,7 @@
-"""``test_trust="checked"``: where the tests are the model's own, the reflection checks one
-failed test against the documentation and the retry is told its tests may be wrong; nothing
-changes where trusted tests decide or under the default. And ``reflexion perf retries``, which
+"""Where the tests are the model's own: ``test_trust="checked"`` (the reflection checks one
+failed test against the documentation, the retry is told its tests may be wrong) and
+``test_trust="held_out"`` (every second test decides unseen by the retries and the reflector);
+nothing changes where trusted tests decide or under the default. And ``reflexion perf retries``, which
 judges every attempt by the hidden tests. Scripted models, the real sandbox."""
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ TESTS = "assert add(1, 1) == 2\nassert add(1, 2) == 4\n"
 
 def run(prompt: str, ctx: CodeContext) -> tuple[ScriptedChatModel, ScriptedChatModel]:
     actor = ScriptedChatModel(replies=[SUBTRACTS, RIGHT])
-    reflector = ScriptedChatModel(replies=["Reflection: add(1, 2) should be 3, I subtract."])
+    reflector = ScriptedChatModel(replies=["Reflection: I subtract instead of adding."])
     graph = programming_builder(
         actor_model=actor,
         evaluator_model=ScriptedChatModel(replies=[TESTS]),
@@ -58,19 +59,47 @@ def test_anchored_prompts_carry_no_check_and_ask_the_retry_to_pass_the_tests():
     assert "may be wrong" not in retry and "passes these tests" in retry
 
 
-def test_checked_changes_nothing_where_trusted_tests_decide():
+def test_checked_and_held_out_change_nothing_where_trusted_tests_decide():
     """The prompt's example decides alone (no test is written): nothing to doubt."""
     prompts = []
-    for trust in ("anchored", "checked"):
+    for trust in ("anchored", "checked", "held_out"):
         actor, reflector = run(ONE_EXAMPLE, CodeContext(max_trials=2, test_trust=trust))
         prompts.append((actor.prompt_text(1), reflector.prompt_text(0)))
-    assert prompts[0] == prompts[1]
+    assert prompts[0] == prompts[1] == prompts[2]
 
 
-def test_checked_runs_the_first_trial_as_anchored_so_paired_runs_share_it():
+def test_held_out_tests_decide_but_neither_the_retry_nor_the_reflector_sees_them():
+    """The wrong second test (add(1, 2) == 4) is held out: the retry and the reflector see
+    only the first one, and how many held-out tests passed; the trial record keeps both."""
+    actor, reflector = run(NO_EXAMPLES, CodeContext(max_trials=2, test_trust="held_out"))
+    for prompt in (actor.prompt_text(1), reflector.prompt_text(0)):
+        assert "assert add(1, 1) == 2 # output: 0" in prompt
+        assert "add(1, 2)" not in prompt
+        assert "1 more of your tests ran and are held out" in prompt
+        assert "This implementation passed 0 of them." in prompt
+
+
+def test_an_attempt_must_pass_the_held_out_tests_too():
+    """The right retry passes the shown test and fails the wrong held-out one: no success
+    (doubted only once every attempt failed it, which the first one's error also did)."""
+    actor = ScriptedChatModel(replies=[RIGHT, RIGHT])
+    graph = programming_builder(
+        actor_model=actor,
+        evaluator_model=ScriptedChatModel(replies=[TESTS]),
+        reflector_model=ScriptedChatModel(replies=["Reflection: fine."]),
+    ).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 50}
+    start = {"task": NO_EXAMPLES, "entry_point": "add", "language": "py", "task_id": "t/0"}
+    graph.invoke(start, config, context=CodeContext(max_trials=1, test_trust="held_out"))
+    record = graph.get_state(config).values["evaluations"][0]
+    assert record["success"] is False and "add(1, 2) == 4" in record["feedback"]
+
+
+def test_checked_and_held_out_run_the_first_trial_as_anchored_so_paired_runs_share_it():
     base = {"bench": "programming", "strategy": "reflexion", "max_trials": 4}
     anchored = first_trial_key({**base, "test_trust": "anchored"})
     assert first_trial_key({**base, "test_trust": "checked"}) == anchored
+    assert first_trial_key({**base, "test_trust": "held_out"}) == anchored
     assert first_trial_key({**base, "test_trust": "all"}) != anchored
 
 
