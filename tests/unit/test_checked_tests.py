@@ -6,11 +6,15 @@ judges every attempt by the hidden tests. Scripted models, the real sandbox."""
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Any
 
+import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.bench.settings import first_trial_key
+from reflexion.cli.app import main
 from reflexion.graphs.programming import programming_builder
 from reflexion.nodes.coder.common import feedback_tests
 from reflexion.perf.retries import quotes_input, retry_figures
@@ -167,3 +171,62 @@ def test_a_reflection_is_grounded_when_it_quotes_a_failed_input():
     assert quotes_input('For add(1,2) my code gave "3".', failed, "add")
     assert not quotes_input("I will check the arithmetic.", failed, "add")
     assert not quotes_input("add() is wrong", ["assert add() == 0"], "add")  # nothing to quote
+
+
+def cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "argv", ["reflexion", *args])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    out, err = capsys.readouterr()
+    return int(exc.value.code or 0), out, err
+
+
+def test_perf_retries_judges_each_attempt_with_the_hidden_tests(tmp_path, monkeypatch, capsys):
+    """A results file with one HumanEval thread: a wrong first attempt, then a right one."""
+    head = "def truncate_number(number: float) -> float:\n    return "
+    tests = ["assert truncate_number(3.5) == 0.5"]
+    final = {
+        "type": "final",
+        "thread_id": "p-HumanEval/2",
+        "task_id": "HumanEval/2",
+        "entry_point": "truncate_number",
+        "settings": {"bench": "programming", "strategy_name": "reflexion", "dataset": "humaneval"},
+        "evaluations": [
+            {
+                "trial": 1,
+                "answer": head + "number",
+                "feedback": "Tests passed:\n(none)\n\n"
+                "Tests failed:\nassert truncate_number(3.5) == 0.5 # output: 3.5",
+            },
+            {
+                "trial": 2,
+                "answer": head + "number % 1.0",
+                "feedback": "Tests passed:\n"
+                "assert truncate_number(3.5) == 0.5\n\nTests failed:\n(none)",
+            },
+        ],
+        "hidden_pass": True,
+        "tests": tests,
+        "written_tests": tests,
+    }
+    reflection = {
+        "type": "reflection",
+        "thread_id": "p-HumanEval/2",
+        "trial": 1,
+        "text": "For truncate_number(3.5) I return 3.5, not the decimal part.",
+    }
+    results = tmp_path / "run.jsonl"
+    results.write_text(json.dumps(reflection) + "\n" + json.dumps(final) + "\n")
+    out = tmp_path / "figures.json"
+    code, _, _ = cli(monkeypatch, capsys, "perf", "retries", str(results), "--json", str(out))
+    fig = json.loads(out.read_text())["figures"][str(results)]
+    assert code == 0
+    assert (fig["after_wrong"], fig["fixed"], fig["drew_right"], fig["returned_right"]) == (
+        1,
+        1,
+        1,
+        1,
+    )
+    assert (fig["right_tests"], fig["wrong_tests"], fig["grounded"]) == (1, 0, 1)
+    code, _, err = cli(monkeypatch, capsys, "perf", "retries", str(tmp_path / "none.jsonl"))
+    assert code != 0 and "does not exist" in err
