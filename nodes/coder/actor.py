@@ -24,13 +24,12 @@ from reflexion.core.lessons import Family, programming_family, recall_update
 from reflexion.core.memory import reflection_window
 from reflexion.nodes.coder.common import (
     STOPS,
-    checks_own_tests,
     did_compile,
     fenced,
     problem_of,
     prompt_names,
-    shown_feedback,
 )
+from reflexion.nodes.coder.feedback import checks_own_tests, shown_feedback
 from reflexion.nodes.coder.tree import ROOT, branch_reflections, choose_parent, grows_tree
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import with_lessons

@@ -6,12 +6,10 @@ from __future__ import annotations
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from reflexion.nodes.coder.common import (
-    checks_own_tests,
-    feedback_tests,
     problem_of,
     prompt_names,
-    shown_feedback,
 )
+from reflexion.nodes.coder.feedback import checks_own_tests, feedback_tests, shown_feedback
 from reflexion.programming.context import CodeContext
 from reflexion.programming.state import CodeState
 from reflexion.prompts import few_shot, render

@@ -33,7 +33,7 @@ from rich.table import Table
 
 from reflexion.bench.ledger import finished_tasks, read_results
 from reflexion.core.errors import ReflexionError
-from reflexion.nodes.coder.common import feedback_tests
+from reflexion.nodes.coder.feedback import feedback_tests
 from reflexion.perf.machine import JsonOpt, report
 from reflexion.programming.problems import CodeProblem, load_problems
 from reflexion.programming.sandbox import Limits

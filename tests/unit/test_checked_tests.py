@@ -16,7 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reflexion.bench.settings import first_trial_key
 from reflexion.cli.app import main
 from reflexion.graphs.programming import programming_builder
-from reflexion.nodes.coder.common import feedback_tests
+from reflexion.nodes.coder.feedback import feedback_tests
 from reflexion.perf.retries import quotes_input, retry_figures
 from reflexion.programming.context import CodeContext
 from reflexion.testing import ScriptedChatModel
