@@ -19,6 +19,12 @@ _COMMENT = re.compile(r"^\s*(?:#|//)\s?")
 """The comment mark before a failed test's actual output in the feedback."""
 
 
+def _test_of(line: str, tests: Iterable[str]) -> str | None:
+    """The test a feedback line lists (the line itself, or the test and its comment), the first
+    of ``tests`` that matches; ``None`` for any other line."""
+    return next((t for t in tests if line == t or line.startswith(t + " ")), None)
+
+
 def feedback_tests(
     feedback: str, tests: Iterable[str], heading: str = "Tests failed:"
 ) -> list[tuple[str, str]]:
@@ -31,7 +37,7 @@ def feedback_tests(
     known = sorted(set(tests), key=len, reverse=True)  # the longest test a line starts with
     found = []
     for line in block.splitlines():
-        test = next((t for t in known if line == t or line.startswith(t + " ")), None)
+        test = _test_of(line, known)
         if test is not None:
             found.append((test, _COMMENT.sub("", line[len(test) :], count=1).strip()))
     return found
@@ -72,8 +78,7 @@ def shown_feedback(feedback: str, state: CodeState, ctx: CodeContext) -> str:
         if not (head.startswith("Tests ") and head.endswith(":")):
             blocks.append(block)
             continue
-        kept = [ln for ln in lines if not any(ln == t or ln.startswith(t + " ") for t in hidden)]
-        kept = [ln for ln in kept if ln != "(none)"]
+        kept = [ln for ln in lines if ln != "(none)" and _test_of(ln, hidden) is None]
         if kept or head in ("Tests passed:", "Tests failed:"):
             blocks.append("\n".join([head, *(kept or ["(none)"])]))
     note = render("code_held_out", held=str(len(hidden)), passed=str(len(passed)))

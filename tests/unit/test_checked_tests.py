@@ -7,19 +7,17 @@ judges every attempt by the hidden tests. Scripted models, the real sandbox."""
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
-import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.bench.settings import first_trial_key
-from reflexion.cli.app import main
 from reflexion.graphs.programming import programming_builder
 from reflexion.nodes.coder.feedback import feedback_tests
 from reflexion.perf.retries import quotes_input, retry_figures
 from reflexion.programming.context import CodeContext
 from reflexion.testing import ScriptedChatModel
+from tests.clikit import cli
 
 NO_EXAMPLES = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b."""\n'
 ONE_EXAMPLE = (
@@ -173,14 +171,6 @@ def test_a_reflection_is_grounded_when_it_quotes_a_failed_input():
     assert not quotes_input("add() is wrong", ["assert add() == 0"], "add")  # nothing to quote
 
 
-def cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "argv", ["reflexion", *args])
-    with pytest.raises(SystemExit) as exc:
-        main()
-    out, err = capsys.readouterr()
-    return int(exc.value.code or 0), out, err
-
-
 def test_perf_retries_judges_each_attempt_with_the_hidden_tests(tmp_path, monkeypatch, capsys):
     """A results file with one HumanEval thread: a wrong first attempt, then a right one."""
     head = "def truncate_number(number: float) -> float:\n    return "
@@ -218,7 +208,7 @@ def test_perf_retries_judges_each_attempt_with_the_hidden_tests(tmp_path, monkey
     results = tmp_path / "run.jsonl"
     results.write_text(json.dumps(reflection) + "\n" + json.dumps(final) + "\n")
     out = tmp_path / "figures.json"
-    code, _, _ = cli(monkeypatch, capsys, "perf", "retries", str(results), "--json", str(out))
+    code, _ = cli(monkeypatch, capsys, "perf", "retries", str(results), "--json", str(out))
     fig = json.loads(out.read_text())["figures"][str(results)]
     assert code == 0
     assert (fig["after_wrong"], fig["fixed"], fig["drew_right"], fig["returned_right"]) == (
@@ -228,5 +218,5 @@ def test_perf_retries_judges_each_attempt_with_the_hidden_tests(tmp_path, monkey
         1,
     )
     assert (fig["right_tests"], fig["wrong_tests"], fig["grounded"]) == (1, 0, 1)
-    code, _, err = cli(monkeypatch, capsys, "perf", "retries", str(tmp_path / "none.jsonl"))
+    code, err = cli(monkeypatch, capsys, "perf", "retries", str(tmp_path / "none.jsonl"))
     assert code != 0 and "does not exist" in err
