@@ -112,8 +112,8 @@ def make_unit_test_evaluator(
     model: BaseChatModel | None = None,
 ) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
     """The evaluator node: success when every internal test that counts passes (under
-    ``Context.test_trust="anchored"``, self-written tests that every attempt failed do not
-    count) and, with ``CodeContext.cross_check``, independent implementations do not outvote the
+    every ``Context.test_trust`` but ``"all"``, self-written tests that every attempt failed do
+    not count) and, with ``CodeContext.cross_check``, independent implementations do not outvote the
     attempt on the probe tests (``model`` overrides ``Context.actor_model`` for drawing them).
     An attempt is never a success on empty evidence: when doubt leaves no counted test (or
     none of them passed), it is not, and under ``select_answer="best"`` the earlier attempt

@@ -53,18 +53,6 @@ def flat_settings(ctx: Context) -> dict[str, Any]:
     }
 
 
-def _every_default() -> dict[str, Any]:
-    values: dict[str, Any] = {}
-    for cls in CONTEXTS:
-        values.update(flat_settings(cls()))
-    return values
-
-
-EVERY_DEFAULT = _every_default()
-"""Every field of every graph at its default, in format 1's shape: what a file's settings hold
-for the fields its graph does not have."""
-
-
 def _marked(key: str, *values: Any) -> dict[str, Any]:
     """Every field of every graph whose metadata sets ``key`` (to one of ``values``, if
     given), with that value."""
@@ -74,6 +62,20 @@ def _marked(key: str, *values: Any) -> dict[str, Any]:
             if key in f.metadata and (not values or f.metadata[key] in values):
                 found[f.name] = f.metadata[key]
     return found
+
+
+def _every_default() -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for cls in CONTEXTS:
+        values.update(flat_settings(cls()))
+    return {**values, **_marked("format_1_default")}
+
+
+EVERY_DEFAULT = _every_default()
+"""Every field of every graph at its default, in format 1's shape: what a file's settings hold
+for the fields its graph does not have. A field whose default changed since format 1 (metadata
+``format_1_default``) holds the earlier default there, so the other graphs' files keep their
+names."""
 
 
 TRANSPORT_FIELDS = tuple(f.name for f in fields(Transport) if f.name != "base_url")
@@ -108,6 +110,13 @@ REFLECTION_FIELDS = tuple(_marked("acts", "reflections"))
 """Fields that act only where a reflector runs (metadata ``acts="reflections"``)."""
 
 
+FIRST_TRIAL_AS: dict[str, dict[Any, Any]] = _marked("first_trial_as")
+"""Fields with values that differ from another value only in what a retry or the reflector
+reads (metadata ``first_trial_as``): such a value and the one it maps to run the first trial
+alike, so paired runs share it, and a run with one attempt or with retries that read no
+feedback (``resample``) runs, and is named, as the value it maps to."""
+
+
 def unused_by(cls: type[Context]) -> tuple[str, ...]:
     """The fields a graph whose context is ``cls`` never reads and that stay out of its
     results keys: the other graphs' fields marked ``keyed="own_graph"``."""
@@ -133,6 +142,10 @@ def result_settings(ctx: Context, *, unused: tuple[str, ...] | None = None) -> d
         # No reflector runs (none, last_attempt): a reflector given its own model cannot
         # act, so the run keeps the name of the same run without it.
         values["reflector_model"] = values["actor_model"]
+    if ctx.max_trials == 1 or getattr(ctx, "code_retry", None) == "resample":
+        # One attempt, or retries that read no feedback: a value that differs from another
+        # only in what a retry reads (``first_trial_as``) runs as that one, and is named so.
+        values.update({k: to.get(values[k], values[k]) for k, to in FIRST_TRIAL_AS.items()})
     left_out = {*TRANSPORT_FIELDS, *NEVER_KEYED, *unused}
     if not ctx.lessons:
         left_out.update(LESSON_FIELDS)
@@ -166,11 +179,6 @@ AFTER_FIRST_TRIAL = (
 their first trials in a paired comparison. The context fields marked so in their metadata, and
 two settings a bench command adds (the strategy's label, and whether the reflector reads the
 question's context)."""
-
-
-FIRST_TRIAL_AS: dict[str, dict[Any, Any]] = _marked("first_trial_as")
-"""Fields with values that act only after the first trial (metadata ``first_trial_as``: such a
-value and the one it maps to run the first trial alike, so their runs share it)."""
 
 
 def first_trial_key(settings: dict[str, Any]) -> str:

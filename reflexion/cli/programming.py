@@ -108,10 +108,10 @@ def bench_programming(
         opt.word_option(
             "--test-trust",
             "<trust>",
-            help="anchored: the prompt's examples decide alone where there are any; "
-            "checked: as anchored, and where the tests are the model's own the reflection "
-            "checks a failed one against the documentation first; held_out: as anchored, and "
-            "every second own test decides unseen by the retries; all: every internal test "
+            help="held_out: the prompt's examples decide alone where there are any, else "
+            "the model's own tests, every second one unseen by the retries; anchored: as "
+            "held_out, every test shown; checked: as anchored, and the reflection checks a "
+            "failed own test against the documentation first; all: every internal test "
             "decides (the paper).",
         ),
     ] = opt.CODE_DEFAULTS.test_trust,

@@ -42,20 +42,21 @@ class CodeContext(Context):
         },
     )
     test_trust: TestTrust = field(
-        default="anchored",
+        default="held_out",
         metadata={
-            "description": "Programming: which internal tests decide. anchored: the trusted "
+            "description": "Programming: which internal tests decide. held_out: the trusted "
             "tests (the prompt's examples, tests given in the input) decide alone when there "
             "are any, and then no tests are written; otherwise self-written tests decide, "
-            "less any that every attempt so far has failed. checked: as anchored, and where "
-            "the tests are the model's own, the reflection must first check one failed test "
-            "against the documentation (its input, the expected value, the actual output: "
-            "which one the documentation supports) and the retry is told that the tests may "
-            "be wrong. held_out: as anchored, and where the tests are the model's own, every "
-            "second one is held out: it decides, but the retries and the reflector never see "
-            "it (only how many of them passed), so an attempt tuned to the tests it was shown "
-            "must also pass some it was not. all: every internal test decides (the paper).",
+            "less any that every attempt so far has failed, and every second one is held "
+            "out: it decides, but the retries and the reflector never see it (only how many "
+            "of them passed), so an attempt tuned to the tests it was shown must also pass "
+            "some it was not. anchored: as held_out, with every self-written test shown. "
+            "checked: as anchored, and where the tests are the model's own, the reflection "
+            "must first check one failed test against the documentation (its input, the "
+            "expected value, the actual output) and the retry is told that the tests may be "
+            "wrong. all: every internal test decides (the paper).",
             "first_trial_as": {"checked": "anchored", "held_out": "anchored"},
+            "format_1_default": "anchored",
         },
     )
     resample_repeats: Annotated[int, Field(ge=0, le=10)] = field(
@@ -115,7 +116,7 @@ class CodeContext(Context):
     cross_check: Annotated[int, Field(ge=0, le=10)] = field(
         default=0,
         metadata={
-            "description": "Programming, where trusted tests decide (test_trust=anchored): "
+            "description": "Programming, where trusted tests decide (any test_trust but all): "
             "when an attempt passes them, draw up to this many independent implementations "
             "(temperature 0.8, the first trial's prompt) and run every one on probe tests "
             "(Python: the examples with their inputs varied; Rust: written by the model), "

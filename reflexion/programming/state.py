@@ -48,7 +48,7 @@ class CodeState(State, CodeInputState):
     examples and tests given in the input, are trusted."""
     test_failures: Annotated[list[list[str]], operator.add] = field(default_factory=list)
     """Per finished trial, the self-written tests it failed: a test every attempt has failed
-    is doubted under ``CodeContext.test_trust="anchored"``."""
+    is doubted under every ``CodeContext.test_trust`` but ``"all"``."""
     probe_tests: list[str] = field(default_factory=list)
     """Tests only for comparing implementations (``CodeContext.cross_check``; in Python the
     examples with their inputs varied, else written by the model): they never decide a trial,

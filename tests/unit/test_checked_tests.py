@@ -1,7 +1,7 @@
 """Where the tests are the model's own: ``test_trust="checked"`` (the reflection checks one
 failed test against the documentation, the retry is told its tests may be wrong) and
 ``test_trust="held_out"`` (every second test decides unseen by the retries and the reflector);
-nothing changes where trusted tests decide or under the default. And ``reflexion perf retries``, which
+nothing changes where trusted tests decide. ``held_out`` is the default. And ``reflexion perf retries``, which
 judges every attempt by the hidden tests. Scripted models, the real sandbox."""
 
 from __future__ import annotations
@@ -79,6 +79,39 @@ def test_held_out_tests_decide_but_neither_the_retry_nor_the_reflector_sees_them
         assert "add(1, 2)" not in prompt
         assert "1 more of your tests ran and are held out" in prompt
         assert "This implementation passed 0 of them." in prompt
+
+
+def test_the_default_holds_out_every_second_own_test():
+    """Measured on whole HumanEval with the model's own tests (docs/results/noisy-evidence.md):
+    held_out is the default, so a context that names no test_trust hides the second test."""
+    actor, reflector = run(NO_EXAMPLES, CodeContext(max_trials=2))
+    assert "add(1, 2)" not in actor.prompt_text(1)
+    assert "add(1, 2)" not in reflector.prompt_text(0)
+
+
+def test_the_other_graphs_files_keep_the_format_1_test_trust():
+    """test_trust's default changed after format 1: the settings that name a QA or ALFWorld
+    file still hold the earlier default, so those files keep their names."""
+    from reflexion.bench.settings import result_settings
+    from reflexion.hotpotqa.context import QAContext
+
+    assert result_settings(QAContext())["test_trust"] == "anchored"
+    assert result_settings(CodeContext())["test_trust"] == "held_out"
+
+
+def test_held_out_names_the_files_of_one_attempt_and_of_resample_as_anchored():
+    """Neither one attempt nor a retry from the task alone reads the tests, so held_out runs
+    them as anchored and their results files keep their names; reflexion's retries read them."""
+    from reflexion.bench.settings import result_settings
+
+    def trust(**kw: object) -> object:
+        return result_settings(CodeContext(**kw))["test_trust"]  # type: ignore[arg-type]
+
+    assert trust(max_trials=1) == "anchored"
+    assert trust(strategy="none", code_retry="resample") == "anchored"
+    assert trust(strategy="none", code_retry="resample", test_trust="all") == "all"
+    assert trust() == "held_out"
+    assert trust(test_trust="anchored") == "anchored"
 
 
 def test_an_attempt_must_pass_the_held_out_tests_too():
