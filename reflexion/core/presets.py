@@ -24,8 +24,10 @@ redraw_steps *          0             ReAct: redraw a step that repeats a search
 select_answer *         last          every graph: return the best attempt by the
                                       evaluator's evidence, not the last
 example_tests *         False         code: the prompt's >>> examples become tests
-test_trust *            all           code: trusted tests (examples) decide alone, and
-                                      self-written tests every attempt failed are doubted
+test_trust *            all           code: trusted tests (examples) decide alone,
+                                      self-written tests every attempt failed are doubted,
+                                      and half the model's own tests are held out of the
+                                      retries' sight (held_out)
 resample_repeats *      0             code: redraw a retry that repeats earlier code
 code_retry *            repair        code: a retry starts fresh (without the previous
                                       code) at T = 0.8
