@@ -30,7 +30,13 @@ from reflexion.nodes.coder.common import (
     prompt_names,
 )
 from reflexion.nodes.coder.feedback import checks_own_tests, shown_feedback
-from reflexion.nodes.coder.tree import ROOT, branch_reflections, choose_parent, grows_tree
+from reflexion.nodes.coder.tree import (
+    ROOT,
+    branch_reflections,
+    choose_parent,
+    grows_tree,
+    parent_update,
+)
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import with_lessons
 from reflexion.programming.context import CodeContext
@@ -199,7 +205,7 @@ def make_code_actor(
                 "answer": fixed,
                 "stop_reason": None,
                 "compiler_fix": True,
-                **({"parents": [len(state.evaluations) - 1]} if tree else {}),
+                **(parent_update(state, len(state.evaluations) - 1) if tree else {}),
             }
         parent = choose_parent(state) if tree and state.evaluations else ROOT
         fresh = retries_fresh(state, ctx)
@@ -237,7 +243,7 @@ def make_code_actor(
             "answer": parsed.code,
             "stop_reason": parsed.error,
             "compiler_fix": False,
-            **({"parents": [parent]} if tree else {}),
+            **(parent_update(state, parent) if tree else {}),
         }
 
     return code_actor

@@ -41,7 +41,17 @@ def parents_of(state: Any) -> list[int]:
     """Each attempt's parent (:data:`ROOT` for one drawn from the task), one per attempt."""
     parents = [int(p) for p in getattr(state, "parents", None) or []]
     count = len(state.evaluations)
-    return (parents + [ROOT] * count)[:count]
+    padded = (parents + [ROOT] * count)[:count]
+    # A parent comes before its child; anything else would make the tree a cycle.
+    return [p if p < i else ROOT for i, p in enumerate(padded)]
+
+
+def parent_update(state: Any, parent: int) -> dict[str, list[int]]:
+    """The ``parents`` update for the attempt being drawn: ``parent``, after :data:`ROOT` for
+    each earlier attempt that has none (one drawn without the tree, such as a first trial that
+    a paired benchmark forked from another strategy's run), so each attempt keeps its own."""
+    kept = len(getattr(state, "parents", None) or [])
+    return {"parents": [ROOT] * max(0, len(state.evaluations) - kept) + [parent]}
 
 
 def subtree(node: int, parents: Sequence[int]) -> list[int]:

@@ -94,6 +94,31 @@ def test_tree_retries_expand_the_chosen_attempt_with_its_branchs_reflection():
     assert values["solved"] is True and "a + b" in values["answer"]
 
 
+def test_a_tree_grows_from_a_first_trial_drawn_without_it():
+    """A paired benchmark forks the first trial of another strategy's run, which recorded no
+    parent: the tree's first retry must not take attempt 1 for its own parent (a cycle)."""
+    actor = ScriptedChatModel(replies=[code("a"), code("b"), code("a + b")])
+    graph = programming_builder(
+        actor_model=actor,
+        evaluator_model=ScriptedChatModel(replies=["assert add(1, 1) == 2\n"]),
+        reflector_model=ScriptedChatModel(replies=["Reflection: R1.", "Reflection: R2."]),
+    ).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}, "recursion_limit": 50}
+    start = {"task": PROMPT, "entry_point": "add", "language": "py", "tests": TESTS}
+    graph.invoke(start, config, context=CodeContext(max_trials=3), interrupt_before=["reflector"])
+    assert graph.get_state(config).values.get("parents", []) == []
+    graph.invoke(None, config, context=CodeContext(code_retry="tree", max_trials=3))
+    values = graph.get_state(config).values
+    assert values["parents"] == [ROOT, 0, ROOT]
+    assert values["solved"] is True
+
+
+def test_a_parent_that_is_not_earlier_reads_as_the_root():
+    records = [record(0.5), record(0.0)]
+    assert subtree(0, [ROOT, 0]) == [0, 1]
+    assert choose_parent(state(records, [0, 1])) in (ROOT, 0, 1)  # ends: no cycle
+
+
 def test_other_retries_record_no_tree():
     actor = ScriptedChatModel(replies=[code("a"), code("a + b")])
     graph = programming_builder(
