@@ -99,7 +99,7 @@ def code_messages(
         with_lessons(render("code_system", **names), state),
         HumanMessage(task),
     ]
-    if state.trial == 0 or not state.evaluations or ctx.code_retry == "resample":
+    if state.trial == 0 or not state.evaluations or not ctx.retries_read_feedback:
         return messages
     if grows_tree(ctx):
         return _expansion(state, ctx, messages, ROOT if parent is None else parent)

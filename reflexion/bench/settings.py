@@ -142,7 +142,7 @@ def result_settings(ctx: Context, *, unused: tuple[str, ...] | None = None) -> d
         # No reflector runs (none, last_attempt): a reflector given its own model cannot
         # act, so the run keeps the name of the same run without it.
         values["reflector_model"] = values["actor_model"]
-    if ctx.max_trials == 1 or getattr(ctx, "code_retry", None) == "resample":
+    if ctx.max_trials == 1 or not ctx.retries_read_feedback:
         # One attempt, or retries that read no feedback: a value that differs from another
         # only in what a retry reads (``first_trial_as``) runs as that one, and is named so.
         values.update({k: to.get(values[k], values[k]) for k, to in FIRST_TRIAL_AS.items()})

@@ -315,6 +315,12 @@ class Context:
         return self.strategy in ("reflexion", "last_attempt_and_reflexion")
 
     @property
+    def retries_read_feedback(self) -> bool:
+        """Whether a retry's prompt may read the evaluator's feedback on earlier attempts
+        (a task family whose retries can be blind redraws says when they are)."""
+        return True
+
+    @property
     def uses_last_attempt(self) -> bool:
         return self.strategy in ("last_attempt", "last_attempt_and_reflexion")
 

@@ -134,3 +134,9 @@ class CodeContext(Context):
         default=5.0,
         metadata={"description": "Programming: seconds each unit test may run in the sandbox."},
     )
+
+    @property
+    def retries_read_feedback(self) -> bool:
+        """``resample``'s retries are drawn from the task alone; every other retry reads the
+        evaluator's feedback."""
+        return self.code_retry != "resample"
