@@ -12,7 +12,11 @@ of every thread in a results file and counts:
 - **evidence**: the self-written tests that a right attempt failed (the test, not the code, is
   wrong), of all the self-written tests that right attempts ran;
 - **reflections**: how many quote an input of a test that failed just before them (grounded
-  in what was executed) rather than speak in general terms.
+  in what was executed) rather than speak in general terms;
+- **the failed tests**: for each internal test an attempt failed, whether the retry from that
+  attempt passed it, or failed it again with the same output (the retry kept the behaviour
+  the feedback named). A blind redraw (``resample``) never saw the test, so its figure is
+  what a retry achieves with no feedback; a retry that reads the feedback should pass more.
 
 Two strategies that fork the same first attempts (``simple`` → ``resample`` → ``reflexion``)
 differ only in their retries and their choice, so these counts say where a difference in
@@ -24,7 +28,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -68,6 +71,12 @@ class RetryFigures:
     reflections: int = 0
     grounded: int = 0
     """Reflections that quote an input of a test failed just before them."""
+    failed_before: int = 0
+    """Internal tests an attempt failed that the retry from it ran too."""
+    passed_after: int = 0
+    """… and the retry passed."""
+    same_output: int = 0
+    """… and the retry failed with the same output or error."""
 
 
 def call_arguments(test: str, entry_point: str) -> str | None:
@@ -110,6 +119,32 @@ def _written(final: dict[str, Any]) -> set[str] | None:
     return None
 
 
+def retry_pairs(final: dict[str, Any]) -> list[tuple[int, int]]:
+    """Each retry as (the attempt it followed, the retry), by position among the thread's
+    attempts with code: the attempt it expanded under the tree of attempts (the final line's
+    ``parents``; a retry drawn from the task alone follows no attempt), else the one before."""
+    evaluations = final.get("evaluations") or []
+    position: dict[int, int] = {}  # evaluation index -> position among attempts with code
+    for i, record in enumerate(evaluations):
+        if record.get("answer"):
+            position[i] = len(position)
+    parents = final.get("parents")
+    if not parents:
+        return [(i - 1, i) for i in range(1, len(position))]
+    return [
+        (position[p], position[i])
+        for i, p in enumerate(parents[: len(evaluations)])
+        if 0 <= p < i and p in position and i in position
+    ]
+
+
+def _test_outcomes(feedback: str, tests: list[str]) -> dict[str, str | None]:
+    """Each internal test a feedback lists: ``None`` when it passed, else its output or error."""
+    found: dict[str, str | None] = {t: d for t, d in feedback_tests(feedback, tests)}
+    found.update((t, None) for t, _ in feedback_tests(feedback, tests, "Tests passed:"))
+    return found
+
+
 def retry_figures(
     finals: Iterable[dict[str, Any]],
     judge: Judge,
@@ -128,7 +163,8 @@ def retry_figures(
         verdicts = [judge(task, e["answer"]) for e in attempts]
         fig.threads += 1
         fig.attempts += len(attempts)
-        for before, after in pairwise(verdicts):
+        pairs = retry_pairs(final)
+        for before, after in ((verdicts[a], verdicts[b]) for a, b in pairs):
             if before:
                 fig.after_right += 1
                 fig.broke += not after
@@ -145,6 +181,13 @@ def retry_figures(
             ran = [t for t, _ in feedback_tests(record["feedback"], written, "Tests passed:")]
             fig.right_tests += len(failed) + len(ran)
             fig.wrong_tests += len(failed)
+        for a, b in pairs:
+            later = _test_outcomes(attempts[b].get("feedback") or "", tests)
+            for test, output in feedback_tests(attempts[a].get("feedback") or "", tests):
+                if test in later:
+                    fig.failed_before += 1
+                    fig.passed_after += later[test] is None
+                    fig.same_output += later[test] == output
         feedback = {e.get("trial"): e["feedback"] for e in final.get("evaluations") or []}
         for trial, reflection in (reflections or {}).get(str(final.get("thread_id")), []):
             fig.reflections += 1
@@ -218,6 +261,8 @@ def retries(
         "right drawn → returned",
         "wrong own tests",
         "grounded",
+        "failed test → passed",
+        "… same output",
         title=f"retries judged by the hidden tests ({len(common)} tasks every file finished)",
     )
     figures: dict[str, dict[str, Any]] = {}
@@ -239,6 +284,8 @@ def retries(
             _share(fig.returned_right, fig.drew_right),
             _share(fig.wrong_tests, fig.right_tests),
             _share(fig.grounded, fig.reflections),
+            _share(fig.passed_after, fig.failed_before),
+            _share(fig.same_output, fig.failed_before),
         )
     for i, (path, _, _) in enumerate(loaded, 1):
         table.caption = (table.caption + "\n" if table.caption else "") + f"{i}. {path}"

@@ -195,6 +195,27 @@ def test_retry_figures_count_fixes_breaks_kept_answers_wrong_tests_and_grounding
     # three right attempts, each ran both tests and failed the wrong one
     assert (fig.right_tests, fig.wrong_tests) == (6, 3)
     assert (fig.reflections, fig.grounded) == (3, 1)
+    # every attempt fails add(1, 2) with output 3: each retry ran it again, the same way
+    assert (fig.failed_before, fig.passed_after, fig.same_output) == (4, 0, 4)
+
+
+def test_retry_figures_follow_the_tree_s_parents_and_read_each_failed_test_again():
+    """Under the tree, a retry follows the attempt it expanded, not the one before it; a
+    failed test counts as passed, failed alike, or failed otherwise by the retry's run."""
+    final = thread([False, False, True], True, parents=[-1, -1, 0])
+    final["evaluations"][2]["feedback"] = (
+        "Tests passed:\nassert add(1, 1) == 2\nassert add(1, 2) == 4\n\nTests failed:\n(none)"
+    )
+    verdicts = final["_verdicts"]
+    fig = retry_figures([final], lambda task, code: verdicts[int(code.removeprefix("code"))])
+    # attempt 2 came from the task alone: only attempt 0 -> attempt 2 is a retry
+    assert (fig.after_wrong, fig.fixed, fig.failed_before, fig.passed_after) == (1, 1, 1, 1)
+    final["evaluations"][1]["feedback"] = (
+        "Tests passed:\nassert add(1, 1) == 2\n\nTests failed:\nassert add(1, 2) == 4 # output: 5"
+    )
+    final["parents"] = []  # no tree: each retry follows the attempt before it
+    fig = retry_figures([final], lambda task, code: verdicts[int(code.removeprefix("code"))])
+    assert (fig.after_wrong, fig.failed_before, fig.passed_after, fig.same_output) == (2, 2, 1, 0)
 
 
 def test_a_reflection_is_grounded_when_it_quotes_a_failed_input():

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from reflexion.bench.ledger import BenchTask
+from reflexion.cli.programming import _scorer
 from reflexion.graphs.programming import programming_builder
 from reflexion.nodes.coder.tree import (
     ROOT,
@@ -21,10 +23,12 @@ from reflexion.nodes.coder.tree import (
     uct,
 )
 from reflexion.programming.context import CodeContext
+from reflexion.programming.problems import CodeProblem
 from reflexion.testing import ScriptedChatModel
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b."""\n'
 TESTS = ["assert add(1, 1) == 2", "assert add(2, 0) == 2"]
+HIDDEN = "def check(candidate):\n    assert candidate(2, 3) == 5\n"
 
 
 def code(body: str) -> str:
@@ -93,6 +97,11 @@ def test_tree_retries_expand_the_chosen_attempt_with_its_branchs_reflection():
     assert "return a\n" in second and "R1 add b." in second and "R2" not in second
     assert [m.text for m in actor.prompts[2]] == [m.text for m in actor.prompts[0]]
     assert values["solved"] is True and "a + b" in values["answer"]
+    # a benchmark's final line keeps the parents, so `perf retries` pairs each retry with them
+    problem = CodeProblem("t", "py", PROMPT, "add", HIDDEN, "humaneval")
+    task = BenchTask(thread_id="t", input=start, label="t", meta={"task_id": "t"})
+    final = _scorer({"t": problem}, ctx)(task, values)
+    assert final["parents"] == [ROOT, 0, ROOT] and final["hidden_pass"] is True
 
 
 def test_a_tree_grows_from_a_first_trial_drawn_without_it():
