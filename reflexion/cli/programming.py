@@ -163,14 +163,6 @@ def bench_programming(
             "retried (0: off, the paper).",
         ),
     ] = opt.CODE_DEFAULTS.cross_check,
-    trace: Annotated[
-        bool,
-        typer.Option(
-            "--trace",
-            help="reflexion, Python: the reflector reads a line-by-line trace of the first "
-            "failed test's call and names the step that goes wrong (off: the paper).",
-        ),
-    ] = opt.CODE_DEFAULTS.trace_failures,
     paired_runs: opt.PairedOpt = True,
 ) -> None:
     """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
@@ -195,7 +187,6 @@ def bench_programming(
         retry: retry != "repair",
         f"crosscheck{cross_check}": cross_check > 0,
         "nofixes": no_compiler_fixes and language_name == "rs",
-        "trace": trace,
     }
     variants = []
     for name in names:
@@ -225,22 +216,13 @@ def bench_programming(
             if simple
             else retry,
             cross_check=0 if simple else cross_check,
-            trace_failures=trace and not (simple or resampled or no_reflection),
             # Only Rust has a compiler to ask; simple never retries, resample never repairs.
             compiler_fixes=language_name == "rs" and not (simple or resampled or no_compiler_fixes),
             code_seeds="process" if simple else seeds,
         )
         ctx = common.apply(ctx)
         # resample has no reflection, retry mode or compiler fixes to name; tree no retry mode
-        inert = (
-            {"noreflection", retry, "nofixes", "trace"}
-            if resampled
-            else {retry}
-            if tree
-            else {"trace"}
-            if no_reflection
-            else set()
-        )
+        inert = {"noreflection", retry, "nofixes"} if resampled else {retry} if tree else set()
         label = name + "".join(
             f"-{part}" for part, on in options.items() if on and not simple and part not in inert
         )
