@@ -35,7 +35,7 @@ from reflexion.bench.threads import ServerGraph as ServerGraph
 from reflexion.bench.threads import recursion_limit, release_held, unrecorded, update_events
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.persistence import fork_thread, replay_from
+from reflexion.core.persistence import annotate_head, fork_thread, replay_from
 from reflexion.core.usage import Usage, UsageRecorder, merge
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
@@ -153,7 +153,9 @@ def run_benchmark(
     goes on under ``ctx``. Tasks that share ``fork_from`` (the same question under other
     strategies, in this run or a later one) branch from the same first attempt, so their
     outcomes differ by what happens after it alone. The shared trial's usage and wall time
-    count for the task that ran it.
+    count for every task that forks it (its ``trial`` line is marked ``shared``), so each
+    results file totals what its strategy costs on its own, first attempt included; they are
+    kept on ``fork_from``'s last checkpoint for forks in later runs.
     """
     ledger = Ledger(tasks, sink, settings, done, emit)
     if isinstance(graph, ServerGraph):
@@ -175,15 +177,19 @@ def _run_here(
     locks: dict[str, threading.Lock] = {}
     guard = threading.Lock()
 
-    def first_trial(task: BenchTask, base: str) -> tuple[Usage, float]:
+    def first_trial(
+        task: BenchTask, base: str, saver: BaseCheckpointSaver[Any]
+    ) -> tuple[Usage, float]:
         """Run the shared first trial on thread ``base`` unless it already ran; its usage and
-        wall time (none when it ran before)."""
+        wall time, recorded on ``base``'s last checkpoint so that later forks (another
+        strategy, a later run) count them too (none for a trial run before they were kept)."""
         with guard:
             lock = locks.setdefault(base, threading.Lock())
         with lock:
             snap = snapshot(graph, base)
             if snap is not None and (not snap.next or "reflector" in snap.next):
-                return {}, 0.0
+                kept = snap.metadata or {}
+                return dict(kept.get("shared_usage") or {}), float(kept.get("shared_wall_s") or 0)
             state = stream_thread(
                 graph,
                 base,
@@ -193,7 +199,9 @@ def _run_here(
                 interrupt_before=["reflector"],
             )
             usage: Usage = state["usage"]
-            return usage, float(state["wall_s"])
+            wall = float(state["wall_s"])
+            annotate_head(saver, base, {"shared_usage": usage, "shared_wall_s": wall})
+            return usage, wall
 
     def one(task: BenchTask) -> dict[str, Any]:
         def on_event(event: str, payload: dict[str, Any]) -> None:
@@ -207,12 +215,15 @@ def _run_here(
             saver = graph.checkpointer
             if not isinstance(saver, BaseCheckpointSaver):
                 raise ReflexionError("paired runs need a graph compiled with a checkpointer")
-            shared, shared_s = first_trial(task, task.fork_from)
+            shared, shared_s = first_trial(task, task.fork_from, saver)
             fork_thread(saver, task.fork_from, task.thread_id)
             resume = forked = True
         if resume:
             recorded = ledger.recorded.get(task.thread_id)
             for event, payload in unrecorded(graph, task.thread_id, recorded):
+                if forked and event == "trial":
+                    # The shared first trial: this strategy's line carries what it cost.
+                    payload = {**payload, "usage": shared, "recovered": False, "shared": True}
                 on_event(event, payload)
         state = stream_thread(
             graph,

@@ -416,10 +416,26 @@ def fork_thread(saver: BaseCheckpointSaver[Any], source: str, target: str) -> No
         saver.put_writes(saved, writes, task_id)
 
 
+def annotate_head(saver: BaseCheckpointSaver[Any], thread_id: str, notes: dict[str, Any]) -> None:
+    """Add ``notes`` to the metadata of thread ``thread_id``'s latest checkpoint, in place: the
+    same checkpoint, parent and pending writes, no new step (a paired run records what its
+    shared first trial cost, so a later fork of it can count that too). Channel values are
+    not written again: their stored versions stay."""
+    head = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+    if head is None:
+        raise ReflexionError(f"cannot annotate thread '{thread_id}': it has no checkpoint")
+    parent = (head.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+    config: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    if parent:
+        config["configurable"]["checkpoint_id"] = parent
+    saver.put(config, head.checkpoint, {**head.metadata, **notes}, {})  # type: ignore[typeddict-item]
+
+
 __all__ = [
     "MEMORY",
     "Target",
     "TrialEntry",
+    "annotate_head",
     "cut_short",
     "fork_thread",
     "open_checkpointer",

@@ -19,7 +19,7 @@ from reflexion.bench.reports import qa_paired
 from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.persistence import fork_thread
+from reflexion.core.persistence import annotate_head, fork_thread
 from reflexion.graphs.qa import qa_builder
 from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
@@ -94,13 +94,16 @@ def test_every_strategy_continues_from_the_same_first_trial(saver, tmp_path):
     assert [f["solved"] for f in none] == [False, False]
     assert [f["solved"] for f in reflexion] == [True, True]
     assert [len(f["evaluations"]) for f in reflexion] == [2, 2]
-    # trial 1's calls count for the run that made them, not again for the later one
+    # trial 1 ran once, but counts in each strategy's totals: what that strategy costs alone
     assert [f["usage"]["actor"]["calls"] for f in none] == [3, 3]
-    assert [f["usage"]["actor"]["calls"] for f in reflexion] == [1, 1]
+    assert [f["usage"]["actor"]["calls"] for f in reflexion] == [2, 2]
     assert not any(f["resumed"] for f in [*none, *reflexion])  # a new fork is not a resume
-    # the trial-1 line is in each strategy's results file
-    lines = (tmp_path / "reflexion.jsonl").read_text().splitlines()
-    assert sum('"type": "trial"' in ln and '"trial": 1' in ln for ln in lines) == 2
+    # the trial-1 line is in each strategy's results file, marked shared, with its usage
+    rows = [json.loads(ln) for ln in (tmp_path / "reflexion.jsonl").read_text().splitlines()]
+    firsts = [r for r in rows if r["type"] == "trial" and r["trial"] == 1]
+    assert len(firsts) == 2 and all(r["shared"] for r in firsts)
+    assert [r["usage"]["actor"]["calls"] for r in firsts] == [1, 1]
+    assert not any(r.get("recovered") for r in firsts)
 
 
 def test_a_question_solved_at_trial_1_is_solved_by_every_strategy_once(saver, tmp_path):
@@ -116,18 +119,39 @@ def test_a_later_run_reuses_the_stored_first_trial(saver, tmp_path):
     later = Actor()
     finals = run(graph_with(saver, later), "reflexion", tmp_path / "reflexion.jsonl", ["q0"])
     assert later.first_calls == [] and finals[0]["evaluations"][0]["answer"] == "guess 1"
+    # what the stored trial cost was kept with it, and counts for the later run too
+    first = finals[0]["usage"]["actor"]
+    assert first["calls"] == 2  # the stored trial's call and the retry's
+
+
+def test_a_fork_interrupted_after_its_shared_trial_counts_it_once_on_resume(saver, tmp_path):
+    out = tmp_path / "reflexion.jsonl"
+    run(graph_with(saver, Actor()), "none", tmp_path / "none.jsonl", ["q0"])
+    finals = run(graph_with(saver, Actor()), "reflexion", out, ["q0"])
+    whole = finals[0]["usage"]
+    # Drop the final line, as if the process died after the retry: the rerun resumes the
+    # thread and adds the lines already written (the shared trial's among them) once.
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join(ln for ln in lines if '"type": "final"' not in ln) + "\n")
+    again = run(graph_with(saver, Actor()), "reflexion", out, ["q0"])
+    assert again[0]["usage"]["actor"]["calls"] == whole["actor"]["calls"] == 2
+
+
+def first_trial_on(graph: Any, config: dict[str, Any]) -> None:
+    """Question q0's first trial on the thread of ``config``, stopped before the reflector."""
+    graph.invoke(
+        {"task": QUESTIONS["q0"][0], "context": "", "reference": QUESTIONS["q0"][1]},
+        config,
+        context=QAContext(max_trials=3, answer_retry="memory"),
+        interrupt_before=["reflector"],
+    )
 
 
 def test_fork_leaves_its_source_as_it_was():
     saver = InMemorySaver()
     graph = graph_with(saver, Actor())
     run_first = {"configurable": {"thread_id": "src"}}
-    graph.invoke(
-        {"task": QUESTIONS["q0"][0], "context": "", "reference": QUESTIONS["q0"][1]},
-        run_first,
-        context=QAContext(max_trials=3, answer_retry="memory"),
-        interrupt_before=["reflector"],
-    )
+    first_trial_on(graph, run_first)
     fork_thread(saver, "src", "copy")
     assert graph.get_state({"configurable": {"thread_id": "copy"}}).next == ("reflector",)
     graph.invoke(
@@ -140,6 +164,26 @@ def test_fork_leaves_its_source_as_it_was():
     copy = graph.get_state({"configurable": {"thread_id": "copy"}})
     assert copy.values["trial"] == 2 and copy.values["solved"] is True
     assert copy.config["configurable"]["thread_id"] == "copy"
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_annotating_a_thread_adds_metadata_and_changes_nothing_else(kind, saver):
+    saver = InMemorySaver() if kind == "memory" else saver
+    graph = graph_with(saver, Actor())
+    config = {"configurable": {"thread_id": "src"}}
+    first_trial_on(graph, config)
+    before = graph.get_state(config)
+    history = [s.config["configurable"]["checkpoint_id"] for s in graph.get_state_history(config)]
+    annotate_head(saver, "src", {"shared_usage": {"actor": {"calls": 1}}})
+    after = graph.get_state(config)
+    assert after.values == before.values and after.next == before.next
+    assert after.metadata["shared_usage"] == {"actor": {"calls": 1}}
+    assert after.metadata["step"] == before.metadata["step"]
+    assert [
+        s.config["configurable"]["checkpoint_id"] for s in graph.get_state_history(config)
+    ] == history
+    with pytest.raises(ReflexionError, match="no checkpoint"):
+        annotate_head(saver, "missing", {})
 
 
 def test_forking_a_thread_that_does_not_exist_is_a_clear_error():
