@@ -12,7 +12,8 @@ of every thread in a results file and counts:
 - **evidence**: the self-written tests that a right attempt failed (the test, not the code, is
   wrong), of all the self-written tests that right attempts ran;
 - **reflections**: how many quote an input of a test that failed just before them (grounded
-  in what was executed) rather than speak in general terms;
+  in what was executed) rather than speak in general terms, and how often a retry after a
+  grounded one passed the failed test (the caption);
 - **the failed tests**: for each internal test an attempt failed, whether the retry from that
   attempt passed it, or failed it again with the same output (the retry kept the behaviour
   the feedback named). A blind redraw (``resample``) never saw the test, so its figure is
@@ -77,6 +78,10 @@ class RetryFigures:
     """… and the retry passed."""
     same_output: int = 0
     """… and the retry failed with the same output or error."""
+    grounded_failed: int = 0
+    """Of ``failed_before``, those whose retry followed a grounded reflection."""
+    grounded_passed: int = 0
+    """… and the retry passed: does naming the failing input help the retry?"""
 
 
 def call_arguments(test: str, entry_point: str) -> str | None:
@@ -181,18 +186,24 @@ def retry_figures(
             ran = [t for t, _ in feedback_tests(record["feedback"], written, "Tests passed:")]
             fig.right_tests += len(failed) + len(ran)
             fig.wrong_tests += len(failed)
+        feedback = {e.get("trial"): e["feedback"] for e in final.get("evaluations") or []}
+        grounded: set[int] = set()  # the trials whose reflection quotes a failed test's input
+        for trial, reflection in (reflections or {}).get(str(final.get("thread_id")), []):
+            fig.reflections += 1
+            failed = [t for t, _ in feedback_tests(feedback.get(trial, ""), tests)]
+            if quotes_input(reflection, failed, entry):
+                fig.grounded += 1
+                grounded.add(trial)
         for a, b in pairs:
             later = _test_outcomes(attempts[b].get("feedback") or "", tests)
+            after_grounded = attempts[a].get("trial") in grounded
             for test, output in feedback_tests(attempts[a].get("feedback") or "", tests):
                 if test in later:
                     fig.failed_before += 1
                     fig.passed_after += later[test] is None
                     fig.same_output += later[test] == output
-        feedback = {e.get("trial"): e["feedback"] for e in final.get("evaluations") or []}
-        for trial, reflection in (reflections or {}).get(str(final.get("thread_id")), []):
-            fig.reflections += 1
-            failed = [t for t, _ in feedback_tests(feedback.get(trial, ""), tests)]
-            fig.grounded += quotes_input(reflection, failed, entry)
+                    fig.grounded_failed += after_grounded
+                    fig.grounded_passed += after_grounded and later[test] is None
     return fig
 
 
@@ -288,5 +299,12 @@ def retries(
             _share(fig.same_output, fig.failed_before),
         )
     for i, (path, _, _) in enumerate(loaded, 1):
-        table.caption = (table.caption + "\n" if table.caption else "") + f"{i}. {path}"
+        fig = RetryFigures(**figures[str(path)])
+        after = (
+            f" · after a grounded reflection: {_share(fig.grounded_passed, fig.grounded_failed)}"
+            " passed"
+            if fig.grounded
+            else ""
+        )
+        table.caption = (table.caption + "\n" if table.caption else "") + f"{i}. {path}{after}"
     report("retries", [table], figures, {"results": [str(p) for p in results]}, json_path)

@@ -197,6 +197,8 @@ def test_retry_figures_count_fixes_breaks_kept_answers_wrong_tests_and_grounding
     assert (fig.reflections, fig.grounded) == (3, 1)
     # every attempt fails add(1, 2) with output 3: each retry ran it again, the same way
     assert (fig.failed_before, fig.passed_after, fig.same_output) == (4, 0, 4)
+    # one of those retries followed the grounded reflection (thread 1, after trial 1)
+    assert (fig.grounded_failed, fig.grounded_passed) == (1, 0)
 
 
 def test_retry_figures_follow_the_tree_s_parents_and_read_each_failed_test_again():
@@ -272,5 +274,6 @@ def test_perf_retries_judges_each_attempt_with_the_hidden_tests(tmp_path, monkey
         1,
     )
     assert (fig["right_tests"], fig["wrong_tests"], fig["grounded"]) == (1, 0, 1)
+    assert (fig["grounded_failed"], fig["grounded_passed"]) == (1, 1)
     code, err = cli(monkeypatch, capsys, "perf", "retries", str(tmp_path / "none.jsonl"))
     assert code != 0 and "does not exist" in err
