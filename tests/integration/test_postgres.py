@@ -24,7 +24,13 @@ import pytest
 
 from reflexion.bench.driver import stream_thread
 from reflexion.core.context import Context
-from reflexion.core.persistence import open_checkpointer, open_store, thread_history
+from reflexion.core.persistence import (
+    annotate_head,
+    fork_thread,
+    open_checkpointer,
+    open_store,
+    thread_history,
+)
 from reflexion.graphs.qa import qa_builder
 from reflexion.hotpotqa.questions import load_hotpotqa
 from reflexion.testing import ScriptedChatModel
@@ -95,6 +101,32 @@ def test_a_thread_outlives_its_connection(dsn):
         (2, "y", "two."),
         (3, "Vltava", None),
     ]
+
+
+def test_a_paired_run_s_note_and_fork_on_postgres(dsn):
+    """What a paired run does to a shared first trial on PostgreSQL: the note of what it cost
+    lands on its last checkpoint in place (no new step, the history unchanged), and a fork of
+    it resumes to the end while the source stays stopped before its reflector."""
+    ctx = Context(max_trials=3, memory_size=3)
+    start = {"task": "Which river?", "context": "Prague lies on the Vltava.", "reference": "Vltava"}
+    with open_checkpointer(dsn) as saver:
+        graph = qa_builder(
+            actor_model=ScriptedChatModel(replies=[answer("x"), answer("Vltava")]),
+            reflector_model=ScriptedChatModel(replies=["Reflection: one."]),
+        ).compile(checkpointer=saver)
+        stream_thread(graph, "first", start, ctx, interrupt_before=["reflector"])
+        config: Any = {"configurable": {"thread_id": "first"}}
+        steps = [s.config["configurable"]["checkpoint_id"] for s in graph.get_state_history(config)]
+        annotate_head(saver, "first", {"shared_usage": {"actor": {"calls": 1}}})
+        assert graph.get_state(config).metadata["shared_usage"] == {"actor": {"calls": 1}}
+        assert [
+            s.config["configurable"]["checkpoint_id"] for s in graph.get_state_history(config)
+        ] == steps
+        fork_thread(saver, "first", "fork")
+        state = stream_thread(graph, "fork", None, ctx)
+        assert state["solved"] and state["trial"] == 2
+        source = graph.get_state(config)
+        assert source.next == ("reflector",) and source.values["trial"] == 1
 
 
 def test_cli_run_killed_then_resumed_and_listed(dsn, loopback, tmp_path):
