@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from reflexion.nodes.coder.actor import retries_fresh
 from reflexion.nodes.coder.common import (
     problem_of,
     prompt_names,
@@ -21,19 +20,11 @@ def code_reflection_messages(state: CodeState, ctx: CodeContext | None = None) -
     the failed implementation and its test results (less any held out,
     ``CodeContext.test_trust="held_out"``); under ``CodeContext.test_trust="checked"``,
     where the model's own tests decide, the request to check the first failed one against the
-    documentation before anything else (:func:`_check`).
-
-    Before a repair, the reflection names the faulty step and the change (the paper's). Before
-    a fresh retry, which never sees the failed code, it says what the documentation requires
-    for a failing input instead (:func:`requirement_form`): a description of the failed code
-    would carry it into the retry that was meant to start afresh."""
+    documentation before anything else (:func:`_check`)."""
     problem = problem_of(state)
     names = prompt_names(problem.language)
-    form = (
-        "code_reflect_fresh" if ctx is not None and requirement_form(state, ctx) else "code_reflect"
-    )
-    messages: list[BaseMessage] = [SystemMessage(render(f"{form}_system", **names))]
-    for example in few_shot(f"{form}_examples"):
+    messages: list[BaseMessage] = [SystemMessage(render("code_reflect_system", **names))]
+    for example in few_shot("code_reflect_examples"):
         attempt, _, lesson = example.partition("\nReflection:")
         messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
     feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The tests failed."
@@ -49,13 +40,6 @@ def code_reflection_messages(state: CodeState, ctx: CodeContext | None = None) -
     )
     check = _check(state, feedback) if ctx is not None and checks_own_tests(state, ctx) else None
     return [*messages, HumanMessage(user if check is None else f"{user}\n\n{check}")]
-
-
-def requirement_form(state: CodeState, ctx: CodeContext) -> bool:
-    """Whether the reflection is written for a fresh retry (``code_retry="fresh"``, or
-    ``"auto"`` after code that compiled), in the form of what the documentation requires;
-    the tree's expansions repair code, so they get the paper's form."""
-    return ctx.code_retry != "tree" and retries_fresh(state, ctx)
 
 
 def _check(state: CodeState, feedback: str) -> str | None:

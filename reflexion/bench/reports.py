@@ -294,8 +294,7 @@ def code_paired(
 ) -> Table:
     """Each multi-iteration run against its own first iteration, problem by problem (at
     T = 0 the first iteration is the ``simple`` baseline's sample): problems fixed and broken
-    by the later iterations, the exact McNemar p-value, and the reflections that copy the
-    reflector's worked examples (either form: before a repair, before a fresh retry)."""
+    by the later iterations, and the exact McNemar p-value."""
     out = table(
         "strategy",
         "problems",
@@ -309,7 +308,7 @@ def code_paired(
         "threads' last Ω reflections that reuse 5 words in a row of the reflection "
         "prompt's worked examples",
     )
-    worked = "\n\n".join(load_prompt(name) for name in (examples, "code_reflect_fresh_examples"))
+    worked = load_prompt(examples)
     for label, finals in results.items():
         rows = [
             (bool((f.get("pass_by_iteration") or [False])[0]), bool(f.get("hidden_pass")))

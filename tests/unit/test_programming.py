@@ -274,25 +274,6 @@ def test_loop_reflects_on_failed_tests_then_stops_when_they_pass():
     assert state["reflections"] == ["I subtracted instead of adding."]
 
 
-@pytest.mark.parametrize(
-    ("code_retry", "fresh_form"), [("fresh", True), ("repair", False), ("tree", False)]
-)
-def test_the_reflection_before_a_fresh_retry_states_the_requirement_not_the_code(
-    code_retry, fresh_form
-):
-    """A fresh retry never sees the failed code, so the reflection before it is asked for
-    what the documentation requires of a failing input, with examples in that form; a repair
-    (and the tree's expansions, which repair) gets the paper's form: the faulty step."""
-    graph, _actor, _tests, reflector = build([WRONG, RIGHT])
-    run(graph, CodeContext(max_trials=2, memory_size=1, test_trust="all", code_retry=code_retry))
-    system = reflector.prompts[0][0].text
-    examples = "\n".join(m.text for m in reflector.prompts[0][1:-1])
-    assert ("will not see this one" in system) is fresh_form
-    assert ("the documentation requires 3" in examples) is fresh_form
-    assert ("name the input that fails and the faulty step" in system) is not fresh_form
-    assert "return a - b" in reflector.prompt_text(0)  # the attempt is shown either way
-
-
 def test_hidden_tests_never_enter_a_prompt():
     graph, actor, tests_model, reflector = build([WRONG, WRONG, RIGHT])
     state = run(graph, CodeContext(max_trials=3, resample_repeats=0))
