@@ -277,6 +277,7 @@ def retries(
         title=f"retries judged by the hidden tests ({len(common)} tasks every file finished)",
     )
     figures: dict[str, dict[str, Any]] = {}
+    captions: list[str] = []  # each file's name, and what followed its grounded reflections
     judges: dict[tuple[str, str], Judge] = {}
     limits = Limits(test_timeout_s=10.0, suite_timeout_s=30.0)
     for i, (path, settings, finals) in enumerate(loaded, 1):
@@ -298,13 +299,12 @@ def retries(
             _share(fig.passed_after, fig.failed_before),
             _share(fig.same_output, fig.failed_before),
         )
-    for i, (path, _, _) in enumerate(loaded, 1):
-        fig = RetryFigures(**figures[str(path)])
         after = (
             f" · after a grounded reflection: {_share(fig.grounded_passed, fig.grounded_failed)}"
             " passed"
             if fig.grounded
             else ""
         )
-        table.caption = (table.caption + "\n" if table.caption else "") + f"{i}. {path}{after}"
+        captions.append(f"{i}. {path}{after}")
+    table.caption = "\n".join(captions)
     report("retries", [table], figures, {"results": [str(p) for p in results]}, json_path)
