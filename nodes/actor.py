@@ -143,7 +143,7 @@ def _resample(
     seed: Seeder,
     with_context: bool,
 ) -> tuple[FinishParse, str]:
-    """A retry under ``Context.answer_retry="resample"``: drawn from trial 1's prompt (as the
+    """A retry under ``QAContext.answer_retry="resample"``: drawn from trial 1's prompt (as the
     none baseline draws it, the same seed), and drawn again at the redraw temperature while
     its answer is one already judged incorrect (or none), as many times as a fresh-first retry
     may draw after its fresh draw (the memory's draw, ``redraw_rejected`` redraws and, with
@@ -225,7 +225,7 @@ def make_cot_actor(
                     parsed, text = again, again_text
                     break
         if ctx.correct_rejected and parsed.answer and normalize_answer(parsed.answer) in rejected:
-            # one turn saying so and asking for another (Context.correct_rejected)
+            # one turn saying so and asking for another (QAContext.correct_rejected)
             ask = HumanMessage(render("cot_rejected", answer=parsed.answer))
             turns = [*messages, AIMessage(text), ask]
             parsed = _ask_again(llm, turns, parsed, seed("correct"))

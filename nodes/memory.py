@@ -60,7 +60,7 @@ def memory_block(
     ``lessons`` is False: the built-in actors put them in the system message, see
     :func:`with_lessons`), then what the chosen strategy keeps (empty on the first trial),
     and, for an actor whose answers are checked against a reference (``rejected``), the
-    answers judged incorrect so far when ``Context.show_rejected`` asks for them."""
+    answers judged incorrect so far when ``QAContext.show_rejected`` asks for them."""
     parts = [lessons_block(state.lessons)] if lessons and state.lessons else []
     if ctx.uses_last_attempt and state.previous_trajectory:
         parts.append(
@@ -77,7 +77,7 @@ def memory_block(
 
 
 def with_memory(task: str, memory: str, ctx: AnswerMemory) -> str:
-    """The task's user message with the memory before it (``Context.memory_first``, the
+    """The task's user message with the memory before it (``QAContext.memory_first``, the
     paper's layout) or after it."""
     if not memory:
         return task

@@ -88,7 +88,7 @@ def code_messages(
     and the test results, the reflections (strategy ``reflexion``) and the request to fix it;
     for a fresh retry (:func:`retries_fresh`) the test results and reflections follow the
     problem in the same turn, without the previous implementation. Under
-    ``Context.code_retry="resample"`` every trial's prompt is the first trial's: the retry
+    ``CodeContext.code_retry="resample"`` every trial's prompt is the first trial's: the retry
     learns nothing from the failure, it is only another sample. Under ``"tree"`` the retry
     expands ``parent`` (:mod:`reflexion.nodes.coder.tree`): the task alone for the root, else
     that attempt's code, its results and its branch's reflections."""

@@ -83,7 +83,7 @@ def format_feedback(
 def doubted_tests(state: CodeState, failed_written: list[str], ctx: CodeContext) -> frozenset[str]:
     """Self-written tests this attempt failed that every earlier attempt with code failed too
     (agreement across attempts: the test, not the code, is the likelier culprit); none on the
-    first attempt or under ``Context.test_trust="all"``."""
+    first attempt or under ``CodeContext.test_trust="all"``."""
     if ctx.test_trust == "all" or not state.test_failures:
         return frozenset()
     common = set(failed_written)
@@ -112,7 +112,7 @@ def make_unit_test_evaluator(
     model: BaseChatModel | None = None,
 ) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
     """The evaluator node: success when every internal test that counts passes (under
-    every ``Context.test_trust`` but ``"all"``, self-written tests that every attempt failed do
+    every ``CodeContext.test_trust`` but ``"all"``, self-written tests that every attempt failed do
     not count) and, with ``CodeContext.cross_check``, independent implementations do not outvote the
     attempt on the probe tests (``model`` overrides ``Context.actor_model`` for drawing them).
     An attempt is never a success on empty evidence: when doubt leaves no counted test (or

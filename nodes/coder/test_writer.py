@@ -3,7 +3,7 @@
 The evaluator model writes unit tests for the signature and documentation; only statements
 that parse (Python ``ast``) or compile against the signature (Rust) are kept, deduplicated, and
 at most ``CodeContext.max_tests`` are sampled. The prompt's own examples come first as trusted
-tests (``CodeContext.example_tests``); under every ``Context.test_trust`` but ``"all"`` they
+tests (``CodeContext.example_tests``); under every ``CodeContext.test_trust`` but ``"all"`` they
 decide alone.
 """
 
@@ -108,7 +108,7 @@ def make_test_writer(
 ) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
     """The test-writer node; ``model`` overrides ``Context.evaluator_model`` (the tests are the
     evaluator's instrument). Tests given in the input are kept as they are. Under
-    every ``Context.test_trust`` but ``"all"`` a problem whose prompt gives examples gets those
+    every ``CodeContext.test_trust`` but ``"all"`` a problem whose prompt gives examples gets those
     only: the model writes no tests that could outvote them. ``CodeContext.cross_check`` then needs
     probes: in Python the examples with their inputs varied (no model call), else tests the
     model writes, which only compare implementations."""

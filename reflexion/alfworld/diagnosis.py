@@ -325,8 +325,8 @@ def diagnosis(turns: Sequence[Turn], task: str = "") -> str:
 
 
 def facts(turns: Sequence[Turn], task: str = "") -> str:
-    """The diagnosis as one memory entry (``Context.alfworld_memory="facts"``): where the goal's
-    objects were, then the refused commands with why, on one line."""
+    """The diagnosis as one memory entry (``HouseholdContext.alfworld_memory="facts"``): where
+    the goal's objects were, then the refused commands with why, on one line."""
     lines = [line.removeprefix("- ") for line in sightings(turns, task)]
     refused = [line.removeprefix("- ") for line in refused_commands(turns, task)]
     if refused:
@@ -336,8 +336,8 @@ def facts(turns: Sequence[Turn], task: str = "") -> str:
 
 def found_leads(turns: Sequence[Turn], task: str = "") -> str:
     """Each of the goal's objects the trial saw, with the ``go to`` that reaches it, as one
-    memory entry (``Context.alfworld_memory="sightings"``); ``""`` (no entry) when it saw none:
-    a trial that found nothing leaves the next one's prompt as it was."""
+    memory entry (``HouseholdContext.alfworld_memory="sightings"``); ``""`` (no entry) when it
+    saw none: a trial that found nothing leaves the next one's prompt as it was."""
     where, _ = _replay(turns, task)
     return " ".join(
         f"{thing} was at {place}: go to {place}." for thing, place in goal_objects(where, task)
@@ -345,10 +345,11 @@ def found_leads(turns: Sequence[Turn], task: str = "") -> str:
 
 
 def leads(turns: Sequence[Turn], task: str = "") -> str:
-    """Where the next trial should go, as one memory entry (``Context.alfworld_memory="leads"``):
-    each of the goal's objects the trial saw with the ``go to`` that reaches it, or, when it saw
-    none, the receptacles it never looked into. Nothing the game refused is quoted: a small
-    actor repeats the commands its memory names, even under "refused"."""
+    """Where the next trial should go, as one memory entry
+    (``HouseholdContext.alfworld_memory="leads"``): each of the goal's objects the trial saw
+    with the ``go to`` that reaches it, or, when it saw none, the receptacles it never looked
+    into. Nothing the game refused is quoted: a small actor repeats the commands its memory
+    names, even under "refused"."""
     if found := found_leads(turns, task):
         return found
     where, _ = _replay(turns, task)

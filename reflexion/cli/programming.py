@@ -148,7 +148,7 @@ def bench_programming(
             help="reflexion: fresh (a new sample at T = 0.8 from the task, the failed tests "
             "and the reflection, without the previous code) or repair (the previous code, its "
             "test results and the reflection: the paper) or auto (repair code that did not "
-            "compile, fresh otherwise).",
+            "compile, fresh otherwise); --strategy resample and tree set their own.",
         ),
     ] = opt.CODE_DEFAULTS.code_retry,
     cross_check: Annotated[
@@ -160,7 +160,9 @@ def bench_programming(
             help="reflexion: when an attempt passes the prompt's examples, draw up to N other "
             "implementations and run all on probe inputs (Python: the examples varied; Rust: "
             "model-written); an attempt two or more agreeing ones outnumber in behaviour is "
-            "retried (0: off, the paper).",
+            "retried. Where only self-written tests decide, they vote instead: a failed "
+            "test counts only when more of them pass it than fail it alike (0: off, the "
+            "paper).",
         ),
     ] = opt.CODE_DEFAULTS.cross_check,
     paired_runs: opt.PairedOpt = True,

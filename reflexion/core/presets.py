@@ -57,9 +57,7 @@ samples, not which loop it runs.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from reflexion.core.errors import ContextError
 
@@ -102,24 +100,3 @@ def preset_values(name: str, option: str = "preset") -> dict[str, Any]:
     if not isinstance(name, str) or name not in PRESETS:
         raise ContextError(f"{option} '{name}' is not a preset: use one of {', '.join(PRESETS)}")
     return dict(PRESETS[name])
-
-
-T = TypeVar("T")
-
-
-def accepting_presets(cls: type[T]) -> type[T]:
-    """Class decorator of ``Context``: its ``__init__`` takes ``preset=NAME`` (an ``InitVar``)
-    and fills in that preset's fields under the values given. LangGraph builds the context of
-    ``invoke(..., context={...})`` and a server's JSON context as ``Context(**mapping)``, so a
-    mapping's ``"preset"`` works there too."""
-    init: Callable[..., None] = cls.__init__
-
-    @functools.wraps(init)
-    def __init__(self: T, /, **values: Any) -> None:
-        name = values.get("preset")
-        if name is not None:
-            values = {**preset_values(name), **values}
-        init(self, **values)
-
-    cls.__init__ = __init__  # type: ignore[method-assign, assignment]
-    return cls

@@ -34,7 +34,7 @@ class TrialRecord(TypedDict):
     """Programming: whether the answer compiled (absent when there was no answer to build)."""
     compiler_fix: NotRequired[bool]
     """Programming: set when the answer was the previous one with the compiler's suggested
-    fixes applied (``Context.compiler_fixes``), not a model's sample."""
+    fixes applied (``CodeContext.compiler_fixes``), not a model's sample."""
     tests_passed: NotRequired[int]
     """Programming: how many of the internal tests that count (not doubted) the answer passed."""
     tests_counted: NotRequired[int]

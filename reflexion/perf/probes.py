@@ -1,5 +1,5 @@
-"""``reflexion perf probes``: how well cross-check's probes (``Context.cross_check``) could tell a
-wrong implementation from a right one, with a perfect witness.
+"""``reflexion perf probes``: how well cross-check's probes (``CodeContext.cross_check``) could
+tell a wrong implementation from a right one, with a perfect witness.
 
 For each first attempt of a HumanEval (Python) results file that passes the prompt's examples,
 the probes varied from those examples are run against the attempt and against HumanEval's
