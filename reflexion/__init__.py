@@ -7,11 +7,11 @@ The public API, loaded on first use so that ``import reflexion`` stays light::
 and each graph's own context: ``QAContext``, ``ReActContext``, ``CodeContext``,
 ``HouseholdContext``.
 
-The package is grouped by role: ``core`` (context, state, models, memory, lessons, persistence),
-one folder per task family (``hotpotqa``, ``programming``, ``alfworld``), ``bench`` (the
-benchmark driver and its reports), ``cli``, ``perf`` and ``testing`` (fake models); the graphs,
-their nodes and the prompt files are ``reflexion.graphs``, ``reflexion.nodes`` and
-``reflexion.prompts``.
+The package is grouped by role: ``core`` (context, state, models, memory, lessons,
+persistence, threads), one folder per task family (``hotpotqa``, ``programming``,
+``alfworld``), ``bench`` (the benchmark driver and its reports), ``cli``, ``perf`` and
+``testing`` (fake models); the graphs, their nodes and the prompt files are
+``reflexion.graphs``, ``reflexion.nodes`` and ``reflexion.prompts``.
 """
 
 from __future__ import annotations

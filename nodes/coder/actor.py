@@ -42,8 +42,10 @@ from reflexion.nodes.memory import with_lessons
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import (
     CodeProblem,
-    extract_code,
     rust_preamble,
+)
+from reflexion.programming.replies import (
+    extract_code,
 )
 from reflexion.programming.sandbox import (
     fix_rust,

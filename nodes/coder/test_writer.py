@@ -25,9 +25,11 @@ from reflexion.programming.examples import example_tests
 from reflexion.programming.probes import mutated_probes
 from reflexion.programming.problems import (
     CodeProblem,
+    stub,
+)
+from reflexion.programming.replies import (
     candidate_tests,
     sample_tests,
-    stub,
 )
 from reflexion.programming.sandbox import (
     Limits,

@@ -35,7 +35,7 @@ from reflexion.bench.threads import ServerGraph as ServerGraph
 from reflexion.bench.threads import recursion_limit, release_held, unrecorded, update_events
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.persistence import annotate_head, fork_thread, replay_from
+from reflexion.core.threads import annotate_head, fork_thread, replay_from
 from reflexion.core.usage import Usage, UsageRecorder, merge
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]

@@ -26,9 +26,9 @@ which runs here when given a :class:`~reflexion.bench.threads.ServerGraph`):
   model string the server cannot load) stops it, as a local run does;
 * on a rerun a task with a ``final`` line is skipped; a thread that is still running is waited
   for; an unfinished thread (interrupted, failed, cut off, or cancelled between a node's saved
-  writes and its step's checkpoint: :func:`reflexion.core.persistence.unfinished`) is resumed with
+  writes and its step's checkpoint: :func:`reflexion.core.threads.unfinished`) is resumed with
   input ``None``, from its latest checkpoint's id when a node was cancelled halfway through
-  its writes (:func:`reflexion.core.persistence.cut_short`: the step is replayed); a finished
+  its writes (:func:`reflexion.core.threads.cut_short`: the step is replayed); a finished
   thread without a ``final`` line gets it from its state without running again.
 
 Accounting differs from a local run, because the server does not hand over LangChain
@@ -64,7 +64,7 @@ from reflexion.bench.threads import (
 )
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.persistence import replay_from, unfinished
+from reflexion.core.threads import replay_from, unfinished
 from reflexion.core.usage import OTHER, UNCOUNTED, Usage, merge, node_of
 
 STREAM_MODES: tuple[StreamMode, ...] = ("updates", "checkpoints", "messages-tuple", "tasks")
@@ -199,7 +199,7 @@ class _SavedTask:
 @dataclass(frozen=True)
 class _Snapshot:
     """A server's saved state with the attributes of a local ``StateSnapshot`` that
-    :func:`reflexion.core.persistence.thread_history` reads."""
+    :func:`reflexion.core.threads.thread_history` reads."""
 
     values: Any
     next: tuple[str, ...]

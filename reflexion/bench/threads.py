@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableConfig
 
 from reflexion.bench.ledger import BenchTask
 from reflexion.core.context import Context
-from reflexion.core.persistence import cut_short, thread_history
+from reflexion.core.threads import cut_short, thread_history
 
 Finalize = Callable[[BenchTask, dict[str, Any]], dict[str, Any]]
 """``finalize(task, final_state)``: fields to add to a task's ``final`` line (e.g. the

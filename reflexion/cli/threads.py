@@ -63,12 +63,9 @@ from reflexion.cli.options import (
 from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL, installed_presets
-from reflexion.core.persistence import (
-    thread_history,
-    unfinished,
-)
 from reflexion.core.presets import PRESET_FIELDS
 from reflexion.core.retries import provider_failure
+from reflexion.core.threads import thread_history, unfinished
 from reflexion.core.transport import current_transport, set_transport, transport_of
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
 from reflexion.hotpotqa.context import QAContext, ReActContext

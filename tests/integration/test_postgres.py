@@ -24,13 +24,8 @@ import pytest
 
 from reflexion.bench.driver import stream_thread
 from reflexion.core.context import Context
-from reflexion.core.persistence import (
-    annotate_head,
-    fork_thread,
-    open_checkpointer,
-    open_store,
-    thread_history,
-)
+from reflexion.core.persistence import open_checkpointer, open_store
+from reflexion.core.threads import annotate_head, fork_thread, thread_history
 from reflexion.graphs.qa import qa_builder
 from reflexion.hotpotqa.questions import load_hotpotqa
 from reflexion.testing import ScriptedChatModel

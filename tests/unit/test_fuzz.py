@@ -82,15 +82,17 @@ from reflexion.nodes.coder import format_feedback, valid_tests
 from reflexion.programming.context import CodeContext
 from reflexion.programming.examples import example_tests
 from reflexion.programming.problems import (
-    CodeParse,
     CodeProblem,
     Language,
     assemble,
-    candidate_tests,
-    extract_code,
     language_of,
     python_preamble,
     rust_preamble,
+)
+from reflexion.programming.replies import (
+    CodeParse,
+    candidate_tests,
+    extract_code,
     tidy_python,
 )
 from reflexion.programming.sandbox import SuiteResult, TestOutcome

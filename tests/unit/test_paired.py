@@ -19,7 +19,7 @@ from reflexion.bench.reports import qa_paired
 from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.persistence import annotate_head, fork_thread
+from reflexion.core.threads import annotate_head, fork_thread
 from reflexion.graphs.qa import qa_builder
 from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext

@@ -23,15 +23,8 @@ from reflexion.bench.ledger import BenchTask, Sink, recorded_lines
 from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.persistence import (
-    Target,
-    cut_short,
-    open_checkpointer,
-    open_store,
-    parse_target,
-    thread_history,
-    unfinished,
-)
+from reflexion.core.persistence import Target, open_checkpointer, open_store, parse_target
+from reflexion.core.threads import cut_short, thread_history, unfinished
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder
 from reflexion.testing import ScriptedChatModel

