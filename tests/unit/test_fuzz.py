@@ -443,7 +443,7 @@ def test_format_feedback(result: SuiteResult, language: str) -> None:
         assert text.startswith("The implementation does not compile:")
 
 
-# ---- reflexion/household.py -------------------------------------------------------------------
+# ---- nodes/household/ ------------------------------------------------------------------------
 
 
 def check_turn(result: ParsedTurn) -> None:

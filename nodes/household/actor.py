@@ -1,13 +1,12 @@
-"""The ALFWorld agent: a ReAct actor that plays a household game, the paper's two
-self-evaluators (a heuristic and an LLM judge) and the reflection prompt.
+"""The ALFWorld actor: a ReAct player of a household game, one trial as a subgraph.
 
-One trial is a subgraph — ``begin → turn → turn → … → END`` — used as the Reflexion graph's
-``actor`` node. ``begin`` resets the game; each ``turn`` asks the model for one line (a
-``think:`` step, answered ``OK.``, or a command sent to the environment) and records the
-observation, so every turn is checkpointed and a resumed thread replays its commands into a
-fresh environment (:class:`~reflexion.alfworld.sessions.EnvSessions`). A trial ends when the
-environment closes the episode, at the step limit, when the prompt outgrows the context
-budget, or — with the heuristic evaluator — as soon as the heuristic holds.
+One trial is ``begin → turn → turn → … → END``, used as the Reflexion graph's ``actor`` node.
+``begin`` resets the game; each ``turn`` asks the model for one line (a ``think:`` step, answered
+``OK.``, or a command sent to the environment) and records the observation, so every turn is
+checkpointed and a resumed thread replays its commands into a fresh environment
+(:class:`~reflexion.alfworld.sessions.EnvSessions`). A trial ends when the environment closes the
+episode, at the step limit, when the prompt outgrows the context budget, or (with the heuristic
+evaluator) as soon as the heuristic holds.
 
 The engine's ``won`` flag is recorded per trial for scoring only (``episodes``); neither the
 agent nor the evaluators read it.
@@ -26,21 +25,15 @@ from langgraph.config import get_config
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, Field
 
 from reflexion.alfworld.context import HouseholdContext
 from reflexion.alfworld.diagnosis import (
-    diagnosis,
     explained,
-    facts,
-    found_leads,
-    leads,
-    turns_of,
 )
 from reflexion.alfworld.env import Environment, TextWorldEnv
 from reflexion.alfworld.games import LIST_HINT, Game, resolve_game
 from reflexion.alfworld.sessions import EnvSessions
-from reflexion.alfworld.state import Episode, HouseholdState
+from reflexion.alfworld.state import Episode
 from reflexion.alfworld.turns import (
     EMPTY_REPLY,
     NOTHING,
@@ -54,17 +47,13 @@ from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, alfworld_family, recall_update
 from reflexion.core.memory import reflection_window
-from reflexion.core.state import TrialInput, TrialRecord
+from reflexion.core.state import TrialInput
 from reflexion.nodes.common import (
     actor_llm,
     named_seed,
     prompt_tokens,
-    resolve_model,
-    trajectory_text,
 )
-from reflexion.nodes.evaluator import Evaluation, ask_judge
 from reflexion.nodes.memory import memory_block, with_lessons
-from reflexion.nodes.reflector import reflection_messages
 from reflexion.prompts import few_shot, render
 
 STOP = ["\n"]
@@ -77,9 +66,6 @@ def thread_key(config: RunnableConfig | None) -> str:
     """The thread a node runs in: its environment session's key."""
     configurable = (config or {}).get("configurable") or {}
     return str(configurable.get("thread_id") or "default")
-
-
-# ---- prompts ----------------------------------------------------------------------------------
 
 
 def example_turns(example: str) -> list[BaseMessage]:
@@ -130,37 +116,6 @@ def household_messages(
     for turn, observation in zip(turns, observed, strict=True):
         messages += [AIMessage(turn["action"]), HumanMessage(observation)]
     return messages
-
-
-def household_reflection_messages(
-    state: Any, ctx: HouseholdContext | None = None
-) -> list[BaseMessage]:
-    """The reflector prompt for a failed ALFWorld trial: instructions, two worked examples,
-    then the trial and the evaluator's feedback, followed
-    (``HouseholdContext.alfworld_diagnosis``) by the commands the game refused and why."""
-    feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
-    if ctx is None or ctx.alfworld_diagnosis:
-        found = diagnosis(turns_of(state.trajectory), state.task)
-        feedback = f"{feedback}\n{found}" if found else feedback
-    return reflection_messages(
-        state, "alfworld_reflect_examples", prompts="alfworld_reflect", feedback=feedback
-    )
-
-
-def household_written(state: Any, ctx: HouseholdContext) -> str | None:
-    """The memory entry of a failed trial written without a model
-    (``HouseholdContext.alfworld_memory`` ``"facts"``, ``"leads"`` or ``"sightings"``, where
-    ``""`` adds no entry); None for ``"reflection"``, so the reflector model writes it."""
-    if ctx.alfworld_memory == "facts":
-        return facts(turns_of(state.trajectory), state.task)
-    if ctx.alfworld_memory == "leads":
-        return leads(turns_of(state.trajectory), state.task)
-    if ctx.alfworld_memory == "sightings":
-        return found_leads(turns_of(state.trajectory), state.task)
-    return None
-
-
-# ---- the actor --------------------------------------------------------------------------------
 
 
 @dataclass(kw_only=True)
@@ -330,63 +285,3 @@ def make_household_actor(
     builder.add_conditional_edges("begin", after)
     builder.add_conditional_edges("turn", after)
     return builder.compile(name="household-actor")
-
-
-# ---- the evaluators ---------------------------------------------------------------------------
-
-
-class HouseholdVerdict(BaseModel):
-    """The LLM self-evaluator's structured answer."""
-
-    reasoning: str = Field(description="One or two sentences on what the last steps show.")
-    verdict: Literal["yes", "no"] = Field(description="Whether the task was completed.")
-
-
-def heuristic_evaluation(state: HouseholdState, ctx: HouseholdContext) -> Evaluation:
-    """The paper's heuristic self-evaluation: a trial succeeds when the environment closed
-    the episode (which ALFWorld does when the goal is reached) before the heuristic held or
-    the step limit ran out."""
-    if state.stop_reason is None:
-        return Evaluation(1.0, True, "The episode ended after the last action: the task is done.")
-    return Evaluation(0.0, False, f"The trial failed: {state.stop_reason}.")
-
-
-def judge_messages(state: HouseholdState) -> list[BaseMessage]:
-    user = render(
-        "alfworld_judge_task", task=state.task.strip(), trajectory=trajectory_text(state.trajectory)
-    )
-    return [SystemMessage(render("alfworld_judge_system")), HumanMessage(user)]
-
-
-def make_household_evaluator(
-    model: BaseChatModel | None = None,
-) -> Callable[[HouseholdState, Runtime[HouseholdContext]], dict[str, Any]]:
-    """The evaluator node: the heuristic by default, the LLM judge (a binary classification
-    of the trajectory by ``Context.evaluator_model``, or ``model``) with ``evaluator=llm``."""
-
-    def evaluator(state: HouseholdState, runtime: Runtime[HouseholdContext]) -> dict[str, Any]:
-        ctx = get_context(runtime, HouseholdContext)
-        if ctx.evaluator == "llm":
-            llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
-            verdict = ask_judge(llm, judge_messages(state), HouseholdVerdict)
-            success = bool(verdict.success)
-            label = "complete" if success else "not complete"
-            if verdict.success is None:
-                label = "not complete (the evaluator gave no verdict)"
-            why = f": {verdict.feedback}" if verdict.feedback else ""
-            feedback = f"The evaluator judged the task {label}{why}"
-            if state.stop_reason and not success:
-                feedback += f" The trial ended because {state.stop_reason}."
-            result = Evaluation(float(success), success, feedback)
-        else:
-            result = heuristic_evaluation(state, ctx)
-        record = TrialRecord(
-            trial=state.trial,
-            answer=None,
-            score=result.score,
-            success=result.success,
-            feedback=result.feedback,
-        )
-        return {"evaluations": [record], "solved": result.success}
-
-    return evaluator

@@ -1,0 +1,80 @@
+"""The ALFWorld self-evaluators, as in the paper: a heuristic (the episode closed before the
+step limit) and an LLM judge of the trajectory. Neither reads the engine's ``won`` flag."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.state import HouseholdState
+from reflexion.core.context import get_context
+from reflexion.core.state import TrialRecord
+from reflexion.nodes.common import (
+    resolve_model,
+    trajectory_text,
+)
+from reflexion.nodes.evaluator import Evaluation, ask_judge
+from reflexion.prompts import render
+
+
+class HouseholdVerdict(BaseModel):
+    """The LLM self-evaluator's structured answer."""
+
+    reasoning: str = Field(description="One or two sentences on what the last steps show.")
+    verdict: Literal["yes", "no"] = Field(description="Whether the task was completed.")
+
+
+def heuristic_evaluation(state: HouseholdState, ctx: HouseholdContext) -> Evaluation:
+    """The paper's heuristic self-evaluation: a trial succeeds when the environment closed
+    the episode (which ALFWorld does when the goal is reached) before the heuristic held or
+    the step limit ran out."""
+    if state.stop_reason is None:
+        return Evaluation(1.0, True, "The episode ended after the last action: the task is done.")
+    return Evaluation(0.0, False, f"The trial failed: {state.stop_reason}.")
+
+
+def judge_messages(state: HouseholdState) -> list[BaseMessage]:
+    user = render(
+        "alfworld_judge_task", task=state.task.strip(), trajectory=trajectory_text(state.trajectory)
+    )
+    return [SystemMessage(render("alfworld_judge_system")), HumanMessage(user)]
+
+
+def make_household_evaluator(
+    model: BaseChatModel | None = None,
+) -> Callable[[HouseholdState, Runtime[HouseholdContext]], dict[str, Any]]:
+    """The evaluator node: the heuristic by default, the LLM judge (a binary classification
+    of the trajectory by ``Context.evaluator_model``, or ``model``) with ``evaluator=llm``."""
+
+    def evaluator(state: HouseholdState, runtime: Runtime[HouseholdContext]) -> dict[str, Any]:
+        ctx = get_context(runtime, HouseholdContext)
+        if ctx.evaluator == "llm":
+            llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
+            verdict = ask_judge(llm, judge_messages(state), HouseholdVerdict)
+            success = bool(verdict.success)
+            label = "complete" if success else "not complete"
+            if verdict.success is None:
+                label = "not complete (the evaluator gave no verdict)"
+            why = f": {verdict.feedback}" if verdict.feedback else ""
+            feedback = f"The evaluator judged the task {label}{why}"
+            if state.stop_reason and not success:
+                feedback += f" The trial ended because {state.stop_reason}."
+            result = Evaluation(float(success), success, feedback)
+        else:
+            result = heuristic_evaluation(state, ctx)
+        record = TrialRecord(
+            trial=state.trial,
+            answer=None,
+            score=result.score,
+            success=result.success,
+            feedback=result.feedback,
+        )
+        return {"evaluations": [record], "solved": result.success}
+
+    return evaluator

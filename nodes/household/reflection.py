@@ -1,0 +1,47 @@
+"""What a failed ALFWorld trial leaves for the next one: the reflector's prompt (with the
+diagnosis of refused commands) or, under ``HouseholdContext.alfworld_memory``, an entry written
+from the trial's turns without a model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.diagnosis import (
+    diagnosis,
+    facts,
+    found_leads,
+    leads,
+    turns_of,
+)
+from reflexion.nodes.reflector import reflection_messages
+
+
+def household_reflection_messages(
+    state: Any, ctx: HouseholdContext | None = None
+) -> list[BaseMessage]:
+    """The reflector prompt for a failed ALFWorld trial: instructions, two worked examples,
+    then the trial and the evaluator's feedback, followed
+    (``HouseholdContext.alfworld_diagnosis``) by the commands the game refused and why."""
+    feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
+    if ctx is None or ctx.alfworld_diagnosis:
+        found = diagnosis(turns_of(state.trajectory), state.task)
+        feedback = f"{feedback}\n{found}" if found else feedback
+    return reflection_messages(
+        state, "alfworld_reflect_examples", prompts="alfworld_reflect", feedback=feedback
+    )
+
+
+def household_written(state: Any, ctx: HouseholdContext) -> str | None:
+    """The memory entry of a failed trial written without a model
+    (``HouseholdContext.alfworld_memory`` ``"facts"``, ``"leads"`` or ``"sightings"``, where
+    ``""`` adds no entry); None for ``"reflection"``, so the reflector model writes it."""
+    if ctx.alfworld_memory == "facts":
+        return facts(turns_of(state.trajectory), state.task)
+    if ctx.alfworld_memory == "leads":
+        return leads(turns_of(state.trajectory), state.task)
+    if ctx.alfworld_memory == "sightings":
+        return found_leads(turns_of(state.trajectory), state.task)
+    return None
