@@ -10,11 +10,13 @@ from typing import Annotated, Any
 import typer
 
 from reflexion.bench.driver import solved_by_trial
+from reflexion.bench.family_tables import (
+    accepted_table,
+    code_summary,
+)
 from reflexion.bench.ledger import finished_tasks
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import (
-    accepted_table,
-    code_summary,
     compare_table,
     outcome,
     outcome_table,

@@ -205,7 +205,9 @@ def test_recorder_take_hands_over_and_resets():
 
 
 def test_usage_table_reports_tokens_per_solved_task():
-    from reflexion.bench.reports import outcome_table
+    from reflexion.bench.reports import (
+        outcome_table,
+    )
 
     finals = [
         {"solved": True, "usage": {"actor": {**counts(2), "wall_s": 1.0}}},

@@ -14,8 +14,10 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.bench.driver import run_benchmark
+from reflexion.bench.family_tables import (
+    qa_paired,
+)
 from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
-from reflexion.bench.reports import qa_paired
 from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
@@ -332,7 +334,9 @@ def test_each_qa_agent_names_the_redraws_its_actor_makes(cls):
 
 
 def test_repeated_counts_retries_that_give_a_rejected_answer_again():
-    from reflexion.bench.reports import repeated
+    from reflexion.bench.family_tables import (
+        repeated,
+    )
 
     def final(*answers: tuple[str, bool]) -> dict:
         return {"evaluations": [{"answer": a, "success": ok} for a, ok in answers]}

@@ -374,7 +374,9 @@ def test_copy_rate_counts_texts_that_reuse_a_run_of_the_examples_words():
 
 def test_the_paired_programming_table_reports_fixed_broken_p_and_copy_rate():
 
-    from reflexion.bench.reports import code_paired
+    from reflexion.bench.family_tables import (
+        code_paired,
+    )
 
     copied = "My filter only accepts lowercase vowels, so nothing else counts."
     finals = [

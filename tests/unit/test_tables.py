@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from reflexion.bench import reports
+from reflexion.bench import family_tables, reports
 
 LABELS = [
     "cot-gt none",
@@ -52,9 +52,9 @@ def rendered(table: Table) -> str:
         lambda: reports.summarize(RESULTS, 4),
         lambda: reports.summarize(RESULTS, 10),
         lambda: reports.outcome_table(RESULTS, {}, lambda f: f["solved"], "questions"),
-        lambda: reports.qa_paired(RESULTS, "cot-gt none"),
-        lambda: reports.code_summary(RESULTS),
-        lambda: reports.code_paired(RESULTS),
+        lambda: family_tables.qa_paired(RESULTS, "cot-gt none"),
+        lambda: family_tables.code_summary(RESULTS),
+        lambda: family_tables.code_paired(RESULTS),
     ],
     ids=[
         "accuracy by trial",
@@ -76,9 +76,9 @@ def test_report_tables_fit_80_columns(make):
 @pytest.mark.parametrize(
     "make",
     [
-        lambda r: reports.qa_paired(r, "none"),
-        reports.code_paired,
-        reports.code_summary,
+        lambda r: family_tables.qa_paired(r, "none"),
+        family_tables.code_paired,
+        family_tables.code_summary,
         lambda r: reports.outcome_table(r, {}, lambda f: f["solved"], "problems"),
     ],
     ids=["paired qa", "paired code", "pass@1", "outcomes and usage"],
@@ -188,7 +188,7 @@ def test_the_no_oracle_table_scores_the_judge_and_the_answers_on_gold():
         "none": [row("a", [True], [False]), row("b", [False, False], [False, False])],
         "reflexion": [row("a", [True], [False]), row("b", [False, True], [False, True])],
     }
-    lines = rendered(reports.judge_table(results, "none")).splitlines()
+    lines = rendered(family_tables.judge_table(results, "none")).splitlines()
     assert next(ln for ln in lines if ln.strip().startswith("none")).split() == [
         "none",
         "3",
