@@ -40,13 +40,8 @@ from reflexion.nodes.coder.tree import (
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import with_lessons
 from reflexion.programming.context import CodeContext
-from reflexion.programming.problems import (
-    CodeProblem,
-    rust_preamble,
-)
-from reflexion.programming.replies import (
-    extract_code,
-)
+from reflexion.programming.problems import CodeProblem, rust_preamble
+from reflexion.programming.replies import extract_code
 from reflexion.programming.sandbox import (
     fix_rust,
 )

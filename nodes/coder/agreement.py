@@ -25,13 +25,8 @@ from reflexion.programming.agreement import (
     verdict,
 )
 from reflexion.programming.context import CodeContext
-from reflexion.programming.problems import (
-    CodeProblem,
-    assemble,
-)
-from reflexion.programming.replies import (
-    extract_code,
-)
+from reflexion.programming.problems import CodeProblem, assemble
+from reflexion.programming.replies import extract_code
 from reflexion.programming.sandbox import (
     Limits,
     SuiteResult,

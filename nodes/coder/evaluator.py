@@ -30,9 +30,7 @@ from reflexion.programming.agreement import (
     fingerprint,
 )
 from reflexion.programming.context import CodeContext
-from reflexion.programming.problems import (
-    assemble,
-)
+from reflexion.programming.problems import assemble
 from reflexion.programming.sandbox import (
     Limits,
     SuiteResult,

@@ -23,14 +23,8 @@ from reflexion.nodes.common import resolve_model
 from reflexion.programming.context import CodeContext
 from reflexion.programming.examples import example_tests
 from reflexion.programming.probes import mutated_probes
-from reflexion.programming.problems import (
-    CodeProblem,
-    stub,
-)
-from reflexion.programming.replies import (
-    candidate_tests,
-    sample_tests,
-)
+from reflexion.programming.problems import CodeProblem, stub
+from reflexion.programming.replies import candidate_tests, sample_tests
 from reflexion.programming.sandbox import (
     Limits,
     check_rust_tests,

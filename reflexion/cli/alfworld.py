@@ -13,15 +13,10 @@ from reflexion.alfworld.context import HouseholdContext, HouseholdMemory, Memory
 from reflexion.alfworld.env import ENGINE_MISSING, engine_available
 from reflexion.alfworld.games import load_games, pack_games, select_games
 from reflexion.alfworld.scoring import failure_curves, self_evaluation, solved_curve, won_at
-from reflexion.bench.family_tables import (
-    household_summary,
-)
+from reflexion.bench.family_tables import household_summary
 from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
-from reflexion.bench.reports import (
-    compare_table,
-    outcome_table,
-)
+from reflexion.bench.reports import compare_table, outcome_table
 from reflexion.bench.settings import result_settings
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt

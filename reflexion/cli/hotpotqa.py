@@ -8,16 +8,10 @@ from typing import Annotated, Any
 import typer
 
 from reflexion.bench.driver import Finalize, solved_by_trial
-from reflexion.bench.family_tables import (
-    judge_table,
-    qa_paired,
-)
+from reflexion.bench.family_tables import judge_table, qa_paired
 from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
-from reflexion.bench.reports import (
-    outcome_table,
-    summarize,
-)
+from reflexion.bench.reports import outcome_table, summarize
 from reflexion.bench.settings import result_settings
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt

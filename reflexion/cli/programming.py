@@ -10,16 +10,10 @@ import typer
 from rich.markup import escape
 
 from reflexion.bench.driver import Finalize
-from reflexion.bench.family_tables import (
-    accepted_table,
-    code_paired,
-    code_summary,
-)
+from reflexion.bench.family_tables import accepted_table, code_paired, code_summary
 from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
-from reflexion.bench.reports import (
-    outcome_table,
-)
+from reflexion.bench.reports import outcome_table
 from reflexion.bench.settings import result_settings
 from reflexion.cli import bench as run
 from reflexion.cli import options as opt

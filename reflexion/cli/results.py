@@ -10,18 +10,10 @@ from typing import Annotated, Any
 import typer
 
 from reflexion.bench.driver import solved_by_trial
-from reflexion.bench.family_tables import (
-    accepted_table,
-    code_summary,
-)
+from reflexion.bench.family_tables import accepted_table, code_summary
 from reflexion.bench.ledger import finished_tasks
 from reflexion.bench.plots import learning_curve
-from reflexion.bench.reports import (
-    compare_table,
-    outcome,
-    outcome_table,
-    slices_table,
-)
+from reflexion.bench.reports import compare_table, outcome, outcome_table, slices_table
 from reflexion.cli import options as opt
 from reflexion.cli.common import console
 from reflexion.core.errors import ReflexionError

@@ -15,9 +15,7 @@ from langgraph.types import Command
 from rich.markup import escape
 
 from reflexion.bench.driver import Graph, snapshot, stream_thread
-from reflexion.bench.reports import (
-    table,
-)
+from reflexion.bench.reports import table
 from reflexion.cli.common import (
     checkpointer,
     compile_agent,

@@ -20,9 +20,7 @@ import ast
 from collections.abc import Iterator
 from typing import Any
 
-from reflexion.programming.replies import (
-    sample_tests,
-)
+from reflexion.programming.replies import sample_tests
 
 
 def mutated_probes(trusted: list[str], entry_point: str, limit: int, seed: str) -> list[str]:

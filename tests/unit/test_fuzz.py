@@ -89,12 +89,7 @@ from reflexion.programming.problems import (
     python_preamble,
     rust_preamble,
 )
-from reflexion.programming.replies import (
-    CodeParse,
-    candidate_tests,
-    extract_code,
-    tidy_python,
-)
+from reflexion.programming.replies import CodeParse, candidate_tests, extract_code, tidy_python
 from reflexion.programming.sandbox import SuiteResult, TestOutcome
 from tests.hangkit import bounded
 

@@ -7,13 +7,8 @@ from reflexion.alfworld.diagnosis import refused_commands
 from reflexion.alfworld.turns import NOTHING, Turn, hallucinated_actions, parse_turn
 from reflexion.core.parsing import clean_reflection, parse_finish, parse_react_step, parse_verdict
 from reflexion.hotpotqa.wiki import base_title
-from reflexion.programming.problems import (
-    python_preamble,
-)
-from reflexion.programming.replies import (
-    candidate_tests,
-    extract_code,
-)
+from reflexion.programming.problems import python_preamble
+from reflexion.programming.replies import candidate_tests, extract_code
 from tests.hangkit import bounded
 from tests.unit.test_fuzz import PY, RS
 

@@ -14,9 +14,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.bench.driver import run_benchmark
-from reflexion.bench.family_tables import (
-    qa_paired,
-)
+from reflexion.bench.family_tables import qa_paired
 from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
 from reflexion.cli.app import main
 from reflexion.core.context import Context

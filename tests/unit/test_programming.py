@@ -17,17 +17,8 @@ from reflexion.core.selection import answers_in_force
 from reflexion.graphs.programming import programming_builder
 from reflexion.nodes.coder import format_feedback
 from reflexion.programming.context import CodeContext
-from reflexion.programming.problems import (
-    CodeProblem,
-    assemble,
-    hidden_test,
-    load_problems,
-)
-from reflexion.programming.replies import (
-    candidate_tests,
-    extract_code,
-    sample_tests,
-)
+from reflexion.programming.problems import CodeProblem, assemble, hidden_test, load_problems
+from reflexion.programming.replies import candidate_tests, extract_code, sample_tests
 from reflexion.programming.sandbox import SuiteResult, TestOutcome
 from reflexion.programming.scoring import (
     confusion,
