@@ -42,9 +42,7 @@ from reflexion.nodes.memory import with_lessons
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem, rust_preamble
 from reflexion.programming.replies import extract_code
-from reflexion.programming.sandbox import (
-    fix_rust,
-)
+from reflexion.programming.sandbox import fix_rust
 from reflexion.programming.state import CodeState
 from reflexion.prompts import render
 

@@ -26,9 +26,7 @@ from reflexion.nodes.coder.common import (
     problem_of,
     run_tests,
 )
-from reflexion.programming.agreement import (
-    fingerprint,
-)
+from reflexion.programming.agreement import fingerprint
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import assemble
 from reflexion.programming.sandbox import (

@@ -27,9 +27,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
 from reflexion.alfworld.context import HouseholdContext
-from reflexion.alfworld.diagnosis import (
-    explained,
-)
+from reflexion.alfworld.diagnosis import explained
 from reflexion.alfworld.env import Environment, TextWorldEnv
 from reflexion.alfworld.games import LIST_HINT, Game, resolve_game
 from reflexion.alfworld.sessions import EnvSessions

@@ -40,9 +40,7 @@ from reflexion.programming.sandbox.processes import (
     wait_exit,
     write_text,
 )
-from reflexion.programming.sandbox.results import (
-    Limits,
-)
+from reflexion.programming.sandbox.results import Limits
 from reflexion.programming.sandbox.rust import (
     RUSTC_FLAGS,
     launcher_source,

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
 from reflexion.bench.ledger import finished_tasks, read_results
@@ -77,8 +78,8 @@ def dump(db: str, results: list[str], out: str) -> None:
         graph = qa_builder(with_context=True).compile(checkpointer=saver)
         for thread in threads:
             task_id = thread.split("-", 2)[2]
-            config = {"configurable": {"thread_id": thread}}
-            for snap in reversed(list(graph.get_state_history(config))):  # type: ignore[arg-type]
+            config: RunnableConfig = {"configurable": {"thread_id": thread}}
+            for snap in reversed(list(graph.get_state_history(config))):
                 if not snap.next or snap.next[0] != "evaluator":
                     continue
                 v = snap.values
