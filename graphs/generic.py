@@ -18,7 +18,14 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.state import State
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.graphs.custom import make_chat_actor, make_custom_evaluator
-from reflexion.nodes.evaluator import EvaluateFn, Evaluation, exact_match_evaluation, make_evaluator
+from reflexion.nodes.common import resolve_model
+from reflexion.nodes.evaluator import (
+    EvaluateFn,
+    Evaluation,
+    agreement_evaluation,
+    exact_match_evaluation,
+    make_evaluator,
+)
 from reflexion.nodes.reflector import make_reflector
 
 GENERIC_FAMILY = "reflexion"
@@ -27,14 +34,20 @@ GENERIC_FAMILY = "reflexion"
 
 def generic_evaluation(judge_model: BaseChatModel | None = None) -> EvaluateFn:
     """Exact match when there is a reference (unless ``evaluator=llm``), else the LLM judge
-    (on ``judge_model``, default ``Context.evaluator_model``)."""
+    (on ``judge_model``, default ``Context.evaluator_model``); ``evaluator=agreement``: the
+    judge model's own answer must match."""
     judge = make_custom_evaluator(judge_model if judge_model is not None else "llm")
 
     def evaluate(state: State, ctx: Context) -> Evaluation:
         if ctx.evaluator == "heuristic":
             raise ReflexionError(
-                "the heuristic evaluator is for ALFWorld: use exact_match or llm for this graph"
+                "the heuristic evaluator is for ALFWorld: use exact_match, llm or agreement here"
             )
+        if ctx.evaluator == "agreement":
+            llm = resolve_model(
+                judge_model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator"
+            )
+            return agreement_evaluation(llm, state)
         if ctx.evaluator == "exact_match" and state.reference is not None:
             return exact_match_evaluation(state, ctx)
         return judge(state, ctx)

@@ -47,7 +47,7 @@ def qa_context(
     """The context of a question-answering run of ``agent`` (its graph's class: ReAct's takes
     the Wikipedia, the corpus and the steps; the chain-of-thought agents' do not read them)."""
     strategy = choice(strategy, STRATEGIES, "--strategy")
-    evaluator = choice(evaluator, ("exact_match", "llm"), "--evaluator")
+    evaluator = choice(evaluator, ("exact_match", "llm", "agreement"), "--evaluator")
     wiki = choice(wiki, ("offline", "live"), "--wiki")
     check_memory(memory, trials, given=memory_given)
     if corpus is not None and not Path(corpus).is_file():
@@ -97,7 +97,7 @@ def resolve_models(ctx: Context) -> None:
     """Load the models now: a bad string, missing package or key fails before any work."""
     roles = [(ctx.actor_model, ctx.temperature, "actor")]
     # A role given its own model is loaded (so checked) even where it may go unused.
-    if ctx.evaluator == "llm" or ctx.evaluator_model != ctx.actor_model:
+    if ctx.evaluator in ("llm", "agreement") or ctx.evaluator_model != ctx.actor_model:
         roles.append((ctx.evaluator_model, 0.0, "evaluator"))
     if (ctx.uses_reflections and ctx.memory_size > 0) or ctx.reflector_model != ctx.actor_model:
         roles.append((ctx.reflector_model, 0.0, "reflector"))

@@ -180,7 +180,7 @@ def bench_hotpotqa(
                 settings,
                 f"hotpotqa-{agent}-{name}",
                 header,
-                finalize=gold_scorer() if ctx.evaluator == "llm" else None,
+                finalize=gold_scorer() if ctx.evaluator != "exact_match" else None,
             )
         )
     family = run.Family(

@@ -61,7 +61,7 @@ StrategyOpt = Annotated[
         "--strategy", help="none | last_attempt | reflexion | last_attempt_and_reflexion."
     ),
 ]
-EvaluatorOpt = Annotated[str, typer.Option("--evaluator", help="exact_match | llm.")]
+EvaluatorOpt = Annotated[str, typer.Option("--evaluator", help="exact_match | llm | agreement.")]
 TempOpt = Annotated[
     float,
     typer.Option("--temperature", metavar="T", help="Actor sampling temperature."),

@@ -30,7 +30,7 @@ from reflexion.core.selection import AnswerChoice
 from reflexion.core.transport import current_transport
 
 Strategy = Literal["none", "last_attempt", "reflexion", "last_attempt_and_reflexion"]
-EvaluatorKind = Literal["exact_match", "llm", "heuristic"]
+EvaluatorKind = Literal["exact_match", "llm", "agreement", "heuristic"]
 LessonFilter = Literal["validated", "all"]
 LESSON_FILTERS: tuple[LessonFilter, ...] = ("validated", "all")
 RetrySeeds = Literal["retry", "process"]
@@ -221,9 +221,11 @@ class Context:
     evaluator: EvaluatorKind = field(
         default="exact_match",
         metadata={
-            "description": "exact_match (QA; needs the reference answer), llm (a judge model) "
-            "or heuristic (ALFWorld: reflect after repeated actions or too many actions). "
-            "ALFWorld uses the heuristic unless llm is chosen."
+            "description": "exact_match (QA; needs the reference answer), llm (a judge model), "
+            "agreement (QA: the judge model answers the task itself without seeing the "
+            "attempt; success when the two answers match) or heuristic (ALFWorld: reflect "
+            "after repeated actions or too many actions). ALFWorld uses the heuristic unless "
+            "llm is chosen."
         },
     )
     judge_threshold: Annotated[float, Field(ge=0.0, le=1.0)] | None = field(

@@ -70,6 +70,40 @@ def test_llm_judge_needs_no_reference_and_never_sees_one():
     assert "Final answer: Elbe" in judge.prompt_text(0)
 
 
+def test_agreement_judge_answers_blind_and_accepts_a_matching_answer():
+    judge = ScriptedChatModel(replies=["The Vltava."])
+    graph = qa_builder(
+        actor_model=ScriptedChatModel(replies=[answer("Vltava")]),
+        evaluator_model=judge,
+    ).compile()
+    out = graph.invoke(
+        {**TASK, "reference": "Qwerty-secret"}, context=Context(evaluator="agreement")
+    )
+    assert out["solved"] is True
+    assert len(out["evaluations"]) == 1
+    prompt = judge.prompt_text(0)
+    assert "Prague lies on the Vltava." in prompt and "Which river" in prompt
+    assert "Qwerty-secret" not in prompt and "Finish[" not in prompt
+
+
+def test_agreement_judge_rejects_a_different_answer_without_revealing_its_own():
+    ctx = Context(evaluator="agreement", max_trials=2, memory_size=1)
+    out = run_with_judge(
+        ["Moldau river", "Vltava\n\nIt flows north."],
+        ctx,
+        actor=[answer("Elbe"), answer("Vltava")],
+    )
+    first, second = out["evaluations"]
+    assert first["success"] is False and "Moldau" not in first["feedback"]
+    assert second["success"] is True
+    assert out["answer"] == "Vltava"
+
+
+def test_agreement_with_an_empty_reply_is_no_success():
+    out = run_with_judge(["", ""], Context(evaluator="agreement", max_trials=1))
+    assert out["solved"] is False
+
+
 def test_exact_match_without_reference_is_a_clear_error():
     graph = qa_builder(actor_model=ScriptedChatModel(replies=[answer("x")])).compile()
     with pytest.raises(ReflexionError, match="reference"):
