@@ -14,7 +14,6 @@ from pydantic import BaseModel, Field
 from reflexion.alfworld.context import HouseholdContext
 from reflexion.alfworld.state import HouseholdState
 from reflexion.core.context import get_context
-from reflexion.core.errors import ReflexionError
 from reflexion.core.state import TrialRecord
 from reflexion.nodes.common import (
     resolve_model,
@@ -55,10 +54,6 @@ def make_household_evaluator(
 
     def evaluator(state: HouseholdState, runtime: Runtime[HouseholdContext]) -> dict[str, Any]:
         ctx = get_context(runtime, HouseholdContext)
-        if ctx.evaluator == "agreement":
-            raise ReflexionError(
-                "the agreement evaluator compares short answers: use heuristic or llm for ALFWorld"
-            )
         if ctx.evaluator == "llm":
             llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
             verdict = ask_judge(llm, judge_messages(state), HouseholdVerdict)

@@ -14,6 +14,8 @@ from reflexion.core.context import (
     ContextBudget,
     context_budget_field,
 )
+from reflexion.core.errors import ContextError
+from reflexion.core.presets import Preset
 from reflexion.core.schema import settings_class
 
 HouseholdMemory = Literal["reflection", "facts", "leads", "sightings"]
@@ -123,3 +125,10 @@ class HouseholdContext(Context):
             "keyed": "own_graph",
         },
     )
+
+    def __post_init__(self, preset: Preset | None) -> None:
+        if self.evaluator == "agreement":
+            raise ContextError(
+                "evaluator is 'agreement', which compares short answers: "
+                "use heuristic or llm for ALFWorld"
+            )

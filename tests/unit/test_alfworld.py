@@ -258,6 +258,11 @@ def test_the_llm_evaluator_can_misjudge_a_won_game(games: str) -> None:
     assert out["trial"] == 2 and not out["solved"]
 
 
+def test_the_agreement_evaluator_is_refused_with_the_choices_that_fit(games: str) -> None:
+    with pytest.raises(ReflexionError, match="use heuristic or llm for ALFWorld"):
+        HouseholdContext(games=games, evaluator="agreement")
+
+
 def test_omega_three_keeps_the_last_three_reflections(games: str) -> None:
     actor = ScriptedChatModel(replies=["think: I wait."])
     lessons: list[str] = []
