@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -82,6 +82,11 @@ class RetryFigures:
     """Of ``failed_before``, those whose retry followed a grounded reflection."""
     grounded_passed: int = 0
     """… and the retry passed: does naming the failing input help the retry?"""
+    after_all_wrong: dict[int, int] = field(default_factory=dict)
+    """By attempt number k ≥ 2: threads whose attempts 1 … k−1 were all wrong and that drew
+    an attempt k (where a strategy's retries help: the first retry, or the later ones)."""
+    right_after_all_wrong: dict[int, int] = field(default_factory=dict)
+    """… and attempt k was right."""
 
 
 def call_arguments(test: str, entry_point: str) -> str | None:
@@ -176,6 +181,12 @@ def retry_figures(
             else:
                 fig.after_wrong += 1
                 fig.fixed += after
+        for k in range(1, len(verdicts)):
+            if not any(verdicts[:k]):
+                fig.after_all_wrong[k + 1] = fig.after_all_wrong.get(k + 1, 0) + 1
+                fig.right_after_all_wrong[k + 1] = (
+                    fig.right_after_all_wrong.get(k + 1, 0) + verdicts[k]
+                )
         if any(verdicts):
             fig.drew_right += 1
             fig.returned_right += bool(final.get("hidden_pass"))
@@ -305,6 +316,11 @@ def retries(
             if fig.grounded
             else ""
         )
-        captions.append(f"{i}. {path}{after}")
+        by_attempt = ", ".join(
+            f"{k}: {fig.right_after_all_wrong.get(k, 0)}/{n}"
+            for k, n in sorted(fig.after_all_wrong.items())
+        )
+        first_right = f" · attempt k right after k−1 wrong ones: {by_attempt}" if by_attempt else ""
+        captions.append(f"{i}. {path}{after}{first_right}")
     table.caption = "\n".join(captions)
     report("retries", [table], figures, {"results": [str(p) for p in results]}, json_path)

@@ -199,6 +199,9 @@ def test_retry_figures_count_fixes_breaks_kept_answers_wrong_tests_and_grounding
     assert (fig.failed_before, fig.passed_after, fig.same_output) == (4, 0, 4)
     # one of those retries followed the grounded reflection (thread 1, after trial 1)
     assert (fig.grounded_failed, fig.grounded_passed) == (1, 0)
+    # attempt 2 after a wrong first one: threads 1 and 3, right in thread 1; no attempt 3
+    # follows two wrong ones (thread 2's first attempt was right)
+    assert (fig.after_all_wrong, fig.right_after_all_wrong) == ({2: 2}, {2: 1})
 
 
 def test_retry_figures_follow_the_tree_s_parents_and_read_each_failed_test_again():
