@@ -8,8 +8,12 @@ from __future__ import annotations
 import os
 import re
 import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from reflexion.programming.sandbox import (
     Limits,
@@ -274,6 +278,27 @@ def test_sandbox_runs_unprivileged_in_its_own_directory_without_network_devices(
 
 
 # ---- Python: whole programs -------------------------------------------------------------------
+
+
+def test_code_that_depends_on_set_order_gets_the_same_verdict_on_every_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The order of a set of strings follows the hash seed: every sandboxed interpreter has
+    the same one (``PYTHONHASHSEED=0``), so such code cannot pass on one run and fail on the
+    next, and a caller's ``PYTHON*`` variables do not reach the candidate."""
+    probe = "print(''.join(set('abcdefghijklmnop')))"
+    seeded = {**os.environ, "PYTHONHASHSEED": "0"}
+    expected = subprocess.run(
+        [sys.executable, "-c", probe], env=seeded, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    code = "def order():\n    return ''.join(set('abcdefghijklmnop'))\n"
+    for _ in range(3):  # three suites, three fork servers
+        assert run_python_tests(code, [f"assert order() == {expected!r}"]).passed
+        program = code + f"assert order() == {expected!r}\n"
+        assert run_python_program(program) == ProgramResult(True, "")
+    monkeypatch.setenv("PYTHONPATH", "/nonexistent-reflexion-test")
+    outside = "assert not any('nonexistent' in p for p in sys.path)"
+    assert run_python_tests("import sys", [outside]).passed
 
 
 def test_run_python_program() -> None:

@@ -25,11 +25,13 @@ from reflexion.programming.sandbox.child import (
 )
 from reflexion.programming.sandbox.plain import CHANNEL_ENV
 from reflexion.programming.sandbox.processes import (
+    PYTHON_FLAGS,
     ForkedProcess,
     ForkServer,
     drain,
     kill_group,
     kill_uid,
+    python_env,
     read_head,
     remove_owned_files,
     remove_tree,
@@ -433,7 +435,7 @@ class Sandbox:
         err_path = os.path.join(self.root, f"stderr-{n}")
         argv = self._argv(config, command, config_path)
         read_end, write_end = os.pipe()
-        child_env = dict(env if env is not None else self._env())
+        child_env = python_env(env if env is not None else self._env())
         child_env[REPORT_ENV] = str(write_end)
         passed = [write_end]
         if channel is not None:
@@ -481,10 +483,10 @@ class Sandbox:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             json.dump(config, handle)
         python = _python()
-        # -I: no PYTHON* variables, no user site, no script directory on sys.path; -B: no
-        # bytecode files; -S: no site import (fast start; installed packages are added to
-        # sys.path by the child, without their .pth hooks).
-        return [python, "-I", "-B", "-S", _CHILD, config_path, *command]
+        # PYTHON_FLAGS: no script directory or user site on sys.path, no bytecode files, no
+        # site import (fast start; installed packages are added to sys.path by the child,
+        # without their .pth hooks); python_env (in _start) keeps PYTHON* variables out.
+        return [python, *PYTHON_FLAGS, _CHILD, config_path, *command]
 
     def _fork(
         self, config: dict[str, Any], config_path: str, env: dict[str, str], fds: list[int]

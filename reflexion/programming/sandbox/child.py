@@ -1,4 +1,4 @@
-"""The sandbox's child side: this file runs as a script (``python -I -B -S child.py``) in
+"""The sandbox's child side: this file runs as a script (``python -P -s -B -S child.py``) in
 every sandboxed process, so it imports the standard library only.
 
 It enters the sandbox (a new network namespace, resource limits, no new privileges, then the
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 if __package__:  # imported by the caller side
     from reflexion.programming.sandbox import plain
-else:  # run as a script (python -I child.py, outside the package): load the sibling by path
+else:  # run as a script (python -P -s child.py, outside the package): load the sibling by path
     _spec = importlib.util.spec_from_file_location(
         "_reflexion_sandbox_plain",
         os.path.join(os.path.dirname(os.path.abspath(__file__)), "plain.py"),

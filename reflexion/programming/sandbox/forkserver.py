@@ -1,5 +1,6 @@
-"""The sandbox's fork server: one per suite, started as a script (``python -I -B -S
-forkserver.py FD``), so it imports the standard library only.
+"""The sandbox's fork server: one per suite, started as a script (``python -P -s -B -S
+forkserver.py FD``, with ``PYTHONHASHSEED=0``, which its children keep), so it imports the
+standard library only.
 
 It loads child.py once, then forks one child per sandboxed Python process the caller asks for
 over the socket ``FD``, so a test costs a fork rather than an interpreter's start. The server

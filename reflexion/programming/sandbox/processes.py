@@ -27,6 +27,14 @@ from typing import Any
 _REPORT_BYTES = 64 * 1024
 _TAIL_BYTES = 4096
 _SHARED_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+PYTHON_FLAGS = ("-P", "-s", "-B", "-S")
+"""How a sandboxed interpreter starts: no script directory (-P) and no user site (-s) on
+``sys.path``, no bytecode files (-B), no site import (-S). Not ``-I``, which would also ignore
+``PYTHONHASHSEED``: the environment is the sandbox's own instead (:func:`python_env`)."""
+HASH_SEED = "0"
+"""Every sandboxed interpreter's ``PYTHONHASHSEED``: code whose result depends on the order of
+a set of strings gets the same verdict on every run, as a random seed would not give it."""
+_PYTHON_KEPT = ("PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING")
 UID_BASE = 1_000_000  # fresh uids come from [UID_BASE, UID_BASE + UID_SPAN)
 UID_SPAN = 1_000_000
 
@@ -246,6 +254,13 @@ class ForkedProcess:
         return self.returncode
 
 
+def python_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a sandboxed interpreter: no ``PYTHON*`` variable of the caller's (a path,
+    a startup file, warnings) but the harmless ones, and the fixed hash seed."""
+    kept = {k: v for k, v in env.items() if not k.startswith("PYTHON") or k in _PYTHON_KEPT}
+    return {**kept, "PYTHONHASHSEED": HASH_SEED}
+
+
 class ForkServer:
     """One suite's fork server (``forkserver.py``): it forks the sandboxed Python processes,
     so each costs a fork, not an interpreter's start. Needs ``os.pidfd_open`` (Linux 5.3),
@@ -255,13 +270,13 @@ class ForkServer:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
-                [python, "-I", "-B", "-S", script, str(theirs.fileno())],
+                [python, *PYTHON_FLAGS, script, str(theirs.fileno())],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 pass_fds=(theirs.fileno(),),
                 cwd=cwd,
-                env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+                env=python_env({"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}),
                 start_new_session=True,
             )
         except BaseException:

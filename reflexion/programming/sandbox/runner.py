@@ -31,8 +31,10 @@ process group) and the files it left in world-writable directories are removed. 
 is not root, the child tries an unprivileged user+network namespace and sets ``RLIMIT_NPROC``
 relative to the user's current number of processes; the uid change is skipped.
 
-Python runs with ``-I -B -S`` (no environment variables, no user site, no bytecode files; the
-caller's site-packages directories are put on ``sys.path``, without their ``.pth`` hooks).
+Python runs with ``-P -s -B -S`` and the sandbox's own environment (no ``PYTHON*`` variable of
+the caller's, no user site, no bytecode files; the caller's site-packages directories are put
+on ``sys.path``, without their ``.pth`` hooks), and ``PYTHONHASHSEED=0``, so a verdict does not
+depend on a random hash seed.
 When the interpreter's own library lies where the unprivileged uid cannot read it (e.g. a
 pyenv build under ``/root``), its directories are opened before the uid change and imported
 through ``/proc/self/fd``. The candidate runs as the ``__main__`` module, under a
