@@ -427,6 +427,9 @@ def test_generic_evaluation_exact_match_with_reference_else_judge():
     assert len(judge.prompts) == 2
     with pytest.raises(ReflexionError, match="heuristic"):
         evaluate(state, Context(evaluator="heuristic"))
+    agreeing = generic_evaluation(ScriptedChatModel(replies=["Vltava", "Elbe"]))
+    assert agreeing(state, Context(evaluator="agreement")).success is True
+    assert agreeing(state, Context(evaluator="agreement")).success is False
 
 
 def test_langgraph_json_exports_every_graph_with_a_description():
