@@ -40,6 +40,12 @@ EvaluateFn = Callable[[State, Context], Evaluation]
 """The evaluator contract: (state after the trial, run context) -> Evaluation."""
 
 
+def no_answer_evaluation(state: State) -> Evaluation:
+    """A trial that gave no answer: failed, with why it stopped."""
+    reason = state.stop_reason or "no Finish[answer] action was given"
+    return Evaluation(0.0, False, f"Answer is INCORRECT: {reason}")
+
+
 def exact_match_evaluation(state: State, ctx: Context) -> Evaluation:
     """HotPotQA exact match against ``state.reference`` (binary, as in the paper)."""
     if state.reference is None:
@@ -47,8 +53,7 @@ def exact_match_evaluation(state: State, ctx: Context) -> Evaluation:
             "the exact_match evaluator needs a reference answer: pass one, or use evaluator=llm"
         )
     if state.answer is None:
-        reason = state.stop_reason or "no Finish[answer] action was given"
-        return Evaluation(0.0, False, f"Answer is INCORRECT: {reason}")
+        return no_answer_evaluation(state)
     ok = exact_match(state.answer, state.reference)
     return Evaluation(1.0 if ok else 0.0, ok, "Answer is CORRECT" if ok else "Answer is INCORRECT")
 
@@ -89,8 +94,7 @@ def agreement_evaluation(model: BaseChatModel, state: State) -> Evaluation:
     In the loop on HotPotQA CoT (GT) it agreed with gold 0.77 (0.5B) and 0.64 (1.5B) of the
     time, the yes/no judge 0.35 and 0.50 (docs/results/noisy-evidence.md)."""
     if state.answer is None:
-        reason = state.stop_reason or "no Finish[answer] action was given"
-        return Evaluation(0.0, False, f"Answer is INCORRECT: {reason}")
+        return no_answer_evaluation(state)
     reply = model.invoke(agreement_messages(state), stop=["\n\n"])
     own = next((line.strip() for line in reply.text.splitlines() if line.strip()), "")
     if own and exact_match(state.answer, own):
