@@ -32,16 +32,16 @@ from langgraph.types import Checkpointer
 from reflexion.core.context import Context, get_context, with_fields
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, recall_update
+from reflexion.core.memory import reflection_window
 from reflexion.core.state import State
 from reflexion.graphs.builder import build_reflexion_graph
-from reflexion.nodes.common import resolve_model
+from reflexion.nodes.common import judge_llm, resolve_model
 from reflexion.nodes.evaluator import (
     Evaluation,
-    ask_judge,
     exact_match_evaluation,
-    judge_messages,
+    llm_judge_evaluation,
     make_evaluator,
-    verdict_to_evaluation,
+    no_answer_evaluation,
 )
 from reflexion.nodes.memory import memory_block, with_lessons
 from reflexion.nodes.reflector import make_reflector
@@ -102,13 +102,6 @@ def read_reply(text: str) -> tuple[str | None, list[str]]:
     return answer, [*reasoning, f"Answer: {answer}"]
 
 
-def _window(state: State, ctx: Context) -> list[str]:
-    """The reflections the actor may see under the run's strategy and Ω."""
-    if not (ctx.uses_reflections and ctx.memory_size > 0):
-        return []
-    return list(state.reflections[-ctx.memory_size :])
-
-
 def _begin_trial(
     state: State, runtime: Runtime[Context], family: Family
 ) -> tuple[State, dict[str, Any], dict[str, Any]]:
@@ -123,7 +116,7 @@ def _begin_trial(
     inputs = {
         "task": state.task,
         "context": state.context,
-        "reflections": _window(state, ctx),
+        "reflections": reflection_window(state.reflections, ctx),
         "lessons": list(state.lessons),
         "memory": memory_block(state, ctx),
         "trial": state.trial + 1,
@@ -323,15 +316,9 @@ def _arity(fn: Callable[..., Any]) -> int:
 
 def _judge(model: BaseChatModel | None) -> Callable[[State, Context], Evaluation]:
     def judge(state: State, ctx: Context) -> Evaluation:
-        llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
-        return verdict_to_evaluation(ask_judge(llm, judge_messages(state)), ctx)
+        return llm_judge_evaluation(judge_llm(model, ctx), state, ctx)
 
     return judge
-
-
-def _no_answer(state: State) -> Evaluation:
-    reason = state.stop_reason or "no answer was given"
-    return Evaluation(0.0, False, f"Answer is INCORRECT: {reason}")
 
 
 def make_custom_evaluator(evaluator: EvaluatorSpec) -> Callable[[State, Context], Evaluation]:
@@ -371,7 +358,7 @@ def make_custom_evaluator(evaluator: EvaluatorSpec) -> Callable[[State, Context]
 
         def by_answer(state: State, ctx: Context) -> Evaluation:
             if state.answer is None:
-                return _no_answer(state)
+                return no_answer_evaluation(state, default="no answer was given")
             args = (state.task, state.answer, state.reference)[:arity]
             return to_evaluation(fn(*args), ctx)
 

@@ -5,7 +5,8 @@ The actor is a chat model (``Context.actor_model``, the embedded model by defaul
 a short ``Thought:``, then ``Answer:``. The evaluator: when the input has a ``reference`` and
 ``Context.evaluator`` is ``exact_match`` (the default), exact match against it (HotPotQA's
 normalisation); otherwise — no reference, or ``evaluator=llm`` — the LLM judge on
-``Context.evaluator_model``. The reflector is ours on ``Context.reflector_model``. Compiled
+``Context.evaluator_model``; ``evaluator=agreement``: that model answers the task itself,
+blind, and the attempt must match. The reflector is ours on ``Context.reflector_model``. Compiled
 without a checkpointer: a LangGraph server brings its own.
 """
 
@@ -14,16 +15,15 @@ from __future__ import annotations
 from langchain_core.language_models import BaseChatModel
 
 from reflexion.core.context import Context
-from reflexion.core.errors import ReflexionError
 from reflexion.core.state import State
 from reflexion.graphs.builder import build_reflexion_graph
-from reflexion.graphs.custom import make_chat_actor, make_custom_evaluator
-from reflexion.nodes.common import resolve_model
+from reflexion.graphs.custom import make_chat_actor
+from reflexion.nodes.common import judge_llm
 from reflexion.nodes.evaluator import (
     EvaluateFn,
     Evaluation,
-    agreement_evaluation,
-    exact_match_evaluation,
+    builtin_evaluation,
+    llm_judge_evaluation,
     make_evaluator,
 )
 from reflexion.nodes.reflector import make_reflector
@@ -33,24 +33,15 @@ GENERIC_FAMILY = "reflexion"
 
 
 def generic_evaluation(judge_model: BaseChatModel | None = None) -> EvaluateFn:
-    """Exact match when there is a reference (unless ``evaluator=llm``), else the LLM judge
-    (on ``judge_model``, default ``Context.evaluator_model``); ``evaluator=agreement``: the
-    judge model's own answer must match."""
-    judge = make_custom_evaluator(judge_model if judge_model is not None else "llm")
+    """:func:`~reflexion.nodes.evaluator.builtin_evaluation` (the judge on ``judge_model``,
+    default ``Context.evaluator_model``), with one rule for any task: exact match needs a
+    reference, so without one the LLM judge decides."""
+    builtin = builtin_evaluation(judge_model)
 
     def evaluate(state: State, ctx: Context) -> Evaluation:
-        if ctx.evaluator == "heuristic":
-            raise ReflexionError(
-                "the heuristic evaluator is for ALFWorld: use exact_match, llm or agreement here"
-            )
-        if ctx.evaluator == "agreement":
-            llm = resolve_model(
-                judge_model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator"
-            )
-            return agreement_evaluation(llm, state)
-        if ctx.evaluator == "exact_match" and state.reference is not None:
-            return exact_match_evaluation(state, ctx)
-        return judge(state, ctx)
+        if ctx.evaluator == "exact_match" and state.reference is None:
+            return llm_judge_evaluation(judge_llm(judge_model, ctx), state, ctx)
+        return builtin(state, ctx)
 
     return evaluate
 

@@ -54,12 +54,14 @@ def actor_llm(override: BaseChatModel | None, ctx: Context, *, hot: bool = False
     return resolve_model(override, ctx.actor_model, ctx, temperature=temperature, role="actor")
 
 
-def trajectory_text(lines: list[str], feedback: str | None = None) -> str:
-    """A trajectory as prompt text, optionally ending with the evaluator's observation."""
-    body = list(lines)
-    if feedback:
-        body.append(f"Observation: {feedback}")
-    return "\n".join(body) if body else "(no steps)"
+def judge_llm(override: BaseChatModel | None, ctx: Context) -> BaseChatModel:
+    """The evaluator's model (``Context.evaluator_model`` unless ``override``) at T = 0."""
+    return resolve_model(override, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
+
+
+def trajectory_text(lines: list[str]) -> str:
+    """A trajectory as prompt text."""
+    return "\n".join(lines) if lines else "(no steps)"
 
 
 def prompt_tokens(llm: BaseChatModel, messages: list[BaseMessage]) -> int:

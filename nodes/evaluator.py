@@ -23,7 +23,7 @@ from reflexion.core.errors import ProviderError, ReflexionError
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import Verdict, parse_verdict
 from reflexion.core.state import State, TrialRecord
-from reflexion.nodes.common import resolve_model, trajectory_text
+from reflexion.nodes.common import judge_llm, trajectory_text
 from reflexion.prompts import render
 
 
@@ -40,10 +40,12 @@ EvaluateFn = Callable[[State, Context], Evaluation]
 """The evaluator contract: (state after the trial, run context) -> Evaluation."""
 
 
-def no_answer_evaluation(state: State) -> Evaluation:
-    """A trial that gave no answer: failed, with why it stopped."""
-    reason = state.stop_reason or "no Finish[answer] action was given"
-    return Evaluation(0.0, False, f"Answer is INCORRECT: {reason}")
+def no_answer_evaluation(
+    state: State, default: str = "no Finish[answer] action was given"
+) -> Evaluation:
+    """A trial that gave no answer: failed, with why it stopped (``default`` when the actor
+    recorded no reason)."""
+    return Evaluation(0.0, False, f"Answer is INCORRECT: {state.stop_reason or default}")
 
 
 def exact_match_evaluation(state: State, ctx: Context) -> Evaluation:
@@ -148,6 +150,30 @@ def verdict_to_evaluation(verdict: Verdict, ctx: Context) -> Evaluation:
     return Evaluation(score, success, f"{label}: {verdict.feedback}" if verdict.feedback else label)
 
 
+def llm_judge_evaluation(model: BaseChatModel, state: State, ctx: Context) -> Evaluation:
+    """The LLM judge's verdict on the trial (it never sees a reference answer)."""
+    return verdict_to_evaluation(ask_judge(model, judge_messages(state)), ctx)
+
+
+def builtin_evaluation(model: BaseChatModel | None = None) -> EvaluateFn:
+    """The evaluator ``Context.evaluator`` names: exact match, the LLM judge or agreement with
+    the judge's own answer, the judge on ``model`` (default ``Context.evaluator_model``).
+    ``heuristic`` belongs to ALFWorld and is refused here."""
+
+    def evaluate(state: State, ctx: Context) -> Evaluation:
+        if ctx.evaluator == "llm":
+            return llm_judge_evaluation(judge_llm(model, ctx), state, ctx)
+        if ctx.evaluator == "agreement":
+            return agreement_evaluation(judge_llm(model, ctx), state)
+        if ctx.evaluator == "heuristic":
+            raise ReflexionError(
+                "the heuristic evaluator is for ALFWorld: use exact_match, llm or agreement here"
+            )
+        return exact_match_evaluation(state, ctx)
+
+    return evaluate
+
+
 def make_evaluator(
     model: BaseChatModel | None = None, evaluate: EvaluateFn | None = None
 ) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
@@ -157,24 +183,10 @@ def make_evaluator(
     exact match, the LLM judge or agreement with the judge model's own answer (whose model
     ``model`` overrides ``Context.evaluator_model``).
     """
+    builtin = builtin_evaluation(model)
 
     def evaluator(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        ctx = get_context(runtime)
-        if evaluate is not None:
-            result = evaluate(state, ctx)
-        elif ctx.evaluator == "llm":
-            llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
-            result = verdict_to_evaluation(ask_judge(llm, judge_messages(state)), ctx)
-        elif ctx.evaluator == "agreement":
-            llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
-            result = agreement_evaluation(llm, state)
-        elif ctx.evaluator == "heuristic":
-            raise ReflexionError(
-                "the heuristic evaluator is for ALFWorld: "
-                "use exact_match, llm or agreement for questions"
-            )
-        else:
-            result = exact_match_evaluation(state, ctx)
+        result = (evaluate or builtin)(state, get_context(runtime))
         record = TrialRecord(
             trial=state.trial,
             answer=state.answer,

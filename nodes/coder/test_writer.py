@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
 from reflexion.nodes.coder.common import problem_of, prompt_names
-from reflexion.nodes.common import resolve_model
+from reflexion.nodes.common import judge_llm
 from reflexion.programming.context import CodeContext
 from reflexion.programming.examples import example_tests
 from reflexion.programming.probes import mutated_probes
@@ -122,7 +122,7 @@ def make_test_writer(
             probes = mutated_probes(trusted, problem.entry_point, ctx.max_tests, problem.task_id)
             if probes:
                 return {"tests": trusted, "probe_tests": probes}
-        llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
+        llm = judge_llm(model, ctx)
         count = ctx.max_tests + 2
         system = "code_probes_system" if anchored else "code_tests_system"
         reply = llm.invoke(test_messages(problem, count, system), stop=["\n```\n", "\n\n\n"])

@@ -16,7 +16,7 @@ from reflexion.alfworld.state import HouseholdState
 from reflexion.core.context import get_context
 from reflexion.core.state import TrialRecord
 from reflexion.nodes.common import (
-    resolve_model,
+    judge_llm,
     trajectory_text,
 )
 from reflexion.nodes.evaluator import Evaluation, ask_judge
@@ -55,7 +55,7 @@ def make_household_evaluator(
     def evaluator(state: HouseholdState, runtime: Runtime[HouseholdContext]) -> dict[str, Any]:
         ctx = get_context(runtime, HouseholdContext)
         if ctx.evaluator == "llm":
-            llm = resolve_model(model, ctx.evaluator_model, ctx, temperature=0.0, role="evaluator")
+            llm = judge_llm(model, ctx)
             verdict = ask_judge(llm, judge_messages(state), HouseholdVerdict)
             success = bool(verdict.success)
             label = "complete" if success else "not complete"

@@ -11,10 +11,17 @@ from rich.table import Table
 
 from reflexion.alfworld.scoring import failure_counts, solved_curve
 from reflexion.alfworld.state import FAILURE_CLASSES
+from reflexion.bench.driver import solved_by_trial
 from reflexion.bench.reports import copied, paired_cells, table
 from reflexion.bench.stats import paired
 from reflexion.core.answers import normalize_answer
-from reflexion.programming.scoring import accepted, broken_first, confusion, pass_at_1
+from reflexion.programming.scoring import (
+    accepted,
+    broken_first,
+    confusion,
+    pass_at_1,
+    pass_curve,
+)
 from reflexion.prompts import load_prompt
 
 
@@ -257,3 +264,28 @@ def household_summary(results: dict[str, list[dict[str, Any]]], trials: int) -> 
             *(f"{counts[c]} ({counts[c] / total:.0%})" if total else "0" for c in FAILURE_CLASSES),
         )
     return solved, failures
+
+
+def truth_curve(finals: list[dict[str, Any]], trials: int) -> list[float]:
+    """The learning curve on what :func:`reflexion.bench.reports.outcome` counts as solved,
+    not on the loop's own verdict: pass@1 on the hidden tests after each iteration
+    (programming), games the engine scored as won (ALFWorld), the gold answer of the answer
+    standing after each trial (HotPotQA judged by an LLM), else the evaluator's verdict."""
+    if not finals:
+        return [0.0] * trials
+    if any("pass_by_iteration" in f for f in finals):
+        return pass_curve(finals, trials)
+    if any("episodes" in f for f in finals):
+        return solved_curve(finals, trials)
+    if any("gold_final" in f for f in finals):
+        return [sum(_gold_by(f, t) for f in finals) / len(finals) for t in range(1, trials + 1)]
+    return solved_by_trial(finals, trials)
+
+
+def _gold_by(final: dict[str, Any], trial: int) -> bool:
+    """Whether the answer standing after ``trial`` was right on gold: the final answer once
+    the thread had ended, else that trial's answer."""
+    gold = final.get("gold") or []
+    if len(final.get("evaluations") or []) <= trial or trial > len(gold):
+        return bool(final.get("gold_final"))
+    return bool(gold[trial - 1])

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from reflexion.bench.driver import Finalize, solved_by_trial
-from reflexion.bench.family_tables import judge_table, qa_paired
+from reflexion.bench.driver import Finalize
+from reflexion.bench.family_tables import judge_table, qa_paired, truth_curve
 from reflexion.bench.ledger import BenchTask
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import outcome_table, summarize
@@ -218,7 +218,7 @@ def bench_hotpotqa(
         console.print(judge_table(results, f"{agent} none"))
     run.report_errors(outcome.errors, "question")
     plot = common.plot_path(outcome, f"hotpotqa-{agent}-{'+'.join(strategies)}")
-    curves = {label: solved_by_trial(f, trials) for label, f in results.items() if f}
+    curves = {label: truth_curve(f, trials) for label, f in results.items() if f}
     if curves:
         learning_curve(curves, plot, title=f"HotPotQA {agent}: proportion solved by trial")
     files = ", ".join(str(f) for f in outcome.files.values())

@@ -9,8 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from reflexion.bench.driver import solved_by_trial
-from reflexion.bench.family_tables import accepted_table, code_summary
+from reflexion.bench.family_tables import accepted_table, code_summary, truth_curve
 from reflexion.bench.ledger import finished_tasks
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import compare_table, outcome, outcome_table, slices_table
@@ -44,7 +43,8 @@ def plot_results(
         "learning-curve.png"
     ),
 ) -> None:
-    """Draw the learning curves of finished benchmark runs in one PNG (one line per file)."""
+    """Draw the learning curves of finished benchmark runs in one PNG (one line per file), on
+    what counts as solved: hidden tests, won games, or the gold answer where an LLM judged."""
     curves: dict[str, list[float]] = {}
     for path in results:
         finals = finals_of(path)
@@ -53,7 +53,7 @@ def plot_results(
         if label in curves:
             label = f"{label} ({path.stem})"
         trials = int(settings.get("max_trials") or max(len(f["evaluations"]) for f in finals))
-        curves[label] = solved_by_trial(finals, trials)
+        curves[label] = truth_curve(finals, trials)
         console.print(
             f"{label}: {len(finals)} task(s), " + " ".join(f"{v:.2f}" for v in curves[label])
         )

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from reflexion.bench.ledger import finished_tasks
+from reflexion.bench.reports import outcome
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.core.usage import merge, totals
@@ -21,14 +22,6 @@ from reflexion.perf.machine import JsonOpt, console, report
 
 BASELINES = ("none", "simple")
 """Strategy labels of the baselines (HotPotQA and ALFWorld: none; programming: simple)."""
-
-
-def _solved(bench: str, final: dict[str, Any]) -> bool:
-    if bench == "programming":
-        return bool(final.get("hidden_pass"))
-    if bench == "alfworld":
-        return bool(final.get("won_at"))
-    return bool(final.get("solved"))
 
 
 def cost_of(path: Path) -> dict[str, Any]:
@@ -46,7 +39,7 @@ def cost_of(path: Path) -> dict[str, Any]:
     model = str(settings.get("actor_model") or "?")
     counted = [f for f in finals if isinstance(f.get("usage"), dict)]
     used = totals(merge(*(f["usage"] for f in counted)))
-    solved_counted = sum(_solved(bench, f) for f in counted)
+    solved_counted = sum(outcome(f) for f in counted)
     tokens = used["prompt_tokens"] + used["completion_tokens"]
     return {
         "file": str(path),
@@ -57,7 +50,7 @@ def cost_of(path: Path) -> dict[str, Any]:
         "strategy": strategy,
         "baseline": strategy in BASELINES,
         "tasks": len(finals),
-        "solved": sum(_solved(bench, f) for f in finals),
+        "solved": sum(outcome(f) for f in finals),
         "with_usage": len(counted),
         "calls": used["calls"],
         "prompt_tokens": used["prompt_tokens"],

@@ -229,6 +229,21 @@ def test_learning_cost_compares_tokens_per_solved_task(monkeypatch, capsys, tmp_
     assert len(figures(tmp_path / "l.json")["runs"]) == 2
 
 
+def test_learning_cost_counts_gold_where_an_llm_judged(tmp_path):
+    """A judged run's solved tasks are those right on gold, not those the judge accepted."""
+    settings = {"bench": "hotpotqa", "agent": "cot-gt", "strategy": "none", "actor_model": "m"}
+    judged = write_lines(
+        tmp_path / "judged.jsonl",
+        [
+            final("t0", 1.0, usage(100), solved=True, gold_final=False, settings=settings),
+            final("t1", 1.0, usage(100), solved=False, gold_final=True, settings=settings),
+            final("t2", 1.0, usage(100), solved=True, gold_final=True, settings=settings),
+        ],
+    )
+    (row,) = learning_cost_figures([judged])
+    assert row["solved"] == 2 and row["tokens_per_solved"] == 150.0
+
+
 def test_learning_cost_run_shells_the_fixed_slice(monkeypatch, capsys, tmp_path):
     commands: list[list[str]] = []
 

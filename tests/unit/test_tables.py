@@ -212,3 +212,20 @@ def test_the_no_oracle_table_scores_the_judge_and_the_answers_on_gold():
         "1",
     ]
     assert reports.outcome({"solved": True, "gold_final": False}) is False
+
+
+def test_learning_curves_count_what_is_true_not_the_loops_verdict():
+    """`plot`'s curves: hidden tests by iteration (programming), the gold answer standing
+    after each trial (an LLM judge), the verdict only where it is exact match."""
+    code = [
+        {"solved": True, "evaluations": [{}], "pass_by_iteration": [False]},
+        {"solved": False, "evaluations": [{}, {}], "pass_by_iteration": [False, True]},
+    ]
+    assert family_tables.truth_curve(code, 3) == [0.0, 0.5, 0.5]
+    judged = [
+        {"solved": True, "evaluations": [{}], "gold": [False], "gold_final": False},
+        {"solved": True, "evaluations": [{}, {}], "gold": [False, True], "gold_final": True},
+    ]
+    assert family_tables.truth_curve(judged, 2) == [0.0, 0.5]
+    exact = [{"solved": True, "evaluations": [{}, {}]}, {"solved": False, "evaluations": [{}]}]
+    assert family_tables.truth_curve(exact, 2) == [0.0, 0.5]
