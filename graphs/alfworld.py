@@ -1,8 +1,9 @@
 """ALFWorld with Reflexion: a ReAct agent plays a household game on the real TextWorld engine
-(the ``alfworld`` extra), a heuristic or LLM self-evaluator decides whether to reflect, and
-the next trial starts with the last Ω reflections; the builder, and the graph compiled from it
-without a checkpointer (a LangGraph server brings its own, and the CLI compiles its own with
-SQLite)."""
+(the ``alfworld`` extra), a heuristic or LLM self-evaluator decides whether the trial failed,
+and the next trial starts with the memory of the failed ones: by default where the trial saw
+the goal's objects (``alfworld_memory="sightings"``, no model call), or the paper's last Ω
+reflections (``"reflection"``). The builder, and the graph compiled from it without a
+checkpointer (a LangGraph server brings its own, and the CLI compiles its own with SQLite)."""
 
 from __future__ import annotations
 

@@ -2,9 +2,10 @@
 
 The public API, loaded on first use so that ``import reflexion`` stays light::
 
-    from reflexion import Context, create_reflexion_graph
+    from reflexion import Context, Evaluation, create_reflexion_graph
 
-and each graph's own context: ``QAContext``, ``ReActContext``, ``CodeContext``,
+(``Evaluation`` is what an evaluator may return: a score, a verdict and the feedback the
+reflector reads), and each graph's own context: ``QAContext``, ``ReActContext``, ``CodeContext``,
 ``HouseholdContext``.
 
 The package is grouped by role: ``core`` (context, state, models, memory, lessons,
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from reflexion.core.state import InputState, OutputState, State
     from reflexion.graphs.custom import create_reflexion_graph
     from reflexion.hotpotqa.context import QAContext, ReActContext
+    from reflexion.nodes.evaluator import Evaluation
     from reflexion.programming.context import CodeContext
 
 _EXPORTS = {
@@ -36,12 +38,14 @@ _EXPORTS = {
     "InputState": "reflexion.core.state",
     "OutputState": "reflexion.core.state",
     "State": "reflexion.core.state",
+    "Evaluation": "reflexion.nodes.evaluator",
     "create_reflexion_graph": "reflexion.graphs.custom",
 }
 
 __all__ = [
     "CodeContext",
     "Context",
+    "Evaluation",
     "HouseholdContext",
     "InputState",
     "OutputState",

@@ -2,7 +2,7 @@
 
 Every attempt is a node of a tree whose root is the task itself. A retry first *selects* the
 node to expand by UCT: each node's value is the mean evaluator score of its subtree (the
-fraction of counted internal tests its attempts passed), its visits the subtree's size, and
+share of all internal tests its attempts passed), its visits the subtree's size, and
 ``value + c * sqrt(ln(N + 1) / visits)`` is highest for the node to expand (``N``: the attempts
 so far). It then *expands* it: from the root, a fresh sample of the task; from an attempt, a
 repair of that attempt's code with its own test results and the reflections along its branch

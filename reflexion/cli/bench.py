@@ -24,7 +24,6 @@ from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
 from reflexion.bench.settings import first_trial_key, settings_key
 from reflexion.cli import options as opt
 from reflexion.cli.common import (
-    checkpointer,
     compile_agent,
     console,
     lesson_store,
@@ -37,6 +36,7 @@ from reflexion.cli.common import (
 from reflexion.cli.options import STRATEGIES, choice
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
+from reflexion.core.persistence import open_checkpointer
 from reflexion.core.transport import current_transport
 from reflexion.graphs.agents import AGENTS
 
@@ -202,7 +202,7 @@ def run_variants(
             "says (REFLEXION_BASE_URL there); --base-url only names this run's settings"
         )
     with (
-        checkpointer(local_db(where.db, where.server)) as saver,
+        open_checkpointer(local_db(where.db, where.server)) as saver,
         lesson_store(where.db, where.lessons and where.server is None) as store,
     ):
         graphs: dict[str, Graph] = {}

@@ -19,7 +19,7 @@ from reflexion.cli.options import STRATEGIES, C, check_memory, choice
 from reflexion.core.context import LESSON_FILTERS, Context, LessonFilter
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import load_chat_model
-from reflexion.core.persistence import MEMORY, open_checkpointer, open_store, parse_target
+from reflexion.core.persistence import MEMORY, open_store, parse_target
 from reflexion.core.transport import current_transport, set_transport, transport_of
 from reflexion.graphs.agents import AGENTS
 from reflexion.hotpotqa.context import QAContext, ReActContext
@@ -41,11 +41,11 @@ def qa_context(
     wiki: str = "offline",
     corpus: str | None = None,
     max_steps: int = 6,
-    load: bool = True,
     memory_given: bool = True,
 ) -> QAContext | ReActContext:
     """The context of a question-answering run of ``agent`` (its graph's class: ReAct's takes
-    the Wikipedia, the corpus and the steps; the chain-of-thought agents' do not read them)."""
+    the Wikipedia, the corpus and the steps; the chain-of-thought agents' do not read them).
+    Its models are not loaded here: :func:`resolve_models` does that once the run starts."""
     strategy = choice(strategy, STRATEGIES, "--strategy")
     evaluator = choice(evaluator, ("exact_match", "llm", "agreement"), "--evaluator")
     wiki = choice(wiki, ("offline", "live"), "--wiki")
@@ -74,8 +74,6 @@ def qa_context(
         )
     else:
         ctx = one_model_context(QAContext, model, base_url, **common)
-    if load:
-        resolve_models(ctx)
     return ctx
 
 
@@ -109,13 +107,6 @@ def resolve_models(ctx: Context) -> None:
             base_url=transport_of(ctx).base_url,
             slot=role,
         )
-
-
-@contextlib.contextmanager
-def checkpointer(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
-    """The thread database named by ``--db`` (see :mod:`reflexion.core.persistence`)."""
-    with open_checkpointer(db) as saver:
-        yield saver
 
 
 def where(db: str) -> str:

@@ -144,7 +144,6 @@ def bench_hotpotqa(
             wiki=wiki,
             corpus=str(corpus) if corpus else None,
             max_steps=max_steps,
-            load=False,
             memory_given=opt.given(cli, "memory"),
         )
         ctx = opt.set_fields(

@@ -71,7 +71,7 @@ def bench_programming(
         bool,
         typer.Option(
             "--no-reflection",
-            help="Ablation: no self-reflection (the actor still sees its code and test results).",
+            help="Ablation: no self-reflection (each retry still sees the failed tests).",
         ),
     ] = False,
     no_compiler_fixes: Annotated[

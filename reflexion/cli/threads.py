@@ -17,7 +17,6 @@ from rich.markup import escape
 from reflexion.bench.driver import Graph, snapshot, stream_thread
 from reflexion.bench.reports import table
 from reflexion.cli.common import (
-    checkpointer,
     compile_agent,
     console,
     lesson_store,
@@ -61,6 +60,7 @@ from reflexion.cli.options import (
 from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL, installed_presets
+from reflexion.core.persistence import open_checkpointer
 from reflexion.core.presets import PRESET_FIELDS
 from reflexion.core.retries import provider_failure
 from reflexion.core.threads import thread_history, unfinished
@@ -165,7 +165,6 @@ def run(
             wiki=wiki,
             corpus=corpus,
             max_steps=max_steps,
-            load=False,
             memory_given=given(cli, "memory") and question is not None,
         )
         return set_fields(
@@ -176,7 +175,7 @@ def run(
         )
 
     found = None
-    with checkpointer(db) as saver:
+    with open_checkpointer(db) as saver:
         if question is None:
             if thread_id is None:
                 raise ReflexionError(
@@ -368,7 +367,7 @@ def show(
 ) -> None:
     """Print a thread's trials, reflections and final answer."""
     require_db(db)
-    with checkpointer(db) as saver:
+    with open_checkpointer(db) as saver:
         graph = compile_agent(saver, "cot")
         if snapshot(graph, thread_id) is None:
             raise ReflexionError(f"thread '{thread_id}' is not in {where(db)}: check the id")
@@ -385,7 +384,7 @@ def history(
     """List every trial of a thread from its checkpoints (any agent): trial number, answer,
     verdict, feedback, the reflection written after it, and the checkpoint id and time."""
     require_db(db)
-    with checkpointer(db) as saver:
+    with open_checkpointer(db) as saver:
         found = snapshot(compile_agent(saver, "cot"), thread_id)
         if found is None:
             raise ReflexionError(f"thread '{thread_id}' is not in {where(db)}: check the id")
@@ -430,6 +429,3 @@ def models() -> None:
             preset.description,
         )
     console.print(out)
-
-
-# ---- benchmarks -------------------------------------------------------------------------------

@@ -44,6 +44,9 @@ RetrySeeds = Literal["retry", "process"]
 #   before        the behaviour results files ran under before the field existed: a run at
 #                 that value keeps those files' names
 #   keyed         "own_graph": names only its own graph's results files; "never": names none
+#   first_trial_as  values that differ only in what a retry reads, mapped to the value whose
+#                 first trial they share (paired runs fork it)
+#   format_1_default  the default results-format 1 files ran under, where it has changed since
 
 AFTER_FIRST_TRIAL = "after_first_trial"
 """Field role: acts only after a task's first trial, so paired runs that differ in it alone

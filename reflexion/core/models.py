@@ -133,7 +133,19 @@ def _sha256(path: Path) -> str:
 
 
 def resolve_preset(name: str) -> Path:
-    """Return the path of a preset's verified GGUF file, assembling it on first use."""
+    """Return the path of a preset's verified GGUF file, assembling it on first use; a cache
+    folder that cannot be written is a :class:`ModelError` naming it."""
+    try:
+        return _resolve_preset(name)
+    except OSError as exc:
+        where = exc.filename or cache_dir()
+        raise ModelError(
+            f"cannot assemble the embedded model '{name}' in {where}: "
+            f"{exc.strerror or exc}; set REFLEXION_CACHE_DIR to a writable folder"
+        ) from exc
+
+
+def _resolve_preset(name: str) -> Path:
     preset = PRESETS[name]
     parts = [_part_path(dist, rel, preset) for dist, rel in preset.parts]
     if len(parts) == 1:

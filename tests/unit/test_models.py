@@ -37,6 +37,27 @@ def test_corrupt_assembled_file_is_rejected(monkeypatch, tmp_path):
         models.resolve_preset("corrupt")
 
 
+def test_a_cache_folder_that_cannot_be_written_is_one_line(monkeypatch, tmp_path):
+    """Assembling a model in a cache that is not a writable folder names it and the fix."""
+    part = tmp_path / "weights.part"
+    part.write_bytes(b"half a model")
+    fake = models.Preset(
+        name="split",
+        description="",
+        parts=(("d", "p"), ("d", "q")),
+        sha256="0" * 64,
+        size=24,
+        extra="local",
+    )
+    monkeypatch.setitem(models.PRESETS, "split", fake)
+    monkeypatch.setattr(models, "_part_path", lambda dist, rel, preset: part)
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("REFLEXION_CACHE_DIR", str(blocked))
+    with pytest.raises(ModelError, match=r"cannot assemble .*'split'.*REFLEXION_CACHE_DIR"):
+        models.resolve_preset("split")
+
+
 @pytest.mark.parametrize("spec", ["gpt-4o", ":x", "openai:", "  "])
 def test_strings_without_provider(spec):
     with pytest.raises(ModelError, match="provider:model"):
