@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from reflexion.alfworld.games import Game, read_json
-from reflexion.core.errors import ReflexionError
+from reflexion.core.errors import ReflexionError, typed_first_line
 
 ENGINE_MISSING = (
     "the ALFWorld engine is not installed: pip install -e '.[alfworld]' "
@@ -70,16 +70,10 @@ def engine_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in ("textworld", "alfworld"))
 
 
-def _first_line(exc: BaseException) -> str:
-    """``Type: first line of the message`` of an exception."""
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-
-
 def _broken_engine(exc: BaseException) -> str:
     """The message for an engine that is installed but does not import."""
     return (
-        f"the ALFWorld engine is installed but does not import ({_first_line(exc)}); "
+        f"the ALFWorld engine is installed but does not import ({typed_first_line(exc)}); "
         "reinstall it: pip install -e '.[alfworld]'"
     )
 
@@ -152,7 +146,7 @@ class TextWorldEnv:
                 env.load(data)
             except Exception as exc:
                 raise ReflexionError(
-                    f"{game.path}: the engine cannot load this game ({_first_line(exc)}); "
+                    f"{game.path}: the engine cannot load this game ({typed_first_line(exc)}); "
                     "replace it with the original ALFWorld game file"
                 ) from exc
             self._loaded = game.path

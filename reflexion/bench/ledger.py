@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from reflexion.core.errors import ReflexionError
 from reflexion.core.usage import Usage, merge, recorded_usage
 
 Emit = Callable[[str, "BenchTask", dict[str, Any]], None]
@@ -59,6 +60,17 @@ def finished_tasks(path: Path, malformed: list[int] | None = None) -> dict[str, 
         if row.get("type") == "final":
             done[str(row.get("thread_id"))] = row
     return done
+
+
+def load_finals(path: Path, malformed: list[int] | None = None) -> list[dict[str, Any]]:
+    """The finished tasks of a results file that a command reads (``compare``, ``plot``,
+    ``perf``): a missing file, or one that holds no finished task, is a one-line error."""
+    if not path.is_file():
+        raise ReflexionError(f"results file {path} does not exist: check the path")
+    finals = list(finished_tasks(path, malformed).values())
+    if not finals:
+        raise ReflexionError(f"{path} holds no finished tasks: run the benchmark first")
+    return finals
 
 
 class Sink:

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, get_args
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
@@ -16,13 +16,16 @@ from rich.markup import escape
 
 from reflexion.bench.driver import Graph
 from reflexion.cli.options import STRATEGIES, C, check_memory, choice
-from reflexion.core.context import LESSON_FILTERS, Context, LessonFilter
+from reflexion.core.context import LESSON_FILTERS, Context, EvaluatorKind, LessonFilter
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import load_chat_model
 from reflexion.core.persistence import MEMORY, open_store, parse_target
 from reflexion.core.transport import current_transport, set_transport, transport_of
 from reflexion.graphs.agents import AGENTS
-from reflexion.hotpotqa.context import QAContext, ReActContext
+from reflexion.hotpotqa.context import QAContext, ReActContext, WikiKind
+
+QA_EVALUATORS = tuple(e for e in get_args(EvaluatorKind) if e != "heuristic")
+"""The evaluators a question-answering run takes (``heuristic`` is ALFWorld's)."""
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -47,8 +50,8 @@ def qa_context(
     the Wikipedia, the corpus and the steps; the chain-of-thought agents' do not read them).
     Its models are not loaded here: :func:`resolve_models` does that once the run starts."""
     strategy = choice(strategy, STRATEGIES, "--strategy")
-    evaluator = choice(evaluator, ("exact_match", "llm", "agreement"), "--evaluator")
-    wiki = choice(wiki, ("offline", "live"), "--wiki")
+    evaluator = choice(evaluator, QA_EVALUATORS, "--evaluator")
+    wiki = choice(wiki, get_args(WikiKind), "--wiki")
     check_memory(memory, trials, given=memory_given)
     if corpus is not None and not Path(corpus).is_file():
         raise ReflexionError(

@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, get_args
 
 import typer
 
 from reflexion.alfworld.context import HouseholdContext
-from reflexion.core.context import Context, RetrySeeds
+from reflexion.core.context import Context, RetrySeeds, Strategy
 from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import PRESETS, preset_values
 from reflexion.hotpotqa.context import AnswerRetry, QAContext, ReActContext
@@ -24,7 +24,7 @@ REACT_DEFAULTS = ReActContext()
 CODE_DEFAULTS = CodeContext()
 HOUSEHOLD_DEFAULTS = HouseholdContext()
 C = TypeVar("C", bound=Context)
-STRATEGIES = ("none", "last_attempt", "reflexion", "last_attempt_and_reflexion")
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
 
 # ---- shared options ------------------------------------------------------------------------
 

@@ -10,28 +10,24 @@ from typing import Annotated, Any
 import typer
 
 from reflexion.bench.family_tables import accepted_table, code_summary, truth_curve
-from reflexion.bench.ledger import finished_tasks
+from reflexion.bench.ledger import load_finals
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import compare_table, outcome, outcome_table, slices_table
 from reflexion.cli import options as opt
 from reflexion.cli.common import console
-from reflexion.core.errors import ReflexionError
 
 
 def finals_of(path: Path) -> list[dict[str, Any]]:
-    """The finished tasks of a results file; a line that is not JSON is named in a note (a
-    crash cuts at most the line being written; more means damage worth a look)."""
-    if not path.is_file():
-        raise ReflexionError(f"results file {path} does not exist: check the path")
+    """The finished tasks of a results file (:func:`~reflexion.bench.ledger.load_finals`); a
+    line that is not JSON is named in a note (a crash cuts at most the line being written; more
+    means damage worth a look)."""
     malformed: list[int] = []
-    finals = list(finished_tasks(path, malformed).values())
+    finals = load_finals(path, malformed)
     if malformed:
         shown = ", ".join(map(str, malformed[:5])) + (" …" if len(malformed) > 5 else "")
         console.print(
             f"[yellow]note:[/] {path}: {len(malformed)} line(s) not JSON, skipped (line {shown})"
         )
-    if not finals:
-        raise ReflexionError(f"{path} holds no finished tasks: run the benchmark first")
     return finals
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import warnings
 from dataclasses import InitVar, field, fields, replace
-from typing import Annotated, Any, ClassVar, Literal, TypeVar, overload
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, overload
 
 from langgraph.runtime import Runtime
 from pydantic import Field
@@ -32,7 +32,7 @@ from reflexion.core.transport import current_transport
 Strategy = Literal["none", "last_attempt", "reflexion", "last_attempt_and_reflexion"]
 EvaluatorKind = Literal["exact_match", "llm", "agreement", "heuristic"]
 LessonFilter = Literal["validated", "all"]
-LESSON_FILTERS: tuple[LessonFilter, ...] = ("validated", "all")
+LESSON_FILTERS: tuple[LessonFilter, ...] = get_args(LessonFilter)
 RetrySeeds = Literal["retry", "process"]
 
 # Each field says in its metadata what it is and how a benchmark treats it, in place of lists

@@ -36,3 +36,17 @@ class ProviderError(Exception):
 
     Not a :class:`ReflexionError`: a benchmark records it as the task's ``error`` line, with
     this one-line reason, and goes on with the next task."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first non-blank line of an exception's message (its type's name when it has none),
+    for the one-line messages that quote an underlying error."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def typed_first_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` (the type alone when the message is empty)."""
+    text = first_line(exc)
+    name = type(exc).__name__
+    return name if text == name else f"{name}: {text}"

@@ -37,8 +37,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
 from reflexion.core.chat import OneReplyChatModel
-from reflexion.core.errors import ModelError
-from reflexion.core.retries import RetryingChatModel, RetryPolicy, first_line
+from reflexion.core.errors import ModelError, first_line
+from reflexion.core.retries import RetryingChatModel, RetryPolicy
 
 LOCAL_PREFIX = "local:"
 DEFAULT_MODEL = "local:qwen2.5-coder-0.5b"

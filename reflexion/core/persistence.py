@@ -36,7 +36,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
-from reflexion.core.errors import ReflexionError
+from reflexion.core.errors import ReflexionError, first_line
 
 Kind = Literal["sqlite", "postgres", "memory"]
 
@@ -145,11 +145,6 @@ def _sqlite_connection(
 # ---- PostgreSQL -----------------------------------------------------------------------------
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 @contextlib.contextmanager
 def _postgres_connection(target: Target, option: str) -> Iterator[Any]:
     """A psycopg connection as the LangGraph Postgres classes require it (autocommit, dict
@@ -169,7 +164,7 @@ def _postgres_connection(target: Target, option: str) -> Iterator[Any]:
         )
     except psycopg.Error as exc:
         raise ReflexionError(
-            f"cannot connect to PostgreSQL at {target} ({_first_line(exc)}): check {option}"
+            f"cannot connect to PostgreSQL at {target} ({first_line(exc)}): check {option}"
         ) from None
     with conn:
         yield conn
@@ -186,7 +181,7 @@ def _setup(obj: BaseCheckpointSaver[Any] | BaseStore, target: Target, option: st
     except Exception as exc:
         if type(exc).__module__.startswith("psycopg"):
             raise ReflexionError(
-                f"cannot set up PostgreSQL at {target} ({_first_line(exc)}): check {option} "
+                f"cannot set up PostgreSQL at {target} ({first_line(exc)}): check {option} "
                 "and that the user may create tables"
             ) from None
         raise

@@ -19,7 +19,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
 from reflexion.core.chat import OneReplyChatModel
-from reflexion.core.errors import EmptyReplyError, ProviderError
+from reflexion.core.errors import EmptyReplyError, ProviderError, first_line
 
 RETRIED_STATUS = frozenset({408, 409, 429})
 """HTTP statuses retried besides every 5xx: request timeout, conflict, rate limit."""
@@ -220,9 +220,3 @@ def takes_seed(llm: BaseChatModel) -> bool:
     while isinstance(llm, RetryingChatModel):
         llm = llm.inner
     return "seed" in type(llm).model_fields
-
-
-def first_line(exc: BaseException) -> str:
-    """The first non-blank line of an exception's message (its type's name when it has none)."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Column, Table
 
-from reflexion.bench.ledger import finished_tasks
+from reflexion.bench.ledger import load_finals
 from reflexion.bench.reports import outcome
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
@@ -27,11 +27,7 @@ BASELINES = ("none", "simple")
 def cost_of(path: Path) -> dict[str, Any]:
     """Tokens, calls and solved tasks of one results file's finished tasks. The token figures
     count only tasks whose ``final`` line has ``usage`` (older runs recorded none)."""
-    if not path.is_file():
-        raise ReflexionError(f"results file {path} does not exist: check the path")
-    finals = list(finished_tasks(path).values())
-    if not finals:
-        raise ReflexionError(f"{path} holds no finished tasks: run the benchmark first")
+    finals = load_finals(path)
     settings = finals[0].get("settings") or {}
     bench = str(settings.get("bench") or "hotpotqa")
     strategy = str(settings.get("strategy_name") or settings.get("strategy") or "?")

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from reflexion.bench.ledger import finished_tasks
+from reflexion.bench.ledger import load_finals
 from reflexion.core.errors import ReflexionError
 from reflexion.perf.machine import JsonOpt, report
 from reflexion.programming.agreement import fingerprint
@@ -42,9 +42,7 @@ def probe_figures(results: Path, max_probes: int) -> dict[str, Any]:
     limits = Limits(test_timeout_s=5.0, suite_timeout_s=120.0)
     counts: Counter[str] = Counter()
     tasks: dict[str, list[str]] = {kind: [] for kind in KINDS[1:]}
-    if not results.is_file():
-        raise ReflexionError(f"results file {results} does not exist: check the path")
-    for final in finished_tasks(results).values():
+    for final in load_finals(results):
         problem = problems.get(str(final.get("task_id")))
         if problem is None:
             raise ReflexionError(

@@ -35,7 +35,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from reflexion.bench.ledger import finished_tasks, read_results
+from reflexion.bench.ledger import load_finals, read_results
 from reflexion.core.errors import ReflexionError
 from reflexion.nodes.coder.feedback import feedback_tests
 from reflexion.perf.machine import JsonOpt, report
@@ -265,11 +265,7 @@ def retries(
     right attempts found and returned, wrong self-written tests, grounded reflections."""
     loaded: list[tuple[Path, dict[str, Any], list[dict[str, Any]]]] = []
     for path in results:
-        if not path.is_file():
-            raise ReflexionError(f"results file {path} does not exist: check the path")
-        finals = list(finished_tasks(path).values())
-        if not finals:
-            raise ReflexionError(f"{path} holds no finished thread: give a results file")
+        finals = load_finals(path)
         settings = finals[0].get("settings") or {}
         if settings.get("bench") != "programming":
             raise ReflexionError(f"{path} is not a programming run: give `bench programming`'s")
