@@ -26,13 +26,8 @@ from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.state import State
 from reflexion.hotpotqa.context import QAContext
 from reflexion.nodes.common import actor_llm, named_seed
-from reflexion.nodes.memory import (
-    judged_wrong,
-    memory_block,
-    rejected_keys,
-    with_lessons,
-    with_memory,
-)
+from reflexion.nodes.memory import memory_block, with_lessons
+from reflexion.nodes.qa_memory import judged_wrong, rejected_keys, with_memory
 from reflexion.prompts import few_shot, render
 
 STOP = ["\nQuestion:", "\nContext:", "\n---", "\nObservation"]
@@ -61,7 +56,8 @@ def cot_messages(
     state: State, ctx: QAContext, *, with_context: bool, memory: bool = True
 ) -> list[BaseMessage]:
     """The chain-of-thought prompt: instructions, few-shot turns, then the task with its
-    memory (:func:`with_memory`; none when ``memory`` is False: trial 1's prompt).
+    memory (:func:`~reflexion.nodes.qa_memory.with_memory`; none when ``memory`` is False:
+    trial 1's prompt).
 
     The examples are chat turns (small instruct models copy a format from turns far more
     reliably than from examples pasted into one message).
@@ -76,7 +72,9 @@ def cot_messages(
         messages.extend(_example_turns(example, with_context=with_context))
     context_block = f"Context: {state.context.strip()}" if with_context and state.context else ""
     user = render("cot_task", context_block=context_block, task=state.task.strip())
-    block = memory_block(state, ctx, lessons=False, rejected=True) if memory else ""
+    block = (
+        memory_block(state, ctx, lessons=False, show_rejected=ctx.show_rejected) if memory else ""
+    )
     return [*messages, HumanMessage(with_memory(user, block, ctx))]
 
 

@@ -1,8 +1,9 @@
 """What an actor carries into a trial besides the task: the lessons recalled from other
-threads (in the system message), the memory its strategy keeps (the last attempt, the last Ω
-reflections, optionally the rejected answers) placed before or after the task, and the answers
-a retry may not repeat. Every built-in actor (CoT, ReAct, code, ALFWorld) and custom graphs
-read their memory through here."""
+threads (in the system message) and the memory its strategy keeps (the last attempt, the last
+Ω reflections, optionally the answers judged incorrect). Every built-in actor (CoT, ReAct,
+code, ALFWorld) and custom graphs read their memory through here; where the question-answering
+actors place it, and which answers their retries may not repeat, is
+:mod:`reflexion.nodes.qa_memory`."""
 
 from __future__ import annotations
 
@@ -10,11 +11,9 @@ from typing import Protocol
 
 from langchain_core.messages import SystemMessage
 
-from reflexion.core.answers import normalize_answer
 from reflexion.core.context import Context
 from reflexion.core.memory import reflection_window
 from reflexion.core.state import TrialRecord
-from reflexion.hotpotqa.context import AnswerMemory
 from reflexion.nodes.common import trajectory_text
 from reflexion.prompts import render
 
@@ -54,13 +53,13 @@ def with_lessons(system: str, state: HasMemory) -> SystemMessage:
 
 
 def memory_block(
-    state: HasMemory, ctx: Context, *, lessons: bool = True, rejected: bool = False
+    state: HasMemory, ctx: Context, *, lessons: bool = True, show_rejected: bool = False
 ) -> str:
     """What this trial carries in: the lessons recalled from other threads (unless
     ``lessons`` is False: the built-in actors put them in the system message, see
     :func:`with_lessons`), then what the chosen strategy keeps (empty on the first trial),
-    and, for an actor whose answers are checked against a reference (``rejected``), the
-    answers judged incorrect so far when ``QAContext.show_rejected`` asks for them."""
+    and, with ``show_rejected`` (a question-answering actor under ``QAContext.show_rejected``),
+    the answers judged incorrect so far."""
     parts = [lessons_block(state.lessons)] if lessons and state.lessons else []
     if ctx.uses_last_attempt and state.previous_trajectory:
         parts.append(
@@ -68,42 +67,14 @@ def memory_block(
         )
     if window := reflection_window(state.reflections, ctx):
         parts.append(render("memory_reflections", reflections="\n".join(f"- {r}" for r in window)))
-    shows = rejected and isinstance(ctx, AnswerMemory) and ctx.show_rejected
-    if shows and (ctx.uses_reflections or ctx.uses_last_attempt):
+    if show_rejected and (ctx.uses_reflections or ctx.uses_last_attempt):
         wrong = rejected_answers(state.evaluations)
         if wrong:
             parts.append(render("memory_rejected", answers="\n".join(f"- {a}" for a in wrong)))
     return "\n\n".join(parts)
 
 
-def with_memory(task: str, memory: str, ctx: AnswerMemory) -> str:
-    """The task's user message with the memory before it (``QAContext.memory_first``, the
-    paper's layout) or after it."""
-    if not memory:
-        return task
-    return f"{memory}\n\n{task}" if ctx.memory_first else f"{task}\n\n{memory}"
-
-
 def rejected_answers(evaluations: list[TrialRecord]) -> list[str]:
     """The distinct answers of failed trials, in order (a trial without an answer adds none)."""
     wrong = [str(e["answer"]).strip() for e in evaluations if not e["success"] and e["answer"]]
     return list(dict.fromkeys(a for a in wrong if a))
-
-
-def judged_wrong(state: HasMemory, ctx: Context, *, resample: bool = False) -> set[str]:
-    """The normalised answers judged incorrect so far, when the strategy keeps memory or the
-    retry resamples away from them (``resample``; otherwise none: the trial cannot know
-    them)."""
-    keeps = ctx.uses_reflections or ctx.uses_last_attempt or resample
-    if not keeps:
-        return set()
-    return {normalize_answer(a) for a in rejected_answers(state.evaluations)}
-
-
-def rejected_keys(state: HasMemory, ctx: AnswerMemory, *, correcting: bool = False) -> set[str]:
-    """The normalised answers a retry may not repeat (``redraw_rejected``, and ``correcting``:
-    the chain-of-thought actor's ``correct_rejected``): those judged incorrect so far
-    (:func:`judged_wrong`) when either is on; otherwise none."""
-    if not (ctx.redraw_rejected or correcting):
-        return set()
-    return judged_wrong(state, ctx)

@@ -39,7 +39,8 @@ from reflexion.hotpotqa.wiki import (
     normalize_title,
 )
 from reflexion.nodes.common import actor_llm, prompt_tokens
-from reflexion.nodes.memory import memory_block, rejected_keys, with_lessons, with_memory
+from reflexion.nodes.memory import memory_block, with_lessons
+from reflexion.nodes.qa_memory import rejected_keys, with_memory
 from reflexion.prompts import few_shot, render
 
 STOP = ["\nObservation", "\nQuestion:", "\n---"]
@@ -145,14 +146,14 @@ def _example_turns(example: str) -> list[BaseMessage]:
 
 def react_messages(state: ReactState, ctx: ReActContext) -> list[BaseMessage]:
     """Instructions, the few-shot trajectories, the question with its memory
-    (:func:`with_memory`), then this trial's steps."""
+    (:func:`~reflexion.nodes.qa_memory.with_memory`), then this trial's steps."""
     messages: list[BaseMessage] = [
         with_lessons(render("react_system", max_steps=str(ctx.max_steps)), state)
     ]
     for example in few_shot("react_examples"):
         messages += _example_turns(example)
     user = render("react_task", task=state.task.strip())
-    memory = memory_block(state, ctx, lessons=False, rejected=True)
+    memory = memory_block(state, ctx, lessons=False, show_rejected=ctx.show_rejected)
     messages.append(HumanMessage(with_memory(user, memory, ctx)))
     for step in state.steps:
         messages += [
