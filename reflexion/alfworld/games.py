@@ -47,7 +47,7 @@ BUNDLE = "alfworld/valid_unseen.jsonl.gz"
 GAME_FILE = "game.tw-pddl"
 """The file name of an ALFWorld game inside its directory."""
 
-LIST_HINT = "list the game names with `python -m reflexion.alfworld.games [SOURCE]`"
+LIST_HINT = "list the game names with `reflexion list-games [SOURCE]`"
 """How a user sees the available game names (quoted by errors about unknown names)."""
 
 """The error message when the optional engine cannot be imported."""
@@ -463,17 +463,13 @@ def resolve_game(spec: str, source: str | Path | None = None) -> Game:
     raise ReflexionError(f"no game named {spec!r}; {LIST_HINT}")
 
 
-def _main(argv: list[str]) -> int:
-    """``python -m reflexion.alfworld.games [SOURCE]``: print the game names with their kinds."""
-    try:
-        games = load_games(argv[0] if argv else None)
-    except ReflexionError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    for game in games:
-        print(f"{game.kind:8} {game.name}")
-    return 0
+if __name__ == "__main__":  # the last release's way to list the games, for one more release
+    import warnings
 
-
-if __name__ == "__main__":
-    raise SystemExit(_main(sys.argv[1:]))
+    warnings.warn(
+        "python -m reflexion.alfworld.games is deprecated: use reflexion list-games [SOURCE]",
+        DeprecationWarning,
+        stacklevel=1,
+    )
+    for listed in load_games(sys.argv[1] if len(sys.argv) > 1 else None):
+        print(f"{listed.kind:8} {listed.name}")

@@ -1,5 +1,6 @@
 """``reflexion bench alfworld``: household games on the real ALFWorld (TextWorld) engine; and
-``reflexion pack-games``, which packs a directory of games into a game set for it."""
+``reflexion pack-games``, which packs a directory of games into a game set for it, and
+``reflexion list-games``, which lists a game set's names."""
 
 from __future__ import annotations
 
@@ -273,3 +274,18 @@ def pack_game_set(
     (the domain and the grammar stored once; read back and checked before it is kept)."""
     count = pack_games(source, bundle)
     console.print(f"{count} games packed into {bundle} ({bundle.stat().st_size:,} bytes)")
+
+
+def list_game_names(
+    source: Annotated[
+        str | None,
+        typer.Argument(
+            help="A packed game set (.jsonl.gz) or a directory of games; default: the bundled "
+            "valid_unseen set."
+        ),
+    ] = None,
+) -> None:
+    """List a game set's games with their kinds, by the names the ALFWorld graph's `game`
+    input takes (a unique part of one will do)."""
+    for game in load_games(source):
+        typer.echo(f"{game.kind:8} {game.name}")

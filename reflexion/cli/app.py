@@ -41,6 +41,7 @@ app.add_typer(perf_app, name="perf")
 app.command("plot")(results.plot_results)
 app.command("compare")(results.compare_results)
 app.command("pack-games")(alfworld.pack_game_set)
+app.command("list-games")(alfworld.list_game_names)
 
 
 def _one_line_summaries(*apps: typer.Typer) -> None:

@@ -326,9 +326,7 @@ def test_resolve_unknown_and_ambiguous_names(three_games: Path):
     with pytest.raises(ReflexionError):
         resolve_game(" ", three_games)
     for info in (unknown, ambiguous):
-        assert "\n" not in str(info.value) and "python -m reflexion.alfworld.games" in str(
-            info.value
-        )
+        assert "\n" not in str(info.value) and "reflexion list-games" in str(info.value)
 
 
 # ---- the environment without the engine -------------------------------------------------------
