@@ -10,6 +10,7 @@ test passed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -120,97 +121,136 @@ def make_unit_test_evaluator(
 
     def unit_test_evaluator(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
         ctx = get_context(runtime, CodeContext)
-        problem = problem_of(state)
-        tests = list(state.tests)
-        limits = Limits(
-            test_timeout_s=ctx.test_timeout,
-            suite_timeout_s=ctx.test_timeout * (len(tests) + len(state.probe_tests) + 2) + 30,
-        )
-        failures: list[list[str]] = []
-        evidence: dict[str, int] = {}
-        drawn: list[Witness] = []
-        last = False
-        compiled: bool | None = None
         if state.answer is None:
-            score, success = 0.0, False
-            feedback = f"No implementation: {state.stop_reason or 'no code block was found'}"
+            reason = state.stop_reason or "no code block was found"
+            verdict = _Verdict(0.0, False, f"No implementation: {reason}")
         else:
-            program = assemble(problem, state.answer)
-            checked = [*tests, *state.probe_tests]
-            full = run_tests(program, checked, problem.language, limits, problem.entry_point)
-            result = counted_part(full, tests)
-            compiled = result.compile_error is None
-            if tests:
-                failed = {o.test for o in result.outcomes if not o.passed}
-                written = set(state.written_tests)
-                failed_written = [t for t in tests if t in written and t in failed]
-                failures = [failed_written] if compiled else []
-                doubted = doubted_tests(state, failed_written, ctx)
-                unbacked: frozenset[str] = frozenset()
-                if compiled:
-                    unbacked, drawn = unbacked_tests(
-                        state, ctx, result, failed_written, limits, model
-                    )
-                passed = sum(o.passed for o in result.outcomes) if compiled else 0
-                score = passed / len(tests)
-                counted = [t for t in tests if t not in doubted | unbacked]
-                held = sum(t not in failed for t in counted) if compiled else 0
-                # An attempt is a success on evidence only: every counted test passed, and at
-                # least one did (doubt can leave nothing to fail, which proves nothing).
-                success = compiled and not (failed - doubted - unbacked) and held > 0
-                feedback = format_feedback(result, problem.language, doubted, unbacked)
-                if compiled and not counted:
-                    feedback += f"\n\n{NO_EVIDENCE}: every test is doubted, so no success."
-                evidence = {"tests_passed": held, "tests_counted": len(counted)}
-                tie = earlier_equal(state, doubted | unbacked) if success else None
-                if tie is not None:
-                    evidence["ties"] = tie
-                    feedback += (
-                        f"\n\nTrial {tie}'s attempt passes every test that counts too: the "
-                        "tests cannot tell the two apart, and the earlier one stands."
-                    )
-                mine = fingerprint(full, state.probe_tests)
-                if success and mine is not None and state.trial < ctx.max_trials:
-                    found, drawn, told = cross_check(state, ctx, mine, limits, model)
-                    if found == "outvoted":
-                        success = False
-                        feedback += "\n\n" + told
-            else:
-                score, success = 0.0, False
-                status = (
-                    f"{NOT_COMPILED}\n{result.compile_error.strip()}"
-                    if result.compile_error is not None
-                    else "The implementation compiles."
-                )
-                feedback = f"{NO_TESTS} (there are no internal tests). {status}"
-                # Tests were asked for and none came: a compiling attempt leaves nothing to
-                # learn from, so the thread stops (in the no-tests ablation it goes on).
-                last = result.compile_error is None and ctx.generate_tests
-        record = TrialRecord(
-            trial=state.trial,
-            answer=state.answer,
-            score=score,
-            success=success,
-            feedback=feedback,
-        )
-        if compiled is not None:
-            record["compiled"] = compiled
-        if evidence:
-            record["tests_passed"] = evidence["tests_passed"]
-            record["tests_counted"] = evidence["tests_counted"]
-            if "ties" in evidence:
-                record["ties"] = evidence["ties"]
-        if state.compiler_fix:
-            record["compiler_fix"] = True
-        if last:
-            record["last"] = True
+            verdict = _judged(state, ctx, state.answer, model)
         update: dict[str, Any] = {
-            "evaluations": [record],
-            "solved": success,
-            "test_failures": failures,
+            "evaluations": [_record(state, verdict)],
+            "solved": verdict.success,
+            "test_failures": verdict.failures,
         }
-        if drawn:
-            update["witnesses"] = drawn
+        if verdict.drawn:
+            update["witnesses"] = verdict.drawn
         return update
 
     return unit_test_evaluator
+
+
+@dataclass
+class _Verdict:
+    """What the evaluator found of one attempt, before it becomes the trial's record."""
+
+    score: float
+    success: bool
+    feedback: str
+    compiled: bool | None = None
+    failures: list[list[str]] = field(default_factory=list)
+    """The self-written tests a compiled attempt failed (one entry, or none)."""
+    evidence: dict[str, int] = field(default_factory=dict)
+    """``tests_passed`` and ``tests_counted`` (and ``ties``) where tests decided."""
+    drawn: list[Witness] = field(default_factory=list)
+    """Independent implementations drawn for the cross-check."""
+    last: bool = False
+    """The thread stops here: tests were asked for, none came, and the attempt compiles."""
+
+
+def _judged(
+    state: CodeState, ctx: CodeContext, answer: str, model: BaseChatModel | None
+) -> _Verdict:
+    """The attempt run on the internal tests (and the probe tests) in the sandbox."""
+    problem = problem_of(state)
+    tests = list(state.tests)
+    limits = Limits(
+        test_timeout_s=ctx.test_timeout,
+        suite_timeout_s=ctx.test_timeout * (len(tests) + len(state.probe_tests) + 2) + 30,
+    )
+    program = assemble(problem, answer)
+    full = run_tests(
+        program, [*tests, *state.probe_tests], problem.language, limits, problem.entry_point
+    )
+    result = counted_part(full, tests)
+    if not tests:
+        return _without_tests(result, ctx)
+    compiled = result.compile_error is None
+    failed = {o.test for o in result.outcomes if not o.passed}
+    written = set(state.written_tests)
+    failed_written = [t for t in tests if t in written and t in failed]
+    doubted = doubted_tests(state, failed_written, ctx)
+    unbacked: frozenset[str] = frozenset()
+    drawn: list[Witness] = []
+    if compiled:
+        unbacked, drawn = unbacked_tests(state, ctx, result, failed_written, limits, model)
+    passed = sum(o.passed for o in result.outcomes) if compiled else 0
+    counted = [t for t in tests if t not in doubted | unbacked]
+    held = sum(t not in failed for t in counted) if compiled else 0
+    # An attempt is a success on evidence only: every counted test passed, and at least one
+    # did (doubt can leave nothing to fail, which proves nothing).
+    success = compiled and not (failed - doubted - unbacked) and held > 0
+    feedback = format_feedback(result, problem.language, doubted, unbacked)
+    if compiled and not counted:
+        feedback += f"\n\n{NO_EVIDENCE}: every test is doubted, so no success."
+    evidence = {"tests_passed": held, "tests_counted": len(counted)}
+    tie = earlier_equal(state, doubted | unbacked) if success else None
+    if tie is not None:
+        evidence["ties"] = tie
+        feedback += (
+            f"\n\nTrial {tie}'s attempt passes every test that counts too: the tests cannot "
+            "tell the two apart, and the earlier one stands."
+        )
+    mine = fingerprint(full, state.probe_tests)
+    if success and mine is not None and state.trial < ctx.max_trials:
+        found, drawn, told = cross_check(state, ctx, mine, limits, model)
+        if found == "outvoted":
+            success = False
+            feedback += "\n\n" + told
+    return _Verdict(
+        score=passed / len(tests),
+        success=success,
+        feedback=feedback,
+        compiled=compiled,
+        failures=[failed_written] if compiled else [],
+        evidence=evidence,
+        drawn=drawn,
+    )
+
+
+def _without_tests(result: SuiteResult, ctx: CodeContext) -> _Verdict:
+    """No internal tests: the attempt can only compile, and is never a success."""
+    status = (
+        f"{NOT_COMPILED}\n{result.compile_error.strip()}"
+        if result.compile_error is not None
+        else "The implementation compiles."
+    )
+    compiled = result.compile_error is None
+    return _Verdict(
+        0.0,
+        False,
+        f"{NO_TESTS} (there are no internal tests). {status}",
+        compiled=compiled,
+        # Tests were asked for and none came: a compiling attempt leaves nothing to learn
+        # from, so the thread stops (in the no-tests ablation it goes on).
+        last=compiled and ctx.generate_tests,
+    )
+
+
+def _record(state: CodeState, verdict: _Verdict) -> TrialRecord:
+    """The trial's record: the verdict, and what it rests on where there is something."""
+    record = TrialRecord(
+        trial=state.trial,
+        answer=state.answer,
+        score=verdict.score,
+        success=verdict.success,
+        feedback=verdict.feedback,
+    )
+    if verdict.compiled is not None:
+        record["compiled"] = verdict.compiled
+    for key in ("tests_passed", "tests_counted", "ties"):
+        if key in verdict.evidence:
+            record[key] = verdict.evidence[key]
+    if state.compiler_fix:
+        record["compiler_fix"] = True
+    if verdict.last:
+        record["last"] = True
+    return record
