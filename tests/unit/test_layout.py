@@ -199,11 +199,11 @@ def test_every_package_is_listed_for_the_wheel():
     assert all(setuptools["package-data"].get(name) == ["*"] for name in data)
 
 
-def test_the_readme_layout_names_every_module():
-    """Each module file (other than ``__init__``/``__main__``) is named in the README's Layout
-    section, so the table cannot fall behind the tree."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    layout = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+def test_the_layout_page_names_every_module():
+    """Each module file (other than ``__init__``/``__main__``) is named in the layout section
+    of ``docs/reference/layout.md``, so the table cannot fall behind the tree."""
+    page = (ROOT / "docs" / "reference" / "layout.md").read_text(encoding="utf-8")
+    layout = page.split("\n## Layout of the repository\n", 1)[1].split("\n## ", 1)[0]
     unnamed = sorted(
         str(file.relative_to(ROOT))
         for file in modules().values()
