@@ -184,16 +184,17 @@ def bench_programming(
         )
     by_id = {p.task_id: p for p in problems}
     language_name = problems[0].language
-    options = {
-        "notests": no_tests,
-        "noreflection": no_reflection,
-        retry: retry != "repair",
-        f"crosscheck{cross_check}": cross_check > 0,
-        "nofixes": no_compiler_fixes and language_name == "rs",
-    }
+    # The options a results file's name shows (``reflexion-noreflection-fresh``…), as set.
+    parts = [
+        ("notests", no_tests),
+        ("noreflection", no_reflection),
+        (retry, retry != "repair"),
+        (f"crosscheck{cross_check}", cross_check > 0),
+        ("nofixes", no_compiler_fixes and language_name == "rs"),
+    ]
     variants = []
     for name in names:
-        simple, resampled, tree = name == "simple", name == "resample", name == "tree"
+        simple, resampled = name == "simple", name == "resample"
         ctx = one_model_context(
             CodeContext,
             model,
@@ -210,25 +211,14 @@ def bench_programming(
             test_trust=test_trust,
             select_answer=select,
             resample_repeats=resample,
-            # simple never retries; resample retries from the task alone
-            code_retry="resample"
-            if resampled
-            else "tree"
-            if tree
-            else opt.CODE_DEFAULTS.code_retry
-            if simple
-            else retry,
+            code_retry=code_retry_of(name, retry),
             cross_check=0 if simple else cross_check,
             # Only Rust has a compiler to ask; simple never retries, resample never repairs.
             compiler_fixes=language_name == "rs" and not (simple or resampled or no_compiler_fixes),
             code_seeds="process" if simple else seeds,
         )
         ctx = common.apply(ctx)
-        # resample has no reflection, retry mode or compiler fixes to name; tree no retry mode
-        inert = {"noreflection", retry, "nofixes"} if resampled else {retry} if tree else set()
-        label = name + "".join(
-            f"-{part}" for part, on in options.items() if on and not simple and part not in inert
-        )
+        label = strategy_label(name, parts, retry)
         settings = {
             "bench": "programming",
             "strategy_name": label,
@@ -304,6 +294,24 @@ def bench_programming(
         )
     files = ", ".join(str(f) for f in outcome.files.values())
     console.print(f"results in {files} · pass@1 plot {plot}")
+
+
+def code_retry_of(name: str, retry: str) -> str:
+    """How a strategy's retries are made: ``resample`` from the task alone, ``tree`` by
+    expanding a node of the tree, ``reflexion`` as ``--retry`` says; ``simple`` never retries
+    (it keeps the default, which names nothing)."""
+    fixed = {"resample": "resample", "tree": "tree", "simple": opt.CODE_DEFAULTS.code_retry}
+    return fixed.get(name, retry)
+
+
+def strategy_label(name: str, parts: list[tuple[str, bool]], retry: str) -> str:
+    """A strategy's label, which names its results file: the strategy and the options set
+    that act under it (``resample`` has no reflection, retry mode or compiler fixes to name,
+    ``tree`` no retry mode, ``simple`` none)."""
+    if name == "simple":
+        return name
+    inert = {"resample": {"noreflection", retry, "nofixes"}, "tree": {retry}}.get(name, set())
+    return name + "".join(f"-{part}" for part, on in parts if on and part not in inert)
 
 
 def _scorer(by_id: dict[str, CodeProblem], ctx: CodeContext) -> Finalize:

@@ -452,3 +452,32 @@ def test_unittest_assertions_small_models_write_become_assert_lines():
         "assert not add(0, 0)",
         "assert add(1, 2) != 4",
     ]
+
+
+def test_a_strategy_names_its_results_file_by_the_options_that_act_under_it():
+    """The labels behind the names of `runs/measured/`'s programming files: resample has no
+    reflection, retry mode or compiler fixes to name, tree no retry mode, simple nothing."""
+    from reflexion.cli.programming import code_retry_of, strategy_label
+
+    def parts(retry: str = "fresh", *, noref: bool = False, cc: int = 0, nofixes: bool = False):
+        return [
+            ("notests", False),
+            ("noreflection", noref),
+            (retry, retry != "repair"),
+            (f"crosscheck{cc}", cc > 0),
+            ("nofixes", nofixes),
+        ]
+
+    assert strategy_label("reflexion", parts(), "fresh") == "reflexion-fresh"
+    assert strategy_label("reflexion", parts(noref=True), "fresh") == "reflexion-noreflection-fresh"
+    assert strategy_label("reflexion", parts(cc=2), "fresh") == "reflexion-fresh-crosscheck2"
+    assert strategy_label("reflexion", parts("repair"), "repair") == "reflexion"
+    assert strategy_label("resample", parts(noref=True, nofixes=True), "fresh") == "resample"
+    assert strategy_label("tree", parts(cc=2), "fresh") == "tree-crosscheck2"
+    assert strategy_label("simple", parts(cc=2, nofixes=True), "fresh") == "simple"
+    assert [code_retry_of(n, "repair") for n in ("simple", "resample", "tree", "reflexion")] == [
+        "fresh",
+        "resample",
+        "tree",
+        "repair",
+    ]
