@@ -324,140 +324,57 @@ def run_on_server(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """:func:`reflexion.bench.driver.run_benchmark` on a LangGraph server: every pending task
     of ``ledger`` a run there, at most ``concurrency`` submitted at once."""
-    url, graph_id = server.url, server.graph_id
+    pending = ledger.pending()
+    if not pending:
+        return ledger.finals()
+    runs = _ServerRun(server, ledger, ctx, metadata, finalize)
+    return asyncio.run(runs.run_all(pending, concurrency))
 
-    async def run_all() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        fatal = _reflexion_error_names()
-        context = asdict(ctx)
-        config: Config = {"recursion_limit": recursion_limit(ctx)}
-        pending = ledger.pending()
-        if not pending:
-            return ledger.finals()
 
-        async with get_client(url=url, api_key=None) as client:
-            await check_server(client, url, graph_id)
+class _ServerRun:
+    """One benchmark's tasks as runs on one server graph, each line written to ``ledger`` once
+    the server has saved the state that holds it."""
+
+    def __init__(
+        self,
+        server: ServerGraph,
+        ledger: Ledger,
+        ctx: Context,
+        metadata: dict[str, Any],
+        finalize: Finalize | None,
+    ) -> None:
+        self.url, self.graph_id = server.url, server.graph_id
+        self.ledger = ledger
+        self.context = asdict(ctx)
+        self.config: Config = {"recursion_limit": recursion_limit(ctx)}
+        self.metadata = metadata
+        self.finalize = finalize
+        self.fatal = _reflexion_error_names()
+        self.client: LangGraphClient | None = None
+
+    @property
+    def _client(self) -> LangGraphClient:
+        assert self.client is not None, "run_all opens the client"
+        return self.client
+
+    async def run_all(
+        self, pending: list[BenchTask], concurrency: int
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The ``pending`` tasks, at most ``concurrency`` at once; a :class:`ReflexionError` (a
+        fault of the setup, not of one task) stops them all, any other error is the task's."""
+        async with get_client(url=self.url, api_key=None) as client:
+            self.client = client
+            await check_server(client, self.url, self.graph_id)
             slots = asyncio.Semaphore(concurrency)
-
-            async def catch_up(
-                task: BenchTask,
-                thread_id: str,
-                state: ThreadState,
-                held: Sequence[tuple[str, dict[str, Any]]] = (),
-            ) -> None:
-                """Write the lines the thread's saved states hold and the file lacks; one this
-                client still holds (its checkpoint event did not arrive) keeps its usage."""
-                for event, payload in await missing_lines(
-                    client, thread_id, state, ledger.recorded.get(task.thread_id)
-                ):
-                    key = "trial" if event == "trial" else "text"
-                    mine = next(
-                        (p for e, p in held if e == event and p.get(key) == payload[key]), None
-                    )
-                    if mine is not None:
-                        payload = {**mine, "trial": payload["trial"]}
-                    ledger.line(task, event, payload)
-
-            async def stream(
-                task: BenchTask, thread_id: str, task_input: Any, checkpoint_id: str | None
-            ) -> tuple[float, Usage, list[tuple[str, dict[str, Any]]], RunEvents]:
-                """One run of the thread (from ``checkpoint_id``: a step cut short replayed),
-                each line written once the server has saved it; its wall time, usage, the
-                lines still held at its end, and its events."""
-                events = RunEvents()
-                used: list[Usage] = []
-                held: list[tuple[str, dict[str, Any]]] = []
-                parts = client.runs.stream(
-                    thread_id,
-                    graph_id,
-                    input=task_input,
-                    checkpoint_id=checkpoint_id,
-                    context=context,
-                    config=config,
-                    metadata=metadata,
-                    stream_mode=STREAM_MODES,
-                    stream_subgraphs=True,
-                    on_disconnect="cancel",
-                    durability="sync",
-                )
-                async for part in parts:
-                    if part.event == "checkpoints":  # the root graph's (a subgraph's: "…|ns")
-                        # Sent after the save (durability="sync"): what is held is saved.
-                        saved = part.data.get("values") if isinstance(part.data, dict) else None
-                        release_held(held, saved, lambda e, p: ledger.line(task, e, p))
-                        continue
-                    for event, payload in events.feed(part.event, part.data):
-                        used.append(payload["usage"])
-                        held.append((event, payload))
-                # What ran after the last event (e.g. a reflector that wrote nothing) counts too.
-                used.append(events.take())
-                began = events.started if events.started is not None else time.perf_counter()
-                return time.perf_counter() - began, merge(*used), held, events
-
-            async def one(task: BenchTask) -> dict[str, Any]:
-                thread_id = server_thread_id(task.thread_id)
-                thread = await client.threads.create(
-                    thread_id=thread_id,
-                    if_exists="do_nothing",
-                    graph_id=graph_id,
-                    metadata={
-                        **metadata,
-                        "reflexion_thread_id": task.thread_id,
-                        "task_id": task.meta.get("task_id"),
-                    },
-                )
-                if thread["status"] == "busy":  # a run of an earlier client is still going
-                    for run in await client.runs.list(thread_id, limit=100):
-                        if run["status"] in ("pending", "running"):
-                            await client.runs.join(thread_id, run["run_id"])
-                state = await client.threads.get_state(thread_id)
-                resumed = bool(state["values"])
-                if resumed:
-                    await catch_up(task, thread_id, state)
-                wall, usage = 0.0, Usage()
-                # A run cancelled after a node's writes were saved but before its step's
-                # checkpoint shows no next node, yet has not ended: unfinished() sees it; one
-                # cancelled in the middle of a node's writes is replayed from its checkpoint.
-                latest = _snapshot(state)
-                if not resumed or unfinished(latest) is not None:
-                    wall, usage, held, events = await stream(
-                        task,
-                        thread_id,
-                        None if resumed else task.input,
-                        replay_from(latest) if resumed else None,
-                    )
-                    state = await client.threads.get_state(thread_id)
-                    await catch_up(task, thread_id, state, held)
-                    if events.error is not None:
-                        if events.error.kind in fatal:
-                            raise ReflexionError(str(events.error).split(": ", 1)[-1])
-                        raise events.error
-                    if (why := unfinished(_snapshot(state))) is not None:
-                        raise RuntimeError(
-                            f"the run stopped before the end of the thread (interrupted "
-                            f"{why}); rerun to resume it"
-                        )
-                values = dict(state["values"]) if isinstance(state["values"], dict) else {}
-                extra = None
-                if finalize is not None:
-                    extra = await asyncio.to_thread(finalize, task, values)
-                return ledger.final(
-                    task,
-                    values,
-                    wall_s=round(wall, 2),
-                    usage=usage,
-                    resumed=resumed,
-                    counted=resumed,
-                    extra=extra,
-                )
 
             async def guarded(task: BenchTask) -> None:
                 async with slots:
                     try:
-                        await one(task)
+                        await self.one(task)
                     except ReflexionError:
                         raise
                     except Exception as exc:
-                        ledger.failed(task, error_text(exc))
+                        self.ledger.failed(task, error_text(exc))
 
             try:
                 async with asyncio.TaskGroup() as group:
@@ -465,6 +382,117 @@ def run_on_server(
                         group.create_task(guarded(task))
             except* ReflexionError as group_error:
                 raise group_error.exceptions[0] from None
-        return ledger.finals()
+        return self.ledger.finals()
 
-    return asyncio.run(run_all())
+    async def catch_up(
+        self,
+        task: BenchTask,
+        thread_id: str,
+        state: ThreadState,
+        held: Sequence[tuple[str, dict[str, Any]]] = (),
+    ) -> None:
+        """Write the lines the thread's saved states hold and the file lacks; one this client
+        still holds (its checkpoint event did not arrive) keeps its usage."""
+        for event, payload in await missing_lines(
+            self._client, thread_id, state, self.ledger.recorded.get(task.thread_id)
+        ):
+            key = "trial" if event == "trial" else "text"
+            mine = next((p for e, p in held if e == event and p.get(key) == payload[key]), None)
+            if mine is not None:
+                payload = {**mine, "trial": payload["trial"]}
+            self.ledger.line(task, event, payload)
+
+    async def stream(
+        self, task: BenchTask, thread_id: str, task_input: Any, checkpoint_id: str | None
+    ) -> tuple[float, Usage, list[tuple[str, dict[str, Any]]], RunEvents]:
+        """One run of the thread (from ``checkpoint_id``: a step cut short replayed), each
+        line written once the server has saved it; its wall time, usage, the lines still held
+        at its end, and its events."""
+        events = RunEvents()
+        used: list[Usage] = []
+        held: list[tuple[str, dict[str, Any]]] = []
+        parts = self._client.runs.stream(
+            thread_id,
+            self.graph_id,
+            input=task_input,
+            checkpoint_id=checkpoint_id,
+            context=self.context,
+            config=self.config,
+            metadata=self.metadata,
+            stream_mode=STREAM_MODES,
+            stream_subgraphs=True,
+            on_disconnect="cancel",
+            durability="sync",
+        )
+        async for part in parts:
+            if part.event == "checkpoints":  # the root graph's (a subgraph's: "…|ns")
+                # Sent after the save (durability="sync"): what is held is saved.
+                saved = part.data.get("values") if isinstance(part.data, dict) else None
+                release_held(held, saved, lambda e, p: self.ledger.line(task, e, p))
+                continue
+            for event, payload in events.feed(part.event, part.data):
+                used.append(payload["usage"])
+                held.append((event, payload))
+        # What ran after the last event (e.g. a reflector that wrote nothing) counts too.
+        used.append(events.take())
+        began = events.started if events.started is not None else time.perf_counter()
+        return time.perf_counter() - began, merge(*used), held, events
+
+    async def one(self, task: BenchTask) -> dict[str, Any]:
+        """One task: its thread created (or found), resumed or run, and its final line."""
+        client = self._client
+        thread_id = server_thread_id(task.thread_id)
+        thread = await client.threads.create(
+            thread_id=thread_id,
+            if_exists="do_nothing",
+            graph_id=self.graph_id,
+            metadata={
+                **self.metadata,
+                "reflexion_thread_id": task.thread_id,
+                "task_id": task.meta.get("task_id"),
+            },
+        )
+        if thread["status"] == "busy":  # a run of an earlier client is still going
+            for run in await client.runs.list(thread_id, limit=100):
+                if run["status"] in ("pending", "running"):
+                    await client.runs.join(thread_id, run["run_id"])
+        state = await client.threads.get_state(thread_id)
+        resumed = bool(state["values"])
+        if resumed:
+            await self.catch_up(task, thread_id, state)
+        wall, usage = 0.0, Usage()
+        # A run cancelled after a node's writes were saved but before its step's checkpoint
+        # shows no next node, yet has not ended: unfinished() sees it; one cancelled in the
+        # middle of a node's writes is replayed from its checkpoint.
+        latest = _snapshot(state)
+        if not resumed or unfinished(latest) is not None:
+            wall, usage, held, events = await self.stream(
+                task,
+                thread_id,
+                None if resumed else task.input,
+                replay_from(latest) if resumed else None,
+            )
+            state = await client.threads.get_state(thread_id)
+            await self.catch_up(task, thread_id, state, held)
+            if events.error is not None:
+                if events.error.kind in self.fatal:
+                    raise ReflexionError(str(events.error).split(": ", 1)[-1])
+                raise events.error
+            if (why := unfinished(_snapshot(state))) is not None:
+                raise RuntimeError(
+                    f"the run stopped before the end of the thread (interrupted {why}); "
+                    "rerun to resume it"
+                )
+        values = dict(state["values"]) if isinstance(state["values"], dict) else {}
+        extra = None
+        if self.finalize is not None:
+            extra = await asyncio.to_thread(self.finalize, task, values)
+        return self.ledger.final(
+            task,
+            values,
+            wall_s=round(wall, 2),
+            usage=usage,
+            resumed=resumed,
+            counted=resumed,
+            extra=extra,
+        )
