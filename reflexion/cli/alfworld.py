@@ -210,12 +210,10 @@ def bench_alfworld(
     console.print(failure_table)
     for name, finals in results.items():
         agree, false_success, missed = self_evaluation(finals)
-        walls = [f["wall_s"] for f in finals if not f.get("resumed")]
-        mean = f"{sum(walls) / len(walls):.0f}s" if walls else "-"
         console.print(
             f"{name}: self-evaluation agreed with the engine on {agree} trial(s), claimed "
             f"{false_success} unwon trial(s) as done, missed {missed} win(s) · mean wall time "
-            f"per game {mean}"
+            f"per game {run.mean_wall(finals, digits=0)}"
         )
     if paired and "none" in results and len(results) > 1:
         console.print(compare_table(results, "none"))

@@ -118,6 +118,13 @@ def report_errors(errors_by: dict[str, int], unit: str) -> None:
         )
 
 
+def mean_wall(finals: list[dict[str, Any]], digits: int = 1) -> str:
+    """The mean wall time of the tasks this run ran whole (a resumed task's line covers only
+    its last part), or ``-``."""
+    walls = [f["wall_s"] for f in finals if not f.get("resumed")]
+    return f"{sum(walls) / len(walls):.{digits}f}s" if walls else "-"
+
+
 def strategies_of(value: str, allowed: tuple[str, ...] = STRATEGIES) -> list[str]:
     """The names of a comma-separated ``--strategy``, checked, each once, in order."""
     names = [s.strip() for s in value.split(",") if s.strip()]

@@ -205,10 +205,9 @@ def bench_hotpotqa(
     console.print(summarize(results, trials))
     for label, finals in results.items():
         solved = sum(f["solved"] for f in finals)
-        walls = [f["wall_s"] for f in finals if not f.get("resumed")]
-        mean = f"{sum(walls) / len(walls):.1f}s" if walls else "-"
         console.print(
-            f"{label}: solved {solved}/{len(finals)} · mean wall time per question {mean}"
+            f"{label}: solved {solved}/{len(finals)} · mean wall time per question "
+            + run.mean_wall(finals)
         )
     console.print(outcome_table(results, outcome.errors, lambda f: bool(f["solved"]), "questions"))
     if paired:
