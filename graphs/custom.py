@@ -16,7 +16,6 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from math import isfinite
 from typing import Any, Literal
 
@@ -31,7 +30,7 @@ from langgraph.types import Checkpointer
 
 from reflexion.core.context import Context, get_context, with_fields
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, recall_update
+from reflexion.core.lessons import Family, with_recalled
 from reflexion.core.memory import reflection_window
 from reflexion.core.state import State
 from reflexion.graphs.builder import build_reflexion_graph
@@ -110,9 +109,7 @@ def _begin_trial(
     if not state.task.strip():
         raise ReflexionError("the task is empty: give the task to attempt")
     ctx = get_context(runtime)
-    recalled = recall_update(state, state.task, runtime, family)
-    if recalled:
-        state = replace(state, **recalled)
+    state, recalled = with_recalled(state, runtime, family)
     inputs = {
         "task": state.task,
         "context": state.context,

@@ -10,7 +10,6 @@ prefix that stays the same across trials (llama.cpp reuses its KV cache for it);
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -20,7 +19,7 @@ from langgraph.runtime import Runtime
 from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import QA_FAMILY, Family, recall_update
+from reflexion.core.lessons import QA_FAMILY, Family, with_recalled
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.state import State
@@ -186,9 +185,7 @@ def make_cot_actor(
         ctx = get_context(runtime, QAContext)
         if not state.task.strip():
             raise ReflexionError("the task is empty: give the question to answer")
-        recalled = recall_update(state, state.task, runtime, family)
-        if recalled:
-            state = replace(state, **recalled)
+        state, recalled = with_recalled(state, runtime, family)
         llm = actor_llm(model, ctx)
         seed = draw_seeds(llm, state, ctx)
         options: dict[str, Any] = (

@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -20,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
-from reflexion.core.lessons import Family, programming_family, recall_update
+from reflexion.core.lessons import Family, programming_family, with_recalled
 from reflexion.core.memory import reflection_window
 from reflexion.nodes.coder.common import (
     STOPS,
@@ -187,9 +186,7 @@ def make_code_actor(
     def code_actor(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
         ctx = get_context(runtime, CodeContext)
         problem = problem_of(state)
-        recalled = recall_update(state, state.task, runtime, family)
-        if recalled:
-            state = replace(state, **recalled)
+        state, recalled = with_recalled(state, runtime, family)
         tried = {code_key(e["answer"], problem.language) for e in state.evaluations if e["answer"]}
         tree = grows_tree(ctx)
         fixed = compiler_fixed(state, problem, ctx, tried)

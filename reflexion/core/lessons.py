@@ -31,8 +31,9 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
@@ -41,6 +42,7 @@ from rank_bm25 import BM25Plus
 
 from reflexion.core.context import Context, LessonFilter, get_context
 from reflexion.core.errors import ReflexionError
+from reflexion.core.state import State
 
 NAMESPACE = ("reflexion", "lessons")
 """Prefix of every lesson's namespace; the task family follows."""
@@ -206,6 +208,19 @@ def recall(
         and str(item.value.get("task", "")).strip() != same_text
     ]
     return [str(item.value["text"]).strip() for item in rank(others, task, k)]
+
+
+S = TypeVar("S", bound=State)
+
+
+def with_recalled(
+    state: S, runtime: Runtime[Any] | None, family: Family
+) -> tuple[S, dict[str, Any]]:
+    """The state an actor's first trial works from, with the lessons recalled for its task
+    (:func:`recall_update`), and that update for the actor to return; the state unchanged and
+    ``{}`` otherwise."""
+    recalled = recall_update(state, state.task, runtime, family)
+    return (replace(state, **recalled) if recalled else state), recalled
 
 
 def recall_update(
