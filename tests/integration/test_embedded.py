@@ -18,7 +18,7 @@ from reflexion.core.models import (
     resolve_preset,
 )
 from reflexion.graphs.qa import qa_builder, react_builder
-from reflexion.hotpotqa.context import ReActContext
+from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.hotpotqa.questions import load_hotpotqa
 from tests.clikit import reflexion
 
@@ -175,7 +175,7 @@ def test_a_prompt_and_a_seed_draw_the_same_text_after_any_history():
 
     first, other = load_hotpotqa(limit=2)
     prompts = [
-        cot_messages(State(task=q.question, context=q.gold_context), SMALL, with_context=True)
+        cot_messages(State(task=q.question, context=q.gold_context), QAContext(), with_context=True)
         for q in (first, other)
     ]
     model = embedded_model(
