@@ -63,7 +63,7 @@ from reflexion.bench.threads import (
     update_events,
 )
 from reflexion.core.context import Context
-from reflexion.core.errors import ReflexionError
+from reflexion.core.errors import ReflexionError, first_line, typed_first_line
 from reflexion.core.threads import replay_from, unfinished
 from reflexion.core.usage import OTHER, UNCOUNTED, Usage, merge, node_of
 
@@ -283,8 +283,8 @@ async def missing_lines(
 
 def error_text(exc: BaseException) -> str:
     """The one-line reason of an ``error`` line."""
-    text = str(exc) if isinstance(exc, RemoteRunError) else f"{type(exc).__name__}: {exc}"
-    return (text.splitlines() or [type(exc).__name__])[0][:500]
+    text = first_line(exc) if isinstance(exc, RemoteRunError) else typed_first_line(exc)
+    return text[:500]
 
 
 async def check_server(client: LangGraphClient, url: str, graph_id: str) -> None:

@@ -19,7 +19,7 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
 from reflexion.core.chat import OneReplyChatModel
-from reflexion.core.errors import EmptyReplyError, ProviderError, first_line
+from reflexion.core.errors import EmptyReplyError, ProviderError, first_line, typed_first_line
 
 RETRIED_STATUS = frozenset({408, 409, 429})
 """HTTP statuses retried besides every 5xx: request timeout, conflict, rate limit."""
@@ -85,7 +85,7 @@ def describe_fault(exc: BaseException, timeout: float | None = None) -> str:
             return f"HTTP status {status}"
     if isinstance(exc, TimeoutError) or any("Timeout" in c.__name__ for c in type(exc).__mro__):
         return "request timed out" + (f" (limit {timeout:g} s)" if timeout else "")
-    return f"{type(exc).__name__}: {first_line(exc)}"
+    return typed_first_line(exc)
 
 
 def provider_failure(exc: BaseException) -> str | None:

@@ -35,6 +35,7 @@ KINDS = ("right, alike", "right, separated", "wrong, separated", "wrong, alike",
 def probe_figures(results: Path, max_probes: int) -> dict[str, Any]:
     """Counts of first attempts that pass their examples, by :data:`KINDS`, and the task ids
     of all but the first kind."""
+    finals = load_finals(results)  # a wrong path fails before HumanEval loads
     problems = {p.task_id: p for p in load_problems("humaneval")}
     with gzip.open(humaneval_path(), "rt", encoding="utf-8") as fh:
         rows = [json.loads(line) for line in fh if line.strip()]
@@ -42,7 +43,7 @@ def probe_figures(results: Path, max_probes: int) -> dict[str, Any]:
     limits = Limits(test_timeout_s=5.0, suite_timeout_s=120.0)
     counts: Counter[str] = Counter()
     tasks: dict[str, list[str]] = {kind: [] for kind in KINDS[1:]}
-    for final in load_finals(results):
+    for final in finals:
         problem = problems.get(str(final.get("task_id")))
         if problem is None:
             raise ReflexionError(
