@@ -208,8 +208,9 @@ def python_blocks(text: str) -> str:
 
 
 def run_example(code: str, capsys: pytest.CaptureFixture[str]) -> str:
-    """Run example code with the fake model in place of its one ``init_chat_model`` line."""
-    line = re.compile(r"^model = init_chat_model\(.*\)$", re.MULTILINE)
+    """Run example code with the fake model in place of its one ``init_chat_model`` line (a
+    trailing comment included)."""
+    line = re.compile(r"^model = init_chat_model\([^)]*\)(?:  # .*)?$", re.MULTILINE)
     assert len(line.findall(code)) == 1
     namespace: dict[str, Any] = {
         "__name__": "docs_example",
