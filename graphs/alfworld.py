@@ -47,6 +47,7 @@ def alfworld_builder(
             messages=household_reflection_messages,
             written=household_written,
             family=alfworld_family,
+            schema=HouseholdContext,
         ),
         state_schema=HouseholdState,
         input_schema=HouseholdInputState,

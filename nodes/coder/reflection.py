@@ -15,7 +15,7 @@ from reflexion.programming.state import CodeState
 from reflexion.prompts import few_shot, render
 
 
-def code_reflection_messages(state: CodeState, ctx: CodeContext | None = None) -> list[BaseMessage]:
+def code_reflection_messages(state: CodeState, ctx: CodeContext) -> list[BaseMessage]:
     """The code reflector prompt: instructions, two worked examples as turns, then the problem,
     the failed implementation and its test results (less any held out,
     ``CodeContext.test_trust="held_out"``); under ``CodeContext.test_trust="checked"``,
@@ -28,8 +28,7 @@ def code_reflection_messages(state: CodeState, ctx: CodeContext | None = None) -
         attempt, _, lesson = example.partition("\nReflection:")
         messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
     feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The tests failed."
-    if ctx is not None:
-        feedback = shown_feedback(feedback, state, ctx)
+    feedback = shown_feedback(feedback, state, ctx)
     implementation = state.answer if state.answer else "(no implementation was produced)"
     user = render(
         "code_reflect_task",
@@ -38,7 +37,7 @@ def code_reflection_messages(state: CodeState, ctx: CodeContext | None = None) -
         feedback=feedback,
         **names,
     )
-    check = _check(state, feedback) if ctx is not None and checks_own_tests(state, ctx) else None
+    check = _check(state, feedback) if checks_own_tests(state, ctx) else None
     return [*messages, HumanMessage(user if check is None else f"{user}\n\n{check}")]
 
 

@@ -30,7 +30,7 @@ class HouseholdVerdict(BaseModel):
     verdict: Literal["yes", "no"] = Field(description="Whether the task was completed.")
 
 
-def heuristic_evaluation(state: HouseholdState, ctx: HouseholdContext) -> Evaluation:
+def heuristic_evaluation(state: HouseholdState) -> Evaluation:
     """The paper's heuristic self-evaluation: a trial succeeds when the environment closed
     the episode (which ALFWorld does when the goal is reached) before the heuristic held or
     the step limit ran out."""
@@ -67,7 +67,7 @@ def make_household_evaluator(
                 feedback += f" The trial ended because {state.stop_reason}."
             result = Evaluation(float(success), success, feedback)
         else:
-            result = heuristic_evaluation(state, ctx)
+            result = heuristic_evaluation(state)
         record = TrialRecord(
             trial=state.trial,
             answer=None,

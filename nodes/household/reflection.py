@@ -19,14 +19,12 @@ from reflexion.alfworld.diagnosis import (
 from reflexion.nodes.reflector import reflection_messages
 
 
-def household_reflection_messages(
-    state: Any, ctx: HouseholdContext | None = None
-) -> list[BaseMessage]:
+def household_reflection_messages(state: Any, ctx: HouseholdContext) -> list[BaseMessage]:
     """The reflector prompt for a failed ALFWorld trial: instructions, two worked examples,
     then the trial and the evaluator's feedback, followed
     (``HouseholdContext.alfworld_diagnosis``) by the commands the game refused and why."""
     feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
-    if ctx is None or ctx.alfworld_diagnosis:
+    if ctx.alfworld_diagnosis:
         found = diagnosis(turns_of(state.trajectory), state.task)
         feedback = f"{feedback}\n{found}" if found else feedback
     return reflection_messages(

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reflexion.core.data import bundled
+from reflexion.core.data import bundled, cache_root
 from reflexion.core.errors import DatasetError, ReflexionError
 
 TASK_TYPES: dict[str, str] = {
@@ -324,9 +324,7 @@ def pack_games(src_dir: Path, out_file: Path) -> int:
 
 
 def _cache_root() -> Path:
-    """``$XDG_CACHE_HOME/reflexion/alfworld`` (default ``~/.cache/reflexion/alfworld``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "reflexion" / "alfworld"
+    return cache_root("alfworld")
 
 
 def _unpacked(file: Path) -> Path:
@@ -350,8 +348,8 @@ def _unpacked(file: Path) -> Path:
         tmp = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=root))
     except OSError as exc:
         raise DatasetError(
-            f"cannot unpack {file} into {root} ({exc.strerror or exc}); set XDG_CACHE_HOME to a "
-            "writable directory"
+            f"cannot unpack {file} into {root} ({exc.strerror or exc}); set REFLEXION_CACHE_DIR to "
+            "a writable directory"
         ) from None
     try:
         for name, obj in games:
@@ -365,8 +363,8 @@ def _unpacked(file: Path) -> Path:
                 raise
     except OSError as exc:
         raise DatasetError(
-            f"cannot unpack {file} into {root} ({exc.strerror or exc}); set XDG_CACHE_HOME to a "
-            "writable directory"
+            f"cannot unpack {file} into {root} ({exc.strerror or exc}); set REFLEXION_CACHE_DIR to "
+            "a writable directory"
         ) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -378,8 +376,8 @@ def load_games(source: str | Path | None = None) -> list[Game]:
 
     ``None`` means the bundled ``valid_unseen`` set; a directory means every ``*/game.tw-pddl``
     below it; a file means a bundle made by :func:`pack_games` (unpacked once into
-    ``$XDG_CACHE_HOME/reflexion/alfworld/<hash>/``). A game's kind comes from the first path
-    component that starts with one of the :data:`TASK_TYPES` prefixes. Problems raise
+    ``alfworld/<hash>/`` of :func:`~reflexion.core.data.cache_root`). A game's kind comes from
+    the first path component that starts with one of the :data:`TASK_TYPES` prefixes. Problems raise
     :class:`~reflexion.core.errors.DatasetError` with a one-line message naming the file.
     """
     path = bundled_games_path() if source is None else Path(source).expanduser()

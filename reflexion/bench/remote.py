@@ -65,7 +65,7 @@ from reflexion.bench.threads import (
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError, first_line, typed_first_line
 from reflexion.core.threads import replay_from, unfinished
-from reflexion.core.usage import OTHER, UNCOUNTED, Usage, merge, node_of
+from reflexion.core.usage import OTHER, UNCOUNTED, Usage, merge, node_of, zero_usage
 
 STREAM_MODES: tuple[StreamMode, ...] = ("updates", "checkpoints", "messages-tuple", "tasks")
 """Updates give the trial and reflection lines, checkpoints the moment they are saved;
@@ -115,10 +115,7 @@ class RunEvents:
         self.error: RemoteRunError | None = None
 
     def _counters(self, node: str) -> dict[str, Any]:
-        return self._usage.setdefault(
-            node,
-            {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "wall_s": 0.0, "model_s": 0.0},
-        )
+        return self._usage.setdefault(node, zero_usage())
 
     def take(self) -> Usage:
         """The usage counted since the previous take."""

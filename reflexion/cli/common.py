@@ -18,11 +18,11 @@ from reflexion.bench.driver import Graph
 from reflexion.cli.options import STRATEGIES, C, check_memory, choice
 from reflexion.core.context import LESSON_FILTERS, Context, EvaluatorKind, LessonFilter
 from reflexion.core.errors import ReflexionError
-from reflexion.core.models import load_chat_model
 from reflexion.core.persistence import MEMORY, open_store, parse_target
-from reflexion.core.transport import current_transport, set_transport, transport_of
+from reflexion.core.transport import current_transport, set_transport
 from reflexion.graphs.agents import AGENTS
 from reflexion.hotpotqa.context import QAContext, ReActContext, WikiKind
+from reflexion.nodes.common import resolve_model
 
 QA_EVALUATORS = tuple(e for e in get_args(EvaluatorKind) if e != "heuristic")
 """The evaluators a question-answering run takes (``heuristic`` is ALFWorld's)."""
@@ -103,13 +103,8 @@ def resolve_models(ctx: Context) -> None:
     if (ctx.uses_reflections and ctx.memory_size > 0) or ctx.reflector_model != ctx.actor_model:
         roles.append((ctx.reflector_model, 0.0, "reflector"))
     for spec, temperature, role in roles:
-        load_chat_model(
-            spec,
-            temperature=temperature,
-            max_tokens=ctx.max_tokens,
-            base_url=transport_of(ctx).base_url,
-            slot=role,
-        )
+        # As the nodes build it (the same cached object, the transport's retries included).
+        resolve_model(None, spec, ctx, temperature=temperature, role=role)
 
 
 def where(db: str) -> str:

@@ -155,8 +155,8 @@ LessonFilterOpt = Annotated[
     str,
     typer.Option(
         "--lesson-filter",
-        help="With --lessons: validated (default) recalls only lessons after which their own "
-        "thread's next trial succeeded; all recalls every reflection.",
+        help="With --lessons: validated (default) recalls only lessons in their own thread's "
+        "Ω window when a later trial of it succeeded; all recalls every reflection.",
     ),
 ]
 ServerOpt = Annotated[

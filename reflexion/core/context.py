@@ -94,9 +94,9 @@ class Lessons:
     filter: LessonFilter = field(
         default="validated",
         metadata={
-            "description": "Which lessons are recalled. validated: only those after which "
-            "their own thread's next trial succeeded (evidence they helped); all: every "
-            "reflection."
+            "description": "Which lessons are recalled. validated: only those in their own "
+            "thread's Ω window when a later trial of it succeeded (evidence they helped); "
+            "all: every reflection."
         },
     )
     family: str | None = field(

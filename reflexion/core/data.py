@@ -1,9 +1,11 @@
-"""Files shipped with the package and the JSONL reader every dataset loader uses."""
+"""Files shipped with the package, the cache that unpacked copies go to, and the JSONL reader
+every dataset loader uses."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -14,6 +16,16 @@ from reflexion.core.errors import DatasetError
 def bundled(name: str) -> Path:
     """Path of a dataset shipped with the package (``reflexion/data/<name>``)."""
     return Path(str(resources.files("reflexion").joinpath("data", name)))
+
+
+def cache_root(sub: str) -> Path:
+    """Where the package keeps ``sub`` (``models``, ``corpus``, ``alfworld``): under
+    ``$REFLEXION_CACHE_DIR``, else ``$XDG_CACHE_HOME/reflexion``, else ``~/.cache/reflexion``.
+    Nothing is created."""
+    root = os.environ.get("REFLEXION_CACHE_DIR")
+    if not root:
+        root = str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "reflexion")
+    return Path(root) / sub
 
 
 def iter_jsonl(file: Path) -> Iterator[tuple[str, object]]:

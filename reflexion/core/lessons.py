@@ -256,8 +256,10 @@ def validate_lessons(
     """After trial ``trial`` of thread ``thread_id`` succeeded, mark as validated the thread's
     lessons the actor saw in that trial: those saved after earlier trials (keys
     ``thread:1`` … ``thread:trial-1``) whose text is in the Ω ``window`` (a review may have
-    dropped or edited one, and Ω may have pushed an old one out). Returns their keys. Nothing
-    happens for a first trial or outside a thread (lessons saved there have no known key)."""
+    dropped or edited one, and Ω may have pushed an old one out). A retry drawn without the
+    memory (a fresh-first draw that was kept, a resample) still had them in its window and
+    counts too. Returns their keys. Nothing happens for a first trial or outside a thread
+    (lessons saved there have no known key)."""
     if thread_id is None or trial < 2:
         return []
     shown = {text.strip() for text in window}

@@ -37,6 +37,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
 from reflexion.core.chat import OneReplyChatModel
+from reflexion.core.data import cache_root
 from reflexion.core.errors import ModelError, first_line
 from reflexion.core.retries import RetryingChatModel, RetryPolicy
 
@@ -102,9 +103,8 @@ PRESETS: dict[str, Preset] = {
 
 
 def cache_dir() -> Path:
-    """Where assembled model files live (``REFLEXION_CACHE_DIR`` or ``~/.cache/reflexion``)."""
-    root = os.environ.get("REFLEXION_CACHE_DIR") or Path.home() / ".cache" / "reflexion"
-    return Path(root) / "models"
+    """Where assembled model files live (:func:`~reflexion.core.data.cache_root`)."""
+    return cache_root("models")
 
 
 def _part_path(dist: str, rel: str, preset: Preset) -> Path:
@@ -155,12 +155,16 @@ def _resolve_preset(name: str) -> Path:
         if not target.exists() or target.stat().st_size != preset.size:
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_suffix(f".tmp{os.getpid()}")
-            with tmp.open("wb") as out:
-                for part in parts:
-                    with part.open("rb") as src:
-                        while block := src.read(1 << 22):
-                            out.write(block)
-            os.replace(tmp, target)
+            try:
+                with tmp.open("wb") as out:
+                    for part in parts:
+                        with part.open("rb") as src:
+                            while block := src.read(1 << 22):
+                                out.write(block)
+                os.replace(tmp, target)
+            except BaseException:  # a full disk or Ctrl-C leaves no partial copy behind
+                tmp.unlink(missing_ok=True)
+                raise
     # Verifying hashes the whole file (~0.3 s per 100 MB); remember a verified file by its
     # size and mtime so later processes skip it.
     stamp = cache_dir() / f"{name}.verified"
@@ -215,8 +219,10 @@ def _grammar(gbnf: str) -> Any:
     return LlamaGrammar.from_string(gbnf, verbose=False)
 
 
-def _role(message: BaseMessage) -> str:
-    return {"human": "user", "ai": "assistant", "system": "system"}.get(message.type, "user")
+def llama_messages(messages: list[BaseMessage]) -> list[dict[str, str]]:
+    """LangChain messages as llama.cpp's chat completion takes them (role and text)."""
+    roles = {"human": "user", "ai": "assistant", "system": "system"}
+    return [{"role": roles.get(m.type, "user"), "content": m.text} for m in messages]
 
 
 class EmbeddedChatModel(OneReplyChatModel):
@@ -267,7 +273,7 @@ class EmbeddedChatModel(OneReplyChatModel):
         if gbnf:
             params["grammar"] = _grammar(gbnf)
         params.update(kw)
-        dicts = [{"role": _role(m), "content": m.text} for m in messages]
+        dicts = llama_messages(messages)
         with lock:
             response = llm.create_chat_completion(messages=dicts, **params)
         choice = response["choices"][0]

@@ -43,7 +43,8 @@ call, microseconds), whose time no trial or reflection line could carry, so that
 line's usage stays the sum of its thread's lines."""
 
 
-def _zero() -> dict[str, Any]:
+def zero_usage() -> dict[str, Any]:
+    """One node's counters, all zero."""
     return {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "wall_s": 0.0, "model_s": 0.0}
 
 
@@ -54,7 +55,7 @@ def merge(*usages: Mapping[str, Mapping[str, Any]] | None) -> Usage:
         for node, counters in (usage or {}).items():
             if not isinstance(counters, Mapping):
                 continue
-            into = out.setdefault(node, _zero())
+            into = out.setdefault(node, zero_usage())
             for key in COUNTERS:
                 value = counters.get(key) or 0
                 if isinstance(value, int | float):
@@ -68,7 +69,7 @@ def merge(*usages: Mapping[str, Mapping[str, Any]] | None) -> Usage:
 def totals(usage: Mapping[str, Mapping[str, Any]] | None) -> dict[str, Any]:
     """All nodes together: ``{"prompt_tokens", "completion_tokens", "calls", "wall_s",
     "model_s"}``."""
-    out = _zero()
+    out = zero_usage()
     for counters in merge(usage).values():
         for key in COUNTERS:
             out[key] += counters[key]
@@ -132,7 +133,7 @@ class UsageRecorder(BaseCallbackHandler):
         self._pending: Usage = {}
 
     def _counters(self, node: str) -> dict[str, Any]:
-        return self._pending.setdefault(node, _zero())
+        return self._pending.setdefault(node, zero_usage())
 
     def take(self) -> Usage:
         """The usage counted since the previous take, and start counting afresh."""

@@ -30,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
 
-from reflexion.core.data import bundled
+from reflexion.core.data import bundled, cache_root
 from reflexion.core.errors import ReflexionError
 from reflexion.hotpotqa.questions import HOTPOTQA_SAMPLE, iter_hotpotqa
 
@@ -186,8 +186,7 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def _cache_dir() -> Path:
-    root = os.environ.get("REFLEXION_CACHE_DIR") or Path.home() / ".cache" / "reflexion"
-    return Path(root) / "corpus"
+    return cache_root("corpus")
 
 
 class OfflineCorpus:

@@ -14,7 +14,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from rich.table import Column, Table
 
 from reflexion.core.errors import ReflexionError
-from reflexion.core.models import DEFAULT_MODEL, LOCAL_PREFIX, EmbeddedChatModel, embedded_model
+from reflexion.core.models import (
+    DEFAULT_MODEL,
+    LOCAL_PREFIX,
+    EmbeddedChatModel,
+    embedded_model,
+    llama_messages,
+)
 from reflexion.hotpotqa.context import QAContext
 from reflexion.hotpotqa.questions import load_hotpotqa
 from reflexion.perf.machine import JsonOpt, report
@@ -28,15 +34,6 @@ GENERATION_PROMPT = [
     ),
 ]
 """A request whose answer runs far past ``--tokens``, so every call generates that many."""
-
-
-def _role(message: BaseMessage) -> str:
-    return {"human": "user", "ai": "assistant", "system": "system"}.get(message.type, "user")
-
-
-def _dicts(messages: list[BaseMessage]) -> list[dict[str, str]]:
-    """Messages as ``EmbeddedChatModel`` hands them to llama.cpp."""
-    return [{"role": _role(m), "content": m.text} for m in messages]
 
 
 def _perf(llm: Any) -> dict[str, float]:
@@ -102,7 +99,7 @@ def inference_figures(spec: str, tokens: int, reps: int) -> dict[str, Any]:
         verbose=False,
     )
     try:
-        dicts = _dicts(GENERATION_PROMPT)
+        dicts = llama_messages(GENERATION_PROMPT)
 
         def via_embedded() -> dict[str, Any]:
             return _usage_of(chat.invoke(GENERATION_PROMPT))

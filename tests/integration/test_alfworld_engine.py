@@ -26,6 +26,7 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """One private unpack cache for the module (the engine loads games from files)."""
     home = tmp_path_factory.mktemp("cache")
     with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("REFLEXION_CACHE_DIR", raising=False)  # it would take precedence
         patch.setenv("XDG_CACHE_HOME", str(home))
         yield home
 

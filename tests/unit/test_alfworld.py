@@ -217,6 +217,26 @@ def test_heuristic_stops_the_trial_at_its_threshold_and_reflects(games: str) -> 
     assert "4 times" in reflector.prompt_text(0)
 
 
+BUNDLED = "look_at_obj_in_light-AlarmClock-None-DeskLamp-308/trial_T20190908_222917_366542"
+
+
+@pytest.mark.parametrize("passed", ["none", "base"])
+def test_a_failed_trial_reflects_with_no_context_or_a_base_context(passed: str) -> None:
+    """A caller may pass no context (LangGraph hands the nodes None) or a base ``Context``:
+    the reflector then writes the default memory (sightings) from the family's defaults, on
+    the bundled game set, instead of failing on a field the base class lacks."""
+    actor = ScriptedChatModel(replies=["go to countertop 1"] * 12)
+    reflector = ScriptedChatModel(replies=["Reflection: unused."])
+    graph, _ = build(actor, reflector)
+    config = {"configurable": {"thread_id": passed}, "recursion_limit": 200}
+    ctx = None if passed == "none" else Context(max_trials=2)
+    out = graph.invoke({"game": BUNDLED}, config, context=ctx)
+    trials = 3 if passed == "none" else 2  # the defaults' 3, or the base context's 2
+    assert [e["trial"] for e in out["episodes"]] == list(range(1, trials + 1))
+    assert not out["solved"] and len(out["reflections"]) == trials - 1
+    assert reflector.prompts == []  # sightings memory: written from the trial, no model call
+
+
 @pytest.mark.parametrize("strategy", ["none", "reflexion"])
 def test_turn_seeds_are_named_by_the_game_trial_and_turn(games: str, strategy: str) -> None:
     def seeds(ctx: Context, thread: str) -> list[Any]:

@@ -39,6 +39,7 @@ TRIALS = {"examine": 18, "put": 24, "clean": 31, "cool": 21, "heat": 23, "puttwo
 def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private cache directory for every test (bundles unpack there)."""
     home = tmp_path / "cache"
+    monkeypatch.delenv("REFLEXION_CACHE_DIR", raising=False)  # it would take precedence
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
     return home
 

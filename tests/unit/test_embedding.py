@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from dataclasses import dataclass
 from importlib import import_module
@@ -11,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
@@ -26,7 +24,7 @@ from reflexion.core.state import State
 from reflexion.graphs.custom import create_reflexion_graph, read_reply
 from reflexion.graphs.generic import generic_evaluation
 from reflexion.nodes import Evaluation
-from reflexion.testing import RuleChatModel, ScriptedChatModel
+from reflexion.testing import ScriptedChatModel
 
 ROOT = Path(__file__).parents[2]
 LESSON = "I named the Elbe, but Prague lies on the Vltava."
@@ -449,64 +447,3 @@ def test_langgraph_json_exports_every_graph_with_a_description():
         module, _, attr = entry["path"].removeprefix("./").partition(":")
         compiled = getattr(import_module(module.removesuffix(".py").replace("/", ".")), attr)
         assert isinstance(compiled, CompiledStateGraph)
-
-
-def readme_example() -> str:
-    """The python blocks of the README's "Embedding Reflexion in your app" section, joined."""
-    lines = (ROOT / "README.md").read_text().splitlines()
-    heading = next(
-        (
-            i
-            for i, ln in enumerate(lines)
-            if re.fullmatch(r"#+ Embedding Reflexion in your app", ln)
-        ),
-        None,
-    )
-    assert heading is not None, 'README.md has no "Embedding Reflexion in your app" section'
-    level = len(lines[heading]) - len(lines[heading].lstrip("#"))
-    blocks: list[list[str]] = []
-    fence: list[str] | None = None
-    for line in lines[heading + 1 :]:
-        if fence is None and line.startswith("#"):
-            if len(line) - len(line.lstrip("#")) <= level:
-                break
-        elif fence is None and line.startswith("```"):
-            fence = [] if line.strip() == "```python" else None
-            if fence is not None:
-                blocks.append(fence)
-            else:
-                fence = ["(other)"]
-        elif line.startswith("```"):
-            fence = None
-        elif fence is not None:
-            fence.append(line)
-    code = [b for b in blocks if b[:1] != ["(other)"]]
-    assert code, "the README's embedding section has no python example"
-    return "\n".join("\n".join(b) for b in code)
-
-
-def example_model(messages: list[BaseMessage]) -> str:
-    """The fake behind the README example: reflects when asked to, and multiplies wrongly
-    until a lesson is in the prompt."""
-    text = "\n".join(m.text for m in messages)
-    if "reflecting on a failed attempt" in text:
-        return "Reflection: I multiplied carelessly; 17 * 24 is 408."
-    return "408" if "17 * 24 is 408" in text else "418"
-
-
-def test_readme_embedding_example_runs(capsys):
-    """The README's embedding example runs as written with a fake model in place of its one
-    ``model = init_chat_model(...)`` line: it fails, reflects, succeeds on trial 2, and the
-    subgraph part streams the child's events under the parent node."""
-    code = readme_example()
-    line = re.compile(r"^model = init_chat_model\(.*\)$", re.MULTILINE)
-    assert len(line.findall(code)) == 1, "the example must build its model in one line"
-    fake = RuleChatModel(rule=example_model)
-    namespace: dict[str, Any] = {"__name__": "readme_example", "fake_model": fake}
-    exec(compile(line.sub("model = fake_model", code), "README.md", "exec"), namespace)
-    out = capsys.readouterr().out
-    assert "trial 1: '418' success=False" in out
-    assert "reflection: I multiplied carelessly; 17 * 24 is 408." in out
-    assert "trial 2: '408' success=True" in out
-    assert "408 True 2" in out
-    assert "('solve:" in out and "['evaluator']" in out and "['reflector']" in out

@@ -90,3 +90,19 @@ def test_a_corrupt_gguf_file_is_a_one_line_model_error(tmp_path):
     bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 64)
     with pytest.raises(ModelError, match=r"cannot load the GGUF model .*truncated\.gguf"):
         embedded_model(str(bad))
+
+
+def test_every_cache_sits_under_one_root(monkeypatch, tmp_path):
+    """Models, the offline corpus and the unpacked ALFWorld games share one root:
+    ``REFLEXION_CACHE_DIR``, else ``XDG_CACHE_HOME/reflexion``, else ``~/.cache/reflexion``."""
+    from reflexion.core.data import cache_root
+
+    monkeypatch.delenv("REFLEXION_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_root("alfworld") == tmp_path / "home" / ".cache" / "reflexion" / "alfworld"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert models.cache_dir() == tmp_path / "xdg" / "reflexion" / "models"
+    monkeypatch.setenv("REFLEXION_CACHE_DIR", str(tmp_path / "own"))
+    assert cache_root("corpus") == tmp_path / "own" / "corpus"
+    assert models.cache_dir() == tmp_path / "own" / "models"
