@@ -22,13 +22,15 @@ def _rank(record: Mapping[str, Any]) -> tuple[bool, float]:
 
 
 def chosen_index(records: Sequence[Mapping[str, Any]], choice: AnswerChoice) -> int | None:
-    """The index of the record whose answer the thread returns, among records that have an
-    answer; ``None`` when none has."""
+    """The index of the record whose answer the thread returns: under ``last`` the final
+    record's (as the graph returns it, ``None`` when that trial gave no answer); under
+    ``best`` the best among records that have an answer (``None`` when none has)."""
+    if choice == "last":
+        final = len(records) - 1
+        return final if records and records[final].get("answer") is not None else None
     with_answer = [i for i, r in enumerate(records) if r.get("answer") is not None]
     if not with_answer:
         return None
-    if choice == "last":
-        return with_answer[-1]
     best = with_answer[0]
     for i in with_answer[1:]:
         if _rank(records[i]) > _rank(records[best]):

@@ -52,9 +52,9 @@ def score_thread(
     choice: AnswerChoice = "last",
 ) -> dict[str, Any]:
     """The fields a ``final`` line gets: the final implementation (the one ``choice`` picks,
-    as the graph did), whether its internal tests passed (and how many of those that counted,
-    ``[passed, counted]``, where the record says), whether it passes the hidden tests (pass@1),
-    and the same per iteration."""
+    as the graph did: under ``last`` none when the final trial gave no code), whether its
+    internal tests passed (and how many of those that counted, ``[passed, counted]``, where the
+    record says), whether it passes the hidden tests (pass@1), and the same per iteration."""
     limits = limits or Limits(test_timeout_s=10.0, suite_timeout_s=30.0)
     # the implementation in force after each iteration: what the thread would have returned
     codes = answers_in_force(evaluations, max(iterations, len(evaluations)), choice)

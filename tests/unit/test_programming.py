@@ -344,7 +344,9 @@ def test_hostile_code_from_the_model_fails_its_tests_and_the_loop_goes_on():
 
 def test_implementation_in_force_per_iteration():
     evals = [{"answer": "a"}, {"answer": None}, {"answer": "c"}]
-    assert answers_in_force(evals, 5, "last") == ["a", "a", "c", "c", "c"]
+    # as the graph returns it: under last, a trial without code leaves no answer
+    assert answers_in_force(evals, 5, "last") == ["a", None, "c", "c", "c"]
+    assert answers_in_force(evals, 5, "best") == ["a", "a", "a", "a", "a"]
     assert answers_in_force([], 2, "last") == [None, None]
 
 

@@ -64,11 +64,12 @@ def test_best_ranks_success_then_score_and_keeps_the_earliest_of_equals():
         {"answer": "d", "score": 0.2, "success": True},
     ]
     assert chosen_index(records[:3], "best") == 0  # a tie goes to the earlier attempt
-    assert chosen_index(records[:3], "last") == 2  # the latest attempt with an answer
+    assert chosen_index(records[:3], "last") == 2  # the final attempt
+    assert chosen_index(records[:2], "last") is None  # which gave no answer: none, as the graph
     assert chosen_index(records, "best") == 3  # success beats any score
     assert chosen_index([{"answer": None}], "best") is None
     assert answers_in_force(records, 5, "best") == ["a", "a", "a", "d", "d"]
-    assert answers_in_force(records, 4, "last") == ["a", "a", "c", "d"]
+    assert answers_in_force(records, 4, "last") == ["a", None, "c", "d"]
 
 
 def test_a_worse_later_attempt_is_not_returned_under_best_but_is_under_last():
