@@ -323,10 +323,6 @@ def pack_games(src_dir: Path, out_file: Path) -> int:
     return len(games)
 
 
-def _cache_root() -> Path:
-    return cache_root("alfworld")
-
-
 def _unpacked(file: Path) -> Path:
     """The directory a bundle is unpacked to, unpacking it first when it is not cached.
 
@@ -338,7 +334,7 @@ def _unpacked(file: Path) -> Path:
         digest = hashlib.sha256(file.read_bytes()).hexdigest()[:16]
     except OSError as exc:
         raise DatasetError(f"{file}: cannot read this bundle ({exc.strerror or exc})") from None
-    root = _cache_root()
+    root = cache_root("alfworld")
     target = root / digest
     if target.is_dir():
         return target

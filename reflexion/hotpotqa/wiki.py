@@ -185,10 +185,6 @@ CREATE VIRTUAL TABLE pages_fts USING fts5(title, body, tokenize='unicode61 remov
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def _cache_dir() -> Path:
-    return cache_root("corpus")
-
-
 class OfflineCorpus:
     """Wikipedia paragraphs from a HotPotQA-format file, searchable offline with SQLite FTS5.
 
@@ -224,7 +220,7 @@ class OfflineCorpus:
                 f"cannot read the corpus file {file}: {exc.strerror}; "
                 "pass a HotPotQA-format JSONL file"
             ) from None
-        directory = cache_dir or _cache_dir()
+        directory = cache_dir or cache_root("corpus")
         db_path = directory / f"hotpotqa-{digest}.sqlite"
         if not db_path.is_file():
             directory.mkdir(parents=True, exist_ok=True)
