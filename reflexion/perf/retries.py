@@ -14,6 +14,10 @@ of every thread in a results file and counts:
 - **reflections**: how many quote an input of a test that failed just before them (grounded
   in what was executed) rather than speak in general terms, and how often a retry after a
   grounded one passed the failed test (the caption);
+- **tie stops**: threads that ended before their last trial because an attempt passed every
+  test that counts and so did an earlier one (doubt had set apart the tests both failed),
+  and how many of them returned a right answer: the evidence could not tell the attempts
+  apart, and the thread spent no more of its budget;
 - **the failed tests**: for each internal test an attempt failed, whether the retry from that
   attempt passed it, or failed it again with the same output (the retry kept the behaviour
   the feedback named). A blind redraw (``resample``) never saw the test, so its figure is
@@ -87,6 +91,21 @@ class RetryFigures:
     an attempt k (where a strategy's retries help: the first retry, or the later ones)."""
     right_after_all_wrong: dict[int, int] = field(default_factory=dict)
     """… and attempt k was right."""
+    tie_stops: int = 0
+    """Threads that ended on a tie before their last trial (an earlier attempt passes every
+    test that counts as well)."""
+    tie_stops_right: int = 0
+    """… whose final answer is right."""
+
+
+def _tie_stop(final: dict[str, Any]) -> bool:
+    """Whether a thread ended on a tie with trials left: its last record succeeded only as an
+    earlier attempt did (``ties``), before ``max_trials`` (when the settings name it)."""
+    evaluations = final.get("evaluations") or []
+    if not evaluations or not evaluations[-1].get("ties") or not evaluations[-1].get("success"):
+        return False
+    budget = (final.get("settings") or {}).get("max_trials")
+    return budget is None or len(evaluations) < int(budget)
 
 
 def call_arguments(test: str, entry_point: str) -> str | None:
@@ -187,6 +206,9 @@ def retry_figures(
                 fig.right_after_all_wrong[k + 1] = (
                     fig.right_after_all_wrong.get(k + 1, 0) + verdicts[k]
                 )
+        if _tie_stop(final):
+            fig.tie_stops += 1
+            fig.tie_stops_right += bool(final.get("hidden_pass"))
         if any(verdicts):
             fig.drew_right += 1
             fig.returned_right += bool(final.get("hidden_pass"))
@@ -317,6 +339,11 @@ def retries(
             for k, n in sorted(fig.after_all_wrong.items())
         )
         first_right = f" · attempt k right after k−1 wrong ones: {by_attempt}" if by_attempt else ""
-        captions.append(f"{i}. {path}{after}{first_right}")
+        ties = (
+            f" · ended on a tie with trials left: {fig.tie_stops}, right {fig.tie_stops_right}"
+            if fig.tie_stops
+            else ""
+        )
+        captions.append(f"{i}. {path}{after}{first_right}{ties}")
     table.caption = "\n".join(captions)
     report("retries", [table], figures, {"results": [str(p) for p in results]}, json_path)

@@ -223,6 +223,27 @@ def test_retry_figures_follow_the_tree_s_parents_and_read_each_failed_test_again
     assert (fig.after_wrong, fig.failed_before, fig.passed_after, fig.same_output) == (2, 2, 1, 0)
 
 
+def test_retry_figures_count_threads_that_ended_on_a_tie_with_trials_left():
+    """A tie stops a thread early only when trials were left; the final answer's verdict is
+    counted with it."""
+    early = thread([True, True], True, settings={"max_trials": 4})
+    early["evaluations"][1].update(success=True, ties=1)
+    wrong = thread([False, False], False, settings={"max_trials": 4})
+    wrong["evaluations"][1].update(success=True, ties=1)
+    spent = thread([False, False], False, settings={"max_trials": 2})  # no trial left
+    spent["evaluations"][1].update(success=True, ties=1)
+    plain = thread([False, True], True, settings={"max_trials": 4})
+    plain["evaluations"][1].update(success=True)  # a success that no earlier attempt ties
+    finals = [early, wrong, spent, plain]
+    by_task = {f["task_id"] + str(i): f for i, f in enumerate(finals)}
+    for key, final in by_task.items():
+        final["task_id"] = key
+    fig = retry_figures(
+        finals, lambda task, code: by_task[task]["_verdicts"][int(code.removeprefix("code"))]
+    )
+    assert (fig.tie_stops, fig.tie_stops_right) == (2, 1)
+
+
 def test_a_reflection_is_grounded_when_it_quotes_a_failed_input():
     failed = ["assert add(1, 2) == 4", "assert add() == 0"]
     assert quotes_input('For add(1,2) my code gave "3".', failed, "add")
