@@ -226,20 +226,18 @@ def test_retry_figures_follow_the_tree_s_parents_and_read_each_failed_test_again
 def test_retry_figures_count_threads_that_ended_on_a_tie_with_trials_left():
     """A tie stops a thread early only when trials were left; the final answer's verdict is
     counted with it."""
-    early = thread([True, True], True, settings={"max_trials": 4})
+    early = thread([True, True], True, task_id="early", settings={"max_trials": 4})
     early["evaluations"][1].update(success=True, ties=1)
-    wrong = thread([False, False], False, settings={"max_trials": 4})
+    wrong = thread([False, False], False, task_id="wrong", settings={"max_trials": 4})
     wrong["evaluations"][1].update(success=True, ties=1)
-    spent = thread([False, False], False, settings={"max_trials": 2})  # no trial left
-    spent["evaluations"][1].update(success=True, ties=1)
-    plain = thread([False, True], True, settings={"max_trials": 4})
+    spent = thread([False, False], False, task_id="spent", settings={"max_trials": 2})
+    spent["evaluations"][1].update(success=True, ties=1)  # no trial was left
+    plain = thread([False, True], True, task_id="plain", settings={"max_trials": 4})
     plain["evaluations"][1].update(success=True)  # a success that no earlier attempt ties
-    finals = [early, wrong, spent, plain]
-    by_task = {f["task_id"] + str(i): f for i, f in enumerate(finals)}
-    for key, final in by_task.items():
-        final["task_id"] = key
+    by_task = {f["task_id"]: f for f in (early, wrong, spent, plain)}
     fig = retry_figures(
-        finals, lambda task, code: by_task[task]["_verdicts"][int(code.removeprefix("code"))]
+        by_task.values(),
+        lambda task, code: by_task[task]["_verdicts"][int(code.removeprefix("code"))],
     )
     assert (fig.tie_stops, fig.tie_stops_right) == (2, 1)
 
