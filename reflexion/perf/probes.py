@@ -11,8 +11,6 @@ are the most cross-check could do with these probes.
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,7 +24,7 @@ from reflexion.perf.machine import JsonOpt, report
 from reflexion.programming.agreement import fingerprint
 from reflexion.programming.examples import example_tests
 from reflexion.programming.probes import mutated_probes
-from reflexion.programming.problems import assemble, humaneval_path, load_problems
+from reflexion.programming.problems import assemble, canonical_solutions, load_problems
 from reflexion.programming.sandbox import Limits, run_python_tests
 
 KINDS = ("right, alike", "right, separated", "wrong, separated", "wrong, alike", "no probes")
@@ -37,9 +35,7 @@ def probe_figures(results: Path, max_probes: int) -> dict[str, Any]:
     of all but the first kind."""
     finals = load_finals(results)  # a wrong path fails before HumanEval loads
     problems = {p.task_id: p for p in load_problems("humaneval")}
-    with gzip.open(humaneval_path(), "rt", encoding="utf-8") as fh:
-        rows = [json.loads(line) for line in fh if line.strip()]
-    canonical = {r["task_id"]: r["prompt"] + r["canonical_solution"] for r in rows}
+    canonical = canonical_solutions()
     limits = Limits(test_timeout_s=5.0, suite_timeout_s=120.0)
     counts: Counter[str] = Counter()
     tasks: dict[str, list[str]] = {kind: [] for kind in KINDS[1:]}

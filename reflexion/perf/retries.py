@@ -98,7 +98,7 @@ class RetryFigures:
     """… whose final answer is right."""
 
 
-def _tie_stop(final: dict[str, Any]) -> bool:
+def tie_stop(final: dict[str, Any]) -> bool:
     """Whether a thread ended on a tie with trials left: its last record succeeded only as an
     earlier attempt did (``ties``), before ``max_trials`` (when the settings name it)."""
     evaluations = final.get("evaluations") or []
@@ -206,7 +206,7 @@ def retry_figures(
                 fig.right_after_all_wrong[k + 1] = (
                     fig.right_after_all_wrong.get(k + 1, 0) + verdicts[k]
                 )
-        if _tie_stop(final):
+        if tie_stop(final):
             fig.tie_stops += 1
             fig.tie_stops_right += bool(final.get("hidden_pass"))
         if any(verdicts):

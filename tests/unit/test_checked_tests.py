@@ -299,3 +299,58 @@ def test_perf_retries_judges_each_attempt_with_the_hidden_tests(tmp_path, monkey
     assert (fig["grounded_failed"], fig["grounded_passed"]) == (1, 1)
     code, err = cli(monkeypatch, capsys, "perf", "retries", str(tmp_path / "none.jsonl"))
     assert code != 0 and "does not exist" in err
+
+
+def test_perf_own_tests_checks_them_on_the_canonical_solution_and_replays_a_tie(
+    tmp_path, monkeypatch, capsys
+):
+    """One HumanEval thread that ended on a tie: the right first attempt failed a wrong test,
+    the retry failed it too. Replayed with a blind redraw that passes both tests (and is
+    wrong), the tie no longer ends the thread, the redraw wins and the answer is lost."""
+    head = "def has_close_elements(numbers, threshold):\n    "
+    right = (
+        head
+        + "return any(abs(a - b) < threshold for i, a in enumerate(numbers) for b in numbers[:i])"
+    )
+    tests = [
+        "assert has_close_elements([1.0, 2.0, 3.9, 4.0], 0.3) == True",  # right
+        "assert has_close_elements([1.0, 2.0], 0.5) == True",  # wrong: 1.0 apart
+    ]
+    base = {
+        "type": "final",
+        "task_id": "HumanEval/0",
+        "entry_point": "has_close_elements",
+        "settings": {"max_trials": 4, "test_trust": "anchored"},
+        "tests": tests,
+        "written_tests": tests,
+    }
+    tied = {
+        **base,
+        "thread_id": "reflexion-0",
+        "hidden_pass": True,
+        "evaluations": [
+            {"trial": 1, "answer": right, "success": False, "score": 0.5, "compiled": True},
+            {"trial": 2, "answer": right + "  # again", "success": True, "ties": 1, "score": 0.5},
+        ],
+    }
+    blind = {
+        **base,
+        "thread_id": "resample-0",
+        "hidden_pass": False,
+        "evaluations": [{"trial": k, "answer": head + "return True"} for k in (1, 2, 3, 4)],
+    }
+    results, redraws = tmp_path / "reflexion.jsonl", tmp_path / "resample.jsonl"
+    results.write_text(json.dumps(tied) + "\n")
+    redraws.write_text(json.dumps(blind) + "\n")
+    out = tmp_path / "figures.json"
+    args = ("perf", "own-tests", str(results), "--blind", str(redraws), "--json", str(out))
+    code, _ = cli(monkeypatch, capsys, *args)
+    fig = json.loads(out.read_text())["figures"]
+    assert code == 0
+    assert (fig["tests"], fig["right"], fig["problems"], fig["problems_all_right"]) == (2, 1, 1, 0)
+    assert fig["ties"] == {"right": {"all wrong": ["HumanEval/0"]}}
+    assert fig["replay"] == {"lost": ["HumanEval/0"]}
+    blind["evaluations"] = blind["evaluations"][:2]  # the redraws stopped before trial 3
+    redraws.write_text(json.dumps(blind) + "\n")
+    code, _ = cli(monkeypatch, capsys, *args)
+    assert json.loads(out.read_text())["figures"]["replay"] == {"no_draw": ["HumanEval/0"]}
