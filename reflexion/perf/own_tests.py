@@ -11,7 +11,8 @@ With ``--blind``, each such thread is replayed as if a tie settled nothing while
 remained: its recorded attempts, then the attempts a ``resample`` results file recorded for
 the same task at the later trials (the blind redraws, drawn from the same prompt with the same
 seeds), each judged by the real evaluator node in the sandbox, until an attempt succeeds
-without a tie or the trials run out; the best attempt's hidden tests decide.
+without a tie or the trials run out; the chosen attempt's hidden tests decide. A thread whose
+recorded draws run out before that end gets no verdict (``partial``).
 """
 
 from __future__ import annotations
@@ -62,8 +63,9 @@ class OwnTestFigures:
     """Threads that ended on a tie with trials left: final answer ``right``/``wrong`` → kind of
     the set-apart tests (:data:`KINDS`) → task ids."""
     replay: dict[str, list[str]] = field(default_factory=dict)
-    """With ``--blind``: ``gained``, ``lost``, ``same`` (task ids of the replayed tie threads),
-    ``no_draw`` (no later attempt recorded: nothing to replay)."""
+    """With ``--blind``: ``gained``, ``lost``, ``same`` (task ids of the tie threads replayed to
+    an end), ``partial`` (the recorded draws ran out first: no verdict), ``no_draw`` (no later
+    attempt recorded: nothing to replay)."""
 
 
 def _problem(problems: dict[str, CodeProblem], final: dict[str, Any], path: Path) -> CodeProblem:
@@ -84,22 +86,30 @@ def _failed(code: str | None, problem: CodeProblem, tests: list[str]) -> set[str
     return {o.test for o in result.outcomes if not o.passed}
 
 
-def replay(final: dict[str, Any], later: list[dict[str, Any]], problem: CodeProblem) -> bool | None:
-    """Whether the thread of ``final`` ends right when its tie settles nothing and the
-    attempts in ``later`` (another run's records of the same task, from the trial after the
-    tie on) follow; ``None`` when ``later`` holds none."""
+@dataclass
+class Replayed:
+    """One tie thread replayed: whether its answer ends right, and whether the replay ran to
+    an end the graph would reach (``complete``) or the recorded draws ran out first."""
+
+    right: bool
+    complete: bool
+
+
+def replay(final: dict[str, Any], later: list[dict[str, Any]], problem: CodeProblem) -> Replayed:
+    """The thread of ``final`` replayed as if its tie settled nothing: its own attempts, then
+    those in ``later`` (another run's records of the same task after the tie's trial), each
+    judged by the evaluator node, until an attempt succeeds without a tie or the trials run
+    out; the answer is chosen as the thread's settings choose it."""
     settings = final.get("settings") or {}
     ctx = CodeContext(
         max_trials=int(settings.get("max_trials", 4)),
         test_trust=settings.get("test_trust", "held_out"),
+        test_timeout=float(settings.get("test_timeout", 5.0)),
         cross_check=0,
     )
     runtime = Runtime(context=ctx)
     evaluate = make_unit_test_evaluator()
-    done = final.get("evaluations") or []
-    attempts = [e.get("answer") for e in done] + [e.get("answer") for e in later]
-    if len(attempts) == len(done):
-        return None
+    attempts = [e.get("answer") for e in [*(final.get("evaluations") or []), *later]]
     state = CodeState(
         task=problem.prompt,
         task_id=problem.task_id,
@@ -108,32 +118,60 @@ def replay(final: dict[str, Any], later: list[dict[str, Any]], problem: CodeProb
         tests=list(final.get("tests") or []),
         written_tests=list(final.get("written_tests") or []),
     )
+    settled = False
     for trial, code in enumerate(attempts[: ctx.max_trials], start=1):
         state.trial, state.answer = trial, code
         update = evaluate(state, runtime)
         state.evaluations = [*state.evaluations, *update["evaluations"]]
         state.test_failures = [*state.test_failures, *update["test_failures"]]
         record = update["evaluations"][0]
-        if record.get("success") and record.get("ties") is None:
+        settled = bool(record.get("success")) and record.get("ties") is None
+        if settled:
             break
-    index = chosen_index(state.evaluations, "best")
+    index = chosen_index(state.evaluations, settings.get("select_answer", "best"))
     answer = state.evaluations[index]["answer"] if index is not None else None
-    return bool(answer) and run_hidden(problem, str(answer), LIMITS)[0]
+    right = bool(answer) and run_hidden(problem, str(answer), LIMITS)[0]
+    return Replayed(right, settled or state.trial >= ctx.max_trials)
 
 
-def _replayed(now: bool | None, before: bool) -> str:
+def _replayed(now: Replayed, before: bool) -> str:
     """The replay's verdict on one thread, as a key of :attr:`OwnTestFigures.replay`."""
-    if now is None:
-        return "no_draw"
-    if now == before:
+    if not now.complete:
+        return "partial"
+    if now.right == before:
         return "same"
-    return "gained" if now else "lost"
+    return "gained" if now.right else "lost"
+
+
+def _kind(apart: set[str], wrong: set[str]) -> str:
+    """How the tests a tie set apart fare on the canonical solution (:data:`KINDS`)."""
+    if apart <= wrong:
+        return "all wrong"
+    return "all right" if not apart & wrong else "mixed"
+
+
+def _blind_runs(blind: Path, results: Path) -> dict[str, dict[str, Any]]:
+    """The finished tasks of a ``resample`` results file, by task id; another kind of run is
+    a one-line error."""
+    finals = load_finals(blind)
+    kinds = {(f.get("settings") or {}).get("code_retry") for f in finals}
+    if kinds != {"resample"}:
+        raise ReflexionError(
+            f"{blind} is not a `--strategy resample` run: --blind replays ties with blind "
+            f"redraws, so give the resample results file of the run that {results} forked from"
+        )
+    return {str(f.get("task_id")): f for f in finals}
+
+
+def _after(records: list[dict[str, Any]], trial: int) -> list[dict[str, Any]]:
+    """The records after trial ``trial``, in trial order."""
+    return sorted((r for r in records if int(r.get("trial", 0)) > trial), key=lambda r: r["trial"])
 
 
 def own_test_figures(results: Path, blind: Path | None = None) -> OwnTestFigures:
     """:class:`OwnTestFigures` for ``results`` (and the replay against ``blind``)."""
     finals = load_finals(results)
-    later = {str(f.get("task_id")): f for f in load_finals(blind)} if blind else {}
+    later = _blind_runs(blind, results) if blind else {}
     problems = {p.task_id: p for p in load_problems("humaneval")}
     canonical = canonical_solutions()
     figures = OwnTestFigures()
@@ -150,15 +188,22 @@ def own_test_figures(results: Path, blind: Path | None = None) -> OwnTestFigures
         if not tie_stop(final):
             continue
         records = final.get("evaluations") or []
-        earlier = records[int(records[-1]["ties"]) - 1]
-        apart = _failed(earlier.get("answer"), problem, tests)
-        kind = KINDS[0] if apart <= wrong else KINDS[2] if not apart & wrong else KINDS[1]
+        tied = int(records[-1]["ties"])
+        earlier = next(r for r in records if r.get("trial") == tied)
+        kind = _kind(_failed(earlier.get("answer"), problem, tests), wrong)
         outcome = "right" if final.get("hidden_pass") else "wrong"
         figures.ties.setdefault(outcome, {}).setdefault(kind, []).append(problem.task_id)
         if blind:
-            other = later.get(problem.task_id, {}).get("evaluations") or []
-            now = replay(final, other[len(records) :], problem)
-            key = _replayed(now, bool(final.get("hidden_pass")))
+            if problem.task_id not in later:
+                raise ReflexionError(
+                    f"{blind} does not hold {problem.task_id}: finish that run first"
+                )
+            draws = _after(later[problem.task_id].get("evaluations") or [], len(records))
+            key = (
+                "no_draw"
+                if not draws
+                else _replayed(replay(final, draws, problem), bool(final.get("hidden_pass")))
+            )
             figures.replay.setdefault(key, []).append(problem.task_id)
     return figures
 
@@ -199,7 +244,7 @@ def own_tests(
     tables = [tests, ties]
     if blind:
         replayed = Table("tie threads replayed with blind redraws", "count", "tasks")
-        for key in ("gained", "lost", "same", "no_draw"):
+        for key in ("gained", "lost", "same", "partial", "no_draw"):
             ids = figures.replay.get(key, [])
             replayed.add_row(key.replace("_", " "), str(len(ids)), " ".join(ids))
         tables.append(replayed)

@@ -301,56 +301,76 @@ def test_perf_retries_judges_each_attempt_with_the_hidden_tests(tmp_path, monkey
     assert code != 0 and "does not exist" in err
 
 
-def test_perf_own_tests_checks_them_on_the_canonical_solution_and_replays_a_tie(
+def _tie_thread(task: str, entry: str, tests: list[str], code: str, hidden: bool) -> dict[str, Any]:
+    """A thread that ended on a tie at trial 2: both attempts fail the same tests."""
+    return {
+        "type": "final",
+        "thread_id": f"reflexion-{task}",
+        "task_id": task,
+        "entry_point": entry,
+        "settings": {"max_trials": 4, "test_trust": "anchored", "code_retry": "fresh"},
+        "tests": tests,
+        "written_tests": tests,
+        "hidden_pass": hidden,
+        "evaluations": [
+            {"trial": 1, "answer": code, "success": False, "score": 0.5, "compiled": True},
+            {"trial": 2, "answer": code + "  # again", "success": True, "ties": 1, "score": 0.5},
+        ],
+    }
+
+
+def _redraws(thread: dict[str, Any], codes: list[str]) -> dict[str, Any]:
+    """The resample run of the same task: its attempts, trial by trial."""
+    evaluations = [{"trial": k, "answer": code} for k, code in enumerate(codes, start=1)]
+    return {**thread, "settings": {"code_retry": "resample"}, "evaluations": evaluations}
+
+
+def test_perf_own_tests_checks_them_on_the_canonical_solution_and_replays_ties(
     tmp_path, monkeypatch, capsys
 ):
-    """One HumanEval thread that ended on a tie: the right first attempt failed a wrong test,
-    the retry failed it too. Replayed with a blind redraw that passes both tests (and is
-    wrong), the tie no longer ends the thread, the redraw wins and the answer is lost."""
-    head = "def has_close_elements(numbers, threshold):\n    "
+    """HumanEval/0 kept a right first attempt on a tie over a wrong test; replayed, a redraw
+    that fails a right test does not end it, the next one passes both tests (and is wrong),
+    wins and loses the answer. HumanEval/2 kept a wrong attempt over a right and a wrong
+    test; its redraws stop at trial 3 on another tie, so its replay gets no verdict."""
+    close = "def has_close_elements(numbers, threshold):\n    return "
     right = (
-        head
-        + "return any(abs(a - b) < threshold for i, a in enumerate(numbers) for b in numbers[:i])"
+        close + "any(abs(a - b) < threshold for i, a in enumerate(numbers) for b in numbers[:i])"
     )
-    tests = [
+    close_tests = [
         "assert has_close_elements([1.0, 2.0, 3.9, 4.0], 0.3) == True",  # right
         "assert has_close_elements([1.0, 2.0], 0.5) == True",  # wrong: 1.0 apart
     ]
-    base = {
-        "type": "final",
-        "task_id": "HumanEval/0",
-        "entry_point": "has_close_elements",
-        "settings": {"max_trials": 4, "test_trust": "anchored"},
-        "tests": tests,
-        "written_tests": tests,
-    }
-    tied = {
-        **base,
-        "thread_id": "reflexion-0",
-        "hidden_pass": True,
-        "evaluations": [
-            {"trial": 1, "answer": right, "success": False, "score": 0.5, "compiled": True},
-            {"trial": 2, "answer": right + "  # again", "success": True, "ties": 1, "score": 0.5},
-        ],
-    }
-    blind = {
-        **base,
-        "thread_id": "resample-0",
-        "hidden_pass": False,
-        "evaluations": [{"trial": k, "answer": head + "return True"} for k in (1, 2, 3, 4)],
-    }
+    decimal = "def truncate_number(number):\n    return number"
+    decimal_tests = [
+        "assert truncate_number(3.5) == 0.5",  # right
+        "assert truncate_number(1.25) == 0.5",  # wrong
+        "assert truncate_number(2.0) == 0.0",  # right
+        "assert truncate_number(0.25) == 0.25",  # right, and the attempt passes it
+    ]
+    kept = _tie_thread("HumanEval/0", "has_close_elements", close_tests, right, True)
+    stuck = _tie_thread("HumanEval/2", "truncate_number", decimal_tests, decimal, False)
+    first_blind = [close + "False", close + "False", close + "False", close + "True", right]
     results, redraws = tmp_path / "reflexion.jsonl", tmp_path / "resample.jsonl"
-    results.write_text(json.dumps(tied) + "\n")
-    redraws.write_text(json.dumps(blind) + "\n")
-    out = tmp_path / "figures.json"
-    args = ("perf", "own-tests", str(results), "--blind", str(redraws), "--json", str(out))
-    code, _ = cli(monkeypatch, capsys, *args)
-    fig = json.loads(out.read_text())["figures"]
+    results.write_text(json.dumps(kept) + "\n" + json.dumps(stuck) + "\n")
+
+    def figures(*blind: dict[str, Any]) -> tuple[int, dict[str, Any], str]:
+        redraws.write_text("".join(json.dumps(b) + "\n" for b in blind))
+        out = tmp_path / "figures.json"
+        args = ("perf", "own-tests", str(results), "--blind", str(redraws), "--json", str(out))
+        code, err = cli(monkeypatch, capsys, *args)
+        return code, json.loads(out.read_text())["figures"] if code == 0 else {}, err
+
+    code, fig, _ = figures(_redraws(kept, first_blind), _redraws(stuck, [decimal] * 3))
     assert code == 0
-    assert (fig["tests"], fig["right"], fig["problems"], fig["problems_all_right"]) == (2, 1, 1, 0)
-    assert fig["ties"] == {"right": {"all wrong": ["HumanEval/0"]}}
-    assert fig["replay"] == {"lost": ["HumanEval/0"]}
-    blind["evaluations"] = blind["evaluations"][:2]  # the redraws stopped before trial 3
-    redraws.write_text(json.dumps(blind) + "\n")
-    code, _ = cli(monkeypatch, capsys, *args)
-    assert json.loads(out.read_text())["figures"]["replay"] == {"no_draw": ["HumanEval/0"]}
+    assert (fig["tests"], fig["right"], fig["problems"], fig["problems_all_right"]) == (6, 4, 2, 0)
+    assert fig["ties"] == {
+        "right": {"all wrong": ["HumanEval/0"]},
+        "wrong": {"mixed": ["HumanEval/2"]},
+    }
+    assert fig["replay"] == {"lost": ["HumanEval/0"], "partial": ["HumanEval/2"]}
+    code, fig, _ = figures(_redraws(kept, first_blind[:2]), _redraws(stuck, [decimal] * 2))
+    assert fig["replay"] == {"no_draw": ["HumanEval/0", "HumanEval/2"]}
+    code, _, err = figures(kept, stuck)  # not a resample run
+    assert code != 0 and "is not a `--strategy resample` run" in err
+    code, _, err = figures(_redraws(kept, first_blind))
+    assert code != 0 and "does not hold HumanEval/2" in err
