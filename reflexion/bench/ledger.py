@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from reflexion.bench.settings import RESULTS_FORMAT
 from reflexion.core.errors import ReflexionError
 from reflexion.core.usage import Usage, merge, recorded_usage
 
@@ -173,6 +174,7 @@ def final_row(
         "usage": usage,
         "resumed": resumed,
         "settings": settings,
+        "results_format": RESULTS_FORMAT,
     }
 
 

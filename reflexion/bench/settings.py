@@ -14,18 +14,39 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, fields
 from typing import Any
 
 from reflexion.alfworld.context import HouseholdContext
 from reflexion.core.context import AFTER_FIRST_TRIAL as ACTS_AFTER_FIRST_TRIAL
 from reflexion.core.context import FLAT_LESSONS, Context
+from reflexion.core.errors import ReflexionError
 from reflexion.core.transport import Transport, transport_of
 from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
 
 RESULTS_FORMAT = 1
-"""The version of the settings' shape that names results files (see the module's doc)."""
+"""The version of the settings' shape that names results files (see the module's doc). Each
+``final`` line records it; a line without one was written by format 1."""
+
+
+def results_format(final: dict[str, Any]) -> int:
+    """The results format a ``final`` line was written under (1 when it names none)."""
+    return int(final.get("results_format", 1))
+
+
+def check_resumable(path: object, finals: Iterable[dict[str, Any]]) -> None:
+    """Refuse, in one line, to resume a results file whose runs another results format wrote:
+    its settings' key would not name it again, so its tasks would run twice."""
+    other = sorted({results_format(f) for f in finals} - {RESULTS_FORMAT})
+    if other:
+        raise ReflexionError(
+            f"{path} was written under results format {other[0]}, this release writes "
+            f"format {RESULTS_FORMAT}: finish it with the release that started it, or give "
+            "another --output to start a new file (compare, plot and show still read it)"
+        )
+
 
 CONTEXTS: tuple[type[Context], ...] = (
     Context,

@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from reflexion.bench.driver import Finalize, Graph, ServerGraph, run_benchmark
 from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
-from reflexion.bench.settings import first_trial_key, settings_key
+from reflexion.bench.settings import check_resumable, first_trial_key, settings_key
 from reflexion.cli import options as opt
 from reflexion.cli.common import (
     compile_agent,
@@ -244,6 +244,7 @@ def run_variants(
                             handle.close()
                             out.unlink(missing_ok=True)
                         raise
+                check_resumable(out, done.values())
                 if any(settings_key(f.get("settings") or {}) != key for f in done.values()):
                     raise ReflexionError(
                         f"{out} holds a run with other settings: give another --output (or "

@@ -15,6 +15,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from reflexion.bench.driver import solved_by_trial
 from reflexion.bench.plots import learning_curve
+from reflexion.bench.settings import RESULTS_FORMAT
 from reflexion.cli.app import main
 from reflexion.graphs.qa import qa_builder
 from reflexion.testing import RuleChatModel
@@ -43,6 +44,7 @@ def test_every_trial_reflection_and_final_is_written(saver, tmp_path):
     assert [e["success"] for e in finals[0]["evaluations"]] == [False, True]
     assert finals[0]["reflections"] == ["lesson learned."]
     assert finals[0]["task_id"] == "q0" and finals[0]["wall_s"] >= 0
+    assert finals[0]["results_format"] == RESULTS_FORMAT
 
 
 def test_rerun_skips_finished_tasks_and_appends_nothing(saver, tmp_path):
