@@ -32,8 +32,10 @@ RESULTS_FORMAT = 1
 
 
 def results_format(final: dict[str, Any]) -> int:
-    """The results format a ``final`` line was written under (1 when it names none)."""
-    return int(final.get("results_format", 1))
+    """The results format a ``final`` line was written under (1 when it names none, or no
+    whole number)."""
+    value = final.get("results_format")
+    return value if isinstance(value, int) else 1
 
 
 def check_resumable(path: object, finals: Iterable[dict[str, Any]]) -> None:

@@ -224,6 +224,8 @@ def run_variants(
             out = where.output or Path("runs") / f"{variant.file_stem}-{key}.jsonl"
             outcome.files[variant.label] = out
             done = finished_tasks(out)
+            # another format's file is refused before the models load
+            check_resumable(out, done.values())
             tasks = [
                 BenchTask(
                     thread_id=f"{family.name}-{key}-{task.task_id}",
@@ -244,7 +246,6 @@ def run_variants(
                             handle.close()
                             out.unlink(missing_ok=True)
                         raise
-                check_resumable(out, done.values())
                 if any(settings_key(f.get("settings") or {}) != key for f in done.values()):
                     raise ReflexionError(
                         f"{out} holds a run with other settings: give another --output (or "
