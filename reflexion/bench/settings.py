@@ -16,6 +16,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, fields
+from pathlib import Path
 from typing import Any
 
 from reflexion.alfworld.context import HouseholdContext
@@ -38,7 +39,7 @@ def results_format(final: dict[str, Any]) -> int:
     return value if isinstance(value, int) else 1
 
 
-def check_resumable(path: object, finals: Iterable[dict[str, Any]]) -> None:
+def check_resumable(path: Path, finals: Iterable[dict[str, Any]]) -> None:
     """Refuse, in one line, to resume a results file whose runs another results format wrote:
     its settings' key would not name it again, so its tasks would run twice."""
     other = sorted({results_format(f) for f in finals} - {RESULTS_FORMAT})

@@ -285,8 +285,9 @@ def test_output_holding_another_runs_results_is_refused(monkeypatch, capsys, tmp
 
 
 def test_resuming_a_file_of_another_results_format_is_refused(monkeypatch, capsys, tmp_path):
-    """Another format's settings would not name the file again: its tasks would run twice."""
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")  # the model loads; it is never called
+    """Another format's settings would not name the file again: its tasks would run twice.
+    The refusal comes before the model is resolved (no API key is needed to see it)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     results = tmp_path / "results.jsonl"
     later = KEPT.replace('"final",', '"final", "results_format": 2,')
     results.write_text(later)
