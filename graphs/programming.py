@@ -19,6 +19,7 @@ from reflexion.nodes.coder import (
     make_test_writer,
     make_unit_test_evaluator,
 )
+from reflexion.nodes.coder.reflection import reflecting_when_read
 from reflexion.nodes.coder.tree import keeping_branch_reflections
 from reflexion.programming.context import CodeContext
 from reflexion.programming.state import CodeInputState, CodeOutputState, CodeState
@@ -36,12 +37,14 @@ def programming_builder(
     return build_reflexion_graph(
         make_code_actor(actor_model, family=programming_family),
         make_unit_test_evaluator(actor_model),
-        keeping_branch_reflections(
-            make_reflector(
-                reflector_model,
-                messages=code_reflection_messages,
-                family=programming_family,
-                schema=CodeContext,
+        reflecting_when_read(
+            keeping_branch_reflections(
+                make_reflector(
+                    reflector_model,
+                    messages=code_reflection_messages,
+                    family=programming_family,
+                    schema=CodeContext,
+                )
             )
         ),
         state_schema=CodeState,

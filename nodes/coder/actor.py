@@ -2,7 +2,8 @@
 
 From the second trial on it sees, by ``CodeContext.code_retry``, its previous implementation with
 the internal test results (repair, the paper), or the task with the failed tests (fresh), or
-the task alone (resample: the equal-budget baseline); the last Ω reflections under strategy
+the task alone (resample: the equal-budget baseline), or the first of those and then
+the task alone (fresh_once); the last Ω reflections under strategy
 ``reflexion``. A retry that repeats earlier code is drawn again; after Rust code that did not
 compile, the retry is first ``rustc``'s own fix.
 """
@@ -27,6 +28,7 @@ from reflexion.nodes.coder.common import (
     fenced,
     problem_of,
     prompt_names,
+    retry_reads_feedback,
 )
 from reflexion.nodes.coder.feedback import checks_own_tests, shown_feedback
 from reflexion.nodes.coder.tree import (
@@ -50,12 +52,13 @@ def retries_fresh(state: CodeState, ctx: CodeContext) -> bool:
     """Whether the next attempt is a fresh sample rather than a repair of the last one:
     ``CodeContext.code_retry`` says which, and under ``auto`` code that did not compile is
     repaired (the compiler's errors point into it) and code that failed tests is not. A
-    ``resample`` retry is fresh too, from the first trial's prompt alone."""
+    ``resample`` retry is fresh too, from the first trial's prompt alone, and so is every
+    ``fresh_once`` retry."""
     if state.trial == 0 or not state.evaluations:
         return False
     if ctx.code_retry == "auto":
         return did_compile(state.evaluations[-1])
-    return ctx.code_retry in ("fresh", "resample", "tree")
+    return ctx.code_retry in ("fresh", "resample", "fresh_once", "tree")
 
 
 def compiler_fixed(
@@ -83,7 +86,8 @@ def code_messages(
     for a fresh retry (:func:`retries_fresh`) the test results and reflections follow the
     problem in the same turn, without the previous implementation. Under
     ``CodeContext.code_retry="resample"`` every trial's prompt is the first trial's: the retry
-    learns nothing from the failure, it is only another sample. Under ``"tree"`` the retry
+    learns nothing from the failure, it is only another sample (under ``"fresh_once"``, every
+    retry after the first the model wrote: :func:`retry_reads_feedback`). Under ``"tree"`` the retry
     expands ``parent`` (:mod:`reflexion.nodes.coder.tree`): the task alone for the root, else
     that attempt's code, its results and its branch's reflections."""
     problem = problem_of(state)
@@ -93,7 +97,7 @@ def code_messages(
         with_lessons(render("code_system", **names), state),
         HumanMessage(task),
     ]
-    if state.trial == 0 or not state.evaluations or not ctx.retries_read_feedback:
+    if state.trial == 0 or not state.evaluations or not retry_reads_feedback(state, ctx):
         return messages
     if grows_tree(ctx):
         return _expansion(state, ctx, messages, ROOT if parent is None else parent)

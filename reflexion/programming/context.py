@@ -12,7 +12,7 @@ from reflexion.core.context import AFTER_FIRST_TRIAL, Context, RetrySeeds
 from reflexion.core.schema import settings_class
 
 TestTrust = Literal["all", "anchored", "checked", "held_out"]
-CodeRetry = Literal["repair", "fresh", "auto", "resample", "tree"]
+CodeRetry = Literal["repair", "fresh", "auto", "resample", "fresh_once", "tree"]
 
 
 @settings_class
@@ -78,7 +78,10 @@ class CodeContext(Context):
             "(the paper). auto: repair when the previous implementation did not compile "
             "(the compiler's errors point into that code), fresh otherwise. resample: the "
             "first trial's prompt again, at temperature 0.8, with no feedback and no "
-            "reflection (best-of-n by the evaluator: the equal-budget baseline). tree "
+            "reflection (best-of-n by the evaluator: the equal-budget baseline). fresh_once: "
+            "the first retry the model writes is fresh, every later one a resample (one "
+            "retry reads the failed tests and the reflection; the rest of the budget goes to "
+            "independent samples, and no reflection is written that no retry would read). tree "
             "(LATS-style search): each retry expands the attempt (or the task) with the "
             "highest UCT score, repairing that attempt with its own test results and its "
             "branch's reflections, at temperature 0.8.",
@@ -137,6 +140,6 @@ class CodeContext(Context):
 
     @property
     def retries_read_feedback(self) -> bool:
-        """``resample``'s retries are drawn from the task alone; every other retry reads the
-        evaluator's feedback."""
+        """``resample``'s retries are drawn from the task alone; every other mode's retries
+        (``fresh_once``'s first) read the evaluator's feedback."""
         return self.code_retry != "resample"

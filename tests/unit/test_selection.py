@@ -205,6 +205,27 @@ def test_resample_retries_from_the_task_alone_with_no_reflection():
     assert reflector.prompts == []
 
 
+def test_fresh_once_reads_the_feedback_once_then_resamples_and_stops_reflecting():
+    """code_retry=fresh_once under reflexion: the first retry reads the failed test and the
+    reflection; once it has failed too, every later prompt is the first trial's and the
+    reflector is not asked again (nothing would read it)."""
+    actor_model = ScriptedChatModel(replies=[SUBTRACTS, SEVEN, code("a * b"), RIGHT])
+    reflector = ScriptedChatModel(replies=["Reflection: I subtracted instead of adding."])
+    graph = programming_builder(
+        actor_model=actor_model,
+        evaluator_model=ScriptedChatModel(replies=["assert add(1, 1) == 2\n"]),
+        reflector_model=reflector,
+    ).compile(checkpointer=InMemorySaver())
+    state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=4, code_retry="fresh_once"))
+    assert [e["success"] for e in state["evaluations"]] == [False, False, False, True]
+    retry = actor_model.prompt_text(1)
+    assert "I subtracted instead of adding" in retry and "output" in retry
+    assert actor_model.prompt_text(2) == actor_model.prompt_text(0)
+    assert actor_model.prompt_text(3) == actor_model.prompt_text(0)
+    assert len(reflector.prompts) == 1
+    assert state["answer"].strip().endswith("return a + b")
+
+
 def test_voters_that_fail_a_written_test_as_the_attempt_does_unback_it():
     """No examples, cross_check 2: the right first attempt fails the model's wrong test with
     output 3; two independent implementations give 3 too, so the test is unbacked and the first
