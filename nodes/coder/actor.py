@@ -28,9 +28,8 @@ from reflexion.nodes.coder.common import (
     fenced,
     problem_of,
     prompt_names,
-    retry_reads_feedback,
 )
-from reflexion.nodes.coder.feedback import checks_own_tests, shown_feedback
+from reflexion.nodes.coder.feedback import checks_own_tests, retry_reads_feedback, shown_feedback
 from reflexion.nodes.coder.tree import (
     ROOT,
     branch_reflections,

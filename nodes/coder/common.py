@@ -11,7 +11,6 @@ from dataclasses import replace
 from typing import Any
 
 from reflexion.core.errors import ReflexionError
-from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import (
     LANGUAGE_NAMES,
     CodeProblem,
@@ -56,17 +55,6 @@ def problem_of(state: CodeState) -> CodeProblem:
         test="",
         kind="multipl-e",
     )
-
-
-def retry_reads_feedback(state: CodeState, ctx: CodeContext) -> bool:
-    """Whether the next retry reads the evaluator's feedback and the reflections: never under
-    ``CodeContext.code_retry="resample"``; under ``"fresh_once"`` only while no retry the
-    model wrote has failed yet (a compiler's fix is not one); always otherwise."""
-    if ctx.code_retry == "resample":
-        return False
-    if ctx.code_retry == "fresh_once":
-        return all(e.get("compiler_fix") for e in state.evaluations[1:])
-    return True
 
 
 def fenced(code: str, language: str) -> str:

@@ -1,7 +1,8 @@
-"""What a retry and the reflector read of the evaluator's feedback, where the tests are the
-model's own: the tests a feedback lists (with their actual outputs), and under
-``CodeContext.test_trust`` the held-out tests left out of it (``held_out``) or the request to
-check a failed test against the documentation (``checked``).
+"""What a retry and the reflector read of the evaluator's feedback: whether the next retry
+reads it at all (``CodeContext.code_retry``) and, where the tests are the model's own, the
+tests a feedback lists (with their actual outputs), and under ``CodeContext.test_trust`` the
+held-out tests left out of it (``held_out``) or the request to check a failed test against
+the documentation (``checked``).
 
 The evaluator's records keep the whole feedback; only the prompts built from it change.
 """
@@ -17,6 +18,17 @@ from reflexion.prompts import render
 
 _COMMENT = re.compile(r"^\s*(?:#|//)\s?")
 """The comment mark before a failed test's actual output in the feedback."""
+
+
+def retry_reads_feedback(state: CodeState, ctx: CodeContext) -> bool:
+    """Whether the next retry reads the evaluator's feedback and the reflections: never under
+    ``CodeContext.code_retry="resample"``; under ``"fresh_once"`` only while no retry the
+    model wrote has failed yet (a compiler's fix is not one); always otherwise."""
+    if ctx.code_retry == "resample":
+        return False
+    if ctx.code_retry == "fresh_once":
+        return all(e.get("compiler_fix") for e in state.evaluations[1:])
+    return True
 
 
 def _test_of(line: str, tests: Iterable[str]) -> str | None:

@@ -14,9 +14,13 @@ from reflexion.core.context import get_context
 from reflexion.nodes.coder.common import (
     problem_of,
     prompt_names,
-    retry_reads_feedback,
 )
-from reflexion.nodes.coder.feedback import checks_own_tests, feedback_tests, shown_feedback
+from reflexion.nodes.coder.feedback import (
+    checks_own_tests,
+    feedback_tests,
+    retry_reads_feedback,
+    shown_feedback,
+)
 from reflexion.programming.context import CodeContext
 from reflexion.programming.state import CodeState
 from reflexion.prompts import few_shot, render
