@@ -16,9 +16,11 @@ from reflexion.core.selection import answers_in_force, chosen_index
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder
 from reflexion.hotpotqa.context import ReActContext
+from reflexion.nodes.coder.feedback import retry_reads_feedback
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem
 from reflexion.programming.scoring import score_thread
+from reflexion.programming.state import CodeState
 from reflexion.testing import ScriptedChatModel
 
 TWO_EXAMPLES = (
@@ -224,6 +226,24 @@ def test_fresh_once_reads_the_feedback_once_then_resamples_and_stops_reflecting(
     assert actor_model.prompt_text(3) == actor_model.prompt_text(0)
     assert len(reflector.prompts) == 1
     assert state["answer"].strip().endswith("return a + b")
+
+
+def test_fresh_once_counts_only_retries_the_model_wrote():
+    """A fix rustc suggested is no retry of the model's: after a first attempt and its fix,
+    the next retry still reads the feedback; after a failed retry of the model's, none does.
+    Every other mode but resample always reads it."""
+    once = CodeContext(code_retry="fresh_once")
+
+    def state(*fixes: bool) -> CodeState:
+        records = [{"answer": "x", "compiler_fix": fix} for fix in fixes]
+        return CodeState(task=NO_EXAMPLES, entry_point="add", evaluations=records)
+
+    assert retry_reads_feedback(state(False), once)
+    assert retry_reads_feedback(state(False, True), once)
+    assert not retry_reads_feedback(state(False, False), once)
+    assert not retry_reads_feedback(state(False, True, False), once)
+    assert retry_reads_feedback(state(False, False, False), CodeContext(code_retry="fresh"))
+    assert not retry_reads_feedback(state(False), CodeContext(code_retry="resample"))
 
 
 def test_voters_that_fail_a_written_test_as_the_attempt_does_unback_it():
