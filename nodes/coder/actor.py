@@ -2,8 +2,8 @@
 
 From the second trial on it sees, by ``CodeContext.code_retry``, its previous implementation with
 the internal test results (repair, the paper), or the task with the failed tests (fresh), or
-the task alone (resample: the equal-budget baseline), or the first of those and then
-the task alone (fresh_once); the last Ω reflections under strategy
+the task alone (resample: the equal-budget baseline), or fresh once and the task alone after
+that (fresh_once); the last Ω reflections under strategy
 ``reflexion``. A retry that repeats earlier code is drawn again; after Rust code that did not
 compile, the retry is first ``rustc``'s own fix.
 """
