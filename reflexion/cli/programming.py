@@ -146,12 +146,12 @@ def bench_programming(
         opt.word_option(
             "--retry",
             "<mode>",
-            help="reflexion: fresh (a new sample at T = 0.8 from the task, the failed tests "
-            "and the reflection, without the previous code) or repair (the previous code, its "
-            "test results and the reflection: the paper) or auto (repair code that did not "
-            "compile, fresh otherwise) or fresh_once (the first retry fresh, every later one "
-            "drawn from the task alone, as resample); --strategy resample and tree set their "
-            "own.",
+            help="reflexion: fresh_once (the first retry fresh, every later one drawn from "
+            "the task alone, as resample) or fresh (every retry a new sample at T = 0.8 from "
+            "the task, the failed tests and the reflection, without the previous code) or "
+            "repair (the previous code, its test results and the reflection: the paper) or "
+            "auto (repair code that did not compile, fresh otherwise); --strategy resample "
+            "and tree set their own.",
         ),
     ] = opt.CODE_DEFAULTS.code_retry,
     cross_check: Annotated[

@@ -29,8 +29,9 @@ test_trust *            all           code: trusted tests (examples) decide alon
                                       and half the model's own tests are held out of the
                                       retries' sight (held_out)
 resample_repeats *      0             code: redraw a retry that repeats earlier code
-code_retry *            repair        code: a retry starts fresh (without the previous
-                                      code) at T = 0.8
+code_retry *            repair        code: the first retry starts fresh (the task, its
+                                      failed tests and the reflection, not the previous
+                                      code) at T = 0.8; later ones are blind redraws
 compiler_fixes *        False         Rust: apply rustc's suggested fixes first
 alfworld_diagnosis *    False         ALFWorld: the reflector's feedback says where the
                                       goal's objects were seen and why commands failed

@@ -69,24 +69,27 @@ class CodeContext(Context):
         },
     )
     code_retry: CodeRetry = field(
-        default="fresh",
+        default="fresh_once",
         metadata={
-            "description": "Programming: what a retry starts from. fresh: the task, the "
-            "failed tests and the reflections, without the previous code, sampled at "
-            "temperature 0.8 (a small model otherwise edits its wrong code in place). "
+            "description": "Programming: what a retry starts from. fresh_once (default): the "
+            "first retry the model writes is fresh, every later one a resample (one retry "
+            "reads the failed tests and the reflection; the rest of the budget goes to "
+            "independent samples, and no reflection is written that no retry would read). "
+            "fresh: every retry is the task, the failed tests and the reflections, without "
+            "the previous code, sampled at temperature 0.8 (a small model otherwise edits its "
+            "wrong code in place). "
             "repair: the previous implementation, its test results and the reflections "
             "(the paper). auto: repair when the previous implementation did not compile "
             "(the compiler's errors point into that code), fresh otherwise. resample: the "
             "first trial's prompt again, at temperature 0.8, with no feedback and no "
-            "reflection (best-of-n by the evaluator: the equal-budget baseline). fresh_once: "
-            "the first retry the model writes is fresh, every later one a resample (one "
-            "retry reads the failed tests and the reflection; the rest of the budget goes to "
-            "independent samples, and no reflection is written that no retry would read). tree "
+            "reflection (best-of-n by the evaluator: the equal-budget baseline). tree "
             "(LATS-style search): each retry expands the attempt (or the task) with the "
             "highest UCT score, repairing that attempt with its own test results and its "
             "branch's reflections, at temperature 0.8.",
             "role": AFTER_FIRST_TRIAL,
             "before": "repair",
+            "first_trial_as": {"fresh_once": "fresh"},
+            "format_1_default": "fresh",
         },
     )
     compiler_fixes: bool = field(

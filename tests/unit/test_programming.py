@@ -292,7 +292,8 @@ def test_no_test_generation_ablation_runs_every_iteration():
     assert tests_model.prompts == [] and state.get("tests", []) == []
     assert state["trial"] == 3 and not any(e["success"] for e in state["evaluations"])
     assert "No unit tests were run" in state["evaluations"][0]["feedback"]
-    assert len(reflector.prompts) == 2
+    # one reflection: by default (fresh_once) only the first retry reads one
+    assert len(reflector.prompts) == 1
 
 
 def test_a_thread_whose_test_writer_wrote_no_tests_stops_after_a_compiling_attempt():
@@ -478,7 +479,7 @@ def test_a_strategy_names_its_results_file_by_the_options_that_act_under_it():
     assert strategy_label("tree", parts(cc=2), "fresh") == "tree-crosscheck2"
     assert strategy_label("simple", parts(cc=2, nofixes=True), "fresh") == "simple"
     assert [code_retry_of(n, "repair") for n in ("simple", "resample", "tree", "reflexion")] == [
-        "fresh",
+        "fresh_once",
         "resample",
         "tree",
         "repair",
