@@ -38,14 +38,20 @@ def code(body: str) -> str:
 RIGHT, SUBTRACTS, SEVEN = code("a + b"), code("a - b"), code("7")
 
 
-def build(actor: list[str], tests: list[str] | None = None):
+def build(
+    actor: list[str],
+    tests: list[str] | None = None,
+    reflection: str = "Reflection: I will check the arithmetic.",
+):
+    """The programming graph on scripted models: the graph, then the actor, test writer and
+    reflector models (their prompts are what the tests read)."""
     actor_model = ScriptedChatModel(replies=actor)
     tests_model = ScriptedChatModel(replies=tests or ["assert add(1, 1) == 2\n"])
-    reflector = ScriptedChatModel(replies=["Reflection: I will check the arithmetic."])
+    reflector = ScriptedChatModel(replies=[reflection])
     graph = programming_builder(
         actor_model=actor_model, evaluator_model=tests_model, reflector_model=reflector
     ).compile(checkpointer=InMemorySaver())
-    return graph, actor_model, tests_model
+    return graph, actor_model, tests_model, reflector
 
 
 def run(graph: Any, prompt: str, ctx: Context) -> dict[str, Any]:
@@ -104,7 +110,7 @@ def test_best_answer_also_applies_to_question_answering():
 
 
 def test_anchored_tests_are_the_prompts_examples_and_the_model_writes_none():
-    graph, actor, tests_model = build([SUBTRACTS, RIGHT])
+    graph, actor, tests_model, _ = build([SUBTRACTS, RIGHT])
     state = run(graph, TWO_EXAMPLES, Context(max_trials=3))
     assert tests_model.prompts == []
     assert state["tests"] == ["assert add(2, 3) == 5", "assert add(0, 0) == 0"]
@@ -128,12 +134,12 @@ def test_a_self_written_test_every_attempt_fails_is_doubted_and_stops_the_loop()
     """No examples: the model's tests decide. Its wrong test fails the right code twice, so
     under anchored it is doubted and trial 2 succeeds; under all, every trial is spent."""
     tests = ["assert add(1, 1) == 2\nassert add(1, 2) == 4\n"]
-    graph, _actor, _ = build([RIGHT, RIGHT, RIGHT], tests=tests)
+    graph, *_ = build([RIGHT, RIGHT, RIGHT], tests=tests)
     state = run(graph, NO_EXAMPLES, Context(max_trials=3))
     assert [e["success"] for e in state["evaluations"]] == [False, True]
     assert "possibly wrong" in state["evaluations"][1]["feedback"]
     assert state["test_failures"] == [["assert add(1, 2) == 4"], ["assert add(1, 2) == 4"]]
-    graph, _actor, _ = build([RIGHT, RIGHT, RIGHT], tests=tests)
+    graph, *_ = build([RIGHT, RIGHT, RIGHT], tests=tests)
     state = run(graph, NO_EXAMPLES, CodeContext(max_trials=3, test_trust="all"))
     assert [e["success"] for e in state["evaluations"]] == [False, False, False]
 
@@ -191,13 +197,9 @@ def test_an_accepted_attempt_records_how_many_counted_tests_it_passed():
 def test_resample_retries_from_the_task_alone_with_no_reflection():
     """code_retry=resample under strategy none: best-of-n by the evaluator. Every prompt is
     the first trial's, no reflector is asked, the failed tests are never shown."""
-    actor_model = ScriptedChatModel(replies=[SUBTRACTS, SEVEN, RIGHT])
-    reflector = ScriptedChatModel(replies=["Reflection: unused."])
-    graph = programming_builder(
-        actor_model=actor_model,
-        evaluator_model=ScriptedChatModel(replies=["assert add(1, 1) == 2\n"]),
-        reflector_model=reflector,
-    ).compile(checkpointer=InMemorySaver())
+    graph, actor_model, _, reflector = build(
+        [SUBTRACTS, SEVEN, RIGHT], reflection="Reflection: unused."
+    )
     ctx = CodeContext(max_trials=4, strategy="none", code_retry="resample")
     state = run(graph, TWO_EXAMPLES, ctx)
     assert [e["success"] for e in state["evaluations"]] == [False, False, True]
@@ -211,13 +213,10 @@ def test_fresh_once_reads_the_feedback_once_then_resamples_and_stops_reflecting(
     """code_retry=fresh_once under reflexion: the first retry reads the failed test and the
     reflection; once it has failed too, every later prompt is the first trial's and the
     reflector is not asked again (nothing would read it)."""
-    actor_model = ScriptedChatModel(replies=[SUBTRACTS, SEVEN, code("a * b"), RIGHT])
-    reflector = ScriptedChatModel(replies=["Reflection: I subtracted instead of adding."])
-    graph = programming_builder(
-        actor_model=actor_model,
-        evaluator_model=ScriptedChatModel(replies=["assert add(1, 1) == 2\n"]),
-        reflector_model=reflector,
-    ).compile(checkpointer=InMemorySaver())
+    graph, actor_model, _, reflector = build(
+        [SUBTRACTS, SEVEN, code("a * b"), RIGHT],
+        reflection="Reflection: I subtracted instead of adding.",
+    )
     state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=4, code_retry="fresh_once"))
     assert [e["success"] for e in state["evaluations"]] == [False, False, False, True]
     retry = actor_model.prompt_text(1)
@@ -251,7 +250,7 @@ def test_voters_that_fail_a_written_test_as_the_attempt_does_unback_it():
     output 3; two independent implementations give 3 too, so the test is unbacked and the first
     attempt succeeds on the test that stands. Without voters the wrong test sends the loop on."""
     tests = ["assert add(1, 2) == 4\nassert add(1, 1) == 2\n"]
-    graph, actor, _ = build([RIGHT, RIGHT, RIGHT], tests=tests)
+    graph, actor, *_ = build([RIGHT, RIGHT, RIGHT], tests=tests)
     state = run(graph, NO_EXAMPLES, CodeContext(max_trials=3, cross_check=2))
     assert [e["success"] for e in state["evaluations"]] == [True]
     assert len(actor.prompts) == 3 and len(state["witnesses"]) == 2
@@ -267,7 +266,7 @@ def test_a_written_test_the_voters_pass_still_counts_and_voters_are_drawn_once()
     """The attempt subtracts; both voters add and pass add(1, 2) == 3, so the failure stands,
     the loop retries, and the retry is judged by the same two voters (no new draws)."""
     tests = ["assert add(1, 2) == 3\nassert add(2, 2) == 4\n"]
-    graph, actor, _ = build([SUBTRACTS, RIGHT, RIGHT, RIGHT], tests=tests)
+    graph, actor, *_ = build([SUBTRACTS, RIGHT, RIGHT, RIGHT], tests=tests)
     state = run(graph, NO_EXAMPLES, CodeContext(max_trials=3, cross_check=2))
     assert [e["success"] for e in state["evaluations"]] == [False, True]
     assert len(actor.prompts) == 4 and len(state["witnesses"]) == 2
@@ -356,17 +355,17 @@ def test_a_retry_that_repeats_its_code_is_sampled_again():
     """The second reply only reformats trial 1's code (same syntax tree): it is drawn again,
     and the new sample is the attempt; with resample_repeats=0 the repeat stands."""
     same = "```python\ndef add(a: int, b: int) -> int:\n\n    return a - b  # again\n```"
-    graph, actor, _ = build([SUBTRACTS, same, RIGHT])
+    graph, actor, *_ = build([SUBTRACTS, same, RIGHT])
     state = run(graph, TWO_EXAMPLES, Context(max_trials=2))
     assert len(actor.prompts) == 3 and "return a + b" in state["answer"]
     assert [e["success"] for e in state["evaluations"]] == [False, True]
-    graph, actor, _ = build([SUBTRACTS, same, RIGHT])
+    graph, actor, *_ = build([SUBTRACTS, same, RIGHT])
     state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=2, resample_repeats=0))
     assert len(actor.prompts) == 2 and state["solved"] is False
 
 
 def test_a_fresh_retry_shows_the_failures_and_reflection_but_not_the_previous_code():
-    graph, actor, _ = build([SUBTRACTS, RIGHT])
+    graph, actor, *_ = build([SUBTRACTS, RIGHT])
     state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=2, code_retry="fresh"))
     assert state["solved"] is True
     retry = actor.prompts[1]
@@ -374,7 +373,7 @@ def test_a_fresh_retry_shows_the_failures_and_reflection_but_not_the_previous_co
     text = actor.prompt_text(1)
     assert "a - b" not in text and "from scratch" in text
     assert "assert add(2, 3) == 5 # output: -1" in text and "check the arithmetic" in text
-    graph, actor, _ = build([SUBTRACTS, RIGHT])
+    graph, actor, *_ = build([SUBTRACTS, RIGHT])
     run(graph, TWO_EXAMPLES, CodeContext(max_trials=2, code_retry="repair"))
     assert [m.type for m in actor.prompts[1]] == ["system", "human", "ai", "human"]
 
@@ -383,7 +382,7 @@ def test_auto_retry_repairs_code_that_did_not_compile_and_resamples_code_that_fa
     """Under code_retry="auto" the retry after a syntax error shows the broken code (the
     error points into it); the retry after failed tests is a fresh sample without it."""
     broken = "```python\ndef add(a: int, b: int) -> int:\n    return (a + b\n```"
-    graph, actor, _ = build([broken, SUBTRACTS, RIGHT])
+    graph, actor, *_ = build([broken, SUBTRACTS, RIGHT])
     state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=3, code_retry="auto"))
     assert state["solved"] is True
     assert [e.get("compiled") for e in state["evaluations"]] == [False, True, True]
