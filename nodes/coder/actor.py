@@ -100,10 +100,8 @@ def code_messages(
         return messages
     if grows_tree(ctx):
         return _expansion(state, ctx, messages, ROOT if parent is None else parent)
+    reflection_block = _reflection_block(reflection_window(state.reflections, ctx))
     fresh = retries_fresh(state, ctx)
-    reflection_block = _reflection_block(
-        reflection_window(state.reflections, ctx), FRESH_HEADER if fresh else REPAIR_HEADER
-    )
     retry = render(
         "code_fresh" if fresh else "code_retry",
         feedback=shown_feedback(state.evaluations[-1]["feedback"], state, ctx),
@@ -160,21 +158,11 @@ def _tests_note(state: CodeState, ctx: CodeContext) -> dict[str, str]:
     return {"tests_note": "", "passes": "passes these tests"}
 
 
-REPAIR_HEADER = "Your reflection on it:"
-"""The reflections' heading in a repair prompt, after the test results (the paper's order)."""
-FRESH_HEADER = (
-    "Your reflection on it, a guess at the cause (check it against the test results below):"
-)
-"""The reflections' heading in a fresh retry's prompt, before the test results: the model's
-own diagnosis is a hypothesis, and the executed evidence is the last thing the retry reads."""
-
-
-def _reflection_block(reflections: list[str], header: str = REPAIR_HEADER) -> str:
-    """The reflections a retry reads, as its prompt's block under ``header`` (empty when there
-    are none)."""
+def _reflection_block(reflections: list[str]) -> str:
+    """The reflections a retry reads, as its prompt's block (empty when there are none)."""
     if not reflections:
         return ""
-    return f"\n{header}\n" + "\n".join(f"- {r}" for r in reflections) + "\n"
+    return "\nYour reflection on it:\n" + "\n".join(f"- {r}" for r in reflections) + "\n"
 
 
 def code_key(code: str, language: str) -> str:
