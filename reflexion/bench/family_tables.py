@@ -5,6 +5,7 @@ of :mod:`reflexion.bench.reports`, and read at 80 columns like them."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from rich.table import Table
@@ -59,6 +60,46 @@ def code_summary(results: dict[str, list[dict[str, Any]]]) -> Table:
             *cells,
             mean,
         )
+    return out
+
+
+def solving_attempt(final: dict[str, Any]) -> int | None:
+    """The attempt (1-based) after which the answer the thread would return first passes the
+    hidden tests; ``None`` when no attempt's does."""
+    seq = final.get("pass_by_iteration") or []
+    return next((k for k, ok in enumerate(seq, 1) if ok), None)
+
+
+def gains_by_attempt(results: dict[str, list[dict[str, Any]]], baseline: str) -> Table:
+    """Where each run's differences with the baseline end: the tasks it solved and the
+    baseline did not, by the attempt whose answer solved them (:func:`solving_attempt`), and
+    the tasks the baseline solved and it did not, by the baseline's attempt."""
+    base = {str(f.get("task_id")): f for f in results[baseline]}
+    counts: dict[str, tuple[Counter[int], Counter[int]]] = {}
+    for label, finals in results.items():
+        if label == baseline:
+            continue
+        fixed: Counter[int] = Counter()
+        broken: Counter[int] = Counter()
+        for f in finals:
+            other = base.get(str(f.get("task_id")))
+            if other is None or bool(f.get("hidden_pass")) == bool(other.get("hidden_pass")):
+                continue
+            winner, tally = (f, fixed) if f.get("hidden_pass") else (other, broken)
+            tally[solving_attempt(winner) or 0] += 1
+        counts[label] = (fixed, broken)
+    attempts = max((k for pair in counts.values() for c in pair for k in c), default=1)
+    columns = range(1, max(attempts, 1) + 1)
+    out = table(
+        "run",
+        *(f"fixed\nat {k}" for k in columns),
+        *(f"broken\nat {k}" for k in columns),
+        title=f"against {baseline}: fixed, by the run's attempt that solved the task; broken, "
+        "by the baseline's (the attempt after which the answer returned first passes the "
+        "hidden tests)",
+    )
+    for label, (fixed, broken) in counts.items():
+        out.add_row(label, *(str(fixed[k]) for k in columns), *(str(broken[k]) for k in columns))
     return out
 
 

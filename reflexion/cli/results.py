@@ -9,7 +9,12 @@ from typing import Annotated, Any
 
 import typer
 
-from reflexion.bench.family_tables import accepted_table, code_summary, truth_curve
+from reflexion.bench.family_tables import (
+    accepted_table,
+    code_summary,
+    gains_by_attempt,
+    truth_curve,
+)
 from reflexion.bench.ledger import load_finals
 from reflexion.bench.plots import learning_curve
 from reflexion.bench.reports import compare_table, outcome, outcome_table, slices_table
@@ -97,18 +102,24 @@ def compare_results(
     """Compare finished benchmark runs task by task with a baseline run: the tasks each
     solved that the other did not and the exact McNemar p-value (HotPotQA: solved; programming:
     the hidden tests; ALFWorld: won), then each run's outcomes and model usage (programming:
-    pass@1, right first attempts broken, Table 2, and the accepted answers' evidence)."""
+    the attempt where each difference ends, pass@1, right first attempts broken, Table 2, and
+    the accepted answers' evidence)."""
     runs: dict[str, list[dict[str, Any]]] = {}
     paths = [baseline, *others]
     for path, label in zip(paths, run_labels(paths), strict=True):
         runs[label] = finals_of(path)
     labels = list(runs)
-    if chain:
-        for before, after in pairwise(labels):
-            console.print(compare_table({before: runs[before], after: runs[after]}, before))
-    else:
-        console.print(compare_table(runs, labels[0]))
-    if all("hidden_pass" in f for finals in runs.values() for f in finals):
+    code = all("hidden_pass" in f for finals in runs.values() for f in finals)
+    pairs = (
+        [({before: runs[before], after: runs[after]}, before) for before, after in pairwise(labels)]
+        if chain
+        else [(runs, labels[0])]
+    )
+    for paired_runs, base in pairs:
+        console.print(compare_table(paired_runs, base))
+        if code:
+            console.print(gains_by_attempt(paired_runs, base))
+    if code:
         console.print(code_summary(runs))
         console.print(accepted_table(runs))
     console.print(outcome_table(runs, {}, outcome, "tasks"))

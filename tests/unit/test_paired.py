@@ -388,3 +388,23 @@ def test_a_reflector_model_does_not_rename_a_strategy_without_reflections(strate
     assert key(replace(base, reflector_model="local:b")) == key(base)
     reflexion = replace(base, strategy="reflexion")
     assert key(replace(reflexion, reflector_model="local:b")) != key(reflexion)
+
+
+def test_compare_says_at_which_attempt_each_difference_ends(tmp_path, monkeypatch, capsys):
+    """Fixed tasks count at the run's attempt whose answer first passes the hidden tests,
+    broken ones at the baseline's."""
+    base = finals_file(tmp_path / "programming-py-resample-1a.jsonl", "abcd", "1100")
+    run = finals_file(tmp_path / "programming-py-reflexion-2b.jsonl", "abcd", "0111")
+    solved_at = {"base": {"a": 3, "b": 1}, "run": {"b": 1, "c": 2, "d": 4}}
+    for path, key in ((base, "base"), (run, "run")):
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        for row in rows:
+            at = solved_at[key].get(row["task_id"])
+            row["pass_by_iteration"] = [at is not None and k >= at for k in range(1, 5)]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = compare_output(monkeypatch, capsys, str(base), str(run))
+    header = next(ln for ln in out.splitlines() if ln.split()[:2] == ["fixed", "fixed"])
+    assert header.split().count("fixed") == 4  # attempts 1 to 4, the last difference's
+    row = next(ln.split() for ln in out.splitlines() if ln.split()[:2] == ["reflexion-2b", "0"])
+    # fixed: c at attempt 2, d at 4; broken: a, which the baseline solved at attempt 3
+    assert row == ["reflexion-2b", "0", "1", "0", "1", "0", "0", "1", "0"]

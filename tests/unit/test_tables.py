@@ -55,6 +55,7 @@ def rendered(table: Table) -> str:
         lambda: family_tables.qa_paired(RESULTS, "cot-gt none"),
         lambda: family_tables.code_summary(RESULTS),
         lambda: family_tables.code_paired(RESULTS),
+        lambda: family_tables.gains_by_attempt(RESULTS, "cot-gt none"),
     ],
     ids=[
         "accuracy by trial",
@@ -63,6 +64,7 @@ def rendered(table: Table) -> str:
         "paired qa",
         "pass@1",
         "paired code",
+        "gains by attempt",
     ],
 )
 def test_report_tables_fit_80_columns(make):
