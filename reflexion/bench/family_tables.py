@@ -94,9 +94,8 @@ def gains_by_attempt(results: dict[str, list[dict[str, Any]]], baseline: str) ->
         "run",
         *(f"fixed\nat {k}" for k in columns),
         *(f"broken\nat {k}" for k in columns),
-        title=f"against {baseline}: fixed, by the run's attempt that solved the task; broken, "
-        "by the baseline's (the attempt after which the answer returned first passes the "
-        "hidden tests)",
+        title=f"against {baseline}, by attempt: fixed at the run's solving attempt, broken "
+        "at the baseline's",
     )
     for label, (fixed, broken) in counts.items():
         out.add_row(label, *(str(fixed[k]) for k in columns), *(str(broken[k]) for k in columns))
