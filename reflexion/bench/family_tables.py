@@ -13,7 +13,7 @@ from rich.table import Table
 from reflexion.alfworld.scoring import failure_counts, solved_curve
 from reflexion.alfworld.state import FAILURE_CLASSES
 from reflexion.bench.driver import solved_by_trial
-from reflexion.bench.reports import copied, paired_cells, table
+from reflexion.bench.reports import copied, outcome, paired_cells, table
 from reflexion.bench.stats import paired
 from reflexion.core.answers import normalize_answer
 from reflexion.programming.scoring import (
@@ -73,7 +73,8 @@ def solving_attempt(final: dict[str, Any]) -> int | None:
 def gains_by_attempt(results: dict[str, list[dict[str, Any]]], baseline: str) -> Table:
     """Where each run's differences with the baseline end: the tasks it solved and the
     baseline did not, by the attempt whose answer solved them (:func:`solving_attempt`), and
-    the tasks the baseline solved and it did not, by the baseline's attempt."""
+    the tasks the baseline solved and it did not, by the baseline's attempt. Every final must
+    carry ``pass_by_iteration`` (whose last entry is ``hidden_pass``)."""
     base = {str(f.get("task_id")): f for f in results[baseline]}
     counts: dict[str, tuple[Counter[int], Counter[int]]] = {}
     for label, finals in results.items():
@@ -83,9 +84,9 @@ def gains_by_attempt(results: dict[str, list[dict[str, Any]]], baseline: str) ->
         broken: Counter[int] = Counter()
         for f in finals:
             other = base.get(str(f.get("task_id")))
-            if other is None or bool(f.get("hidden_pass")) == bool(other.get("hidden_pass")):
+            if other is None or outcome(f) == outcome(other):
                 continue
-            winner, tally = (f, fixed) if f.get("hidden_pass") else (other, broken)
+            winner, tally = (f, fixed) if outcome(f) else (other, broken)
             tally[solving_attempt(winner) or 0] += 1
         counts[label] = (fixed, broken)
     attempts = max((k for pair in counts.values() for c in pair for k in c), default=1)

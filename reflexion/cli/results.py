@@ -115,9 +115,10 @@ def compare_results(
         if chain
         else [(runs, labels[0])]
     )
+    by_attempt = code and all("pass_by_iteration" in f for fs in runs.values() for f in fs)
     for paired_runs, base in pairs:
         console.print(compare_table(paired_runs, base))
-        if code:
+        if by_attempt:
             console.print(gains_by_attempt(paired_runs, base))
     if code:
         console.print(code_summary(runs))
