@@ -68,11 +68,12 @@ def checks_own_tests(state: CodeState, ctx: CodeContext) -> bool:
 
 
 def held_out(state: CodeState, ctx: CodeContext) -> frozenset[str]:
-    """Under ``CodeContext.test_trust="held_out"``, where the model's own tests decide: every
-    second of them (by position, so the same tests on every trial), which the retries and the
-    reflector never see. They still decide, so an attempt tuned to the tests it was shown must
-    also pass tests it was not. Empty otherwise."""
-    if ctx.test_trust != "held_out" or not own_tests_decide(state):
+    """Under ``CodeContext.test_trust="held_out"`` (and ``"checked"``, which builds on it),
+    where the model's own tests decide: every second of them (by position, so the same tests
+    on every trial), which the retries and the reflector never see. They still decide, so an
+    attempt tuned to the tests it was shown must also pass tests it was not. Empty
+    otherwise."""
+    if ctx.test_trust not in ("held_out", "checked") or not own_tests_decide(state):
         return frozenset()
     return frozenset(state.written_tests[1::2])
 

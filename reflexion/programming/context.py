@@ -51,10 +51,10 @@ class CodeContext(Context):
             "out: it decides, but the retries and the reflector never see it (only how many "
             "of them passed), so an attempt tuned to the tests it was shown must also pass "
             "some it was not. anchored: as held_out, with every self-written test shown. "
-            "checked: as anchored, and where the tests are the model's own, the reflection "
-            "must first check one failed test against the documentation (its input, the "
-            "expected value, the actual output) and the retry is told that the tests may be "
-            "wrong. all: every internal test decides (the paper).",
+            "checked: as held_out, and where the tests are the model's own, the reflection "
+            "must first check one failed (shown) test against the documentation (its input, "
+            "the expected value, the actual output) and the retry is told that the tests may "
+            "be wrong. all: every internal test decides (the paper).",
             "first_trial_as": {"checked": "anchored", "held_out": "anchored"},
             "format_1_default": "anchored",
         },

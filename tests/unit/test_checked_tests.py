@@ -81,6 +81,16 @@ def test_held_out_tests_decide_but_neither_the_retry_nor_the_reflector_sees_them
         assert "This implementation passed 0 of them." in prompt
 
 
+def test_checked_builds_on_held_out_the_check_quotes_a_shown_test():
+    """checked holds out every second own test as held_out does: the reflection checks the
+    first failed test it was shown, and neither it nor the retry sees the held-out one."""
+    actor, reflector = run(NO_EXAMPLES, CodeContext(max_trials=2, test_trust="checked"))
+    for prompt in (actor.prompt_text(1), reflector.prompt_text(0)):
+        assert "add(1, 2)" not in prompt
+        assert "1 more of your tests ran and are held out" in prompt
+    assert "assert add(1, 1) == 2\nYour implementation gave: 0" in reflector.prompt_text(0)
+
+
 def test_the_default_holds_out_every_second_own_test():
     """Measured on whole HumanEval with the model's own tests (docs/results/noisy-evidence.md):
     held_out is the default, so a context that names no test_trust hides the second test."""
