@@ -13,6 +13,12 @@ the same task at the later trials (the blind redraws, drawn from the same prompt
 seeds), each judged by the real evaluator node in the sandbox, until an attempt succeeds
 without a tie or the trials run out; the chosen attempt's hidden tests decide. A thread whose
 recorded draws run out before that end gets no verdict (``partial``).
+
+And what the second attempt did with the test a ``test_trust="checked"`` reflection checks:
+the first self-written test the first attempt failed that a ``held_out`` retry is shown (the
+same test in every run of the same first attempts, so runs pair on it), by whether the
+canonical solution passes it, and whether the second attempt passed it, failed it with the
+same output, or failed it otherwise.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from reflexion.bench.ledger import load_finals
 from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import chosen_index
 from reflexion.nodes.coder import make_unit_test_evaluator
+from reflexion.nodes.coder.feedback import feedback_tests
 from reflexion.perf.machine import JsonOpt, report
 from reflexion.perf.retries import tie_stop
 from reflexion.programming.context import CodeContext
@@ -45,6 +52,8 @@ from reflexion.programming.state import CodeState
 LIMITS = Limits(test_timeout_s=5.0, suite_timeout_s=120.0)
 KINDS = ("all wrong", "mixed", "all right")
 """How the tests a tied earlier attempt failed fare on the canonical solution."""
+SECOND = ("passed", "same output", "other")
+"""What the second attempt did with the first failed shown test."""
 
 
 @dataclass
@@ -62,10 +71,40 @@ class OwnTestFigures:
     ties: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     """Threads that ended on a tie with trials left: final answer ``right``/``wrong`` → kind of
     the set-apart tests (:data:`KINDS`) → task ids."""
+    second: dict[str, dict[str, int]] = field(default_factory=dict)
+    """The first failed shown test of threads with a second attempt: ``right``/``wrong`` on
+    the canonical solution → what the second attempt did with it (:data:`SECOND`) → count."""
     replay: dict[str, list[str]] = field(default_factory=dict)
     """With ``--blind``: ``gained``, ``lost``, ``same`` (task ids of the tie threads replayed to
     an end), ``partial`` (the recorded draws ran out first: no verdict), ``no_draw`` (no later
     attempt recorded: nothing to replay)."""
+
+
+def first_shown_failure(final: dict[str, Any]) -> tuple[str, str] | None:
+    """The first test the thread's first attempt failed, of those a ``held_out`` retry is
+    shown (every self-written test but every second one), with its actual output; ``None``
+    when there is none or no second attempt to judge."""
+    records = final.get("evaluations") or []
+    written = list(final.get("written_tests") or [])
+    if len(records) < 2 or not records[0].get("feedback") or not records[1].get("feedback"):
+        return None
+    hidden = set(written[1::2]) if set(written) >= set(final.get("tests") or []) else set()
+    failed = feedback_tests(records[0]["feedback"], written)
+    return next(((t, out) for t, out in failed if t not in hidden), None)
+
+
+def second_try(final: dict[str, Any], problem: CodeProblem, test: str, output: str) -> str:
+    """What the thread's second attempt did with ``test``, which the first failed with
+    ``output`` (:data:`SECOND`), run in the sandbox (the feedback keeps no output for a test
+    every attempt failed)."""
+    code = final["evaluations"][1].get("answer")
+    if not code:
+        return "other"
+    outcome = run_python_tests(assemble(problem, code), [test], LIMITS).outcomes
+    if outcome and outcome[0].passed:
+        return "passed"
+    again = outcome[0].detail if outcome else ""
+    return "same output" if again.strip() == output else "other"
 
 
 def _problem(problems: dict[str, CodeProblem], final: dict[str, Any], path: Path) -> CodeProblem:
@@ -185,6 +224,11 @@ def own_test_figures(results: Path, blind: Path | None = None) -> OwnTestFigures
         figures.right += len(tests) - len(wrong)
         figures.problems += 1
         figures.problems_all_right += not wrong
+        shown = first_shown_failure(final)
+        if shown is not None:
+            row = figures.second.setdefault("wrong" if shown[0] in wrong else "right", {})
+            did = second_try(final, problem, *shown)
+            row[did] = row.get(did, 0) + 1
         if not tie_stop(final):
             continue
         records = final.get("evaluations") or []
@@ -228,8 +272,9 @@ def own_tests(
     json_path: JsonOpt = None,
 ) -> None:
     """How right the model's own tests were (run against HumanEval's canonical solutions),
-    what the threads that ended on a tie had set apart, and (``--blind``) what spending
-    their remaining trials on blind redraws would have changed."""
+    what the second attempt did with the first failed test it could be shown, what the
+    threads that ended on a tie had set apart, and (``--blind``) what spending their
+    remaining trials on blind redraws would have changed."""
     figures = own_test_figures(results, blind)
     share = figures.right / figures.tests if figures.tests else 0.0
     tests = Table("self-written tests", "count")
@@ -241,7 +286,11 @@ def own_tests(
     for outcome in ("right", "wrong"):
         row = figures.ties.get(outcome, {})
         ties.add_row(f"final answer {outcome}", *(str(len(row.get(k, []))) for k in KINDS))
-    tables = [tests, ties]
+    second = Table("first failed shown test", *(f"second attempt: {k}" for k in SECOND))
+    for kind in ("right", "wrong"):
+        did = figures.second.get(kind, {})
+        second.add_row(f"{kind} on the canonical solution", *(str(did.get(k, 0)) for k in SECOND))
+    tables = [tests, ties, second]
     if blind:
         replayed = Table("tie threads replayed with blind redraws", "count", "tasks")
         for key in ("gained", "lost", "same", "partial", "no_draw"):

@@ -384,3 +384,56 @@ def test_perf_own_tests_checks_them_on_the_canonical_solution_and_replays_ties(
     assert code != 0 and "is not a `--strategy resample` run" in err
     code, _, err = figures(_redraws(kept, first_blind))
     assert code != 0 and "does not hold HumanEval/2" in err
+
+
+def _two_attempts(task: str, tests: list[str], first: str, code: str) -> dict[str, Any]:
+    """A thread of two attempts: the first one's feedback, the second one's code."""
+    return {
+        "type": "final",
+        "thread_id": f"reflexion-{task}",
+        "task_id": task,
+        "tests": tests,
+        "written_tests": tests,
+        "hidden_pass": False,
+        "evaluations": [
+            {"trial": 1, "answer": "x", "feedback": first},
+            {"trial": 2, "answer": code, "feedback": "Tests passed:\n(none)"},
+        ],
+    }
+
+
+def test_perf_own_tests_follows_the_first_failed_shown_test_into_the_second_attempt(
+    tmp_path, monkeypatch, capsys
+):
+    """HumanEval/2: the first failed test is held out (every second one is), so the first
+    failed shown one is the third, which is right, and the retry passes it. HumanEval/0: the
+    first failed test is wrong (1.0 and 2.0 are 1.0 apart), and the retry fails it with the
+    same output. The retries run in the sandbox."""
+    decimal = [
+        "assert truncate_number(1.25) == 0.5",  # wrong, and the first attempt passes it
+        "assert truncate_number(3.5) == 0.5",  # right, held out
+        "assert truncate_number(2.0) == 0.0",  # right, shown
+    ]
+    fixed = _two_attempts(
+        "HumanEval/2",
+        decimal,
+        f"Tests passed:\n{decimal[0]}\n\nTests failed:\n"
+        f"{decimal[1]} # output: 3.5\n{decimal[2]} # output: 2.0",
+        "def truncate_number(number):\n    return number % 1.0",
+    )
+    close = [
+        "assert has_close_elements([1.0, 2.0], 0.5) == True",  # wrong
+        "assert has_close_elements([1.0, 2.0, 3.9, 4.0], 0.3) == True",  # right
+    ]
+    kept = _two_attempts(
+        "HumanEval/0",
+        close,
+        f"Tests passed:\n{close[1]}\n\nTests failed:\n{close[0]} # output: False",
+        "def has_close_elements(numbers, threshold):\n    return False",
+    )
+    results, out = tmp_path / "run.jsonl", tmp_path / "figures.json"
+    results.write_text(json.dumps(fixed) + "\n" + json.dumps(kept) + "\n")
+    code, _ = cli(monkeypatch, capsys, "perf", "own-tests", str(results), "--json", str(out))
+    assert code == 0
+    second = json.loads(out.read_text())["figures"]["second"]
+    assert second == {"right": {"passed": 1}, "wrong": {"same output": 1}}
