@@ -35,7 +35,7 @@ from reflexion.bench.ledger import load_finals
 from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import chosen_index
 from reflexion.nodes.coder import make_unit_test_evaluator
-from reflexion.nodes.coder.feedback import feedback_tests
+from reflexion.nodes.coder.feedback import feedback_tests, held_out
 from reflexion.perf.machine import JsonOpt, report
 from reflexion.perf.retries import tie_stop
 from reflexion.programming.context import CodeContext
@@ -88,7 +88,8 @@ def first_shown_failure(final: dict[str, Any]) -> tuple[str, str] | None:
     written = list(final.get("written_tests") or [])
     if len(records) < 2 or not records[0].get("feedback") or not records[1].get("feedback"):
         return None
-    hidden = set(written[1::2]) if set(written) >= set(final.get("tests") or []) else set()
+    thread = CodeState(tests=list(final.get("tests") or []), written_tests=written)
+    hidden = held_out(thread, CodeContext(test_trust="held_out"))
     failed = feedback_tests(records[0]["feedback"], written)
     return next(((t, out) for t, out in failed if t not in hidden), None)
 
