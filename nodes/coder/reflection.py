@@ -22,10 +22,7 @@ from reflexion.nodes.coder.feedback import (
     shown_feedback,
 )
 from reflexion.programming.context import CodeContext
-from reflexion.programming.problems import assemble
-from reflexion.programming.sandbox import Limits
 from reflexion.programming.state import CodeState
-from reflexion.programming.trace import call_of, trace_call
 from reflexion.prompts import few_shot, render
 
 
@@ -34,8 +31,7 @@ def code_reflection_messages(state: CodeState, ctx: CodeContext) -> list[BaseMes
     the failed implementation and its test results (less any held out,
     ``CodeContext.test_trust="held_out"``); under ``CodeContext.test_trust="checked"``,
     where the model's own tests decide, the request to check the first failed one against the
-    documentation before anything else (:func:`_check`); under
-    ``CodeContext.trace_failures``, the trace of the first failed test's call (:func:`_trace`)."""
+    documentation before anything else (:func:`_check`)."""
     problem = problem_of(state)
     names = prompt_names(problem.language)
     messages: list[BaseMessage] = [SystemMessage(render("code_reflect_system", **names))]
@@ -52,28 +48,8 @@ def code_reflection_messages(state: CodeState, ctx: CodeContext) -> list[BaseMes
         feedback=feedback,
         **names,
     )
-    extra = [
-        _check(state, feedback) if checks_own_tests(state, ctx) else None,
-        _trace(state, feedback, ctx) if ctx.trace_failures else None,
-    ]
-    return [*messages, HumanMessage("\n\n".join([user, *(e for e in extra if e)]))]
-
-
-def _trace(state: CodeState, feedback: str, ctx: CodeContext) -> str | None:
-    """Under ``CodeContext.trace_failures``: the trace of the first failed test's call that
-    the feedback shows (Python code only; ``None`` otherwise, or when the call printed no
-    trace: it did not compile, exited early or ran out of time)."""
-    problem = problem_of(state)
-    if problem.language != "py" or not state.answer:
-        return None
-    for test, _ in feedback_tests(feedback, state.tests):
-        call = call_of(test, problem.entry_point)
-        if call is None:
-            continue
-        limits = Limits(test_timeout_s=ctx.test_timeout)
-        trace = trace_call(assemble(problem, state.answer), call, limits)
-        return None if trace is None else render("code_trace", trace=trace)
-    return None
+    check = _check(state, feedback) if checks_own_tests(state, ctx) else None
+    return [*messages, HumanMessage(user if check is None else f"{user}\n\n{check}")]
 
 
 def _check(state: CodeState, feedback: str) -> str | None:

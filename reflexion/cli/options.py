@@ -214,7 +214,6 @@ PRESET_OPTIONS: dict[str, tuple[str, bool]] = {
     "retry": ("code_retry", False),
     "no_compiler_fixes": ("compiler_fixes", True),
     "cross_check": ("cross_check", False),
-    "trace": ("trace_failures", False),
     "no_diagnose": ("alfworld_diagnosis", True),
     "no_explain": ("alfworld_explain", True),
     "memory_entry": ("alfworld_memory", False),

@@ -168,14 +168,6 @@ def bench_programming(
             "paper).",
         ),
     ] = opt.CODE_DEFAULTS.cross_check,
-    trace: Annotated[
-        bool,
-        typer.Option(
-            "--trace",
-            help="reflexion, Python: the reflector also reads a line-by-line trace of the "
-            "first failed test's call and names the step that goes wrong (off: the paper).",
-        ),
-    ] = opt.CODE_DEFAULTS.trace_failures,
     paired_runs: opt.PairedOpt = True,
 ) -> None:
     """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
@@ -201,7 +193,6 @@ def bench_programming(
         (retry, retry != "repair"),
         (f"crosscheck{cross_check}", cross_check > 0),
         ("nofixes", no_compiler_fixes and language_name == "rs"),
-        ("trace", trace and language_name == "py" and not no_reflection),
     ]
     variants = []
     for name in names:
@@ -224,7 +215,6 @@ def bench_programming(
             resample_repeats=resample,
             code_retry=code_retry_of(name, retry),
             cross_check=0 if simple else cross_check,
-            trace_failures=trace and not (simple or resampled or no_reflection),
             # Only Rust has a compiler to ask; simple never retries, resample never repairs.
             compiler_fixes=language_name == "rs" and not (simple or resampled or no_compiler_fixes),
             code_seeds="process" if simple else seeds,
@@ -322,9 +312,7 @@ def strategy_label(name: str, parts: list[tuple[str, bool]], retry: str) -> str:
     ``tree`` no retry mode, ``simple`` none)."""
     if name == "simple":
         return name
-    inert = {"resample": {"noreflection", retry, "nofixes", "trace"}, "tree": {retry}}.get(
-        name, set()
-    )
+    inert = {"resample": {"noreflection", retry, "nofixes"}, "tree": {retry}}.get(name, set())
     return name + "".join(f"-{part}" for part, on in parts if on and part not in inert)
 
 

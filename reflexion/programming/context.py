@@ -136,18 +136,6 @@ class CodeContext(Context):
             "before": 0,
         },
     )
-    trace_failures: bool = field(
-        default=False,
-        metadata={
-            "description": "Programming, Python, strategy reflexion: the reflector also "
-            "reads a line-by-line trace of the first failed test's call (each line the "
-            "implementation ran and the values it set, then what it returned), run in the "
-            "sandbox, and is asked for the first step that goes wrong: a reflection grounded "
-            "in what the code did (after LDB). false = off (the paper).",
-            "role": AFTER_FIRST_TRIAL,
-            "before": False,
-        },
-    )
     test_timeout: Annotated[float, Field(gt=0)] = field(
         default=5.0,
         metadata={"description": "Programming: seconds each unit test may run in the sandbox."},
