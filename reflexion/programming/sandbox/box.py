@@ -9,12 +9,14 @@ import json
 import os
 import resource
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -47,6 +49,13 @@ from reflexion.programming.sandbox.rust import (
     RUSTC_FLAGS,
     launcher_source,
     rustc_errors,
+)
+from reflexion.programming.sandbox.toolchain import (
+    Toolchain,
+    compile_env,
+    compile_view,
+    compiler_in,
+    resolve,
 )
 from reflexion.programming.sandbox.verdicts import Run, python_verdict
 
@@ -137,6 +146,8 @@ class Sandbox:
         self.launcher: str | None = None
         """The native launcher binaries start through, once compiled (else ``child.py``)."""
         self._runs = 0
+        self._judge_uid: int | None = None
+        """The second fresh uid the judge compiles under (see :meth:`_compile_uid`)."""
         try:
             os.chmod(self.root, 0o755)
             os.mkdir(self.work, 0o700)
@@ -183,6 +194,10 @@ class Sandbox:
         if self.uid is not None and self.fresh_uid:
             kill_uid(self.uid)
             remove_owned_files(self.uid)
+        if self._judge_uid not in (None, self.uid, _NOBODY):
+            assert self._judge_uid is not None
+            kill_uid(self._judge_uid)
+            remove_owned_files(self._judge_uid)
         remove_tree(self.root)
 
     # -- what runs in it ----------------------------------------------------------------------
@@ -205,45 +220,57 @@ class Sandbox:
 
     def compile_rust(self, rustc: str, sources: dict[str, str]) -> str | None:
         """Compile each source into the binary of its name (``solution``, ``judge``), all at
-        once; the first failure's trimmed ``rustc`` errors, or ``None``. The judge binary is
-        execute-only for others, so the kernel keeps it undumpable under the sandbox uid. The
-        judge, and the native launcher the binaries then start through (``launcher.rs``), are
-        kept in this process's memory, where no sandboxed code can reach them, and taken from
-        there when the same source comes again (the same tests, the same signature)."""
+        once; the first failure's trimmed ``rustc`` errors, or ``None``.
+
+        Each compile runs apart (see :meth:`_compiler`): the candidate's under the suite's
+        uid, the judge's under a second fresh uid, each in a directory of its own that holds
+        only its source and that the other compile cannot see, so no test or expected value
+        is within reach of the candidate's compile. The judge binary is execute-only for
+        others, so the kernel keeps it undumpable under the sandbox uid. The judge, and the
+        native launcher the binaries then start through (``launcher.rs``), are kept in this
+        process's memory, where no sandboxed code can reach them, and taken from there when
+        the same source comes again (the same tests, the same signature)."""
+        toolchain = resolve(rustc)
         wanted = {**sources, "launcher": launcher_source()}
-        started = []
+        builds: dict[str, _Build] = {}
         for name, source in wanted.items():
             path = os.path.join(self.root, name)
             if name in _MODES and _KEPT.restore(rustc, source, path, _MODES[name]):
                 continue
-            write_text(os.path.join(self.root, f"{name}.rs"), source)
-            config, command, env = self._compiler([rustc, *RUSTC_FLAGS, "-o", path, f"{name}.rs"])
+            builds[name] = self._build(name, self._compile_uid(name), source)
+        started = []
+        for name, build in builds.items():
+            others = [b.directory for b in builds.values() if b is not build]
+            args = [*RUSTC_FLAGS, "-o", build.output, f"{name}.rs"]
+            config, command, env = self._compiler(toolchain, build, args, others)
             started.append((name, self._start(config, command, env=env)))
         timeout = self.limits.compile_timeout_s
         deadline = time.monotonic() + timeout
         runs: dict[str, Run] = {}
-        for name, begun in started:
-            if isinstance(begun, Run):
-                runs[name] = begun
-                continue
-            try:
-                timed_out = wait_exit(begun.proc, max(0.0, deadline - time.monotonic()))
-            finally:
-                self._stop(begun.proc, trusted=True)
-            runs[name] = self._collect(begun, timed_out, _COMPILE_CAPTURE)
-        compiled = {name for name, _ in started}
+        try:
+            for name, begun in started:
+                if isinstance(begun, Run):
+                    runs[name] = begun
+                    continue
+                try:
+                    timed_out = wait_exit(begun.proc, max(0.0, deadline - time.monotonic()))
+                finally:
+                    self._stop(begun.proc, trusted=True)
+                runs[name] = self._collect(begun, timed_out, _COMPILE_CAPTURE)
+            self._end_compiles(builds.values())
+            for name, build in builds.items():
+                if runs[name].returncode == 0 and not runs[name].timed_out:
+                    _take(build.output, os.path.join(self.root, name), _MODES.get(name, 0o755))
+        finally:
+            for build in builds.values():
+                remove_tree(build.directory)
         launcher = os.path.join(self.root, "launcher")
         built = runs.pop("launcher", Run(0, False, "", "", ""))
         if built.returncode == 0 and not built.timed_out and os.path.isfile(launcher):
             self.launcher = launcher  # else the binaries start through child.py
-        else:
-            compiled.discard("launcher")
-        for name in compiled:
+        for name in builds:
             path = os.path.join(self.root, name)
-            if name in runs and (runs[name].returncode != 0 or not os.path.isfile(path)):
-                continue
-            os.chmod(path, _MODES.get(name, 0o755))
-            if name in _MODES:
+            if name in _MODES and os.path.isfile(path):  # only a compile that succeeded
                 _KEPT.keep(rustc, wanted[name], path)
         for name, run in runs.items():
             if run.timed_out:
@@ -253,10 +280,11 @@ class Sandbox:
         return None
 
     def check_rust(self, rustc: str, source: str) -> Run:
-        """Type-check ``source`` as a library with JSON diagnostics (on ``stderr``)."""
-        write_text(os.path.join(self.root, "check.rs"), source)
-        argv = [
-            rustc,
+        """Type-check ``source`` as a library with JSON diagnostics (on ``stderr``), under the
+        suite's uid in a directory of its own that holds only ``check.rs`` (see
+        :meth:`_compiler`)."""
+        build = self._build("check", self.uid, source)
+        args = [
             "--edition=2021",
             "--crate-type=lib",
             "--crate-name=reflexion_check",
@@ -264,25 +292,76 @@ class Sandbox:
             "--error-format=json",
             "--cap-lints=allow",
             "-o",
-            os.path.join(self.root, "check.rmeta"),
+            os.path.join(build.directory, "check.rmeta"),
             "check.rs",
         ]
-        return self._compile(argv, capture=4 * 1024 * 1024)
-
-    def _compile(self, argv: list[str], capture: int = _COMPILE_CAPTURE) -> Run:
-        config, command, env = self._compiler(argv)
+        config, command, env = self._compiler(resolve(rustc), build, args, [])
         timeout = self.limits.compile_timeout_s
-        return self._spawn(config, command, timeout, env=env, trusted=True, capture=capture)
+        try:
+            return self._spawn(
+                config, command, timeout, env=env, trusted=True, capture=4 * 1024 * 1024
+            )
+        finally:
+            self._end_compiles([build])
+            remove_tree(build.directory)
 
-    def _compiler(self, argv: list[str]) -> tuple[dict[str, Any], list[str], dict[str, str]]:
-        """How ``rustc`` runs: as the caller (the rustup proxy needs its home), with its
-        environment, under generous limits (the compile timeout is the caller's to apply)."""
+    def _build(self, name: str, uid: int | None, source: str) -> _Build:
+        """A compile's own directory (a random name, mode 0700, owned by ``uid``) holding
+        ``<name>.rs`` and nothing else; the compiler writes its output and temporary files
+        there."""
+        directory = tempfile.mkdtemp(prefix=f"{name}-", dir=self.root)
+        path = os.path.join(directory, f"{name}.rs")
+        write_text(path, source)
+        if uid is not None:
+            for owned in (directory, path):
+                os.chown(owned, uid, uid)
+        return _Build(directory, os.path.join(directory, name), uid)
+
+    def _compile_uid(self, name: str) -> int | None:
+        """Who compiles ``name``: the candidate's server under the suite's uid, the judge
+        under a second fresh uid (claimed on first use), the launcher (our own source, which
+        then runs before the uid change) as the caller."""
+        if name == "launcher" or self.uid is None:
+            return None
+        if name != "judge":
+            return self.uid
+        if self._judge_uid is None:
+            fresh = unused_uid()
+            self._judge_uid = fresh if fresh is not None and fresh != self.uid else self.uid
+        return self._judge_uid
+
+    def _end_compiles(self, builds: Iterable[_Build]) -> None:
+        """Kill whatever the compiles' fresh uids still run (nothing should)."""
+        for uid in {b.uid for b in builds}:
+            if uid is not None and uid != _NOBODY and (uid != self.uid or self.fresh_uid):
+                kill_uid(uid)
+
+    def _mountpoint(self) -> str:
+        """The empty directory the toolchain is bound at in a compile's view."""
+        path = os.path.join(self.root, "toolchain")
+        if not os.path.isdir(path):
+            os.mkdir(path, 0o755)
+        return path
+
+    def _compiler(
+        self, toolchain: Toolchain, build: _Build, args: list[str], others: list[str]
+    ) -> tuple[dict[str, Any], list[str], dict[str, str]]:
+        """How ``rustc`` runs: the real compiler (not rustup's proxy) under the build's uid,
+        in a new network namespace and a private mount namespace whose view holds the
+        toolchain and hides the caller's home and the other compiles' directories, in the
+        build's directory, with only the variables the toolchain needs
+        (:func:`.toolchain.compile_env`), under generous limits (the compile timeout is the
+        caller's to apply)."""
         timeout = self.limits.compile_timeout_s
+        view = compile_view(toolchain, self._mountpoint(), build.directory, others)
+        env = compile_env(build.directory)
         config: dict[str, Any] = {
             "mode": "exec",
-            "uid": None,
-            "isolate_network": False,
-            "cwd": self.root,
+            "uid": build.uid,
+            "isolate_network": True,
+            "cwd": build.directory,
+            "view": view,
+            "env": env,
             "rlimits": rlimits(
                 timeout * 2,
                 max(self.limits.memory_mb, _COMPILE_MEMORY_MB),
@@ -291,9 +370,7 @@ class Sandbox:
                 None,
             ),
         }
-        env = dict(os.environ)
-        env.update(TMPDIR=self.root, RUST_BACKTRACE="0")
-        return config, argv, env
+        return config, [compiler_in(toolchain, view), *args], env
 
     def _config(self, mode: str, timeout: float) -> dict[str, Any]:
         return {
@@ -536,6 +613,32 @@ class Sandbox:
         for path in paths:
             with contextlib.suppress(OSError):
                 os.unlink(path)
+
+
+@dataclass(frozen=True)
+class _Build:
+    """One compile's directory, the output it writes there, and the uid it runs under."""
+
+    directory: str
+    output: str
+    uid: int | None
+
+
+def _take(built: str, path: str, mode: int) -> None:
+    """Copy a compile's output (a regular file, not followed if a link) to ``path``, owned by
+    the caller, with ``mode``; nothing when there is no such file."""
+    try:
+        source = os.open(built, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    with os.fdopen(source, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return
+        binary = handle.read()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    with os.fdopen(descriptor, "wb") as out:
+        out.write(binary)
+    os.chmod(path, mode)  # whatever the umask
 
 
 @dataclass

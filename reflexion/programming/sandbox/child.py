@@ -49,6 +49,12 @@ _CLONE_NEWUSER = 0x10000000
 
 _CLONE_NEWNET = 0x40000000
 
+_CLONE_NEWNS = 0x00020000
+
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
+
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+
 _PR_SET_NO_NEW_PRIVS = 38
 
 REPORT_ENV = "REFLEXION_REPORT_FD"
@@ -76,7 +82,7 @@ def _child_main(argv: list[str]) -> NoReturn:
             os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
         os._exit(SETUP_FAILED)
     if config["mode"] == "exec":
-        _exec_command(argv[1:], report_fd)
+        _exec_command(_in_view(config, argv[1:]), report_fd, config.get("env"))
     if config["mode"] == "serve":
         _serve(config)
     if config["mode"] == "judge":
@@ -85,9 +91,13 @@ def _child_main(argv: list[str]) -> NoReturn:
 
 
 def _enter_sandbox(config: dict[str, Any]) -> None:
-    """Network namespace, resource limits, no new privileges, then the unprivileged uid."""
+    """Network namespace (and, for a compile, its private file-system view), resource limits,
+    no new privileges, then the unprivileged uid."""
     uid = config["uid"]
-    if config["isolate_network"]:
+    view = config.get("view")
+    if view is not None:
+        config["view_applied"] = _enter_view(view)
+    elif config["isolate_network"]:
         _isolate_network()
     for name, (soft, hard) in config["rlimits"].items():
         _set_rlimit(getattr(resource, name), soft, hard)
@@ -126,6 +136,53 @@ def _isolate_network() -> bool:
         with contextlib.suppress(OSError), open(f"/proc/self/{name}", "w") as handle:
             handle.write(text)
     return True
+
+
+def _enter_view(view: dict[str, Any]) -> bool:
+    """A compile's private mount and network namespaces: the toolchain bound read-only at
+    its mount point, an empty read-only file system over each hidden path. As root every
+    step must succeed (or the child fails before the compiler starts). Without root it needs
+    an unprivileged user namespace; where the kernel refuses one, the compile keeps the
+    caller's view (the toolchain where it is) and only the network is cut, if that can be:
+    False."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    root = os.geteuid() == 0
+    if root:
+        _check(libc.unshare(_CLONE_NEWNS | _CLONE_NEWNET), "unshare")
+    else:
+        uid, gid = os.geteuid(), os.getegid()
+        if int(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWNET)) != 0:
+            _isolate_network()
+            return False
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1"),
+            ("gid_map", f"{gid} {gid} 1"),
+        ):
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+    _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
+    bind = view.get("bind")
+    if bind:
+        source, target = (os.fsencode(p) for p in bind)
+        _check(libc.mount(source, target, None, _MS_BIND | _MS_REC, None), "bind the toolchain")
+        flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+        done = int(libc.mount(None, target, None, flags, None)) == 0
+        if root:  # a user namespace may not drop flags locked by its parent: read-only anyway
+            _check(int(not done), "make the toolchain read-only")
+    for path in view.get("hide", []):
+        if not os.path.isdir(path):
+            continue
+        flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+        hidden = libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", flags, b"size=4k,mode=0555")
+        _check(hidden, f"hide {path}")
+    return True
+
+
+def _check(result: int, what: str) -> None:
+    if int(result) != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"{what}: {os.strerror(number)}")
 
 
 def _set_rlimit(which: int, soft: int, hard: int) -> None:
@@ -181,13 +238,33 @@ def _keep_imports_reachable() -> None:
             paths[:] = [relocate(p) if isinstance(p, str) else p for p in paths]
 
 
-def _exec_command(command: list[str], report_fd: int) -> NoReturn:
-    """Replace the child by ``command`` (a Rust binary or rustc) with default signal handling."""
+def _in_view(config: dict[str, Any], command: list[str]) -> list[str]:
+    """``command`` with the compiler's path back where the toolchain lies, when the compile's
+    view could not be made (without root and without user namespaces)."""
+    bind = (config.get("view") or {}).get("bind")
+    if not bind or config.get("view_applied", True) or not command:
+        return command
+    source, target = bind
+    if command[0].startswith(target + os.sep):
+        return [source + command[0][len(target) :], *command[1:]]
+    return command
+
+
+def _exec_command(
+    command: list[str], report_fd: int, env: dict[str, str] | None = None
+) -> NoReturn:
+    """Replace the child by ``command`` (a Rust binary or rustc) with default signal handling,
+    in ``env`` exactly when given (a compile's), else the child's (plus the report pipe)."""
     for number in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(number, signal.SIG_DFL)
-    env = dict(os.environ)
-    if report_fd >= 0:
-        env[REPORT_ENV] = str(report_fd)
+    if env is not None:  # a compile: nothing of the caller's, not even the report pipe
+        env = dict(env)
+        if report_fd >= 0:
+            os.close(report_fd)
+    else:
+        env = dict(os.environ)
+        if report_fd >= 0:
+            env[REPORT_ENV] = str(report_fd)
     try:
         os.execve(command[0], command, env)
     except OSError as exc:
