@@ -41,7 +41,6 @@ from reflexion.core.lessons import (
     store_of,
     validate_lessons,
 )
-from reflexion.core.moved import moved_names
 from reflexion.core.selection import chosen_index, succeeded
 from reflexion.core.state import InputState, OutputState, State
 from reflexion.nodes.reflector import make_review
@@ -204,16 +203,3 @@ def build_reflexion_graph(
     builder.add_edge("review", "actor")
     builder.add_edge("select_answer", END)
     return builder
-
-
-# The family builders moved to their family's module in this release.
-__getattr__ = moved_names(
-    "reflexion.graphs.builder",
-    {
-        "qa_builder": "reflexion.graphs.qa",
-        "react_builder": "reflexion.graphs.qa",
-        "REACT_REFLECT_EXAMPLES": "reflexion.graphs.qa",
-        "programming_builder": "reflexion.graphs.programming",
-        "alfworld_builder": "reflexion.graphs.alfworld",
-    },
-)

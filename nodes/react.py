@@ -30,12 +30,12 @@ from reflexion.core.lessons import REACT_FAMILY, Family, recall_update
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import ReactStepParse, parse_react_step
 from reflexion.core.state import TrialInput
+from reflexion.hotpotqa.backends import get_backend
 from reflexion.hotpotqa.context import ReActContext
 from reflexion.hotpotqa.wiki import (
     LookupCursor,
     WikiBackend,
     WikiTools,
-    get_backend,
     normalize_title,
 )
 from reflexion.nodes.common import actor_llm, prompt_tokens

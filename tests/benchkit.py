@@ -12,8 +12,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from reflexion.bench.driver import run_benchmark
-from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
+from reflexion.harness.bench.driver import run_benchmark
+from reflexion.harness.bench.ledger import BenchTask, Sink, finished_tasks
 from reflexion.hotpotqa.context import QAContext
 
 QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(6)}

@@ -1,4 +1,4 @@
-"""What the tests that run the command line share: ``python -m reflexion`` in a child process
+"""What the tests that run the command line share: ``python -m reflexion.harness`` in a child process
 (integration), wide enough that Rich wraps no line the tests read, and ``main()`` in this
 process with the exit code and stderr it left (the bad-input tests)."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reflexion.cli.app import main
+from reflexion.harness.cli.app import main
 
 KEPT = '{"type": "final", "thread_id": "another-run", "solved": true, "evaluations": [{}]}\n'
 """A results line of another run: a failed command must leave it as it was."""
@@ -22,7 +22,7 @@ def reflexion(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``reflexion ARGS`` at 200 columns; it must exit 0 (its stderr is the message)."""
     done = subprocess.run(
-        [sys.executable, "-m", "reflexion", *args],
+        [sys.executable, "-m", "reflexion.harness", *args],
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "200"},

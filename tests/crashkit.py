@@ -26,8 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from reflexion.harness.perf.concurrency import chat_completion
 from reflexion.hotpotqa.questions import load_hotpotqa
-from reflexion.perf.concurrency import chat_completion
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -200,7 +200,7 @@ def bench_command(
     with ``langgraph_url``, every question runs on that LangGraph server; ``paired=False``
     runs each thread from its input, as a server does)."""
     return [
-        sys.executable, "-m", "reflexion", "bench", "hotpotqa",
+        sys.executable, "-m", "reflexion.harness", "bench", "hotpotqa",
         "--limit", str(len(PLAN)), "--trials", "3", "--strategy", "reflexion",
         "--answer-retry", "memory",  # one actor call a trial: PLAN counts trials in calls
         "-c", str(concurrency),

@@ -29,7 +29,7 @@ def commands() -> list[tuple[str, Any]]:
     the application registers them."""
     import typer.main
 
-    from reflexion.cli.app import app
+    from reflexion.harness.cli.app import app
 
     found: list[tuple[str, Any]] = []
 

@@ -13,21 +13,17 @@ Every field has a default, so a graph runs when a caller passes no context; node
 
 from __future__ import annotations
 
-import importlib
-import warnings
 from dataclasses import InitVar, field, fields, replace
-from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, overload
+from typing import Annotated, Any, Literal, TypeVar, get_args, overload
 
 from langgraph.runtime import Runtime
 from pydantic import Field
 
 from reflexion.core.errors import ContextError
 from reflexion.core.models import DEFAULT_MODEL
-from reflexion.core.moved import moved_names
 from reflexion.core.presets import PRESET_HELP, Preset
 from reflexion.core.schema import settings_class
 from reflexion.core.selection import AnswerChoice
-from reflexion.core.transport import current_transport
 
 Strategy = Literal["none", "last_attempt", "reflexion", "last_attempt_and_reflexion"]
 EvaluatorKind = Literal["exact_match", "llm", "agreement", "heuristic"]
@@ -36,7 +32,7 @@ LESSON_FILTERS: tuple[LessonFilter, ...] = get_args(LessonFilter)
 RetrySeeds = Literal["retry", "process"]
 
 # Each field says in its metadata what it is and how a benchmark treats it, in place of lists
-# of field names kept by hand (reflexion.bench.settings reads them):
+# of field names kept by hand (the benchmark harness reads them):
 #   description   the text of the schema, Studio's form and the configuration reference
 #   role          "after_first_trial": acts only after a task's first trial
 #   acts          "memory", "memory_or_resample" or "reflections": the strategies it can act
@@ -50,7 +46,7 @@ RetrySeeds = Literal["retry", "process"]
 
 AFTER_FIRST_TRIAL = "after_first_trial"
 """Field role: acts only after a task's first trial, so paired runs that differ in it alone
-share their first trials (:mod:`reflexion.bench.settings`)."""
+share their first trials (the benchmark harness forks them)."""
 
 _MODEL_HELP = (
     "A provider:model string: local:qwen2.5-coder-0.5b, local:smollm2-135m, "
@@ -117,43 +113,13 @@ class Lessons:
         return self.enabled
 
 
-FLAT_LESSONS = {"recall_k": "recall_k", "lesson_filter": "filter", "task_family": "family"}
-"""Lesson settings of an older release, flat in the context, and their name in ``lessons``."""
-
-_TRANSPORT = ("base_url", "max_retries", "request_timeout", "retry_backoff")
-"""Fields of an older release that moved to :class:`~reflexion.core.transport.Transport`."""
-
-
-def _deprecated(key: str, instead: str) -> None:
-    warnings.warn(
-        f"context key {key} is deprecated and goes in the next release: {instead}",
-        DeprecationWarning,
-        stacklevel=4,
-    )
-
-
-def _upgrade(own: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The keys of the single context of the last release, in today's shape (each with a
-    ``DeprecationWarning``): ``judge_mode`` became ``judge_threshold=None``/a number, the
-    lesson settings went into ``lessons``, and the transport out of the context."""
+def _lessons(own: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``lessons`` as given by a server's JSON or a caller: ``true``/``false`` is short for
+    enabled (or not) with the defaults, an object gives :class:`Lessons`' fields."""
     values = dict(values)
-    if "judge_mode" in values:
-        _deprecated("judge_mode", "set judge_threshold to a number for a scored verdict")
-        mode = values.pop("judge_mode")
-        if mode == "binary":
-            values["judge_threshold"] = None
-        elif mode == "score":
-            values.setdefault("judge_threshold", 0.5)
-        else:
-            raise ContextError(f"judge_mode is {mode!r}: use one of binary, score")
     lessons = values.get("lessons")
-    if isinstance(lessons, bool):  # the shorthand: lessons on (or off) with the defaults
+    if isinstance(lessons, bool):
         lessons = {"enabled": lessons}
-    flat = {k: values.pop(k) for k in list(values) if k in FLAT_LESSONS}
-    if flat:
-        for key in flat:
-            _deprecated(key, f"give it as lessons.{FLAT_LESSONS[key]}")
-        lessons = {**(lessons or {}), **{FLAT_LESSONS[k]: v for k, v in flat.items()}}
     if lessons is not None and not isinstance(lessons, dict | Lessons):
         raise ContextError(
             f"lessons is {lessons!r}: give true, false or an object of enabled, recall_k, "
@@ -164,25 +130,13 @@ def _upgrade(own: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[st
             values["lessons"] = Lessons(**lessons)
         except ContextError as exc:
             raise ContextError(f"lessons.{exc}") from None
-    moved = {k: values.pop(k) for k in list(values) if k in _TRANSPORT}
-    extras: dict[str, Any] = {}
-    if moved:
-        for key in moved:
-            _deprecated(
-                key, f"set REFLEXION_{key.upper()} or reflexion.core.transport.set_transport"
-            )
-        extras["_transport"] = replace(current_transport(), **moved)
-    return values, extras
+    return values, {}
 
 
-@settings_class(upgrade=_upgrade)
+@settings_class(normalize=_lessons)
 class Context:
     """Settings of one Reflexion run: what every Reflexion loop has (the generic graph's
     schema, and the base of each task family's)."""
-
-    family_fields: ClassVar[dict[str, type[Context]]] = {}
-    """Each field a family's context adds, with the first class that adds it (filled as the
-    family modules define their contexts)."""
 
     actor_model: Model = field(
         default=DEFAULT_MODEL,
@@ -288,24 +242,10 @@ class Context:
 
     preset: InitVar[Preset | None] = field(default=None, metadata={"description": PRESET_HELP})
 
-    def __new__(cls, *args: Any, **values: Any) -> Any:
-        # The last release had one context for every graph: a family's field given to the
-        # base class still works, for one release, and makes that family's context.
-        if cls is Context and any(k not in _OWN for k in values):
-            _load_families()
-        if cls is Context and (extra := [k for k in values if k in Context.family_fields]):
-            family = Context.family_fields[extra[0]]
-            _deprecated(extra[0], f"it is a field of {family.__name__}: build that class")
-            cls = family
-        return object.__new__(cls)
-
     def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
+        """``abstract=True`` marks a shared base of two families' contexts (no graph's
+        schema)."""
         super().__init_subclass__(**kwargs)
-        if abstract:  # a shared base of two families' contexts: no graph's schema
-            return
-        for klass in cls.__mro__[: cls.__mro__.index(Context)]:
-            for name in getattr(klass, "__annotations__", {}):
-                Context.family_fields.setdefault(name, cls)
 
     def __post_init__(self, preset: Preset | None) -> None:
         """Nothing to check beyond the fields' own constraints (pydantic's)."""
@@ -336,27 +276,6 @@ class Context:
 
 
 C = TypeVar("C", bound=Context)
-
-_OWN = {f.name for f in fields(Context)} | {
-    "preset",
-    *FLAT_LESSONS,
-    *_TRANSPORT,
-    "judge_mode",
-}
-"""The keys the base class takes, the last release's included."""
-
-_FAMILIES = (
-    "reflexion.hotpotqa.context",
-    "reflexion.programming.context",
-    "reflexion.alfworld.context",
-)
-"""The families' context modules: imported by the shim of the last release's single context
-only (``Context(max_tests=3)``), which goes with it."""
-
-
-def _load_families() -> None:
-    for module in _FAMILIES:
-        importlib.import_module(module)
 
 
 def with_fields(ctx: C, **changes: Any) -> C:
@@ -409,18 +328,3 @@ def get_context(runtime: Runtime[Any] | None, schema: type[Any] = Context) -> An
     names = {f.name for f in fields(schema)}
     shared = {k: getattr(ctx, k) for k in names if hasattr(ctx, k)}
     return _carried(ctx, schema(preset=getattr(ctx, "_preset", None), **shared))
-
-
-# The families' choice types moved with their fields in this release.
-__getattr__ = moved_names(
-    "reflexion.core.context",
-    {
-        "WikiKind": "reflexion.hotpotqa.context",
-        "AnswerRetry": "reflexion.hotpotqa.context",
-        "TestTrust": "reflexion.programming.context",
-        "CodeRetry": "reflexion.programming.context",
-        "HouseholdMemory": "reflexion.alfworld.context",
-        "MemoryPlace": "reflexion.alfworld.context",
-        "TurnSeeds": "reflexion.alfworld.context",
-    },
-)

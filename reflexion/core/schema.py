@@ -1,5 +1,5 @@
 """How a context class is made: a pydantic dataclass whose constructor takes a preset, warns
-about keys it does not know, upgrades names from older releases, and turns pydantic's
+about keys it does not know, expands a field's shorthand, and turns pydantic's
 validation errors into one-line :class:`~reflexion.core.errors.ReflexionError` s.
 
 Why ``pydantic.dataclasses`` and not a ``BaseModel``: LangGraph takes either as
@@ -10,7 +10,7 @@ configuration page and the benchmark's results keys are built from it), and plai
 access without a model's extra API on every node's context.
 
 Each field documents itself in its ``metadata``: ``description`` (the schema's and the docs'),
-and ``role`` (what the benchmark commands do with it; see :mod:`reflexion.bench.settings`).
+and ``role`` (what the benchmark commands do with it).
 """
 
 from __future__ import annotations
@@ -44,24 +44,24 @@ CONFIG = ConfigDict(strict=True, arbitrary_types_allowed=False)
 (a server's JSON context and an embedding app can both hand over either)."""
 
 
-Upgrade = Callable[[type, dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
-"""Turns the keys of an older release into today's fields, warning once per key, and hands
-back what is no field any more as attributes to set beside them (see :func:`settings_class`)."""
+Normalize = Callable[[type, dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
+"""Expands the shorthands some fields accept (``lessons=true``) into their values, and hands
+back attributes to set beside the fields (see :func:`settings_class`)."""
 
 
 @overload
 def settings_class(cls: type[T], /) -> type[T]: ...
 @overload
-def settings_class(*, upgrade: Upgrade | None = None) -> Callable[[type[T]], type[T]]: ...
+def settings_class(*, normalize: Normalize | None = None) -> Callable[[type[T]], type[T]]: ...
 
 
 @dataclass_transform(kw_only_default=True, field_specifiers=(field, Field))
-def settings_class(cls: type[T] | None = None, /, *, upgrade: Upgrade | None = None) -> Any:
+def settings_class(cls: type[T] | None = None, /, *, normalize: Normalize | None = None) -> Any:
     """Class decorator of every context class: make it a keyword-only pydantic dataclass and
     wrap its constructor, which then
 
     - starts from ``preset=NAME`` (its fields this class has), under the values given;
-    - hands the keys of an older release to ``upgrade`` (renamed or moved fields);
+    - hands the values to ``normalize`` (the shorthands some fields accept);
     - ignores a key that is no field, with a warning (a typo must not stop a server run);
     - raises one line naming the field and the fix on a bad value.
     """
@@ -69,9 +69,9 @@ def settings_class(cls: type[T] | None = None, /, *, upgrade: Upgrade | None = N
     def make(klass: type[T]) -> type[T]:
         built: Any = pydantic_dataclass(kw_only=True, config=CONFIG)(klass)
         init: Callable[..., None] = built.__init__
-        upgrading = upgrade or getattr(klass, "__upgrade__", None)  # a subclass inherits it
-        if upgrading is not None:
-            built.__upgrade__ = staticmethod(upgrading)
+        normalizing = normalize or getattr(klass, "__normalize__", None)  # a subclass's too
+        if normalizing is not None:
+            built.__normalize__ = staticmethod(normalizing)
 
         @functools.wraps(init)
         def __init__(self: T, /, **values: Any) -> None:
@@ -84,8 +84,8 @@ def settings_class(cls: type[T] | None = None, /, *, upgrade: Upgrade | None = N
                     **values,
                 }
             extras: dict[str, Any] = {}
-            if upgrading is not None:
-                values, extras = upgrading(own, values)
+            if normalizing is not None:
+                values, extras = normalizing(own, values)
             unknown = sorted(str(k) for k in values if k not in names)
             if unknown:
                 warnings.warn(

@@ -14,8 +14,6 @@ from typing import Annotated, NotRequired
 
 from typing_extensions import TypedDict
 
-from reflexion.core.moved import moved_names
-
 
 class TrialRecord(TypedDict):
     """The evaluator's verdict on one trial."""
@@ -120,26 +118,3 @@ class OutputState:
     """The per-trial evaluation history (the learning curve)."""
     reflections: list[str] = field(default_factory=list)
     """The reflections window at the end."""
-
-
-# The family states moved to their family's package in this release.
-__getattr__ = moved_names(
-    "reflexion.core.state",
-    {
-        **dict.fromkeys(
-            ("Witness", "CodeInputState", "CodeState", "CodeOutputState"),
-            "reflexion.programming.state",
-        ),
-        **dict.fromkeys(
-            (
-                "FailureClass",
-                "FAILURE_CLASSES",
-                "Episode",
-                "HouseholdInputState",
-                "HouseholdState",
-                "HouseholdOutputState",
-            ),
-            "reflexion.alfworld.state",
-        ),
-    },
-)

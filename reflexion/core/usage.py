@@ -1,8 +1,8 @@
 """Token, call and time accounting of a graph run, per top-level node.
 
-:class:`UsageRecorder` is a LangChain callback handler given to one thread's run (see
-``reflexion.bench.driver.stream_thread``). Each model call counts for the top-level node it runs in:
-LangGraph puts the node path into the callback metadata (``langgraph_checkpoint_ns`` is
+:class:`UsageRecorder` is a LangChain callback handler given to one thread's run (the
+benchmark harness gives one to each thread). Each model call counts for the top-level node it
+runs in: LangGraph puts the node path into the callback metadata (``langgraph_checkpoint_ns`` is
 ``actor:<id>`` for a node of the Reflexion graph and ``actor:<id>|think:<id>`` for a node of a
 subgraph it runs), so the ReAct steps and the ALFWorld turns count for ``actor``. Wall time is
 the time between the start and the end of each top-level node's run; model time is the time

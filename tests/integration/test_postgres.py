@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from reflexion.bench.driver import stream_thread
 from reflexion.core.context import Context
 from reflexion.core.persistence import open_checkpointer, open_store
 from reflexion.core.threads import annotate_head, fork_thread, thread_history
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.bench.driver import stream_thread
 from reflexion.hotpotqa.questions import load_hotpotqa
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
@@ -135,18 +135,18 @@ def test_cli_run_killed_then_resumed_and_listed(dsn, loopback, tmp_path):
         "--thread-id", "cli-1",
     ]  # fmt: skip
     start = [
-        sys.executable, "-m", "reflexion", "run", question.question,
+        sys.executable, "-m", "reflexion.harness", "run", question.question,
         "--context", "See the passages.", "--reference", question.answer, *base,
     ]  # fmt: skip
     kill_at(loopback, start, tmp_path, 3)  # trial 1 and its reflection done, trial 2 in flight
     loopback.reset()
-    run_to_end([start[0], "-m", "reflexion", "run", *base], tmp_path)
+    run_to_end([start[0], "-m", "reflexion.harness", "run", *base], tmp_path)
     # trial 1 is not redone: its reflection is not asked for again (a fresh-first retry
     # sends trial 1's prompt, so an actor call alone cannot tell)
     assert ("reflector", question.question, 1) not in loopback.calls
     assert ("reflector", question.question, 2) in loopback.calls
     done = subprocess.run(
-        [start[0], "-m", "reflexion", "history", "cli-1", "--db", dsn, "--json"],
+        [start[0], "-m", "reflexion.harness", "history", "cli-1", "--db", dsn, "--json"],
         cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

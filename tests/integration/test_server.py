@@ -20,12 +20,12 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from reflexion.alfworld.context import HouseholdContext
-from reflexion.bench.driver import ServerGraph, run_benchmark
-from reflexion.bench.ledger import BenchTask, Sink
-from reflexion.bench.remote import server_thread_id
 from reflexion.core.context import Context, Strategy
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import TEST_MODEL
+from reflexion.harness.bench.driver import ServerGraph, run_benchmark
+from reflexion.harness.bench.ledger import BenchTask, Sink
+from reflexion.harness.bench.remote import server_thread_id
 from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
 from tests.clikit import reflexion
@@ -232,7 +232,7 @@ def test_bench_on_a_server_does_not_open_the_db(tmp_path):
     PostgreSQL nobody listens on) is not touched, and the one error line is about the server."""
     done = subprocess.run(
         [
-            sys.executable, "-m", "reflexion", "bench", "hotpotqa", "--limit", "1",
+            sys.executable, "-m", "reflexion.harness", "bench", "hotpotqa", "--limit", "1",
             "--server", f"http://127.0.0.1:{free_port()}",
             "--db", f"postgresql://nobody@127.0.0.1:{free_port()}/none",
             "-o", str(tmp_path / "r.jsonl"),

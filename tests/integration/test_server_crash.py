@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from langgraph_sdk import get_sync_client
 
-from reflexion.bench.remote import server_thread_id
+from reflexion.harness.bench.remote import server_thread_id
 from tests.crashkit import (
     LoopbackModel,
     bench_command,

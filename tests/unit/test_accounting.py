@@ -12,11 +12,11 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from reflexion.bench.driver import run_benchmark, stream_thread
-from reflexion.bench.ledger import Sink
 from reflexion.core.context import Context
 from reflexion.core.usage import UsageRecorder, merge, node_of, recorded_usage, totals
 from reflexion.graphs.qa import qa_builder, react_builder
+from reflexion.harness.bench.driver import run_benchmark, stream_thread
+from reflexion.harness.bench.ledger import Sink
 from reflexion.hotpotqa.wiki import OfflineCorpus
 from reflexion.testing import RuleChatModel, ScriptedChatModel
 from tests.benchkit import QUESTIONS, bench, gold_on_trial, rows, tasks
@@ -205,7 +205,7 @@ def test_recorder_take_hands_over_and_resets():
 
 
 def test_usage_table_reports_tokens_per_solved_task():
-    from reflexion.bench.reports import (
+    from reflexion.harness.bench.reports import (
         outcome_table,
     )
 

@@ -22,11 +22,11 @@ from reflexion.alfworld.turns import (
     heuristic_trip,
     parse_turn,
 )
-from reflexion.bench.driver import run_benchmark
-from reflexion.bench.ledger import BenchTask, Sink
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.alfworld import alfworld_builder
+from reflexion.harness.bench.driver import run_benchmark
+from reflexion.harness.bench.ledger import BenchTask, Sink
 from reflexion.prompts import few_shot
 from reflexion.testing import (
     RuleChatModel,

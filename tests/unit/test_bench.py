@@ -13,11 +13,11 @@ import pytest
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from reflexion.bench.driver import solved_by_trial
-from reflexion.bench.plots import learning_curve
-from reflexion.bench.settings import RESULTS_FORMAT
-from reflexion.cli.app import main
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.bench.driver import solved_by_trial
+from reflexion.harness.bench.plots import learning_curve
+from reflexion.harness.bench.settings import RESULTS_FORMAT
+from reflexion.harness.cli.app import main
 from reflexion.testing import RuleChatModel
 from tests import benchkit
 from tests.benchkit import QUESTIONS, gold_on_trial, rows

@@ -11,10 +11,10 @@ from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.bench.settings import first_trial_key
 from reflexion.graphs.programming import programming_builder
+from reflexion.harness.bench.settings import first_trial_key
+from reflexion.harness.perf.retries import quotes_input, retry_figures
 from reflexion.nodes.coder.feedback import feedback_tests
-from reflexion.perf.retries import quotes_input, retry_figures
 from reflexion.programming.context import CodeContext
 from reflexion.testing import ScriptedChatModel
 from tests.clikit import cli
@@ -102,7 +102,7 @@ def test_the_default_holds_out_every_second_own_test():
 def test_the_other_graphs_files_keep_the_format_1_test_trust():
     """test_trust's default changed after format 1: the settings that name a QA or ALFWorld
     file still hold the earlier default, so those files keep their names."""
-    from reflexion.bench.settings import result_settings
+    from reflexion.harness.bench.settings import result_settings
     from reflexion.hotpotqa.context import QAContext
 
     assert result_settings(QAContext())["test_trust"] == "anchored"
@@ -112,7 +112,7 @@ def test_the_other_graphs_files_keep_the_format_1_test_trust():
 def test_held_out_names_the_files_of_one_attempt_and_of_resample_as_anchored():
     """Neither one attempt nor a retry from the task alone reads the tests, so held_out runs
     them as anchored and their results files keep their names; reflexion's retries read them."""
-    from reflexion.bench.settings import result_settings
+    from reflexion.harness.bench.settings import result_settings
 
     def trust(**kw: object) -> object:
         return result_settings(CodeContext(**kw))["test_trust"]  # type: ignore[arg-type]

@@ -578,8 +578,8 @@ def test_a_role_model_that_cannot_be_used(monkeypatch, capsys, value, needles):
 
 
 def test_role_models_reach_the_context():
-    from reflexion.cli.bench import Common, Where
     from reflexion.core.context import Context
+    from reflexion.harness.cli.bench import Common, Where
 
     common = Common(Where(":memory:"), None, 3, "validated", ["reflector=local:a", "evaluator=o:b"])
     ctx = common.apply(Context())

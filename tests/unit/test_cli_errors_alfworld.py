@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from reflexion.cli import alfworld as alfworld_cli
-from reflexion.cli import bench as run
+from reflexion.harness.cli import alfworld as alfworld_cli
+from reflexion.harness.cli import bench as run
 from tests.clikit import KEPT, cli, one_line_error
 
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.bench.settings import result_settings
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.programming import programming_builder
-from reflexion.perf.probes import probe_figures
+from reflexion.harness.bench.settings import result_settings
+from reflexion.harness.perf.probes import probe_figures
 from reflexion.programming.agreement import disagreement, fingerprint, majority, verdict
 from reflexion.programming.context import CodeContext
 from reflexion.programming.probes import mutated_probes

@@ -23,7 +23,7 @@ from reflexion.alfworld.diagnosis import (
     turns_of,
 )
 from reflexion.alfworld.turns import NOTHING, Turn
-from reflexion.bench.settings import first_trial_key, result_settings, unused_by
+from reflexion.harness.bench.settings import first_trial_key, result_settings, unused_by
 from reflexion.hotpotqa.context import QAContext
 from reflexion.testing import ScriptedChatModel
 from tests.unit.test_alfworld import WIN, build, run

@@ -18,17 +18,17 @@ import openai
 import pytest
 from langchain_core.messages import HumanMessage
 
-from reflexion.bench.driver import run_benchmark
-from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
-from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ProviderError
 from reflexion.core.models import load_chat_model
 from reflexion.core.retries import RetryingChatModel, RetryPolicy
 from reflexion.core.transport import Transport, using_transport
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.bench.driver import run_benchmark
+from reflexion.harness.bench.ledger import BenchTask, Sink, finished_tasks
+from reflexion.harness.cli.app import main
+from reflexion.harness.perf.concurrency import chat_completion
 from reflexion.nodes import common as node_common
-from reflexion.perf.concurrency import chat_completion
 from tests.conftest import hotpotqa_line
 
 pytestmark = [

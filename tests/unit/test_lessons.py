@@ -23,7 +23,6 @@ from langgraph.store.memory import InMemoryStore
 
 from reflexion.alfworld.context import HouseholdContext
 from reflexion.alfworld.sessions import EnvSessions
-from reflexion.cli.app import main
 from reflexion.core.context import Context, Lessons
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import MAX_CANDIDATES, namespace, rank, recall, save_lesson, tokenize
@@ -32,6 +31,7 @@ from reflexion.graphs.alfworld import alfworld_builder
 from reflexion.graphs.custom import create_reflexion_graph
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder, react_builder
+from reflexion.harness.cli.app import main
 from reflexion.hotpotqa.context import QAContext
 from reflexion.testing import ScriptedChatModel, ScriptedHousehold
 from tests.conftest import answer, hotpotqa_line
@@ -297,12 +297,11 @@ def test_context_rejects_bad_lesson_settings():
         Context(lessons={"filter": "some"})
 
 
-def test_the_last_releases_flat_lesson_settings_still_work_with_a_warning():
-    with pytest.warns(DeprecationWarning) as caught:
-        ctx = Context(lessons=True, recall_k=5, lesson_filter="all", task_family="shared")
-    told = " ".join(str(w.message) for w in caught)
-    assert "give it as lessons.recall_k" in told and "give it as lessons.family" in told
-    assert ctx.lessons == Lessons(enabled=True, recall_k=5, filter="all", family="shared")
+def test_flat_lesson_keys_are_unknown_keys_warned_about_and_ignored():
+    """Nothing was released, so no old spelling is kept: a flat key is a typo like any other."""
+    with pytest.warns(UserWarning, match="recall_k, task_family are not fields of Context"):
+        ctx = Context(lessons=True, recall_k=5, task_family="shared")
+    assert ctx.lessons == Lessons(enabled=True)
 
 
 def test_task_family_override_and_per_graph_families(games: str, corpus: Any):

@@ -13,14 +13,14 @@ import pytest
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.bench.driver import run_benchmark
-from reflexion.bench.family_tables import qa_paired
-from reflexion.bench.ledger import BenchTask, Sink, finished_tasks
-from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.threads import annotate_head, fork_thread
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.bench.driver import run_benchmark
+from reflexion.harness.bench.family_tables import qa_paired
+from reflexion.harness.bench.ledger import BenchTask, Sink, finished_tasks
+from reflexion.harness.cli.app import main
 from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
 from reflexion.testing import RuleChatModel
@@ -212,7 +212,7 @@ def test_paired_table_counts_fixes_after_trial_1_and_against_none():
 
 
 def test_runs_share_first_trials_when_they_differ_only_after_trial_1():
-    from reflexion.bench.settings import first_trial_key
+    from reflexion.harness.bench.settings import first_trial_key
 
     base = {"bench": "programming", "strategy": "reflexion", "max_trials": 4, "test_trust": "all"}
     later = {**base, "strategy": "none", "max_trials": 8, "resample_repeats": 0, "memory_size": 3}
@@ -272,7 +272,7 @@ def test_compare_chain_pairs_each_run_with_the_one_before_and_counts_broken_firs
 
 
 def test_run_labels_cut_the_shared_words_and_keep_same_stems_apart():
-    from reflexion.cli.results import run_labels
+    from reflexion.harness.cli.results import run_labels
 
     a, b = Path("runs/alfworld-heuristic-none-1.jsonl"), Path("runs/alfworld-heuristic-no-2.jsonl")
     assert run_labels([a, b]) == ["none-1", "no-2"]  # cut at a whole word
@@ -283,7 +283,7 @@ def test_run_labels_cut_the_shared_words_and_keep_same_stems_apart():
 def test_options_that_cannot_act_stay_out_of_a_strategys_results_key():
     from dataclasses import replace
 
-    from reflexion.bench.settings import result_settings
+    from reflexion.harness.bench.settings import result_settings
 
     memory_only = {"show_rejected": True, "reflection_examples": False}
     none = QAContext(strategy="none")
@@ -299,7 +299,7 @@ def test_options_that_cannot_act_stay_out_of_a_strategys_results_key():
 def test_answer_redraws_name_only_runs_they_act_in():
     """redraw_rejected is in a results key only where it acts: a memory strategy of a
     question-answering actor, at a value other than the one earlier files ran under (0)."""
-    from reflexion.bench.settings import result_settings
+    from reflexion.harness.bench.settings import result_settings
 
     assert result_settings(QAContext(strategy="reflexion"))["redraw_rejected"] == 2
     assert result_settings(ReActContext(strategy="reflexion"))["redraw_rejected"] == 2
@@ -313,7 +313,7 @@ def test_answer_redraws_name_only_runs_they_act_in():
 def test_step_redraws_name_every_react_run_and_no_other():
     """redraw_steps acts in trial 1 too, so under every strategy: a ReAct results key holds
     it (earlier files ran without it, as 0), and any other benchmark leaves it out."""
-    from reflexion.bench.settings import AFTER_FIRST_TRIAL, result_settings
+    from reflexion.harness.bench.settings import AFTER_FIRST_TRIAL, result_settings
 
     assert result_settings(ReActContext(strategy="none"))["redraw_steps"] == 2
     assert "redraw_steps" not in result_settings(ReActContext(redraw_steps=0))
@@ -323,7 +323,7 @@ def test_step_redraws_name_every_react_run_and_no_other():
 
 @pytest.mark.parametrize("cls", [ReActContext, QAContext], ids=["react", "cot"])
 def test_each_qa_agent_names_the_redraws_its_actor_makes(cls):
-    from reflexion.bench.settings import result_settings
+    from reflexion.harness.bench.settings import result_settings
 
     settings = result_settings(cls(strategy="reflexion"))
     assert settings["redraw_rejected"] == 2  # CoT and ReAct both redraw rejected answers
@@ -332,7 +332,7 @@ def test_each_qa_agent_names_the_redraws_its_actor_makes(cls):
 
 
 def test_repeated_counts_retries_that_give_a_rejected_answer_again():
-    from reflexion.bench.family_tables import (
+    from reflexion.harness.bench.family_tables import (
         repeated,
     )
 
@@ -379,7 +379,7 @@ def test_a_reflector_model_does_not_rename_a_strategy_without_reflections(strate
     the reflector's model names a run of its own."""
     from dataclasses import replace
 
-    from reflexion.bench.settings import result_settings
+    from reflexion.harness.bench.settings import result_settings
 
     def key(ctx: Context) -> dict[str, Any]:
         return result_settings(ctx)  # as bench hotpotqa names it

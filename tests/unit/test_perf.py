@@ -15,13 +15,13 @@ from langchain_core.outputs import ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from rich.console import Console
 
-from reflexion.bench.driver import stream_thread
-from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.graphs.qa import qa_builder
-from reflexion.perf import learning_cost, machine, overhead
-from reflexion.perf.learning_cost import learning_cost_figures
-from reflexion.perf.overhead import real_run_figures
+from reflexion.harness.bench.driver import stream_thread
+from reflexion.harness.cli.app import main
+from reflexion.harness.perf import learning_cost, machine, overhead
+from reflexion.harness.perf.learning_cost import learning_cost_figures
+from reflexion.harness.perf.overhead import real_run_figures
 from reflexion.testing import InstantChatModel
 
 
@@ -273,7 +273,7 @@ def test_learning_cost_needs_files_or_run(monkeypatch, capsys):
 
 
 def test_sandbox_times_a_judged_python_test_in_wall_and_cpu_time():
-    from reflexion.perf.sandbox import sandbox_figures
+    from reflexion.harness.perf.sandbox import sandbox_figures
 
     fig = sandbox_figures(tests=2, reps=1, rust=False)
     assert set(fig) == {"py"}

@@ -18,15 +18,15 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
-from reflexion.bench.driver import run_benchmark, stream_thread
-from reflexion.bench.ledger import BenchTask, Sink, recorded_lines
-from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import Target, open_checkpointer, open_store, parse_target
 from reflexion.core.threads import cut_short, thread_history, unfinished
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.bench.driver import run_benchmark, stream_thread
+from reflexion.harness.bench.ledger import BenchTask, Sink, recorded_lines
+from reflexion.harness.cli.app import main
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_faults import server as server  # a fixture

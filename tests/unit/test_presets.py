@@ -14,14 +14,14 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.alfworld.context import HouseholdContext
-from reflexion.cli import alfworld, hotpotqa, programming, threads
-from reflexion.cli import bench as bench_cli
-from reflexion.cli.options import PRESET_OPTIONS
 from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import PAPER, PRESETS, Preset
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.cli import alfworld, hotpotqa, programming, threads
+from reflexion.harness.cli import bench as bench_cli
+from reflexion.harness.cli.options import PRESET_OPTIONS
 from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
 from reflexion.testing import ScriptedChatModel

@@ -15,18 +15,18 @@ from reflexion.core.context import Context
 from reflexion.core.errors import DatasetError
 from reflexion.core.selection import answers_in_force
 from reflexion.graphs.programming import programming_builder
-from reflexion.nodes.coder import format_feedback
-from reflexion.programming.context import CodeContext
-from reflexion.programming.problems import CodeProblem, assemble, hidden_test, load_problems
-from reflexion.programming.replies import candidate_tests, extract_code, sample_tests
-from reflexion.programming.sandbox import SuiteResult, TestOutcome
-from reflexion.programming.scoring import (
+from reflexion.harness.scoring.programming import (
     confusion,
     pass_at_1,
     pass_curve,
     score_thread,
     write_human_eval_files,
 )
+from reflexion.nodes.coder import format_feedback
+from reflexion.programming.context import CodeContext
+from reflexion.programming.problems import CodeProblem, assemble, hidden_test, load_problems
+from reflexion.programming.replies import candidate_tests, extract_code, sample_tests
+from reflexion.programming.sandbox import SuiteResult, TestOutcome
 from reflexion.testing import ScriptedChatModel, SeededScriptedChatModel
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b.\n    >>> add(2, 3)\n    5\n    """\n'
@@ -460,7 +460,7 @@ def test_unittest_assertions_small_models_write_become_assert_lines():
 def test_a_strategy_names_its_results_file_by_the_options_that_act_under_it():
     """The labels behind the names of `runs/measured/`'s programming files: resample has no
     reflection, retry mode or compiler fixes to name, tree no retry mode, simple nothing."""
-    from reflexion.cli.programming import code_retry_of, strategy_label
+    from reflexion.harness.cli.programming import code_retry_of, strategy_label
 
     def parts(retry: str = "fresh", *, noref: bool = False, cc: int = 0, nofixes: bool = False):
         return [

@@ -12,15 +12,6 @@ from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.bench.driver import run_benchmark, stream_thread
-from reflexion.bench.ledger import BenchTask, Sink, final_row
-from reflexion.bench.remote import (
-    RemoteRunError,
-    RunEvents,
-    _snapshot,
-    error_text,
-    server_thread_id,
-)
 from reflexion.core.context import Context
 from reflexion.core.errors import ProviderError
 from reflexion.core.persistence import open_checkpointer
@@ -28,6 +19,15 @@ from reflexion.core.threads import replay_from, unfinished
 from reflexion.graphs.agents import AGENTS
 from reflexion.graphs.qa import graph as qa_graph
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.bench.driver import run_benchmark, stream_thread
+from reflexion.harness.bench.ledger import BenchTask, Sink, final_row
+from reflexion.harness.bench.remote import (
+    RemoteRunError,
+    RunEvents,
+    _snapshot,
+    error_text,
+    server_thread_id,
+)
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_persistence import (

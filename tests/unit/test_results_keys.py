@@ -1,6 +1,6 @@
 """Results files keep their names across the context split: every results file in
 ``runs/measured/`` records the settings it ran under, and those settings, built into today's
-context of its graph and named again (:func:`reflexion.bench.settings.result_settings`), hash
+context of its graph and named again (:func:`reflexion.harness.bench.settings.result_settings`), hash
 to the key in its file name. So `compare`, `plot` and `show` read them, and a rerun of the
 command that wrote one resumes it."""
 
@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 from reflexion.alfworld.context import HouseholdContext
-from reflexion.bench.settings import (
+from reflexion.core.context import Context, context_from
+from reflexion.harness.bench.settings import (
     EVERY_DEFAULT,
     LATER_FIELDS,
     RESULTS_FORMAT,
     result_settings,
     settings_key,
 )
-from reflexion.core.context import Context, context_from
 from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
 

@@ -13,11 +13,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
-from reflexion.bench.driver import stream_thread
-from reflexion.cli.app import main
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.bench.driver import stream_thread
+from reflexion.harness.cli.app import main
 from reflexion.hotpotqa.context import QAContext
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer

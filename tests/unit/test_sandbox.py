@@ -319,14 +319,14 @@ def test_run_python_program() -> None:
 
 def test_the_child_side_imports_only_the_standard_library():
     """Every sandboxed process runs child.py as a script under `python -I -S` (it loads its
-    sibling plain.py by path): neither may need the package, or anything installed. child.py
+    siblings plain.py and namespaces.py by path): none may need the package, or anything installed. child.py
     imports plain.py from the package only when the caller side imports it."""
     import ast
     import sys
 
     from reflexion.programming.sandbox import runner
 
-    for name in ("child.py", "plain.py", "forkserver.py"):
+    for name in ("child.py", "plain.py", "namespaces.py", "forkserver.py"):
         tree = ast.parse(Path(runner.__file__).with_name(name).read_text())
         guarded = {
             id(node)

@@ -27,7 +27,8 @@ from reflexion.programming.sandbox import (
     run_rust_tests,
     rustc_path,
 )
-from reflexion.programming.sandbox.box import _KEPT, Sandbox
+from reflexion.programming.sandbox.box import Sandbox
+from reflexion.programming.sandbox.builds import KEPT
 from reflexion.programming.sandbox.rust import candidate_server, judge_suite
 from reflexion.programming.sandbox.signature import entry_signature
 from reflexion.programming.sandbox.toolchain import compile_env
@@ -388,7 +389,7 @@ def test_the_launcher_and_a_judge_are_compiled_once_and_kept_by_the_caller() -> 
     tests = [test]
     first = run_rust_tests("fn f(x: i64) -> String { String::new() }", tests, FAST, entry_point="f")
     assert first.passed, first
-    kept = set(_KEPT.binaries)
+    kept = set(KEPT.binaries)
     with Sandbox(FAST) as box:
         code = "fn f(x: i64) -> String { String::new() }"
         sig = entry_signature(code, "f")
@@ -403,4 +404,4 @@ def test_the_launcher_and_a_judge_are_compiled_once_and_kept_by_the_caller() -> 
             "toolchain",
             "work",
         ]
-    assert set(_KEPT.binaries) == kept  # both taken from memory, nothing new compiled
+    assert set(KEPT.binaries) == kept  # both taken from memory, nothing new compiled

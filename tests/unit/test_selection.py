@@ -15,11 +15,11 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import answers_in_force, chosen_index
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.scoring.programming import score_thread
 from reflexion.hotpotqa.context import ReActContext
 from reflexion.nodes.coder.feedback import retry_reads_feedback
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem
-from reflexion.programming.scoring import score_thread
 from reflexion.programming.state import CodeState
 from reflexion.testing import ScriptedChatModel
 
@@ -338,7 +338,7 @@ def test_unknown_context_keys_warn_and_known_ones_apply():
 
 
 def test_exact_mcnemar_and_paired_counts():
-    from reflexion.bench.stats import mcnemar_exact, paired
+    from reflexion.harness.bench.stats import mcnemar_exact, paired
 
     assert mcnemar_exact(0, 0) == 1.0 and mcnemar_exact(3, 3) == 1.0
     assert mcnemar_exact(5, 0) == pytest.approx(2 / 32)
@@ -404,7 +404,7 @@ def test_auto_retry_reads_a_record_written_before_the_compiled_flag():
 
 
 def test_copy_rate_counts_texts_that_reuse_a_run_of_the_examples_words():
-    from reflexion.bench.stats import copy_rate
+    from reflexion.harness.bench.stats import copy_rate
 
     examples = "My filter only accepts lowercase vowels, so the uppercase A is not counted."
     copied = "My filter only accepts lowercase vowels in this list."
@@ -415,7 +415,7 @@ def test_copy_rate_counts_texts_that_reuse_a_run_of_the_examples_words():
 
 def test_the_paired_programming_table_reports_fixed_broken_p_and_copy_rate():
 
-    from reflexion.bench.family_tables import (
+    from reflexion.harness.bench.family_tables import (
         code_paired,
     )
 

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from reflexion.bench import family_tables, reports
+from reflexion.harness.bench import family_tables, reports
 
 LABELS = [
     "cot-gt none",
@@ -133,7 +133,7 @@ def test_every_help_reads_whole_at_80_columns(command: list[str], monkeypatch) -
     option's help, metavar and default must fit at 80 columns."""
     from typer.testing import CliRunner
 
-    from reflexion.cli.app import app
+    from reflexion.harness.cli.app import app
 
     monkeypatch.setenv("COLUMNS", "80")
     result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "80"})
@@ -148,7 +148,7 @@ def test_every_help_panel_fills_its_lines(command: list[str], monkeypatch) -> No
     second line, the first word there would not have fitted on the line before it."""
     from typer.testing import CliRunner
 
-    from reflexion.cli.app import app
+    from reflexion.harness.cli.app import app
 
     monkeypatch.setenv("COLUMNS", "80")
     result = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "80"})
@@ -164,8 +164,8 @@ def test_every_help_panel_fills_its_lines(command: list[str], monkeypatch) -> No
 def test_the_no_oracle_table_scores_the_judge_and_the_answers_on_gold():
     """Each trial's verdict against gold (TP, FP, FN, TN) and the final answers on gold, each
     strategy against the baseline; `compare` then counts gold, not the judge."""
-    from reflexion.bench.ledger import BenchTask
-    from reflexion.cli.hotpotqa import gold_scorer
+    from reflexion.harness.bench.ledger import BenchTask
+    from reflexion.harness.cli.hotpotqa import gold_scorer
 
     task = BenchTask("t", {}, "", {"reference": "the Vltava"})
     state = {

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.bench.ledger import BenchTask
-from reflexion.cli.programming import _scorer
 from reflexion.graphs.programming import programming_builder
+from reflexion.harness.bench.ledger import BenchTask
+from reflexion.harness.cli.programming import _scorer
 from reflexion.nodes.coder.tree import (
     ROOT,
     branch_reflections,

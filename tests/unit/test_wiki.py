@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from reflexion.core.errors import ReflexionError
+from reflexion.hotpotqa.backends import get_backend
 from reflexion.hotpotqa.wiki import (
     LiveWikipedia,
     LookupCursor,
     OfflineCorpus,
     WikiTools,
-    get_backend,
 )
 from tests.conftest import hotpotqa_line
 
@@ -200,7 +200,7 @@ def test_missing_corpus_file_is_one_clear_error(tmp_path):
 
 
 def test_unknown_backend_is_one_clear_error():
-    with pytest.raises(ReflexionError, match="use offline or live"):
+    with pytest.raises(ReflexionError, match="use offline, live or langchain"):
         get_backend("dbpedia")
 
 

@@ -4,23 +4,20 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import resource
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from reflexion.programming.sandbox.builds import KEPT, MODES, Build, take
 from reflexion.programming.sandbox.child import (
     REPORT_ENV,
     reachable_by_others,
@@ -76,48 +73,6 @@ _NOBODY = 65534
 def _python() -> str:
     """The interpreter sandboxed Python processes run on (the caller's)."""
     return sys.executable or shutil.which("python3") or "python3"
-
-
-class _Binaries:
-    """Compiled judges by source, in the caller's memory (a few, least recently used first)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.lock = threading.Lock()
-        self.binaries: OrderedDict[str, bytes] = OrderedDict()
-
-    @staticmethod
-    def _key(rustc: str, source: str) -> str:
-        return hashlib.sha256("\0".join((rustc, *RUSTC_FLAGS, source)).encode()).hexdigest()
-
-    def restore(self, rustc: str, source: str, path: str, mode: int) -> bool:
-        """Write the binary compiled from ``source`` to ``path``; False if there is none."""
-        key = self._key(rustc, source)
-        with self.lock:
-            binary = self.binaries.get(key)
-            if binary is None:
-                return False
-            self.binaries.move_to_end(key)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(binary)
-        os.chmod(path, mode)  # whatever the umask
-        return True
-
-    def keep(self, rustc: str, source: str, path: str) -> None:
-        with open(path, "rb") as handle:
-            binary = handle.read()
-        with self.lock:
-            self.binaries[self._key(rustc, source)] = binary
-            while len(self.binaries) > self.size:
-                self.binaries.popitem(last=False)
-
-
-_KEPT = _Binaries(32)
-_MODES = {"judge": 0o711, "launcher": 0o700}
-"""Binaries kept between suites, and their modes: the judge execute-only for others (see
-:meth:`Sandbox.compile_rust`), the launcher the caller's alone (it runs before the uid
-change)."""
 
 
 class Sandbox:
@@ -232,10 +187,10 @@ class Sandbox:
         the same source comes again (the same tests, the same signature)."""
         toolchain = resolve(rustc)
         wanted = {**sources, "launcher": launcher_source()}
-        builds: dict[str, _Build] = {}
+        builds: dict[str, Build] = {}
         for name, source in wanted.items():
             path = os.path.join(self.root, name)
-            if name in _MODES and _KEPT.restore(rustc, source, path, _MODES[name]):
+            if name in MODES and KEPT.restore(rustc, source, path, MODES[name]):
                 continue
             builds[name] = self._build(name, self._compile_uid(name), source)
         started = []
@@ -260,7 +215,7 @@ class Sandbox:
             self._end_compiles(builds.values())
             for name, build in builds.items():
                 if runs[name].returncode == 0 and not runs[name].timed_out:
-                    _take(build.output, os.path.join(self.root, name), _MODES.get(name, 0o755))
+                    take(build.output, os.path.join(self.root, name), MODES.get(name, 0o755))
         finally:
             for build in builds.values():
                 remove_tree(build.directory)
@@ -270,8 +225,8 @@ class Sandbox:
             self.launcher = launcher  # else the binaries start through child.py
         for name in builds:
             path = os.path.join(self.root, name)
-            if name in _MODES and os.path.isfile(path):  # only a compile that succeeded
-                _KEPT.keep(rustc, wanted[name], path)
+            if name in MODES and os.path.isfile(path):  # only a compile that succeeded
+                KEPT.keep(rustc, wanted[name], path)
         for name, run in runs.items():
             if run.timed_out:
                 return f"rustc timed out after {float(timeout)}s"
@@ -305,7 +260,7 @@ class Sandbox:
             self._end_compiles([build])
             remove_tree(build.directory)
 
-    def _build(self, name: str, uid: int | None, source: str) -> _Build:
+    def _build(self, name: str, uid: int | None, source: str) -> Build:
         """A compile's own directory (a random name, mode 0700, owned by ``uid``) holding
         ``<name>.rs`` and nothing else; the compiler writes its output and temporary files
         there."""
@@ -315,7 +270,7 @@ class Sandbox:
         if uid is not None:
             for owned in (directory, path):
                 os.chown(owned, uid, uid)
-        return _Build(directory, os.path.join(directory, name), uid)
+        return Build(directory, os.path.join(directory, name), uid)
 
     def _compile_uid(self, name: str) -> int | None:
         """Who compiles ``name``: the candidate's server under the suite's uid, the judge
@@ -330,7 +285,7 @@ class Sandbox:
             self._judge_uid = fresh if fresh is not None and fresh != self.uid else self.uid
         return self._judge_uid
 
-    def _end_compiles(self, builds: Iterable[_Build]) -> None:
+    def _end_compiles(self, builds: Iterable[Build]) -> None:
         """Kill whatever the compiles' fresh uids still run (nothing should)."""
         for uid in {b.uid for b in builds}:
             if uid is not None and uid != _NOBODY and (uid != self.uid or self.fresh_uid):
@@ -344,7 +299,7 @@ class Sandbox:
         return path
 
     def _compiler(
-        self, toolchain: Toolchain, build: _Build, args: list[str], others: list[str]
+        self, toolchain: Toolchain, build: Build, args: list[str], others: list[str]
     ) -> tuple[dict[str, Any], list[str], dict[str, str]]:
         """How ``rustc`` runs: the real compiler (not rustup's proxy) under the build's uid,
         in a new network namespace and a private mount namespace whose view holds the
@@ -613,32 +568,6 @@ class Sandbox:
         for path in paths:
             with contextlib.suppress(OSError):
                 os.unlink(path)
-
-
-@dataclass(frozen=True)
-class _Build:
-    """One compile's directory, the output it writes there, and the uid it runs under."""
-
-    directory: str
-    output: str
-    uid: int | None
-
-
-def _take(built: str, path: str, mode: int) -> None:
-    """Copy a compile's output (a regular file, not followed if a link) to ``path``, owned by
-    the caller, with ``mode``; nothing when there is no such file."""
-    try:
-        source = os.open(built, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return
-    with os.fdopen(source, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return
-        binary = handle.read()
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    with os.fdopen(descriptor, "wb") as out:
-        out.write(binary)
-    os.chmod(path, mode)  # whatever the umask
 
 
 @dataclass

@@ -28,15 +28,21 @@ if TYPE_CHECKING:
     import ast
 
 if __package__:  # imported by the caller side
-    from reflexion.programming.sandbox import plain
-else:  # run as a script (python -P -s child.py, outside the package): load the sibling by path
-    _spec = importlib.util.spec_from_file_location(
-        "_reflexion_sandbox_plain",
-        os.path.join(os.path.dirname(os.path.abspath(__file__)), "plain.py"),
-    )
-    assert _spec is not None and _spec.loader is not None
-    plain = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(plain)
+    from reflexion.programming.sandbox import namespaces, plain
+else:  # run as a script (python -P -s child.py, outside the package): load the siblings by path
+
+    def _sibling(name: str) -> types.ModuleType:
+        spec = importlib.util.spec_from_file_location(
+            f"_reflexion_sandbox_{name}",
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"),
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    plain = _sibling("plain")
+    namespaces = _sibling("namespaces")
 
 
 DETAIL_CHARS = 300
@@ -44,16 +50,6 @@ DETAIL_CHARS = 300
 OUTPUT_CHARS = 200
 
 SETUP_FAILED = 120  # exit status of a child that could not enter the sandbox
-
-_CLONE_NEWUSER = 0x10000000
-
-_CLONE_NEWNET = 0x40000000
-
-_CLONE_NEWNS = 0x00020000
-
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
-
-_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
 
 _PR_SET_NO_NEW_PRIVS = 38
 
@@ -82,7 +78,7 @@ def _child_main(argv: list[str]) -> NoReturn:
             os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
         os._exit(SETUP_FAILED)
     if config["mode"] == "exec":
-        _exec_command(_in_view(config, argv[1:]), report_fd, config.get("env"))
+        _exec_command(namespaces.in_view(config, argv[1:]), report_fd, config.get("env"))
     if config["mode"] == "serve":
         _serve(config)
     if config["mode"] == "judge":
@@ -96,9 +92,9 @@ def _enter_sandbox(config: dict[str, Any]) -> None:
     uid = config["uid"]
     view = config.get("view")
     if view is not None:
-        config["view_applied"] = _enter_view(view)
+        config["view_applied"] = namespaces.enter_view(view)
     elif config["isolate_network"]:
-        _isolate_network()
+        namespaces.isolate_network()
     for name, (soft, hard) in config["rlimits"].items():
         _set_rlimit(getattr(resource, name), soft, hard)
     with contextlib.suppress(Exception):
@@ -112,77 +108,6 @@ def _enter_sandbox(config: dict[str, Any]) -> None:
         os.setgid(uid)
         os.setuid(uid)
     os.chdir(config["cwd"])
-
-
-def _isolate_network() -> bool:
-    """Enter a new network namespace (only a downed loopback): directly as root, otherwise
-    inside a new user namespace that maps the caller's own uid/gid; False if impossible."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return False
-    if not hasattr(libc, "unshare"):  # not Linux
-        return False
-    if os.geteuid() == 0:
-        return int(libc.unshare(_CLONE_NEWNET)) == 0
-    uid, gid = os.geteuid(), os.getegid()
-    if int(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNET)) != 0:
-        return False
-    for name, text in (
-        ("setgroups", "deny"),
-        ("uid_map", f"{uid} {uid} 1"),
-        ("gid_map", f"{gid} {gid} 1"),
-    ):
-        with contextlib.suppress(OSError), open(f"/proc/self/{name}", "w") as handle:
-            handle.write(text)
-    return True
-
-
-def _enter_view(view: dict[str, Any]) -> bool:
-    """A compile's private mount and network namespaces: the toolchain bound read-only at
-    its mount point, an empty read-only file system over each hidden path. As root every
-    step must succeed (or the child fails before the compiler starts). Without root it needs
-    an unprivileged user namespace; where the kernel refuses one, the compile keeps the
-    caller's view (the toolchain where it is) and only the network is cut, if that can be:
-    False."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    root = os.geteuid() == 0
-    if root:
-        _check(libc.unshare(_CLONE_NEWNS | _CLONE_NEWNET), "unshare")
-    else:
-        uid, gid = os.geteuid(), os.getegid()
-        if int(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWNET)) != 0:
-            _isolate_network()
-            return False
-        for name, text in (
-            ("setgroups", "deny"),
-            ("uid_map", f"{uid} {uid} 1"),
-            ("gid_map", f"{gid} {gid} 1"),
-        ):
-            with open(f"/proc/self/{name}", "w") as handle:
-                handle.write(text)
-    _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
-    bind = view.get("bind")
-    if bind:
-        source, target = (os.fsencode(p) for p in bind)
-        _check(libc.mount(source, target, None, _MS_BIND | _MS_REC, None), "bind the toolchain")
-        flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
-        done = int(libc.mount(None, target, None, flags, None)) == 0
-        if root:  # a user namespace may not drop flags locked by its parent: read-only anyway
-            _check(int(not done), "make the toolchain read-only")
-    for path in view.get("hide", []):
-        if not os.path.isdir(path):
-            continue
-        flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-        hidden = libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", flags, b"size=4k,mode=0555")
-        _check(hidden, f"hide {path}")
-    return True
-
-
-def _check(result: int, what: str) -> None:
-    if int(result) != 0:
-        number = ctypes.get_errno()
-        raise OSError(number, f"{what}: {os.strerror(number)}")
 
 
 def _set_rlimit(which: int, soft: int, hard: int) -> None:
@@ -236,18 +161,6 @@ def _keep_imports_reachable() -> None:
         paths = getattr(module, "__path__", None)
         if isinstance(paths, list):
             paths[:] = [relocate(p) if isinstance(p, str) else p for p in paths]
-
-
-def _in_view(config: dict[str, Any], command: list[str]) -> list[str]:
-    """``command`` with the compiler's path back where the toolchain lies, when the compile's
-    view could not be made (without root and without user namespaces)."""
-    bind = (config.get("view") or {}).get("bind")
-    if not bind or config.get("view_applied", True) or not command:
-        return command
-    source, target = bind
-    if command[0].startswith(target + os.sep):
-        return [source + command[0][len(target) :], *command[1:]]
-    return command
 
 
 def _exec_command(

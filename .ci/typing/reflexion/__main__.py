@@ -1,1 +1,0 @@
-../../../reflexion/__main__.py

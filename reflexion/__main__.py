@@ -1,5 +1,0 @@
-"""``python -m reflexion`` runs the CLI."""
-
-from reflexion.cli.app import main
-
-main()

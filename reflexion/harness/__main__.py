@@ -1,0 +1,5 @@
+"""``python -m reflexion.harness`` runs the ``reflexion`` command line."""
+
+from reflexion.harness import main
+
+main()

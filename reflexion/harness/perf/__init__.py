@@ -1,0 +1,29 @@
+"""``reflexion perf``: figures about the implementation itself (overhead, concurrency, the
+embedded model's speed, the cost of learning, the reach of cross-check's probes, what each
+retry did, how right the model's own tests were), each printed with the machine it ran on."""
+
+import typer
+
+from reflexion.harness.perf import (
+    concurrency,
+    inference,
+    learning_cost,
+    overhead,
+    own_tests,
+    probes,
+    retries,
+    sandbox,
+)
+
+perf_app = typer.Typer(
+    help="Performance figures (printed, optionally saved as JSON); not timed tests.",
+    no_args_is_help=True,
+)
+perf_app.command("overhead")(overhead.overhead)
+perf_app.command("concurrency")(concurrency.concurrency)
+perf_app.command("inference")(inference.inference)
+perf_app.command("learning-cost")(learning_cost.learning_cost)
+perf_app.command("sandbox")(sandbox.sandbox)
+perf_app.command("probes")(probes.probes)
+perf_app.command("retries")(retries.retries)
+perf_app.command("own-tests")(own_tests.own_tests)
