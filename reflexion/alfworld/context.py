@@ -65,9 +65,7 @@ class HouseholdContext(Context):
             "receptacle, not holding that object, hands full, closed, not seen there, the "
             "wrong form or tool, no such command. Off: the paper's feedback only.",
             "role": AFTER_FIRST_TRIAL,
-            "before": False,
             "acts": "reflections",
-            "keyed": "own_graph",
         },
     )
     alfworld_explain: bool = field(
@@ -77,8 +75,6 @@ class HouseholdContext(Context):
             "by the likeliest reason, worked out from the trial's own turns as the diagnosis "
             "does ('Likely because you were already there.'); the game's text is unchanged "
             "when the turns show no reason. Off: the game's reply only (the paper).",
-            "before": False,
-            "keyed": "own_graph",
         },
     )
     alfworld_memory: HouseholdMemory = field(
@@ -92,9 +88,7 @@ class HouseholdContext(Context):
             "refused commands and why; leads (no model call): the sightings, else the places "
             "not looked into, quoting no refused command.",
             "role": AFTER_FIRST_TRIAL,
-            "before": "reflection",
             "acts": "reflections",
-            "keyed": "own_graph",
         },
     )
     alfworld_memory_place: MemoryPlace = field(
@@ -106,9 +100,7 @@ class HouseholdContext(Context):
             "trial's first think step, in the actor's own format, the task message as in "
             "trial 1.",
             "role": AFTER_FIRST_TRIAL,
-            "before": "task",
             "acts": "reflections",
-            "keyed": "own_graph",
         },
     )
     alfworld_seeds: TurnSeeds = field(
@@ -121,8 +113,6 @@ class HouseholdContext(Context):
             "until their prompts differ (a trial whose memory is empty then replays the "
             "baseline's); process: one counter per process, so a run's draws depend on what "
             "ran before it in that process.",
-            "before": "process",
-            "keyed": "own_graph",
         },
     )
 

@@ -37,12 +37,9 @@ RetrySeeds = Literal["retry", "process"]
 #   role          "after_first_trial": acts only after a task's first trial
 #   acts          "memory", "memory_or_resample" or "reflections": the strategies it can act
 #                 under; under the others it does not name a results file
-#   before        the behaviour results files ran under before the field existed: a run at
-#                 that value keeps those files' names
-#   keyed         "own_graph": names only its own graph's results files; "never": names none
+#   keyed         "never": changes no figure, so it is no setting of a benchmark run
 #   first_trial_as  values that differ only in what a retry reads, mapped to the value whose
 #                 first trial they share (paired runs fork it)
-#   format_1_default  the default results-format 1 files ran under, where it has changed since
 
 AFTER_FIRST_TRIAL = "after_first_trial"
 """Field role: acts only after a task's first trial, so paired runs that differ in it alone
@@ -217,7 +214,6 @@ class Context:
             "file as turns (the paper). Off: the instructions and the failed trial only, so a "
             "small model has no wording to copy.",
             "role": AFTER_FIRST_TRIAL,
-            "before": True,
             "acts": "reflections",
         },
     )

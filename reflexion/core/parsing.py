@@ -16,10 +16,6 @@ PLACEHOLDERS = frozenset({"answer", "your answer", "the answer", "final answer",
 """What a small model copies from the format line ``Finish[answer]`` instead of answering: read
 as no answer, so the actor asks again (compared without case, brackets and quotes)."""
 
-ANSWER_PARSER = 2
-"""The version of :func:`parse_finish`'s rules, in the settings that name a chain-of-thought
-results file (2: placeholders are no answer), so runs under other rules never share one."""
-
 
 @dataclass(frozen=True)
 class FinishParse:

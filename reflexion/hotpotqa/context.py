@@ -35,9 +35,7 @@ class AnswerMemory(Context, abstract=True):
             "trials that the evaluator judged incorrect, asking for a different one (under "
             "every strategy that keeps memory; none keeps nothing). Off: the paper's memory.",
             "role": AFTER_FIRST_TRIAL,
-            "before": False,
             "acts": "memory",
-            "keyed": "own_graph",
         },
     )
     redraw_rejected: Annotated[int, Field(ge=0, le=10)] = field(
@@ -48,9 +46,7 @@ class AnswerMemory(Context, abstract=True):
             "this many times (under every strategy that keeps memory; none keeps nothing); "
             "0 = keep the repeat (the paper).",
             "role": AFTER_FIRST_TRIAL,
-            "before": 0,
             "acts": "memory_or_resample",
-            "keyed": "own_graph",
         },
     )
     memory_first: bool = field(
@@ -61,9 +57,7 @@ class AnswerMemory(Context, abstract=True):
             "prompts, so the question is what the model reads last. Off: after the question "
             "(the prompt up to the question then stays the same across trials).",
             "role": AFTER_FIRST_TRIAL,
-            "before": False,
             "acts": "memory",
-            "keyed": "own_graph",
         },
     )
 
@@ -80,9 +74,7 @@ class QAContext(AnswerMemory):
             "model so and asks for a different answer (under every strategy that keeps "
             "memory). Off: the repeat stands (the paper).",
             "role": AFTER_FIRST_TRIAL,
-            "before": False,
             "acts": "memory",
-            "keyed": "own_graph",
         },
     )
     answer_retry: AnswerRetry = field(
@@ -99,9 +91,7 @@ class QAContext(AnswerMemory):
             "often as a fresh-first retry may draw after its fresh draw (1 + "
             "redraw_rejected, + 1 with correct_rejected).",
             "role": AFTER_FIRST_TRIAL,
-            "before": "memory",
             "acts": "memory_or_resample",
-            "keyed": "own_graph",
         },
     )
     qa_seeds: RetrySeeds = field(
@@ -113,8 +103,6 @@ class QAContext(AnswerMemory):
             "strategies that fork the same trial 1 draw alike where their prompts agree; "
             "process: one counter per process (the first trial always draws this way).",
             "role": AFTER_FIRST_TRIAL,
-            "before": "process",
-            "keyed": "own_graph",
         },
     )
 
@@ -153,7 +141,5 @@ class ReActContext(AnswerMemory):
             "page already read, or a title already not found), sample the step again at "
             "temperature 0.8 up to this many times (under every strategy); 0 = keep the "
             "repeat (the paper).",
-            "before": 0,
-            "keyed": "own_graph",
         },
     )

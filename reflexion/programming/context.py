@@ -56,7 +56,6 @@ class CodeContext(Context):
             "the expected value, the actual output) and the retry is told that the tests may "
             "be wrong. all: every internal test decides (the paper).",
             "first_trial_as": {"checked": "anchored", "held_out": "anchored"},
-            "format_1_default": "anchored",
         },
     )
     resample_repeats: Annotated[int, Field(ge=0, le=10)] = field(
@@ -87,9 +86,7 @@ class CodeContext(Context):
             "highest UCT score, repairing that attempt with its own test results and its "
             "branch's reflections, at temperature 0.8.",
             "role": AFTER_FIRST_TRIAL,
-            "before": "repair",
             "first_trial_as": {"fresh_once": "fresh"},
-            "format_1_default": "fresh",
         },
     )
     compiler_fixes: bool = field(
@@ -102,8 +99,6 @@ class CodeContext(Context):
             "they do not make it compile, the retry is the model's as usual. false = off "
             "(the paper).",
             "role": AFTER_FIRST_TRIAL,
-            "before": False,
-            "keyed": "own_graph",
         },
     )
     code_seeds: RetrySeeds = field(
@@ -115,8 +110,6 @@ class CodeContext(Context):
             "that fork the same first attempt draw alike until their prompts differ; "
             "process: one counter per process (the first attempt always draws this way).",
             "role": AFTER_FIRST_TRIAL,
-            "before": "process",
-            "keyed": "own_graph",
         },
     )
     cross_check: Annotated[int, Field(ge=0, le=10)] = field(
@@ -133,7 +126,6 @@ class CodeContext(Context):
             "once per problem and run them on those tests; a failed test then counts only "
             "when more of them pass it than fail it as the attempt does (CodeT's agreement "
             "between code and tests). 0 = off (the paper).",
-            "before": 0,
         },
     )
     test_timeout: Annotated[float, Field(gt=0)] = field(

@@ -27,10 +27,6 @@ from collections.abc import Iterator
 
 from reflexion.programming.problems import CodeProblem
 
-EXAMPLES_VERSION = 2
-"""Which version of this parser read the examples (part of a benchmark's settings key, so
-that results read with different parsers never mix)."""
-
 _PREFIX = re.compile(r"^(?:>>>|\*|-|for\b|assert\b)\s*", re.IGNORECASE)
 _SEPARATOR = re.compile(
     r"^(?:#\s*)?(?:==>|==|=>|➞|→|->|=|should\s+return\b|returns\b)\s*", re.IGNORECASE
@@ -248,4 +244,4 @@ class _Rust:
         return f"assert_eq!({call}, {value});" if value else None
 
 
-__all__ = ["EXAMPLES_VERSION", "example_tests"]
+__all__ = ["example_tests"]

@@ -99,16 +99,6 @@ def test_the_default_holds_out_every_second_own_test():
     assert "add(1, 2)" not in reflector.prompt_text(0)
 
 
-def test_the_other_graphs_files_keep_the_format_1_test_trust():
-    """test_trust's default changed after format 1: the settings that name a QA or ALFWorld
-    file still hold the earlier default, so those files keep their names."""
-    from reflexion.harness.bench.settings import result_settings
-    from reflexion.hotpotqa.context import QAContext
-
-    assert result_settings(QAContext())["test_trust"] == "anchored"
-    assert result_settings(CodeContext())["test_trust"] == "held_out"
-
-
 def test_held_out_names_the_files_of_one_attempt_and_of_resample_as_anchored():
     """Neither one attempt nor a retry from the task alone reads the tests, so held_out runs
     them as anchored and their results files keep their names; reflexion's retries read them."""

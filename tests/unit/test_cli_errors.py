@@ -284,19 +284,6 @@ def test_output_holding_another_runs_results_is_refused(monkeypatch, capsys, tmp
     assert results.read_text() == KEPT
 
 
-def test_resuming_a_file_of_another_results_format_is_refused(monkeypatch, capsys, tmp_path):
-    """Another format's settings would not name the file again: its tasks would run twice.
-    The refusal comes before the model is resolved (no API key is needed to see it)."""
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    results = tmp_path / "results.jsonl"
-    later = KEPT.replace('"final",', '"final", "results_format": 2,')
-    results.write_text(later)
-    args = ["bench", "hotpotqa", "-n", "1", "-m", "openai:gpt-4o-mini", "-o", str(results)]
-    code, err = cli(monkeypatch, capsys, *args)
-    one_line_error(code, err, "results format 2", "this release writes format 1", "--output")
-    assert results.read_text() == later
-
-
 # ---- datasets -------------------------------------------------------------------------------
 
 

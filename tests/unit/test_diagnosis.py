@@ -23,7 +23,8 @@ from reflexion.alfworld.diagnosis import (
     turns_of,
 )
 from reflexion.alfworld.turns import NOTHING, Turn
-from reflexion.harness.bench.settings import first_trial_key, result_settings, unused_by
+from reflexion.harness.bench.naming import tokens
+from reflexion.harness.bench.settings import first_trial_key, result_settings
 from reflexion.hotpotqa.context import QAContext
 from reflexion.testing import ScriptedChatModel
 from tests.unit.test_alfworld import WIN, build, run
@@ -380,28 +381,35 @@ def test_memory_as_the_first_think_step_leaves_the_task_message_as_in_trial_1(
 
 
 def test_results_keys_change_only_where_the_diagnosis_can_act():
+    """A run's name shows the ALFWorld options only where they act: the diagnosis and the
+    reflector's options not where no reflector runs, the paper's values not at all."""
+
+    def named(ctx: HouseholdContext) -> list[str]:
+        return tokens(result_settings(ctx))
+
     reflexion = HouseholdContext(strategy="reflexion", alfworld_memory="reflection")
     assert result_settings(reflexion)["alfworld_diagnosis"] is True
+    assert "alfworld_diagnosis=true" in named(reflexion)
     paper = replace(reflexion, alfworld_diagnosis=False)
-    assert "alfworld_diagnosis" not in result_settings(paper)  # files from before it existed
+    assert not any(t.startswith("alfworld_diagnosis") for t in named(paper))  # the reference
     none = HouseholdContext(strategy="none")
     assert result_settings(none) == result_settings(replace(none, alfworld_diagnosis=False))
-    assert "alfworld_diagnosis" not in result_settings(reflexion, unused=unused_by(QAContext))
+    assert "alfworld_diagnosis" not in result_settings(QAContext())  # not QA's field
     # it acts after the first trial, so both settings fork the same first trials
     assert first_trial_key(result_settings(reflexion)) == first_trial_key(result_settings(paper))
     facts_run = replace(reflexion, alfworld_memory="facts")
     assert result_settings(facts_run)["alfworld_memory"] == "facts"
-    assert "alfworld_memory" not in result_settings(reflexion)  # the paper's memory: old keys
+    assert "alfworld_diagnosis" not in result_settings(facts_run)  # no reflector runs
+    assert not any(t.startswith("alfworld_memory=") for t in named(reflexion))
     assert result_settings(replace(none, alfworld_memory="facts")) == result_settings(none)
     assert first_trial_key(result_settings(facts_run)) == first_trial_key(result_settings(paper))
     placed = replace(reflexion, alfworld_memory_place="system")
-    assert result_settings(placed)["alfworld_memory_place"] == "system"
-    assert "alfworld_memory_place" not in result_settings(reflexion)
+    assert "alfworld_memory_place=system" in named(placed)
+    assert not any(t.startswith("alfworld_memory_place") for t in named(reflexion))
     assert first_trial_key(result_settings(placed)) == first_trial_key(result_settings(paper))
     assert result_settings(reflexion)["alfworld_explain"] is True  # the default since it came
     unexplained = replace(reflexion, alfworld_explain=False)
-    assert "alfworld_explain" not in result_settings(unexplained)  # files from before it existed
-    assert "alfworld_explain" not in result_settings(reflexion, unused=unused_by(QAContext))
+    assert not any(t.startswith("alfworld_explain") for t in named(unexplained))
     # the actor reads it from trial 1 on, so it is a different first trial
     assert first_trial_key(result_settings(unexplained)) != first_trial_key(
         result_settings(reflexion)

@@ -302,5 +302,5 @@ def test_the_noisy_evidence_pages_name_their_results_files_and_they_exist():
     assert text.startswith("# Noisy evidence: self-written tests, resample and the decomposition")
     for page in NOISY:
         assert f"]({page})" in text, f"the overview does not link {page}"
-        named = set(re.findall(r"runs/measured/[\w/.-]+\.jsonl", (RESULTS / page).read_text()))
+        named = set(re.findall(r"runs/measured/[\w/.=~+-]+\.jsonl", (RESULTS / page).read_text()))
         assert named and all((ROOT / path).is_file() for path in named), (page, named)

@@ -31,7 +31,12 @@ from reflexion.programming.sandbox.box import Sandbox
 from reflexion.programming.sandbox.builds import KEPT
 from reflexion.programming.sandbox.rust import candidate_server, judge_suite
 from reflexion.programming.sandbox.signature import entry_signature
-from reflexion.programming.sandbox.toolchain import compile_env
+from reflexion.programming.sandbox.toolchain import (
+    Toolchain,
+    compile_env,
+    compile_view,
+    compiler_in,
+)
 from tests.sandboxkit import FAST, needs_rustc
 
 ROOT = os.geteuid() == 0
@@ -396,12 +401,28 @@ def test_the_launcher_and_a_judge_are_compiled_once_and_kept_by_the_caller() -> 
         sources = {"solution": candidate_server(code, sig), "judge": judge_suite(tests, sig)}
         assert box.compile_rust(str(rustc_path()), sources) is None
         assert box.launcher is not None
-        assert oct(os.stat(Path(box.root) / "judge").st_mode & 0o777) == "0o711"
-        assert sorted(os.listdir(box.root)) == [
-            "judge",
-            "launcher",
-            "solution",
-            "toolchain",
-            "work",
-        ]
+        assert os.stat(Path(box.root) / "judge").st_mode & 0o777 in (
+            0o100,
+            0o711,
+        )  # its uid alone, as root
+        left = set(os.listdir(box.root))  # no compile directory, no source, judge's or other
+        assert left - {"judge-work"} == {"judge", "launcher", "solution", "toolchain", "work"}
     assert set(KEPT.binaries) == kept  # both taken from memory, nothing new compiled
+
+
+def test_a_toolchain_under_a_home_others_can_read_is_bound_before_the_home_is_hidden(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rustup in a home of mode 0755: reachable where it is, but the home is hidden from the
+    compile, so the view binds the toolchain (a red-team case of 2026-12-01)."""
+    home = tmp_path / "home"
+    sysroot = home / ".rustup" / "toolchains" / "stable"
+    (sysroot / "bin").mkdir(parents=True)
+    (sysroot / "bin" / "rustc").write_text("")
+    for path in (tmp_path, home, home / ".rustup", sysroot.parent, sysroot, sysroot / "bin"):
+        path.chmod(0o755)
+    monkeypatch.setenv("HOME", str(home))
+    toolchain = Toolchain(str(sysroot), str(sysroot / "bin" / "rustc"))
+    view = compile_view(toolchain, "/box/toolchain", "/box/solution-x", [])
+    assert view["bind"] == [str(sysroot), "/box/toolchain"] and str(home) in view["hide"]
+    assert compiler_in(toolchain, view) == "/box/toolchain/bin/rustc"

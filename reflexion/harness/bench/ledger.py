@@ -15,7 +15,6 @@ from typing import Any, TextIO
 
 from reflexion.core.errors import ReflexionError
 from reflexion.core.usage import Usage, merge, recorded_usage
-from reflexion.harness.bench.settings import RESULTS_FORMAT
 
 Emit = Callable[[str, "BenchTask", dict[str, Any]], None]
 """Called with (event, task, payload) for ``trial``, ``reflection``, ``final``, ``error`` and
@@ -174,7 +173,6 @@ def final_row(
         "usage": usage,
         "resumed": resumed,
         "settings": settings,
-        "results_format": RESULTS_FORMAT,
     }
 
 

@@ -1,6 +1,7 @@
 """The one path every ``reflexion bench`` command runs: each variant (a strategy with its
-context) gets a results file named by its settings, tasks that resume or fork a shared first
-trial, a progress bar with a line per trial, and a row in the summary.
+context) gets a results file named by its settings (:mod:`reflexion.harness.bench.naming`),
+tasks that resume or fork a shared first trial, a progress bar with a line per trial, and a row
+in the summary.
 
 A task family adds a :class:`Family` (how its tasks look and print) and a command that turns its
 options into :class:`Variant` s; :func:`run_variants` does the rest.
@@ -26,7 +27,8 @@ from reflexion.core.transport import current_transport
 from reflexion.graphs.agents import AGENTS
 from reflexion.harness.bench.driver import Finalize, Graph, ServerGraph, run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink, finished_tasks
-from reflexion.harness.bench.settings import check_resumable, first_trial_key, settings_key
+from reflexion.harness.bench.naming import run_name, same_run, thread_key
+from reflexion.harness.bench.settings import first_trial_key
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import (
     compile_agent,
@@ -221,12 +223,11 @@ def run_variants(
             base = first_trial_key(settings) if paired and variant.ctx.max_trials > 1 else None
             if base:
                 settings["paired"] = True
-            key = settings_key(settings)
-            out = where.output or Path("runs") / f"{variant.file_stem}-{key}.jsonl"
+            name = run_name(variant.file_stem, settings)
+            key = thread_key(name)
+            out = where.output or Path("runs") / f"{name}.jsonl"
             outcome.files[variant.label] = out
             done = finished_tasks(out)
-            # another format's file is refused before the models load
-            check_resumable(out, done.values())
             tasks = [
                 BenchTask(
                     thread_id=f"{family.name}-{key}-{task.task_id}",
@@ -247,7 +248,7 @@ def run_variants(
                             handle.close()
                             out.unlink(missing_ok=True)
                         raise
-                if any(settings_key(f.get("settings") or {}) != key for f in done.values()):
+                if any(not same_run(f.get("settings") or {}, settings) for f in done.values()):
                     raise ReflexionError(
                         f"{out} holds a run with other settings: give another --output (or "
                         "none, and the file is named after the settings), so the runs stay apart"
@@ -275,7 +276,7 @@ def default_plot(plot: Path | None, outcome: Outcome, stem: str) -> Path:
     if plot is not None:
         return plot
     files = list(outcome.files.values())
-    key = settings_key({"files": [str(f) for f in files]})
+    key = thread_key("\n".join(str(f) for f in files))
     return files[0].with_name(f"{stem}-{key}.png")
 
 

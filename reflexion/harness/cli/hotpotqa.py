@@ -10,7 +10,6 @@ import typer
 from reflexion.core.answers import exact_match
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
-from reflexion.core.parsing import ANSWER_PARSER
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
 from reflexion.harness.bench.driver import Finalize
 from reflexion.harness.bench.family_tables import judge_table, qa_paired, truth_curve
@@ -162,8 +161,6 @@ def bench_hotpotqa(
             **result_settings(ctx),
             "dataset": str(dataset or "sample"),
         }
-        if agent != "react":  # the chain-of-thought actors read Finish[...] by these rules
-            settings["answer_parser"] = ANSWER_PARSER
         if agent == "cot-gt" and ctx.uses_reflections:
             # the reflector reads the gold context too; files from before ran without it
             settings["reflector_sees_context"] = True

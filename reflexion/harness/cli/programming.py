@@ -26,7 +26,6 @@ from reflexion.harness.cli.common import console, one_model_context
 from reflexion.harness.scoring.programming import pass_curve, score_thread, write_human_eval_files
 from reflexion.nodes.coder import NO_TESTS, did_compile
 from reflexion.programming.context import CodeContext, CodeRetry, TestTrust
-from reflexion.programming.examples import EXAMPLES_VERSION
 from reflexion.programming.problems import CodeProblem, language_of, load_problems
 from reflexion.programming.sandbox import rustc_path
 
@@ -227,7 +226,6 @@ def bench_programming(
             **result_settings(ctx),
             "dataset": dataset,
             "language": language_name,
-            "examples_parser": EXAMPLES_VERSION if ctx.example_tests else None,
         }
         header = (
             f"programming {language_name} · strategy={label} · iterations={ctx.max_trials} · "

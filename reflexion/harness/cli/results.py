@@ -63,18 +63,30 @@ def plot_results(
 
 
 def run_labels(paths: list[Path]) -> list[str]:
-    """Short names for results files: their stems less the words all of them start with
-    ("alfworld-heuristic-"), so a table at 80 columns shows what differs; the whole paths
-    where two stems are the same."""
-    stems = [path.stem for path in paths]
-    if len(set(stems)) < len(stems):
-        return [str(path) for path in paths]
-    shared = stems[0] if len(stems) > 1 else ""
-    for stem in stems[1:]:
-        while not stem.startswith(shared):
+    """Short names for results files, so a table at 80 columns shows what differs: the variant
+    part of each name (before the first ``__``) less the words all of them start with
+    ("alfworld-heuristic-"), and, where two files share that, the ``field=value`` parts not
+    every file has; the whole paths where two labels would still be the same."""
+    parts = [path.stem.split("__") for path in paths]
+    heads = [p[0] for p in parts]
+    shared = heads[0] if len(heads) > 1 else ""
+    for head in heads[1:]:
+        while not head.startswith(shared):
             shared = shared[:-1]
-    cut = shared.rfind("-") + 1
-    return [stem[cut:] for stem in stems]
+    cut = shared.rfind("-") + 1 if len(set(heads)) > 1 else 0
+    common = set.intersection(*(set(p[1:]) for p in parts)) if len(parts) > 1 else set()
+    if len(parts) == 1:
+        common = set(parts[0][1:])
+    short = [head[cut:] or head for head in heads]
+    if len(set(short)) == len(short):
+        return short
+    labels = [
+        " ".join([head, *(t for t in p[1:] if t not in common)])
+        for head, p in zip(short, parts, strict=True)
+    ]
+    if len(set(labels)) < len(labels):
+        return [str(path) for path in paths]
+    return labels
 
 
 def compare_results(

@@ -13,7 +13,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -27,6 +26,7 @@ from reflexion.programming.sandbox.processes import (
     PYTHON_FLAGS,
     ForkedProcess,
     ForkServer,
+    Started,
     drain,
     kill_group,
     kill_uid,
@@ -35,6 +35,7 @@ from reflexion.programming.sandbox.processes import (
     remove_owned_files,
     remove_tree,
     rlimits,
+    sandbox_env,
     site_packages,
     unused_uid,
     user_task_count,
@@ -227,6 +228,7 @@ class Sandbox:
             path = os.path.join(self.root, name)
             if name in MODES and os.path.isfile(path):  # only a compile that succeeded
                 KEPT.keep(rustc, wanted[name], path)
+        self._seal_judge()
         for name, run in runs.items():
             if run.timed_out:
                 return f"rustc timed out after {float(timeout)}s"
@@ -274,16 +276,40 @@ class Sandbox:
 
     def _compile_uid(self, name: str) -> int | None:
         """Who compiles ``name``: the candidate's server under the suite's uid, the judge
-        under a second fresh uid (claimed on first use), the launcher (our own source, which
-        then runs before the uid change) as the caller."""
+        under the judge's own uid, the launcher (our own source, which then runs before the
+        uid change) as the caller."""
         if name == "launcher" or self.uid is None:
             return None
-        if name != "judge":
-            return self.uid
+        return self._judge_identity() if name == "judge" else self.uid
+
+    def _judge_identity(self) -> int | None:
+        """The judge's own uid, a second fresh one (claimed on first use; the suite's uid when
+        there is none to claim): its compile and every run of its binary use it, so the
+        candidate can neither read the judge's source nor run, trace or read its binary."""
+        if self.uid is None:
+            return None
         if self._judge_uid is None:
             fresh = unused_uid()
             self._judge_uid = fresh if fresh is not None and fresh != self.uid else self.uid
         return self._judge_uid
+
+    def _judge_apart(self) -> bool:
+        return self._judge_identity() not in (None, self.uid, _NOBODY)
+
+    def _seal_judge(self) -> None:
+        """The compiled judge, for the judge's uid alone and execute-only (so the kernel keeps
+        its process undumpable): the candidate's uid cannot run it as an oracle of the tests'
+        expected values. Without a uid of its own it stays execute-only for everyone."""
+        path = os.path.join(self.root, "judge")
+        uid = self._judge_identity()
+        if not os.path.isfile(path) or uid is None or not self._judge_apart():
+            return
+        os.chown(path, uid, uid)
+        os.chmod(path, 0o100)
+        work = os.path.join(self.root, "judge-work")
+        if not os.path.isdir(work):
+            os.mkdir(work, 0o700)
+            os.chown(work, uid, uid)
 
     def _end_compiles(self, builds: Iterable[Build]) -> None:
         """Kill whatever the compiles' fresh uids still run (nothing should)."""
@@ -345,21 +371,6 @@ class Sandbox:
             ),
         }
 
-    def _env(self) -> dict[str, str]:
-        return {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8",
-            "HOME": self.work,
-            "TMPDIR": self.work,
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONIOENCODING": "utf-8",
-            "RUST_BACKTRACE": "0",
-            "OMP_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-        }
-
     def _spawn(
         self,
         config: dict[str, Any],
@@ -408,7 +419,10 @@ class Sandbox:
     def judged_binary(self, args: list[str], timeout: float) -> tuple[Run, Run]:
         """Run the compiled judge with ``args`` against the compiled candidate, which serves
         the judge's calls (see :meth:`judged`). Returns (judge, candidate)."""
-        judge = ({**self._config("exec", timeout), "native": True}, [self.root + "/judge", *args])
+        config = {**self._config("exec", timeout), "native": True}
+        if self._judge_apart():  # under its own uid, in its own directory (see _seal_judge)
+            config.update(uid=self._judge_identity(), cwd=os.path.join(self.root, "judge-work"))
+        judge = (config, [self.root + "/judge", *args])
         candidate = ({**self._config("exec", timeout), "native": True}, [self.binary_path])
         return self._pair(judge, candidate, timeout)
 
@@ -458,7 +472,7 @@ class Sandbox:
         *,
         env: dict[str, str] | None = None,
         channel: tuple[int, int] | None = None,
-    ) -> _Started | Run:
+    ) -> Started | Run:
         """Write the configuration and start the child (a :class:`Run` when it cannot start)."""
         self._runs += 1
         n = self._runs
@@ -467,7 +481,7 @@ class Sandbox:
         err_path = os.path.join(self.root, f"stderr-{n}")
         argv = self._argv(config, command, config_path)
         read_end, write_end = os.pipe()
-        child_env = python_env(env if env is not None else self._env())
+        child_env = python_env(env if env is not None else sandbox_env(self.work))
         child_env[REPORT_ENV] = str(write_end)
         passed = [write_end]
         if channel is not None:
@@ -496,7 +510,7 @@ class Sandbox:
             os.close(write_end)
         token = str(config.get("token", ""))
         assert proc is not None
-        return _Started(proc, read_end, config_path, out_path, err_path, token)
+        return Started(proc, read_end, config_path, out_path, err_path, token)
 
     def _argv(self, config: dict[str, Any], command: list[str], config_path: str) -> list[str]:
         """How the child starts: a binary marked ``native`` through the launcher, once there
@@ -544,8 +558,11 @@ class Sandbox:
         kill_group(proc)
         if self.uid is not None and self.fresh_uid and not trusted:
             kill_uid(self.uid)
+            if self._judge_apart():
+                assert self._judge_uid is not None
+                kill_uid(self._judge_uid)
 
-    def _collect(self, started: _Started, timed_out: bool, capture: int | None) -> Run:
+    def _collect(self, started: Started, timed_out: bool, capture: int | None) -> Run:
         """Reap the child and read its report and captured output; remove its files."""
         try:
             proc = started.proc
@@ -568,16 +585,3 @@ class Sandbox:
         for path in paths:
             with contextlib.suppress(OSError):
                 os.unlink(path)
-
-
-@dataclass
-class _Started:
-    """A started child and what :meth:`Sandbox._collect` reads back from it."""
-
-    proc: subprocess.Popen[bytes] | ForkedProcess
-    report: int
-    """Read end of its report pipe."""
-    config: str
-    stdout: str
-    stderr: str
-    token: str

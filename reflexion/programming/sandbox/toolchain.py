@@ -95,14 +95,16 @@ def compile_env(directory: str) -> dict[str, str]:
 def compile_view(toolchain: Toolchain, mountpoint: str, keep: str, hide: list[str]) -> View:
     """What the compile's private mount namespace holds: the toolchain read-only at
     ``mountpoint`` (an empty directory of the suite's) when another uid could not reach it
-    where it is, and an empty read-only file system over each path in ``hide`` and over the
-    caller's home (unless ``keep``, the compile's own directory, lies inside it). ``child.py``
-    applies it before the uid change."""
+    where it is, or it lies under a hidden path (a home others may read); and an empty
+    read-only file system over each path in ``hide`` and over the caller's home (unless
+    ``keep``, the compile's own directory, lies inside it). ``child.py`` applies it before the
+    uid change."""
     covered = [p for p in hide if p]
     home = os.path.realpath(os.path.expanduser("~"))
     if home != "/" and os.path.isdir(home) and not _inside(keep, home):
         covered.append(home)
-    bind = None if toolchain.reachable else [toolchain.sysroot, mountpoint]
+    hidden = any(_inside(toolchain.sysroot, p) or _inside(toolchain.compiler, p) for p in covered)
+    bind = None if toolchain.reachable and not hidden else [toolchain.sysroot, mountpoint]
     return {"bind": bind, "hide": covered}
 
 
