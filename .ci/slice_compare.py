@@ -2,14 +2,23 @@
 final answer and reflections must be the same. Exits 1 and names the tasks that differ."""
 
 import json
+import re
 import sys
 from pathlib import Path
+
+
+def variant(path: Path) -> str:
+    """The run's variant whatever scheme named its file: the part before ``__`` (named by what
+    ran), or the stem less its ``-<hash>`` (results format 1)."""
+    if "__" in path.stem:
+        return path.stem.split("__")[0]
+    return re.sub(r"-[0-9a-f]{10}$", "", path.stem)
 
 
 def finals(folder: str) -> dict[tuple[str, str], object]:
     out: dict[tuple[str, str], object] = {}
     for path in sorted(Path(folder, "runs").glob("*.jsonl")):
-        if path.stem.endswith(("-samples", "-problems")):
+        if path.stem.endswith(("-samples", "-problems")) or "-samples__" in path.name:
             continue
         for line in path.read_text().splitlines():
             row = json.loads(line)
@@ -19,7 +28,8 @@ def finals(folder: str) -> dict[tuple[str, str], object]:
                 (e.get("answer"), e.get("success"), round(e.get("score", 0.0), 3))
                 for e in row.get("evaluations", [])
             ]
-            out[(path.name, row["task_id"])] = (trials, row.get("answer"), row.get("reflections"))
+            key = (variant(path), str(row["task_id"]))
+            out[key] = (trials, row.get("answer"), row.get("reflections"))
     return out
 
 
