@@ -49,7 +49,6 @@ FINAL_KEYS = {
     "usage",
     "resumed",
     "settings",
-    "results_format",
 }
 """The keys of a local run's final line (bench.run_benchmark) for a HotPotQA question."""
 
