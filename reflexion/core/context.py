@@ -192,11 +192,17 @@ class Context:
     )
     temperature: Annotated[float, Field(ge=0.0, le=2.0)] = field(
         default=0.7,
-        metadata={"description": "Sampling temperature of the actor (the paper uses 0.7)."},
+        metadata={
+            "description": "Sampling temperature of the actor (the paper uses 0.7). Applies to "
+            "models named by a string; a model object you pass in keeps its own settings."
+        },
     )
     max_tokens: Annotated[int, Field(ge=16, le=32768)] = field(
         default=384,
-        metadata={"description": "Most tokens per model reply."},
+        metadata={
+            "description": "Most tokens per model reply. Applies to models named by a string; "
+            "a model object you pass in keeps its own settings."
+        },
     )
     select_answer: AnswerChoice = field(
         default="best",

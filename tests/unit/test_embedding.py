@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from importlib import import_module
 from pathlib import Path
 from typing import Any
@@ -447,3 +447,22 @@ def test_langgraph_json_exports_every_graph_with_a_description():
         module, _, attr = entry["path"].removeprefix("./").partition(":")
         compiled = getattr(import_module(module.removesuffix(".py").replace("/", ".")), attr)
         assert isinstance(compiled, CompiledStateGraph)
+
+
+def test_a_model_object_passed_in_keeps_its_own_temperature_and_max_tokens():
+    """Context.temperature and max_tokens configure models named by a string; an object the
+    caller built is used as it is, so neither reaches its calls (the field descriptions say so)."""
+    actor = ScriptedChatModel(replies=["Answer: 407", "Answer: 408"])
+    reflector = ScriptedChatModel(replies=["Reflection: one more."])
+    graph = create_reflexion_graph(
+        actor, lambda task, answer: answer == "408", reflector_model=reflector
+    )
+    result = graph.invoke(
+        {"task": "What is 17 * 24?"}, context=Context(temperature=0.3, max_tokens=17)
+    )
+    assert result["solved"] and result["trial"] == 2
+    for seen in (*actor.kwargs_seen, *reflector.kwargs_seen):
+        assert "temperature" not in seen and "max_tokens" not in seen, seen
+    described = {f.name: f.metadata["description"] for f in fields(Context)}
+    for name in ("temperature", "max_tokens"):
+        assert "a model object you pass in keeps its own settings" in described[name]
