@@ -126,3 +126,20 @@ def test_a_tree_nested_deeper_than_python_recurses_is_removed() -> None:
     assert result.passed, result
     after = {p for p in os.listdir("/tmp") if p.startswith("reflexion-sandbox-")}
     assert after <= before
+
+
+@needs_rustc
+def test_tests_that_do_not_compile_against_the_code_quote_none_of_their_source() -> None:
+    """The candidate changed its signature: the judge (the tests) does not compile, and the
+    error says so with rustc's headlines only, not the tests' lines (a test may be held out
+    of the feedback, and its expected value with it)."""
+    code = "fn f(x: &str) -> String { x.to_string() }"
+    tests = ['assert_eq!(candidate(41), "HELD-OUT-VALUE".to_string());']
+    result = run_rust_tests(code, tests, FAST, entry_point="f")
+    assert result.compile_error is not None
+    assert result.compile_error.startswith("the tests do not compile against this code's")
+    assert "error[E0308]" in result.compile_error
+    assert (
+        "HELD-OUT-VALUE" not in result.compile_error and "candidate(41)" not in result.compile_error
+    )
+    assert [o.detail for o in result.outcomes] == ["compile error"]

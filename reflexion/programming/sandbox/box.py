@@ -45,6 +45,7 @@ from reflexion.programming.sandbox.processes import (
 from reflexion.programming.sandbox.results import Limits
 from reflexion.programming.sandbox.rust import (
     RUSTC_FLAGS,
+    judge_errors,
     launcher_source,
     rustc_errors,
 )
@@ -233,6 +234,8 @@ class Sandbox:
             if run.timed_out:
                 return f"rustc timed out after {float(timeout)}s"
             if run.returncode != 0 or not os.path.isfile(os.path.join(self.root, name)):
+                if name == "judge":  # the tests' source is no output of the candidate's
+                    return judge_errors(run.stderr)
                 return rustc_errors(run.stderr, run.returncode)
         return None
 

@@ -387,3 +387,19 @@ def rustc_errors(stderr: str, returncode: int | None) -> str:
     if not text:
         text = f"rustc failed (exit status {returncode})"
     return clip_block(text, COMPILE_ERROR_CHARS)
+
+
+def judge_errors(stderr: str) -> str:
+    """Why the judge (the tests, around a proxy of the candidate's entry point) did not compile
+    when the candidate's code did: rustc's headlines only (``error[E0308]: mismatched types``),
+    none of the lines it quotes, which are the tests' source and may hold a held-out test or an
+    expected value."""
+    headlines = [
+        ln.strip()
+        for ln in stderr.splitlines()
+        if ln.startswith("error") and not ln.startswith("error: aborting due to")
+    ]
+    reason = "; ".join(dict.fromkeys(headlines[:3])) or "rustc failed"
+    return clip_block(
+        f"the tests do not compile against this code's signature ({reason})", COMPILE_ERROR_CHARS
+    )
