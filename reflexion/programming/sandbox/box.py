@@ -461,8 +461,7 @@ class Sandbox:
             left = min(0.2, max(0.0, deadline - time.monotonic()))
             candidate_timed_out = timed_out or wait_exit(serving.proc, left)
         finally:
-            self._stop(judging.proc)
-            self._stop(serving.proc)
+            self._stop(judging.proc, serving.proc)
         return (
             self._collect(judging, timed_out, None),
             self._collect(serving, candidate_timed_out and timed_out, None),
@@ -554,16 +553,17 @@ class Sandbox:
             self._server, self._fork_failed = None, True
             return None
 
-    def _stop(
-        self, proc: subprocess.Popen[bytes] | ForkedProcess, *, trusted: bool = False
-    ) -> None:
-        """Kill the child's process group and, with a fresh uid, every process of that uid."""
-        kill_group(proc)
+    def _stop(self, *procs: subprocess.Popen[bytes] | ForkedProcess, trusted: bool = False) -> None:
+        """Kill each child's process group and, with fresh uids, every process of the suite's
+        uid and the judge's."""
+        for proc in procs:
+            kill_group(proc)
         if self.uid is not None and self.fresh_uid and not trusted:
-            kill_uid(self.uid)
             if self._judge_apart():
                 assert self._judge_uid is not None
-                kill_uid(self._judge_uid)
+                kill_uid(self.uid, self._judge_uid)
+            else:
+                kill_uid(self.uid)
 
     def _collect(self, started: Started, timed_out: bool, capture: int | None) -> Run:
         """Reap the child and read its report and captured output; remove its files."""

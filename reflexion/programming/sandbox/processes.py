@@ -139,20 +139,21 @@ def _uid_of(status: str) -> int | None:
     return int(uids.group(1)) if uids else None
 
 
-def _processes_of(uid: int) -> list[int]:
-    """Live (non-zombie) processes whose real uid is ``uid``."""
+def _processes_of(*uids: int) -> list[int]:
+    """Live (non-zombie) processes whose real uid is one of ``uids``."""
     found: list[int] = []
     for pid, status in _proc_statuses():
         state = re.search(r"^State:\s*(\S)", status, re.M)
-        if _uid_of(status) == uid and not (state and state.group(1) in "ZX"):
+        if _uid_of(status) in uids and not (state and state.group(1) in "ZX"):
             found.append(pid)
     return found
 
 
-def kill_uid(uid: int) -> None:
-    """Kill every process of the sandbox uid, also those that left the process group."""
+def kill_uid(*uids: int) -> None:
+    """Kill every process of the sandbox's uids, also those that left the process group (one
+    walk of ``/proc`` per round for all of them)."""
     for _ in range(100):
-        victims = _processes_of(uid)
+        victims = _processes_of(*uids)
         if not victims:
             return
         for pid in victims:
