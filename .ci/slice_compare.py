@@ -1,5 +1,5 @@
 """Compare two folders written by .ci/slice.sh: every task's trial answers, verdicts, scores,
-final answer and reflections must be the same. Exits 1 and names the tasks that differ."""
+feedback, final answer and reflections must be the same. Exits 1 and names the tasks that differ."""
 
 import json
 import re
@@ -25,7 +25,12 @@ def finals(folder: str) -> dict[tuple[str, str], object]:
             if row.get("type") != "final":
                 continue
             trials = [
-                (e.get("answer"), e.get("success"), round(e.get("score", 0.0), 3))
+                (
+                    e.get("answer"),
+                    e.get("success"),
+                    round(e.get("score", 0.0), 3),
+                    e.get("feedback"),
+                )
                 for e in row.get("evaluations", [])
             ]
             key = (variant(path), str(row["task_id"]))

@@ -14,8 +14,12 @@ from langgraph.graph import StateGraph
 
 from reflexion.alfworld.context import HouseholdContext
 from reflexion.alfworld.sessions import EnvSessions
-from reflexion.alfworld.state import HouseholdInputState, HouseholdOutputState, HouseholdState
-from reflexion.core.lessons import alfworld_family
+from reflexion.alfworld.state import (
+    HouseholdInputState,
+    HouseholdOutputState,
+    HouseholdState,
+    lesson_family,
+)
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.nodes import make_reflector
 from reflexion.nodes.household import (
@@ -40,19 +44,19 @@ def alfworld_builder(
     ``env_factory`` makes environments (default: the real TextWorld engine, an optional
     extra); ``sessions`` shares the live environments with the caller."""
     return build_reflexion_graph(
-        make_household_actor(actor_model, env_factory, sessions, family=alfworld_family),
+        make_household_actor(actor_model, env_factory, sessions, family=lesson_family),
         make_household_evaluator(evaluator_model),
         make_reflector(
             reflector_model,
             messages=household_reflection_messages,
             written=household_written,
-            family=alfworld_family,
+            family=lesson_family,
             schema=HouseholdContext,
         ),
         state_schema=HouseholdState,
         input_schema=HouseholdInputState,
         output_schema=HouseholdOutputState,
-        family=alfworld_family,
+        family=lesson_family,
         context_schema=HouseholdContext,
     )
 

@@ -34,7 +34,6 @@ from langgraph.runtime import Runtime
 
 from reflexion.core.context import Context, get_context
 from reflexion.core.lessons import (
-    QA_FAMILY,
     Family,
     current_thread_id,
     family_of,
@@ -164,7 +163,7 @@ def build_reflexion_graph(
     input_schema: type[Any] = InputState,
     output_schema: type[Any] = OutputState,
     setup: tuple[str, Any] | None = None,
-    family: Family = QA_FAMILY,
+    family: Family,
     context_schema: type[Context] = Context,
 ) -> StateGraph[Any, Any, Any, Any]:
     """Wire actor, evaluator and reflector nodes into the Reflexion loop, with the review node

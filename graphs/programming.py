@@ -10,7 +10,6 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
-from reflexion.core.lessons import programming_family
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.nodes import make_reflector
 from reflexion.nodes.coder import (
@@ -22,7 +21,7 @@ from reflexion.nodes.coder import (
 from reflexion.nodes.coder.reflection import reflecting_when_read
 from reflexion.nodes.coder.tree import keeping_branch_reflections
 from reflexion.programming.context import CodeContext
-from reflexion.programming.state import CodeInputState, CodeOutputState, CodeState
+from reflexion.programming.state import CodeInputState, CodeOutputState, CodeState, lesson_family
 
 
 def programming_builder(
@@ -35,14 +34,14 @@ def programming_builder(
     unit-test evaluator (sandboxed) and the code reflector take turns. ``evaluator_model``
     writes the tests."""
     return build_reflexion_graph(
-        make_code_actor(actor_model, family=programming_family),
+        make_code_actor(actor_model, family=lesson_family),
         make_unit_test_evaluator(actor_model),
         reflecting_when_read(
             keeping_branch_reflections(
                 make_reflector(
                     reflector_model,
                     messages=code_reflection_messages,
-                    family=programming_family,
+                    family=lesson_family,
                     schema=CodeContext,
                 )
             )
@@ -51,7 +50,7 @@ def programming_builder(
         input_schema=CodeInputState,
         output_schema=CodeOutputState,
         setup=("test_writer", make_test_writer(evaluator_model)),
-        family=programming_family,
+        family=lesson_family,
         context_schema=CodeContext,
     )
 

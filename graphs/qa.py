@@ -10,9 +10,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
-from reflexion.core.lessons import QA_FAMILY, REACT_FAMILY
 from reflexion.graphs.builder import build_reflexion_graph
-from reflexion.hotpotqa.context import QAContext, ReActContext
+from reflexion.hotpotqa.context import QA_FAMILY, REACT_FAMILY, QAContext, ReActContext
 from reflexion.hotpotqa.wiki import WikiBackend
 from reflexion.nodes import (
     EvaluateFn,

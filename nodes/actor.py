@@ -19,11 +19,11 @@ from langgraph.runtime import Runtime
 from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import QA_FAMILY, Family, with_recalled
+from reflexion.core.lessons import Family, with_recalled
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.state import State
-from reflexion.hotpotqa.context import QAContext
+from reflexion.hotpotqa.context import QA_FAMILY, QAContext
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import memory_block, with_lessons
 from reflexion.nodes.qa_memory import judged_wrong, rejected_keys, with_memory

@@ -7,6 +7,7 @@ actors place it, and which answers their retries may not repeat, is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from langchain_core.messages import SystemMessage
@@ -31,7 +32,7 @@ class HasMemory(Protocol):
     def lessons(self) -> list[str]: ...
 
     @property
-    def evaluations(self) -> list[TrialRecord]: ...
+    def evaluations(self) -> Sequence[TrialRecord]: ...
 
 
 def lessons_block(lessons: list[str]) -> str:
@@ -74,7 +75,7 @@ def memory_block(
     return "\n\n".join(parts)
 
 
-def rejected_answers(evaluations: list[TrialRecord]) -> list[str]:
+def rejected_answers(evaluations: Sequence[TrialRecord]) -> list[str]:
     """The distinct answers of failed trials, in order (a trial without an answer adds none)."""
     wrong = [str(e["answer"]).strip() for e in evaluations if not e["success"] and e["answer"]]
     return list(dict.fromkeys(a for a in wrong if a))

@@ -26,12 +26,12 @@ from typing_extensions import TypedDict
 from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import REACT_FAMILY, Family, recall_update
+from reflexion.core.lessons import Family, recall_update
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import ReactStepParse, parse_react_step
 from reflexion.core.state import TrialInput
 from reflexion.hotpotqa.backends import get_backend
-from reflexion.hotpotqa.context import ReActContext
+from reflexion.hotpotqa.context import REACT_FAMILY, ReActContext
 from reflexion.hotpotqa.wiki import (
     LookupCursor,
     WikiBackend,

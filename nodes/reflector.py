@@ -20,7 +20,6 @@ from langgraph.types import interrupt
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import (
-    QA_FAMILY,
     Family,
     current_thread_id,
     family_of,
@@ -74,7 +73,7 @@ def make_reflector(
     examples: str = "reflect_examples",
     messages: Callable[[Any, Any], list[BaseMessage]] | None = None,
     written: Callable[[Any, Any], str | None] | None = None,
-    family: Family = QA_FAMILY,
+    family: Family,
     with_context: bool = False,
     schema: type[Context] = Context,
 ) -> Callable[[Any, Runtime[Context]], dict[str, Any]]:
@@ -163,7 +162,7 @@ def review_decision(value: Any) -> tuple[str, str | None]:
     raise ReflexionError(f"cannot read the review answer {value!r}: {REVIEW_HELP}")
 
 
-def make_review(family: Family = QA_FAMILY) -> Callable[[Any, Runtime[Context]], dict[str, Any]]:
+def make_review(family: Family) -> Callable[[Any, Runtime[Context]], dict[str, Any]]:
     """The review node: interrupts with the proposed reflection (and the trial, its feedback
     and the task) and applies the person's answer to the newest reflection of the window —
     keep, replace or drop — and to its copy in the lesson store. The reflector's model is not

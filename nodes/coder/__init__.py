@@ -16,11 +16,8 @@ from reflexion.nodes.coder.common import (
     problem_of,
     run_tests,
 )
-from reflexion.nodes.coder.evaluator import (
-    doubted_tests,
-    format_feedback,
-    make_unit_test_evaluator,
-)
+from reflexion.nodes.coder.evaluator import doubted_tests, make_unit_test_evaluator
+from reflexion.nodes.coder.feedback import failed_tests, outcome_records, render_outcomes
 from reflexion.nodes.coder.reflection import code_reflection_messages
 from reflexion.nodes.coder.test_writer import (
     make_test_writer,
@@ -40,11 +37,13 @@ __all__ = [
     "cross_check",
     "did_compile",
     "doubted_tests",
-    "format_feedback",
+    "failed_tests",
     "make_code_actor",
     "make_test_writer",
     "make_unit_test_evaluator",
+    "outcome_records",
     "problem_of",
+    "render_outcomes",
     "retries_fresh",
     "run_tests",
     "test_messages",

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
-from reflexion.core.lessons import Family, programming_family, with_recalled
+from reflexion.core.lessons import Family, with_recalled
 from reflexion.core.memory import reflection_window
 from reflexion.nodes.coder.common import (
     STOPS,
@@ -43,7 +43,7 @@ from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem, rust_preamble
 from reflexion.programming.replies import extract_code
 from reflexion.programming.sandbox import fix_rust
-from reflexion.programming.state import CodeState
+from reflexion.programming.state import CodeState, lesson_family
 from reflexion.prompts import render
 
 
@@ -104,7 +104,7 @@ def code_messages(
     fresh = retries_fresh(state, ctx)
     retry = render(
         "code_fresh" if fresh else "code_retry",
-        feedback=shown_feedback(state.evaluations[-1]["feedback"], state, ctx),
+        feedback=shown_feedback(state.evaluations[-1], state, ctx),
         reflection_block=reflection_block,
         entry_point=problem.entry_point,
         **names,
@@ -133,7 +133,7 @@ def _expansion(
     reflection_block = _reflection_block(branch_reflections(state, parent, ctx.memory_size))
     retry = render(
         "code_retry",
-        feedback=shown_feedback(record["feedback"], state, ctx),
+        feedback=shown_feedback(record, state, ctx),
         reflection_block=reflection_block,
         entry_point=problem.entry_point,
         **prompt_names(problem.language),
@@ -177,7 +177,7 @@ def code_key(code: str, language: str) -> str:
 
 
 def make_code_actor(
-    model: BaseChatModel | None = None, *, family: Family = programming_family
+    model: BaseChatModel | None = None, *, family: Family = lesson_family
 ) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
     """The code actor node; ``model`` overrides ``Context.actor_model``; ``family`` is the task
     family whose lessons it recalls on the first trial (``Context.lessons``). A retry whose code

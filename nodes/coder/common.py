@@ -66,10 +66,9 @@ def prompt_names(language: str) -> dict[str, str]:
 
 
 def did_compile(record: Mapping[str, Any]) -> bool:
-    """Whether a trial's answer compiled: its ``compiled`` flag, or for a record written
-    before the flag existed (a thread forked from an older run), what its feedback says."""
-    flag = record.get("compiled")
-    return flag if flag is not None else NOT_COMPILED not in record["feedback"]
+    """Whether a trial's answer compiled: its ``compiled`` flag; a trial with no answer to
+    build has none and counts as compiled (no compiler error points into anything)."""
+    return bool(record.get("compiled", True))
 
 
 def run_tests(

@@ -1,5 +1,6 @@
-"""The unit-test evaluator: runs the internal tests in the sandbox and reports, in the paper's
-format, which passed and, for each failure, the actual value or the error.
+"""The unit-test evaluator: runs the internal tests in the sandbox and records each test's
+outcome, with the feedback rendered from them in the paper's format (which passed and, for
+each failure, the actual value or the error).
 
 Beyond the paper, it weighs its own evidence: self-written tests every attempt failed are
 doubted, tests independent implementations do not back are set apart
@@ -17,7 +18,6 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
-from reflexion.core.state import TrialRecord
 from reflexion.nodes.coder.agreement import cross_check, unbacked_tests
 from reflexion.nodes.coder.common import (
     NO_EVIDENCE,
@@ -27,6 +27,7 @@ from reflexion.nodes.coder.common import (
     problem_of,
     run_tests,
 )
+from reflexion.nodes.coder.feedback import outcome_records, render_outcomes
 from reflexion.programming.agreement import fingerprint
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import assemble
@@ -34,47 +35,7 @@ from reflexion.programming.sandbox import (
     Limits,
     SuiteResult,
 )
-from reflexion.programming.state import CodeState, Witness
-
-
-def format_feedback(
-    result: SuiteResult,
-    language: str,
-    doubted: frozenset[str] = frozenset(),
-    unbacked: frozenset[str] = frozenset(),
-) -> str:
-    """Test results in the paper's format: the passed tests, then each failed test with the
-    actual value or the error as a comment; ``doubted`` tests (failed by every attempt) and
-    ``unbacked`` ones (independent implementations side with the attempt) are listed apart,
-    as tests that may themselves be wrong."""
-    if result.compile_error is not None:
-        return f"{NOT_COMPILED}\n{result.compile_error.strip()}"
-    comment = "#" if language == "py" else "//"
-    passed = [o.test for o in result.outcomes if o.passed]
-    failed = [
-        f"{o.test} {comment} {o.detail}"
-        for o in result.outcomes
-        if not o.passed and o.test not in doubted | unbacked
-    ]
-    text = (
-        "Tests passed:\n"
-        + ("\n".join(passed) if passed else "(none)")
-        + "\n\nTests failed:\n"
-        + ("\n".join(failed) if failed else "(none)")
-    )
-    if doubted:
-        text += (
-            "\n\nTests every attempt failed (self-written, possibly wrong; not counted):\n"
-            + "\n".join(t for t in (o.test for o in result.outcomes) if t in doubted)
-        )
-    unbacked_only = [o for o in result.outcomes if o.test in unbacked - doubted]
-    if unbacked_only:
-        text += (
-            "\n\nTests other implementations fail the same way (self-written, possibly "
-            "wrong; not counted):\n"
-            + "\n".join(f"{o.test} {comment} {o.detail}" for o in unbacked_only)
-        )
-    return text
+from reflexion.programming.state import CodeState, CodeTrialRecord, OutcomeRecord, Witness
 
 
 def doubted_tests(state: CodeState, failed_written: list[str], ctx: CodeContext) -> frozenset[str]:
@@ -145,7 +106,11 @@ class _Verdict:
     score: float
     success: bool
     feedback: str
+    """The feedback's text: the tests rendered from ``outcomes``, then the ``notes``."""
     compiled: bool | None = None
+    outcomes: list[OutcomeRecord] | None = None
+    """Each internal test's outcome, where the attempt compiled and tests ran."""
+    notes: list[str] = field(default_factory=list)
     failures: list[list[str]] = field(default_factory=list)
     """The self-written tests a compiled attempt failed (one entry, or none)."""
     evidence: dict[str, int] = field(default_factory=dict)
@@ -188,15 +153,16 @@ def _judged(
     # An attempt is a success on evidence only: every counted test passed, and at least one
     # did (doubt can leave nothing to fail, which proves nothing).
     success = compiled and not (failed - doubted - unbacked) and held > 0
-    feedback = format_feedback(result, problem.language, doubted, unbacked)
+    outcomes = outcome_records(result, doubted, unbacked)
+    notes = []
     if compiled and not counted:
-        feedback += f"\n\n{NO_EVIDENCE}: every test is doubted, so no success."
+        notes.append(f"{NO_EVIDENCE}: every test is doubted, so no success.")
     evidence = {"tests_passed": held, "tests_counted": len(counted)}
     tie = earlier_equal(state, doubted | unbacked) if success else None
     if tie is not None:
         evidence["ties"] = tie
-        feedback += (
-            f"\n\nTrial {tie}'s attempt passes every test that counts too: the tests cannot "
+        notes.append(
+            f"Trial {tie}'s attempt passes every test that counts too: the tests cannot "
             "tell the two apart, and the earlier one stands."
         )
     mine = fingerprint(full, state.probe_tests)
@@ -204,12 +170,20 @@ def _judged(
         found, drawn, told = cross_check(state, ctx, mine, limits, model)
         if found == "outvoted":
             success = False
-            feedback += "\n\n" + told
+            notes.append(told)
+    if compiled:
+        tested = render_outcomes(outcomes, problem.language)
+        feedback = "\n\n".join([tested, *notes])
+    else:
+        assert result.compile_error is not None
+        feedback = f"{NOT_COMPILED}\n{result.compile_error.strip()}"
     return _Verdict(
         score=passed / len(tests),
         success=success,
         feedback=feedback,
         compiled=compiled,
+        outcomes=outcomes if compiled else None,
+        notes=notes,
         failures=[failed_written] if compiled else [],
         evidence=evidence,
         drawn=drawn,
@@ -235,9 +209,9 @@ def _without_tests(result: SuiteResult, ctx: CodeContext) -> _Verdict:
     )
 
 
-def _record(state: CodeState, verdict: _Verdict) -> TrialRecord:
+def _record(state: CodeState, verdict: _Verdict) -> CodeTrialRecord:
     """The trial's record: the verdict, and what it rests on where there is something."""
-    record = TrialRecord(
+    record = CodeTrialRecord(
         trial=state.trial,
         answer=state.answer,
         score=verdict.score,
@@ -249,6 +223,10 @@ def _record(state: CodeState, verdict: _Verdict) -> TrialRecord:
     for key in ("tests_passed", "tests_counted", "ties"):
         if key in verdict.evidence:
             record[key] = verdict.evidence[key]
+    if verdict.outcomes is not None:
+        record["outcomes"] = verdict.outcomes
+    if verdict.notes:
+        record["notes"] = verdict.notes
     if state.compiler_fix:
         record["compiler_fix"] = True
     if verdict.last:

@@ -1,23 +1,22 @@
-"""What a retry and the reflector read of the evaluator's feedback: whether the next retry
-reads it at all (``CodeContext.code_retry``) and, where the tests are the model's own, the
-tests a feedback lists (with their actual outputs), and under ``CodeContext.test_trust`` the
-held-out tests left out of it (``held_out``) or the request to check a failed test against
-the documentation (``checked``).
+"""The evaluator's feedback, rendered from the per-test outcomes a trial record keeps
+(:class:`~reflexion.programming.state.OutcomeRecord`), and what a retry and the reflector read
+of it: whether the next retry reads it at all (``CodeContext.code_retry``) and, where the tests
+are the model's own, under ``CodeContext.test_trust`` the held-out tests left out of it
+(``held_out``) or the request to check a failed test against the documentation (``checked``).
 
-The evaluator's records keep the whole feedback; only the prompts built from it change.
+The evaluator's records keep the whole feedback; only the prompts built from them change.
+Nothing here reads the feedback's text back: every decision rests on the outcomes.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from reflexion.programming.context import CodeContext
-from reflexion.programming.state import CodeState
+from reflexion.programming.sandbox import SuiteResult
+from reflexion.programming.state import CodeState, CodeTrialRecord, OutcomeRecord
 from reflexion.prompts import render
-
-_COMMENT = re.compile(r"^\s*(?:#|//)\s?")
-"""The comment mark before a failed test's actual output in the feedback."""
 
 
 def retry_reads_feedback(state: CodeState, ctx: CodeContext) -> bool:
@@ -31,28 +30,81 @@ def retry_reads_feedback(state: CodeState, ctx: CodeContext) -> bool:
     return True
 
 
-def _test_of(line: str, tests: Iterable[str]) -> str | None:
-    """The test a feedback line lists (the line itself, or the test and its comment), the first
-    of ``tests`` that matches; ``None`` for any other line."""
-    return next((t for t in tests if line == t or line.startswith(t + " ")), None)
+PASSED = "Tests passed:"
+FAILED = "Tests failed:"
+DOUBTED = "Tests every attempt failed (self-written, possibly wrong; not counted):"
+UNBACKED = (
+    "Tests other implementations fail the same way (self-written, possibly wrong; not counted):"
+)
+NONE = "(none)"
 
 
-def feedback_tests(
-    feedback: str, tests: Iterable[str], heading: str = "Tests failed:"
-) -> list[tuple[str, str]]:
-    """The ``tests`` the evaluator's feedback (:func:`~reflexion.nodes.coder.evaluator.
-    format_feedback`) lists under ``heading`` ("Tests failed:" or "Tests passed:"), in its
-    order, each with the comment after it: the actual output or the error ("" for none)."""
-    if heading not in feedback:
-        return []
-    block = feedback.split(heading, 1)[1].lstrip("\n").split("\n\n", 1)[0]
-    known = sorted(set(tests), key=len, reverse=True)  # the longest test a line starts with
-    found = []
-    for line in block.splitlines():
-        test = _test_of(line, known)
-        if test is not None:
-            found.append((test, _COMMENT.sub("", line[len(test) :], count=1).strip()))
-    return found
+def outcome_records(
+    result: SuiteResult,
+    doubted: frozenset[str] = frozenset(),
+    unbacked: frozenset[str] = frozenset(),
+) -> list[OutcomeRecord]:
+    """The suite's outcomes as the trial record keeps them, each with its standing: ``doubted``
+    (failed by every attempt) and ``unbacked`` tests (independent implementations side with
+    the attempt) do not count."""
+    return [
+        OutcomeRecord(
+            test=o.test,
+            passed=o.passed,
+            detail=o.detail,
+            standing="doubted"
+            if o.test in doubted
+            else "unbacked"
+            if o.test in unbacked
+            else "counted",
+        )
+        for o in result.outcomes
+    ]
+
+
+def render_outcomes(
+    outcomes: Iterable[OutcomeRecord], language: str, hidden: frozenset[str] = frozenset()
+) -> str:
+    """The tests in the paper's format: the passed ones, then each failed one that counts with
+    its actual value or error as a comment; doubted and unbacked tests listed apart, as tests
+    that may themselves be wrong. ``hidden`` tests are left out (an empty list that is not
+    the passed or the failed one is left out with them)."""
+    comment = "#" if language == "py" else "//"
+    shown = [o for o in outcomes if o["test"] not in hidden]
+
+    def line(o: OutcomeRecord) -> str:
+        return f"{o['test']} {comment} {o['detail']}"
+
+    passed = [o["test"] for o in shown if o["passed"]]
+    failed = [line(o) for o in shown if not o["passed"] and o["standing"] == "counted"]
+    blocks = [
+        "\n".join([PASSED, *(passed or [NONE])]),
+        "\n".join([FAILED, *(failed or [NONE])]),
+    ]
+    doubted = [o["test"] for o in shown if o["standing"] == "doubted"]
+    if doubted:
+        blocks.append("\n".join([DOUBTED, *doubted]))
+    unbacked = [line(o) for o in shown if o["standing"] == "unbacked"]
+    if unbacked:
+        blocks.append("\n".join([UNBACKED, *unbacked]))
+    return "\n\n".join(blocks)
+
+
+def failed_tests(record: Mapping[str, Any], among: Iterable[str]) -> list[tuple[str, str]]:
+    """The failed tests of ``among`` that counted for a trial's verdict, in the tests' order,
+    each with its actual output or error."""
+    wanted = set(among)
+    return [
+        (o["test"], o["detail"].strip())
+        for o in record.get("outcomes", [])
+        if not o["passed"] and o["standing"] == "counted" and o["test"] in wanted
+    ]
+
+
+def passed_tests(record: Mapping[str, Any], among: Iterable[str]) -> list[str]:
+    """The tests of ``among`` a trial's attempt passed, in the tests' order."""
+    wanted = set(among)
+    return [o["test"] for o in record.get("outcomes", []) if o["passed"] and o["test"] in wanted]
 
 
 def own_tests_decide(state: CodeState) -> bool:
@@ -78,21 +130,16 @@ def held_out(state: CodeState, ctx: CodeContext) -> frozenset[str]:
     return frozenset(state.written_tests[1::2])
 
 
-def shown_feedback(feedback: str, state: CodeState, ctx: CodeContext) -> str:
-    """The evaluator's feedback as a retry or the reflector may read it: without the
+def shown_feedback(record: CodeTrialRecord | None, state: CodeState, ctx: CodeContext) -> str:
+    """A trial's feedback as a retry or the reflector may read it: without the
     :func:`held_out` tests, and with a line saying how many of them the attempt passed."""
+    if record is None:
+        return "The tests failed."
     hidden = held_out(state, ctx)
-    if not hidden or "Tests passed:" not in feedback:
-        return feedback
-    passed = {t for t, _ in feedback_tests(feedback, hidden, "Tests passed:")}
-    blocks = []
-    for block in feedback.split("\n\n"):
-        head, *lines = block.split("\n")
-        if not (head.startswith("Tests ") and head.endswith(":")):
-            blocks.append(block)
-            continue
-        kept = [ln for ln in lines if ln != "(none)" and _test_of(ln, hidden) is None]
-        if kept or head in ("Tests passed:", "Tests failed:"):
-            blocks.append("\n".join([head, *(kept or ["(none)"])]))
-    note = render("code_held_out", held=str(len(hidden)), passed=str(len(passed)))
-    return "\n\n".join([*blocks, note])
+    outcomes = record.get("outcomes")
+    if not hidden or not outcomes:
+        return record["feedback"]
+    passed = sum(o["passed"] for o in outcomes if o["test"] in hidden)
+    note = render("code_held_out", held=str(len(hidden)), passed=str(passed))
+    text = render_outcomes(outcomes, state.language, hidden)
+    return "\n\n".join([text, *record.get("notes", []), note])

@@ -17,12 +17,13 @@ from reflexion.nodes.coder.common import (
 )
 from reflexion.nodes.coder.feedback import (
     checks_own_tests,
-    feedback_tests,
+    failed_tests,
+    held_out,
     retry_reads_feedback,
     shown_feedback,
 )
 from reflexion.programming.context import CodeContext
-from reflexion.programming.state import CodeState
+from reflexion.programming.state import CodeState, CodeTrialRecord
 from reflexion.prompts import few_shot, render
 
 
@@ -38,8 +39,8 @@ def code_reflection_messages(state: CodeState, ctx: CodeContext) -> list[BaseMes
     for example in few_shot("code_reflect_examples"):
         attempt, _, lesson = example.partition("\nReflection:")
         messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
-    feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The tests failed."
-    feedback = shown_feedback(feedback, state, ctx)
+    record = state.evaluations[-1] if state.evaluations else None
+    feedback = shown_feedback(record, state, ctx)
     implementation = state.answer if state.answer else "(no implementation was produced)"
     user = render(
         "code_reflect_task",
@@ -48,15 +49,16 @@ def code_reflection_messages(state: CodeState, ctx: CodeContext) -> list[BaseMes
         feedback=feedback,
         **names,
     )
-    check = _check(state, feedback) if checks_own_tests(state, ctx) else None
+    check = _check(state, ctx, record) if record and checks_own_tests(state, ctx) else None
     return [*messages, HumanMessage(user if check is None else f"{user}\n\n{check}")]
 
 
-def _check(state: CodeState, feedback: str) -> str | None:
+def _check(state: CodeState, ctx: CodeContext, record: CodeTrialRecord) -> str | None:
     """Under ``test_trust="checked"``: the request to check the first failed self-written
-    test against the documentation, quoting its input and the actual output (``None`` when
-    no counted test failed, e.g. code that did not compile)."""
-    failed = feedback_tests(feedback, state.written_tests)
+    test the reflector is shown against the documentation, quoting its input and the actual
+    output (``None`` when no counted test failed, e.g. code that did not compile)."""
+    hidden = held_out(state, ctx)
+    failed = failed_tests(record, [t for t in state.written_tests if t not in hidden])
     if not failed:
         return None
     test, detail = failed[0]

@@ -31,7 +31,7 @@ from reflexion.alfworld.diagnosis import explained
 from reflexion.alfworld.env import Environment, TextWorldEnv
 from reflexion.alfworld.games import LIST_HINT, Game, resolve_game
 from reflexion.alfworld.sessions import EnvSessions
-from reflexion.alfworld.state import Episode
+from reflexion.alfworld.state import Episode, lesson_family
 from reflexion.alfworld.turns import (
     EMPTY_REPLY,
     NOTHING,
@@ -43,7 +43,7 @@ from reflexion.alfworld.turns import (
 )
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, alfworld_family, recall_update
+from reflexion.core.lessons import Family, recall_update
 from reflexion.core.memory import reflection_window
 from reflexion.core.state import TrialInput
 from reflexion.nodes.common import (
@@ -156,7 +156,7 @@ def make_household_actor(
     env_factory: EnvFactory | None = None,
     sessions: EnvSessions | None = None,
     *,
-    family: Family = alfworld_family,
+    family: Family = lesson_family,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The ALFWorld actor subgraph; ``model`` overrides ``Context.actor_model``;
     ``env_factory`` makes environments (default: the real TextWorld engine); ``sessions``

@@ -4,7 +4,7 @@ evaluator and memory add to :class:`~reflexion.core.context.Context`."""
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
@@ -15,7 +15,7 @@ from reflexion.core.context import (
     context_budget_field,
 )
 from reflexion.core.errors import ContextError
-from reflexion.core.presets import Preset
+from reflexion.core.presets import Preset, Presets
 from reflexion.core.schema import settings_class
 
 HouseholdMemory = Literal["reflection", "facts", "leads", "sightings"]
@@ -26,6 +26,18 @@ TurnSeeds = Literal["turn", "process"]
 @settings_class
 class HouseholdContext(Context):
     """Settings of an ALFWorld run."""
+
+    PRESETS: ClassVar[Presets] = {
+        "paper": {
+            "alfworld_diagnosis": False,
+            "alfworld_explain": False,
+            "alfworld_memory": "reflection",
+        }
+    }
+    """``paper``: the reflector's feedback is the trajectory alone (no note of where the goal's
+    objects were seen or why commands failed), a refused command's reply says only "Nothing
+    happens.", and the memory holds reflections (the default keeps each trial's sightings and
+    calls no reflector)."""
 
     games: str | None = field(
         default=None,

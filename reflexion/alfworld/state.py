@@ -66,3 +66,9 @@ class HouseholdOutputState(OutputState):
 
     game: str = ""
     episodes: list[Episode] = field(default_factory=list)
+
+
+def lesson_family(state: object) -> str:
+    """The task family of an ALFWorld thread's lessons (``Context.lessons``): ``alfworld-<kind>``
+    (put, clean, heat, cool, examine, puttwo), once the game's kind is known."""
+    return f"alfworld-{getattr(state, 'kind', '') or 'unknown'}"

@@ -14,14 +14,14 @@ Every field has a default, so a graph runs when a caller passes no context; node
 from __future__ import annotations
 
 from dataclasses import InitVar, field, fields, replace
-from typing import Annotated, Any, Literal, TypeVar, get_args, overload
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, overload
 
 from langgraph.runtime import Runtime
 from pydantic import Field
 
 from reflexion.core.errors import ContextError
 from reflexion.core.models import DEFAULT_MODEL
-from reflexion.core.presets import PRESET_HELP, Preset
+from reflexion.core.presets import PRESET_HELP, Preset, Presets
 from reflexion.core.schema import settings_class
 from reflexion.core.selection import AnswerChoice
 
@@ -134,6 +134,10 @@ def _lessons(own: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[st
 class Context:
     """Settings of one Reflexion run: what every Reflexion loop has (the generic graph's
     schema, and the base of each task family's)."""
+
+    PRESETS: ClassVar[Presets] = {"paper": {"select_answer": "last"}}
+    """What each preset sets of these fields (a family's context adds its own): ``paper``
+    returns the last attempt, not the best by the evaluator's evidence."""
 
     actor_model: Model = field(
         default=DEFAULT_MODEL,

@@ -51,10 +51,8 @@ MAX_CANDIDATES = 1000
 """Most store items scanned by one recall."""
 
 Family = str | Callable[[Any], str]
-"""A task family, or a function of the state that gives it (e.g. per language)."""
-
-QA_FAMILY = "qa"
-REACT_FAMILY = "react"
+"""A task family, or a function of the state that gives it (e.g. per language): each graph
+names its own (``reflexion.programming.state.lesson_family`` and the others)."""
 
 _STOP_TEXT = """
 a an the and or but if then than of to in on at by for with from into onto about as is are was
@@ -67,16 +65,6 @@ STOP_WORDS = frozenset(_STOP_TEXT.split())
 """Words too common to tell lessons apart."""
 
 _WORD = re.compile(r"[a-z0-9]+")
-
-
-def programming_family(state: Any) -> str:
-    """``programming-py`` or ``programming-rs``, from the state's language."""
-    return f"programming-{getattr(state, 'language', 'py') or 'py'}"
-
-
-def alfworld_family(state: Any) -> str:
-    """``alfworld-<kind>`` (put, clean, heat, cool, examine, puttwo), from the state."""
-    return f"alfworld-{getattr(state, 'kind', '') or 'unknown'}"
 
 
 def family_of(family: Family, state: Any, ctx: Context) -> str:

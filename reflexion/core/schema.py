@@ -80,7 +80,7 @@ def settings_class(cls: type[T] | None = None, /, *, normalize: Normalize | None
             preset = values.pop("preset", None)
             if preset is not None:
                 values = {
-                    **{k: v for k, v in preset_values(preset).items() if k in names},
+                    **preset_values(preset, own),
                     **values,
                 }
             extras: dict[str, Any] = {}

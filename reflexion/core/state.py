@@ -16,7 +16,8 @@ from typing_extensions import TypedDict
 
 
 class TrialRecord(TypedDict):
-    """The evaluator's verdict on one trial."""
+    """The evaluator's verdict on one trial. A family's evaluator may add keys of its own
+    (programming's :class:`~reflexion.programming.state.CodeTrialRecord`)."""
 
     trial: int
     """1-based trial number."""
@@ -28,19 +29,10 @@ class TrialRecord(TypedDict):
     """Whether the trial solved the task (what stops the loop)."""
     feedback: str
     """The evaluator's feedback text (never the reference answer)."""
-    compiled: NotRequired[bool]
-    """Programming: whether the answer compiled (absent when there was no answer to build)."""
-    compiler_fix: NotRequired[bool]
-    """Programming: set when the answer was the previous one with the compiler's suggested
-    fixes applied (``CodeContext.compiler_fixes``), not a model's sample."""
-    tests_passed: NotRequired[int]
-    """Programming: how many of the internal tests that count (not doubted) the answer passed."""
-    tests_counted: NotRequired[int]
-    """Programming: how many internal tests counted for this answer (all but the doubted)."""
     ties: NotRequired[int]
-    """Programming: an earlier trial whose attempt passes every test that counts for this one
-    too (a test both failed was set apart): under ``select_answer="best"`` the earlier one
-    stands."""
+    """An earlier trial whose answer the evidence cannot tell from this one (in programming:
+    it passes every test that counts here too): under ``select_answer="best"`` the earlier
+    one stands."""
     last: NotRequired[bool]
     """Set when another trial could learn nothing more (e.g. no tests to run): the thread
     stops after this trial, solved or not."""

@@ -7,7 +7,7 @@ Wikipedia."""
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
@@ -18,15 +18,25 @@ from reflexion.core.context import (
     RetrySeeds,
     context_budget_field,
 )
+from reflexion.core.presets import Presets
 from reflexion.core.schema import settings_class
 
 WikiKind = Literal["offline", "live", "langchain"]
 AnswerRetry = Literal["fresh_first", "memory", "resample"]
 
 
+QA_FAMILY = "qa"
+"""The task family of the chain-of-thought graph's lessons (``Context.lessons``)."""
+REACT_FAMILY = "react"
+"""The task family of the ReAct graph's lessons."""
+
+
 @settings_class
 class AnswerMemory(Context, abstract=True):
     """What both question-answering actors' memory does with answers judged incorrect."""
+
+    PRESETS: ClassVar[Presets] = {"paper": {"redraw_rejected": 0}}
+    """``paper``: no redraw of a retry that repeats an answer already judged incorrect."""
 
     show_rejected: bool = field(
         default=False,
@@ -65,6 +75,11 @@ class AnswerMemory(Context, abstract=True):
 @settings_class
 class QAContext(AnswerMemory):
     """Settings of a chain-of-thought question-answering run."""
+
+    PRESETS: ClassVar[Presets] = {"paper": {"answer_retry": "memory", "correct_rejected": False}}
+    """``paper``: every retry is drawn with the memory (the default draws it first without,
+    and the memory speaks only when that repeats a rejected answer), and no extra turn asks
+    for another answer when the redraws still repeat a rejected one."""
 
     correct_rejected: bool = field(
         default=True,
@@ -110,6 +125,9 @@ class QAContext(AnswerMemory):
 @settings_class
 class ReActContext(AnswerMemory):
     """Settings of a ReAct question-answering run (Wikipedia search and lookup)."""
+
+    PRESETS: ClassVar[Presets] = {"paper": {"redraw_steps": 0}}
+    """``paper``: no redraw of a step that repeats an earlier search."""
 
     max_steps: Annotated[int, Field(ge=1, le=100)] = field(
         default=6,

@@ -4,11 +4,12 @@ evaluator add to :class:`~reflexion.core.context.Context`."""
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
 from reflexion.core.context import AFTER_FIRST_TRIAL, Context, RetrySeeds
+from reflexion.core.presets import Presets
 from reflexion.core.schema import settings_class
 
 TestTrust = Literal["all", "anchored", "checked", "held_out"]
@@ -18,6 +19,20 @@ CodeRetry = Literal["repair", "fresh", "auto", "resample", "fresh_once", "tree"]
 @settings_class
 class CodeContext(Context):
     """Settings of a programming run (Python or Rust)."""
+
+    PRESETS: ClassVar[Presets] = {
+        "paper": {
+            "example_tests": False,
+            "test_trust": "all",
+            "resample_repeats": 0,
+            "code_retry": "repair",
+            "compiler_fixes": False,
+        }
+    }
+    """``paper``: the prompt's examples do not become tests; every test decides alike (none
+    is doubted or held out); no redraw of a retry that repeats earlier code; every retry
+    repairs the last attempt (the default's first retry starts fresh, later ones are blind
+    redraws); no rustc fixes applied first."""
 
     max_tests: Annotated[int, Field(ge=1, le=100)] = field(
         default=6,

@@ -1,15 +1,57 @@
-"""The programming graph's state: the Reflexion state plus the problem, its internal tests and
-the implementations drawn to cross-check attempts."""
+"""The programming graph's state: the Reflexion state plus the problem, its internal tests, the
+implementations drawn to cross-check attempts, and each trial's per-test evidence."""
 
 from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-from reflexion.core.state import InputState, OutputState, State
+from reflexion.core.state import InputState, OutputState, State, TrialRecord
+
+Standing = Literal["counted", "doubted", "unbacked"]
+"""How the verdict weighs a test: it ``counted``; it was ``doubted`` (self-written, and every
+attempt failed it); or it was ``unbacked`` (self-written, and independent implementations
+fail it the same way, ``CodeContext.cross_check``)."""
+
+
+class OutcomeRecord(TypedDict):
+    """One internal test run on one attempt, as the state keeps it (the sandbox's
+    :class:`~reflexion.programming.sandbox.TestOutcome` plus how the verdict weighed it)."""
+
+    test: str
+    """The test statement, as the tests list holds it."""
+    passed: bool
+    detail: str
+    """The actual value or the error of a failed test; "" for a passed one."""
+    standing: Standing
+    """Whether it counted for the verdict (a doubted or unbacked test does not)."""
+
+
+class CodeTrialRecord(TrialRecord):
+    """The unit-test evaluator's verdict on one trial: the generic record plus the evidence.
+
+    Which tests a retry is not shown (``CodeContext.test_trust="held_out"``) is no part of
+    the record: it is decided where the feedback is read, by the reader's own context, so
+    that a thread forked from another run's first trial hides what its own settings say.
+    """
+
+    compiled: NotRequired[bool]
+    """Whether the answer compiled (absent when there was no answer to build)."""
+    compiler_fix: NotRequired[bool]
+    """Set when the answer was the previous one with the compiler's suggested fixes applied
+    (``CodeContext.compiler_fixes``), not a model's sample."""
+    tests_passed: NotRequired[int]
+    """How many of the internal tests that count the answer passed."""
+    tests_counted: NotRequired[int]
+    """How many internal tests counted for this answer (neither doubted nor unbacked)."""
+    outcomes: NotRequired[list[OutcomeRecord]]
+    """Each internal test's outcome, in the tests' order (absent when nothing ran)."""
+    notes: NotRequired[list[str]]
+    """What the feedback says after the tests (no counted evidence, a tie with an earlier
+    trial, a cross-check that outvoted the attempt), one paragraph each."""
 
 
 class Witness(TypedDict):
@@ -61,9 +103,20 @@ class CodeState(State, CodeInputState):
     branch_reflections: Annotated[list[str], operator.add] = field(default_factory=list)
     """Under ``CodeContext.code_retry="tree"``: each failed attempt's reflection, in attempt
     order ("" where none was written), kept whatever Ω."""
+    # The family's record extends the generic one; lists are invariant, hence the ignore.
+    evaluations: Annotated[list[CodeTrialRecord], operator.add] = field(  # type: ignore[assignment]
+        default_factory=list
+    )
+    """One record per finished trial, in order, with its per-test evidence."""
     compiler_fix: bool = False
     """Whether ``answer`` is the previous attempt with the compiler's suggested fixes applied
     (``CodeContext.compiler_fixes``) rather than the model's sample."""
+
+
+def lesson_family(state: object) -> str:
+    """The task family of a programming thread's lessons (``Context.lessons``):
+    ``programming-py`` or ``programming-rs``, by the state's language."""
+    return f"programming-{getattr(state, 'language', 'py') or 'py'}"
 
 
 @dataclass(kw_only=True)
@@ -72,3 +125,5 @@ class CodeOutputState(OutputState):
 
     tests: list[str] = field(default_factory=list)
     """The internal unit tests the implementation was checked against."""
+    evaluations: list[CodeTrialRecord] = field(default_factory=list)  # type: ignore[assignment]
+    """The per-trial verdicts, with each test's outcome."""

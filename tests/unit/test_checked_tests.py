@@ -14,10 +14,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reflexion.graphs.programming import programming_builder
 from reflexion.harness.bench.settings import first_trial_key
 from reflexion.harness.perf.retries import quotes_input, retry_figures
-from reflexion.nodes.coder.feedback import feedback_tests
+from reflexion.nodes.coder.feedback import failed_tests, passed_tests, render_outcomes
 from reflexion.programming.context import CodeContext
 from reflexion.testing import ScriptedChatModel
 from tests.clikit import cli
+from tests.recordkit import code_record
 
 NO_EXAMPLES = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b."""\n'
 ONE_EXAMPLE = (
@@ -138,33 +139,57 @@ def test_checked_and_held_out_run_the_first_trial_as_anchored_so_paired_runs_sha
     assert first_trial_key({**base, "test_trust": "all"}) != anchored
 
 
-def test_feedback_tests_reads_each_known_test_and_its_comment():
+def test_the_feedback_is_rendered_from_the_outcomes_and_read_from_them_alone():
+    """A test whose text holds a comment mark, or starts with another test's text, is read
+    back exactly: nothing parses the feedback's prose."""
     tests = ["assert f('a # b') == 1", "assert f(1) == 2", "assert f(1) == 2 or True"]
-    feedback = (
+    record = code_record(
+        1, "x", {tests[0]: "output: 3", tests[1]: None, tests[2]: "ZeroDivisionError"}
+    )
+    record["outcomes"].append(
+        {"test": "assert f(9)", "passed": False, "detail": "", "standing": "doubted"}
+    )
+    record["feedback"] = render_outcomes(record["outcomes"], "py")
+    assert record["feedback"] == (
         "Tests passed:\nassert f(1) == 2\n\nTests failed:\n"
         "assert f('a # b') == 1 # output: 3\nassert f(1) == 2 or True # ZeroDivisionError\n\n"
         "Tests every attempt failed (self-written, possibly wrong; not counted):\nassert f(9)"
     )
-    assert feedback_tests(feedback, tests) == [
+    assert failed_tests(record, [*tests, "assert f(9)"]) == [
         ("assert f('a # b') == 1", "output: 3"),
         ("assert f(1) == 2 or True", "ZeroDivisionError"),
     ]
-    assert feedback_tests(feedback, tests, "Tests passed:") == [("assert f(1) == 2", "")]
-    assert feedback_tests("The implementation does not compile:", tests) == []
+    assert passed_tests(record, tests) == ["assert f(1) == 2"]
+    assert failed_tests({"feedback": "The implementation does not compile:"}, tests) == []
+
+
+def test_held_out_tests_are_left_out_by_name_even_where_a_shown_test_starts_with_one():
+    """Every second self-written test is held out: a shown test whose text begins with a held
+    out one's stays shown (reading the prose back once hid it too); the held out ones never
+    appear, and the note counts how many of them passed. Which tests are held out is the
+    reader's setting, so a record written under ``anchored`` is read the same way."""
+    from reflexion.nodes.coder.feedback import shown_feedback
+    from reflexion.programming.state import CodeState
+
+    tests = ["assert f('<') == 0", "assert f('<>') == 1", "assert f('[]') == 1", "assert f('[]')"]
+    record = code_record(
+        1, "x", {tests[0]: None, tests[1]: "output: 0", tests[2]: None, tests[3]: None}
+    )
+    state = CodeState(task="def f(s): ...", tests=tests, written_tests=tests, language="py")
+    shown = shown_feedback(record, state, CodeContext(test_trust="held_out"))  # type: ignore[arg-type]
+    assert shown.startswith("Tests passed:\nassert f('<') == 0\nassert f('[]') == 1\n\n")
+    assert "Tests failed:\n(none)" in shown and "f('<>')" not in shown
+    assert "assert f('[]')\n" not in shown + "\n" and "passed 1 of them" in shown
+    assert shown_feedback(record, state, CodeContext(test_trust="all")) == record["feedback"]  # type: ignore[arg-type]
 
 
 def thread(verdicts: list[bool], hidden: bool, **extra: Any) -> dict[str, Any]:
     """A final line whose attempts are ``code0``, ``code1``…; the judge reads the verdicts."""
+    tests = ["assert add(1, 1) == 2", "assert add(1, 2) == 4"]
     evaluations = [
-        {
-            "trial": i + 1,
-            "answer": f"code{i}",
-            "feedback": "Tests passed:\nassert add(1, 1) == 2\n\nTests failed:\n"
-            "assert add(1, 2) == 4 # output: 3",
-        }
+        code_record(i + 1, f"code{i}", {tests[0]: None, tests[1]: "output: 3"})
         for i in range(len(verdicts))
     ]
-    tests = ["assert add(1, 1) == 2", "assert add(1, 2) == 4"]
     return {
         "task_id": f"t/{len(verdicts)}{hidden}",
         "thread_id": f"x-t/{len(verdicts)}{hidden}",
@@ -208,16 +233,13 @@ def test_retry_figures_follow_the_tree_s_parents_and_read_each_failed_test_again
     """Under the tree, a retry follows the attempt it expanded, not the one before it; a
     failed test counts as passed, failed alike, or failed otherwise by the retry's run."""
     final = thread([False, False, True], True, parents=[-1, -1, 0])
-    final["evaluations"][2]["feedback"] = (
-        "Tests passed:\nassert add(1, 1) == 2\nassert add(1, 2) == 4\n\nTests failed:\n(none)"
-    )
+    tests = final["tests"]
+    final["evaluations"][2] = code_record(3, "code2", {tests[0]: None, tests[1]: None})
     verdicts = final["_verdicts"]
     fig = retry_figures([final], lambda task, code: verdicts[int(code.removeprefix("code"))])
     # attempt 2 came from the task alone: only attempt 0 -> attempt 2 is a retry
     assert (fig.after_wrong, fig.fixed, fig.failed_before, fig.passed_after) == (1, 1, 1, 1)
-    final["evaluations"][1]["feedback"] = (
-        "Tests passed:\nassert add(1, 1) == 2\n\nTests failed:\nassert add(1, 2) == 4 # output: 5"
-    )
+    final["evaluations"][1] = code_record(2, "code1", {tests[0]: None, tests[1]: "output: 5"})
     final["parents"] = []  # no tree: each retry follows the attempt before it
     fig = retry_figures([final], lambda task, code: verdicts[int(code.removeprefix("code"))])
     assert (fig.after_wrong, fig.failed_before, fig.passed_after, fig.same_output) == (2, 2, 1, 0)
@@ -260,18 +282,8 @@ def test_perf_retries_judges_each_attempt_with_the_hidden_tests(tmp_path, monkey
         "entry_point": "truncate_number",
         "settings": {"bench": "programming", "strategy_name": "reflexion", "dataset": "humaneval"},
         "evaluations": [
-            {
-                "trial": 1,
-                "answer": head + "number",
-                "feedback": "Tests passed:\n(none)\n\n"
-                "Tests failed:\nassert truncate_number(3.5) == 0.5 # output: 3.5",
-            },
-            {
-                "trial": 2,
-                "answer": head + "number % 1.0",
-                "feedback": "Tests passed:\n"
-                "assert truncate_number(3.5) == 0.5\n\nTests failed:\n(none)",
-            },
+            code_record(1, head + "number", {tests[0]: "output: 3.5"}),
+            code_record(2, head + "number % 1.0", {tests[0]: None}),
         ],
         "hidden_pass": True,
         "tests": tests,
@@ -376,8 +388,10 @@ def test_perf_own_tests_checks_them_on_the_canonical_solution_and_replays_ties(
     assert code != 0 and "does not hold HumanEval/2" in err
 
 
-def _two_attempts(task: str, tests: list[str], first: str, code: str) -> dict[str, Any]:
-    """A thread of two attempts: the first one's feedback, the second one's code."""
+def _two_attempts(
+    task: str, tests: list[str], first: dict[str, str | None], code: str
+) -> dict[str, Any]:
+    """A thread of two attempts: the first one's outcomes, the second one's code."""
     return {
         "type": "final",
         "thread_id": f"reflexion-{task}",
@@ -386,8 +400,8 @@ def _two_attempts(task: str, tests: list[str], first: str, code: str) -> dict[st
         "written_tests": tests,
         "hidden_pass": False,
         "evaluations": [
-            {"trial": 1, "answer": "x", "feedback": first},
-            {"trial": 2, "answer": code, "feedback": "Tests passed:\n(none)"},
+            code_record(1, "x", first),
+            code_record(2, code, {}),
         ],
     }
 
@@ -407,8 +421,7 @@ def test_perf_own_tests_follows_the_first_failed_shown_test_into_the_second_atte
     fixed = _two_attempts(
         "HumanEval/2",
         decimal,
-        f"Tests passed:\n{decimal[0]}\n\nTests failed:\n"
-        f"{decimal[1]} # output: 3.5\n{decimal[2]} # output: 2.0",
+        {decimal[0]: None, decimal[1]: "output: 3.5", decimal[2]: "output: 2.0"},
         "def truncate_number(number):\n    return number % 1.0",
     )
     close = [
@@ -418,7 +431,7 @@ def test_perf_own_tests_follows_the_first_failed_shown_test_into_the_second_atte
     kept = _two_attempts(
         "HumanEval/0",
         close,
-        f"Tests passed:\n{close[1]}\n\nTests failed:\n{close[0]} # output: False",
+        {close[0]: "output: False", close[1]: None},
         "def has_close_elements(numbers, threshold):\n    return False",
     )
     results, out = tmp_path / "run.jsonl", tmp_path / "figures.json"

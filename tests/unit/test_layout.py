@@ -79,7 +79,10 @@ def test_no_import_cycle_between_packages():
 def imported_modules(module: str, file: Path, known: set[str]) -> set[str]:
     """The modules of ours that ``module`` imports, anywhere in its file (in functions too):
     ``import a.b`` names ``a.b``; ``from a import b`` names ``a.b`` when that is a module,
-    else ``a``; relative imports are resolved against the module's package."""
+    else ``a``; relative imports are resolved against the module's package. A string that
+    names one of our modules by its dotted path (``"reflexion.core.context"``,
+    ``"pkg.mod:attr"``), as a lazy
+    import or ``importlib.import_module`` takes it, counts as an import too."""
     package = module if file.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(file.read_text())):
@@ -94,6 +97,10 @@ def imported_modules(module: str, file: Path, known: set[str]) -> set[str]:
             found |= subs
             if len(subs) < len(node.names):
                 found.add(base)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            name = node.value.partition(":")[0]
+            if "." in name:  # a dotted path: a bare "reflexion" is a word more often
+                found.add(name)
     return (found & known) - {module}
 
 
@@ -150,6 +157,13 @@ FAMILY_MODULES = (
     "reflexion.nodes.memory",
 )
 """What belongs to one task family: its package, its nodes."""
+
+
+def test_a_module_named_in_a_string_counts_as_imported(tmp_path):
+    file = tmp_path / "lazy.py"
+    file.write_text('import importlib\nNAMES = {"C": "reflexion.core.context"}\nX = "pkg.mod:f"\nY = ("reflexion", "x")\n')
+    known = {"reflexion", "reflexion.core.context", "pkg.mod", "reflexion.core.state"}
+    assert imported_modules("lazy", file, known) == {"reflexion.core.context", "pkg.mod"}
 
 
 def test_the_loop_core_knows_no_task_family():

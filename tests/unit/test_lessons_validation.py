@@ -115,7 +115,8 @@ def test_every_evaluator_form_is_validated_after():
         graph = build_reflexion_graph(
             make_cot_actor(ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")])),
             form,
-            make_reflector(ScriptedChatModel(replies=["Reflection: Check the city."])),
+            make_reflector(ScriptedChatModel(replies=["Reflection: Check the city."]), family="qa"),
+            family="qa",
         ).compile(checkpointer=InMemorySaver(), store=store)
         ctx = Context(max_trials=3, lessons=True)
         if form is async_verdict:

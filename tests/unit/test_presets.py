@@ -8,6 +8,7 @@ import inspect
 import uuid
 import warnings
 from dataclasses import fields
+from pathlib import Path
 from typing import Any, get_args
 
 import pytest
@@ -16,7 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reflexion.alfworld.context import HouseholdContext
 from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
-from reflexion.core.presets import PAPER, PRESETS, Preset
+from reflexion.core.presets import PRESET_NAMES, Preset, preset_values
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.cli import alfworld, hotpotqa, programming, threads
@@ -53,22 +54,30 @@ def run_qa(actor: ScriptedChatModel, ctx: Context | dict[str, Any]) -> dict[str,
 
 
 CONTEXTS = (Context, QAContext, ReActContext, CodeContext, HouseholdContext)
+PAPER = {k: v for cls in CONTEXTS for k, v in preset_values("paper", cls).items()}
+"""Every field the paper preset sets, over every graph's context."""
 
 
 @pytest.mark.parametrize("cls", CONTEXTS, ids=lambda c: c.__name__)
 def test_the_paper_preset_turns_every_addition_off_and_the_defaults_keep_them(cls):
     paper, names = cls.paper(), {f.name for f in fields(cls)}
-    for name, value in PAPER.items():
-        if name in names:
-            assert getattr(paper, name) == value, name
-            assert getattr(cls(), name) != value, f"{name} is already the paper's by default"
+    for name, value in preset_values("paper", cls).items():
+        assert name in names, f"{cls.__name__}'s paper preset sets {name}, which it lacks"
+        assert getattr(paper, name) == value, name
+        assert getattr(cls(), name) != value, f"{name} is already the paper's by default"
     assert cls.paper(max_trials=2) == cls(preset="paper", max_trials=2)
     assert cls(preset="default") == cls()
-    assert set(PRESETS) == set(get_args(Preset))
+    assert set(PRESET_NAMES) == set(get_args(Preset))
 
 
-def test_every_field_a_preset_sets_is_a_field_of_some_graph():
-    assert set(PAPER) <= {f.name for cls in CONTEXTS for f in fields(cls)}
+def test_a_preset_of_a_family_is_its_own_fields_over_the_base_s_and_the_core_names_none():
+    assert preset_values("paper", Context) == {"select_answer": "last"}
+    code = preset_values("paper", CodeContext)
+    assert code["select_answer"] == "last" and code["code_retry"] == "repair"
+    assert "answer_retry" not in code and "alfworld_memory" not in code
+    assert preset_values("default", HouseholdContext) == {}
+    core = (Path(__file__).parents[2] / "reflexion" / "core" / "presets.py").read_text()
+    assert not [n for n in PAPER if n != "select_answer" and f'"{n}"' in core]
 
 
 def test_values_given_beside_a_preset_win():

@@ -22,7 +22,7 @@ from reflexion.harness.scoring.programming import (
     score_thread,
     write_human_eval_files,
 )
-from reflexion.nodes.coder import format_feedback
+from reflexion.nodes.coder import outcome_records, render_outcomes
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem, assemble, hidden_test, load_problems
 from reflexion.programming.replies import candidate_tests, extract_code, sample_tests
@@ -191,11 +191,15 @@ def test_feedback_is_in_the_papers_format():
             TestOutcome("assert add(0, 1) == 1", False, "output: -1"),
         )
     )
-    assert format_feedback(result, "py") == (
+    assert render_outcomes(outcome_records(result), "py") == (
         "Tests passed:\nassert add(2, 3) == 5\n\nTests failed:\nassert add(0, 1) == 1 # output: -1"
     )
-    broken = SuiteResult(outcomes=(), compile_error="SyntaxError: invalid syntax (line 2)")
-    assert format_feedback(broken, "py").startswith("The implementation does not compile:")
+    doubted = outcome_records(result, doubted=frozenset({"assert add(0, 1) == 1"}))
+    assert [o["standing"] for o in doubted] == ["counted", "doubted"]
+    assert render_outcomes(doubted, "rs").endswith(
+        "Tests failed:\n(none)\n\nTests every attempt failed (self-written, possibly wrong; "
+        "not counted):\nassert add(0, 1) == 1"
+    )
 
 
 # ---- the graph --------------------------------------------------------------------------------

@@ -392,15 +392,15 @@ def test_auto_retry_repairs_code_that_did_not_compile_and_resamples_code_that_fa
     assert "a - b" not in actor.prompt_text(2) and "from scratch" in actor.prompt_text(2)
 
 
-def test_auto_retry_reads_a_record_written_before_the_compiled_flag():
-    """A thread forked from an older run has records without ``compiled``: its feedback
-    decides, so a first trial that did not compile is still repaired."""
+def test_whether_an_answer_compiled_is_its_record_s_flag_never_its_feedback_s_text():
+    """A record without ``compiled`` had no answer to build; the feedback's words decide
+    nothing."""
     from reflexion.nodes.coder import NOT_COMPILED, did_compile
 
     old: Any = {"trial": 1, "answer": "x", "score": 0.0, "success": False}
-    assert did_compile({**old, "feedback": f"{NOT_COMPILED}\nerror[E0308]"}) is False
-    assert did_compile({**old, "feedback": "Tests passed:\n(none)"}) is True
-    assert did_compile({**old, "feedback": "Tests passed:", "compiled": False}) is False
+    assert did_compile({**old, "feedback": f"{NOT_COMPILED}\nerror", "compiled": False}) is False
+    assert did_compile({**old, "feedback": f"{NOT_COMPILED}\nerror", "compiled": True}) is True
+    assert did_compile({**old, "answer": None, "feedback": "No implementation"}) is True
 
 
 def test_copy_rate_counts_texts_that_reuse_a_run_of_the_examples_words():

@@ -13,7 +13,7 @@ import typer
 from reflexion.alfworld.context import HouseholdContext
 from reflexion.core.context import Context, RetrySeeds, Strategy
 from reflexion.core.errors import ReflexionError
-from reflexion.core.presets import PRESETS, preset_values
+from reflexion.core.presets import PRESET_NAMES, preset_values
 from reflexion.hotpotqa.context import AnswerRetry, QAContext, ReActContext
 from reflexion.programming.context import CodeContext
 
@@ -238,7 +238,10 @@ def preset_options(
     """``--preset``: each of a command's option ``values`` that sets a field of the preset and
     was not given takes the preset's value (in place, so what the command prints and names
     its runs by says so); returns the preset's other fields, for :func:`with_preset`."""
-    rest = preset_values(choice(preset, tuple(PRESETS), "--preset"))
+    name = choice(preset, PRESET_NAMES, "--preset")
+    rest: dict[str, Any] = {}
+    for schema in (QAContext, ReActContext, CodeContext, HouseholdContext):
+        rest.update(preset_values(name, schema, "--preset"))
     for option, (name, negated) in PRESET_OPTIONS.items():
         if option not in values or name not in rest:
             continue

@@ -18,7 +18,7 @@ from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL, installed_presets
 from reflexion.core.persistence import open_checkpointer
-from reflexion.core.presets import PRESET_FIELDS
+from reflexion.core.presets import PRESET_NAMES, preset_values
 from reflexion.core.retries import provider_failure
 from reflexion.core.threads import thread_history, unfinished
 from reflexion.core.transport import current_transport, set_transport, transport_of
@@ -278,7 +278,8 @@ def _started_settings(cli: typer.Context, found: Any, thread_id: str, ctx: C) ->
         for option, name in RUN_OPTIONS.items()
         if given(cli, option) and _field(ctx, name) != _field(started, name)
     ]
-    if given(cli, "preset") and any(_field(ctx, n) != _field(started, n) for n in PRESET_FIELDS):
+    preset_fields = {n for name in PRESET_NAMES for n in preset_values(name, type(ctx))}
+    if given(cli, "preset") and any(_field(ctx, n) != _field(started, n) for n in preset_fields):
         clashes.append("--preset")
     if clashes:
         raise ReflexionError(

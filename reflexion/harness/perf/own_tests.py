@@ -38,7 +38,7 @@ from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.harness.perf.retries import tie_stop
 from reflexion.harness.scoring.programming import run_hidden
 from reflexion.nodes.coder import make_unit_test_evaluator
-from reflexion.nodes.coder.feedback import feedback_tests, held_out
+from reflexion.nodes.coder.feedback import failed_tests, held_out
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import (
     CodeProblem,
@@ -90,7 +90,7 @@ def first_shown_failure(final: dict[str, Any]) -> tuple[str, str] | None:
         return None
     thread = CodeState(tests=list(final.get("tests") or []), written_tests=written)
     hidden = held_out(thread, CodeContext(test_trust="held_out"))
-    failed = feedback_tests(records[0]["feedback"], written)
+    failed = failed_tests(records[0], written)
     return next(((t, out) for t, out in failed if t not in hidden), None)
 
 

@@ -43,7 +43,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.harness.bench.ledger import load_finals, read_results
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.harness.scoring.programming import run_hidden
-from reflexion.nodes.coder.feedback import feedback_tests
+from reflexion.nodes.coder.feedback import failed_tests, passed_tests
 from reflexion.programming.problems import CodeProblem, load_problems
 from reflexion.programming.sandbox import Limits
 
@@ -167,10 +167,11 @@ def retry_pairs(final: dict[str, Any]) -> list[tuple[int, int]]:
     ]
 
 
-def _test_outcomes(feedback: str, tests: list[str]) -> dict[str, str | None]:
-    """Each internal test a feedback lists: ``None`` when it passed, else its output or error."""
-    found: dict[str, str | None] = {t: d for t, d in feedback_tests(feedback, tests)}
-    found.update((t, None) for t, _ in feedback_tests(feedback, tests, "Tests passed:"))
+def _test_outcomes(record: dict[str, Any], tests: list[str]) -> dict[str, str | None]:
+    """Each internal test a trial's verdict rests on: ``None`` when it passed, else its output
+    or error (a doubted or unbacked test that failed is left out: it did not count)."""
+    found: dict[str, str | None] = {t: d for t, d in failed_tests(record, tests)}
+    found.update((t, None) for t in passed_tests(record, tests))
     return found
 
 
@@ -215,22 +216,22 @@ def retry_figures(
         for record, right in zip(attempts, verdicts, strict=True):
             if not right or written is None:
                 continue
-            failed = [t for t, _ in feedback_tests(record["feedback"], written)]
-            ran = [t for t, _ in feedback_tests(record["feedback"], written, "Tests passed:")]
+            failed = [t for t, _ in failed_tests(record, written)]
+            ran = passed_tests(record, written)
             fig.right_tests += len(failed) + len(ran)
             fig.wrong_tests += len(failed)
-        feedback = {e.get("trial"): e["feedback"] for e in final.get("evaluations") or []}
+        by_trial = {e.get("trial"): e for e in final.get("evaluations") or []}
         grounded: set[int] = set()  # the trials whose reflection quotes a failed test's input
         for trial, reflection in (reflections or {}).get(str(final.get("thread_id")), []):
             fig.reflections += 1
-            failed = [t for t, _ in feedback_tests(feedback.get(trial, ""), tests)]
+            failed = [t for t, _ in failed_tests(by_trial.get(trial, {}), tests)]
             if quotes_input(reflection, failed, entry):
                 fig.grounded += 1
                 grounded.add(trial)
         for a, b in pairs:
-            later = _test_outcomes(attempts[b].get("feedback") or "", tests)
+            later = _test_outcomes(attempts[b], tests)
             after_grounded = attempts[a].get("trial") in grounded
-            for test, output in feedback_tests(attempts[a].get("feedback") or "", tests):
+            for test, output in failed_tests(attempts[a], tests):
                 if test in later:
                     fig.failed_before += 1
                     fig.passed_after += later[test] is None
