@@ -9,6 +9,14 @@
 ``select_answer`` is the answer policy (``Context.select_answer``): the last trial's answer
 (the paper) or the best one by the evaluator's evidence; a node, so the drawing shows it.
 
+A family whose retries are not always "reflect, then act" says how with a :class:`Retry`: a
+failed trial then goes to the ``retry`` step, whose edges go to the reflector, or straight to
+the next attempt when no retry would read a reflection; and the next attempt may first be a
+``repair`` node's (the programming graph's compiler fixes), which goes back to the evaluator
+when it made one and on to the actor when not. ``retry`` itself does nothing: it is where the
+choice is drawn, and where a paired benchmark's shared first trial stops, so that each fork
+chooses under its own context.
+
 The three parts are pluggable node functions (see ``nodes``); the builder wires them, the
 state and the runtime context together and returns the uncompiled builder, so callers choose
 the checkpointer (none for a LangGraph server, SQLite for the CLI, in-memory in tests) and the
@@ -26,6 +34,8 @@ evidence ``Context.lessons.filter="validated"`` recalls by.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal, get_type_hints
 
 from langchain_core.runnables import Runnable
@@ -61,6 +71,74 @@ def _ends_thread(record: Any, trial: int, ctx: Context) -> bool:
     if record and (record.get("success") or record.get("last")):
         return True
     return trial >= ctx.max_trials
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How a failed trial leads to the next attempt, where that is more than "reflect, then
+    act" (see the module's drawing)."""
+
+    reflects: Callable[[Any, Any], bool] | None = None
+    """``reflects(state, ctx)``: whether the failed trial is reflected on; when not, the next
+    attempt is made without a new reflection (its prompt would read none). ``None``: always."""
+    repair: tuple[str, Any] | None = None
+    """A node that may make the next attempt itself, with no model call, and its name."""
+    repairs: Callable[[Any, Any], bool] = lambda state, ctx: False
+    """``repairs(state, ctx)``: whether the repair node is tried before the actor."""
+    repaired: Callable[[Any], bool] = lambda state: False
+    """``repaired(state)``, after the repair node: whether it made the attempt."""
+
+
+def _retry_routes(
+    retry: Retry, schema: type[Context]
+) -> dict[str, tuple[Callable[..., str], list[str]]]:
+    """Each router of a :class:`Retry` graph, by the node it follows, with the nodes it may
+    choose (the path map the drawing shows: a ``Literal`` could not name the family's repair
+    node). The hooks get the run's context as ``schema``, the graph's context class."""
+    repair = retry.repair[0] if retry.repair else None
+    onward = ["actor", *([repair] if repair else [])]
+
+    def attempt(state: Any, ctx: Any) -> str:
+        return repair if repair and retry.repairs(state, ctx) else "actor"
+
+    def after_evaluation(state: Any, runtime: Runtime[Any]) -> str:
+        last = state.evaluations[-1] if state.evaluations else None
+        return (
+            "select_answer"
+            if _ends_thread(last, state.trial, get_context(runtime, schema))
+            else "retry"
+        )
+
+    def after_retry(state: Any, runtime: Runtime[Any]) -> str:
+        ctx = get_context(runtime, schema)
+        if retry.reflects is None or retry.reflects(state, ctx):
+            return "reflector"
+        return attempt(state, ctx)
+
+    def after_reflection(state: Any, runtime: Runtime[Any]) -> str:
+        ctx = get_context(runtime, schema)
+        return "review" if ctx.review_reflections and state.pending_review else attempt(state, ctx)
+
+    def after_review(state: Any, runtime: Runtime[Any]) -> str:
+        return attempt(state, get_context(runtime, schema))
+
+    def after_repair(state: Any, runtime: Runtime[Any]) -> str:
+        return "evaluator" if retry.repaired(state) else "actor"
+
+    routes = {
+        "evaluator": (after_evaluation, ["select_answer", "retry"]),
+        "retry": (after_retry, ["reflector", *(onward if retry.reflects else [])]),
+        "reflector": (after_reflection, ["review", *onward]),
+        "review": (after_review, onward),
+    }
+    if repair:
+        routes[repair] = (after_repair, ["evaluator", "actor"])
+    return routes
+
+
+def _skip(state: Any) -> dict[str, Any]:
+    """The ``retry`` step: no update (its edges choose the way to the next attempt)."""
+    return {}
 
 
 def route_after_reflection(state: State, runtime: Runtime[Any]) -> Literal["review", "actor"]:
@@ -165,13 +243,15 @@ def build_reflexion_graph(
     setup: tuple[str, Any] | None = None,
     family: Family,
     context_schema: type[Context] = Context,
+    retry: Retry | None = None,
 ) -> StateGraph[Any, Any, Any, Any]:
     """Wire actor, evaluator and reflector nodes into the Reflexion loop, with the review node
     after the reflector; ``setup`` is an optional ``(name, node)`` run once before the first
     trial (e.g. the test writer); ``family`` is the task family of the lessons the review
     node edits and the evaluator validates (the reflector's); ``context_schema`` is the
     graph's context class: :class:`Context`, or a family's, which adds the fields its nodes
-    read (what Studio's form and a server's schema then list)."""
+    read (what Studio's form and a server's schema then list); ``retry``, where a failed trial
+    need not be reflected on or the next attempt may be a repair (:class:`Retry`)."""
     builder = StateGraph(
         state_schema,
         context_schema=context_schema,
@@ -197,8 +277,15 @@ def build_reflexion_graph(
     else:
         builder.add_edge(START, "actor")
     builder.add_edge("actor", "evaluator")
-    builder.add_conditional_edges("evaluator", route_after_evaluation)
-    builder.add_conditional_edges("reflector", route_after_reflection)
-    builder.add_edge("review", "actor")
     builder.add_edge("select_answer", END)
+    if retry is None:
+        builder.add_conditional_edges("evaluator", route_after_evaluation)
+        builder.add_conditional_edges("reflector", route_after_reflection)
+        builder.add_edge("review", "actor")
+        return builder
+    builder.add_node("retry", _skip)
+    if retry.repair is not None:
+        builder.add_node(*retry.repair)
+    for source, (router, targets) in _retry_routes(retry, context_schema).items():
+        builder.add_conditional_edges(source, router, targets)
     return builder

@@ -1,7 +1,12 @@
 """Programming with Reflexion (HumanEval/MBPP-style problems, Python or Rust): self-written unit
-tests, a sandboxed unit-test evaluator and a code reflector; the builder, and the graph
-compiled from it without a checkpointer (a LangGraph server brings its own, and the CLI
-compiles its own with SQLite)."""
+tests, a sandboxed unit-test evaluator and a code reflector; the builders of the loop and of
+the tree search over attempts, and the graphs compiled from them without a checkpointer (a
+LangGraph server brings its own, and the CLI compiles its own with SQLite).
+
+Both draw what runs: a failed trial goes to ``retry``, which goes to the reflector only when
+the next retry reads a reflection (never under ``code_retry="resample"``; under
+``"fresh_once"`` not once a retry the model wrote has failed), and the next attempt is first
+``rustc``'s fixes (``compiler_fix``) after Rust code that did not compile."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
-from reflexion.graphs.builder import build_reflexion_graph
+from reflexion.graphs.builder import Retry, build_reflexion_graph
 from reflexion.nodes import make_reflector
 from reflexion.nodes.coder import (
     code_reflection_messages,
@@ -18,10 +23,39 @@ from reflexion.nodes.coder import (
     make_test_writer,
     make_unit_test_evaluator,
 )
-from reflexion.nodes.coder.reflection import reflecting_when_read
-from reflexion.nodes.coder.tree import keeping_branch_reflections
-from reflexion.programming.context import CodeContext
+from reflexion.nodes.coder.compiler_fix import made_fix, make_compiler_fix, tries_compiler_fix
+from reflexion.nodes.coder.feedback import retry_reads_feedback
+from reflexion.nodes.coder.tree import keeping_branch_reflections, make_tree_actor, parent_update
+from reflexion.programming.context import CodeContext, TreeContext
 from reflexion.programming.state import CodeInputState, CodeOutputState, CodeState, lesson_family
+
+
+def _builder(
+    actor: Any,
+    reflector: Any,
+    retry: Retry,
+    context_schema: type[CodeContext],
+    evaluator_model: BaseChatModel | None,
+    actor_model: BaseChatModel | None,
+) -> StateGraph[Any, Any, Any, Any]:
+    return build_reflexion_graph(
+        actor,
+        make_unit_test_evaluator(actor_model),
+        reflector,
+        state_schema=CodeState,
+        input_schema=CodeInputState,
+        output_schema=CodeOutputState,
+        setup=("test_writer", make_test_writer(evaluator_model)),
+        family=lesson_family,
+        context_schema=context_schema,
+        retry=retry,
+    )
+
+
+def _reflector(model: BaseChatModel | None) -> Any:
+    return make_reflector(
+        model, messages=code_reflection_messages, family=lesson_family, schema=CodeContext
+    )
 
 
 def programming_builder(
@@ -33,28 +67,44 @@ def programming_builder(
     """The programming Reflexion loop: the test writer runs once, then the code actor, the
     unit-test evaluator (sandboxed) and the code reflector take turns. ``evaluator_model``
     writes the tests."""
-    return build_reflexion_graph(
-        make_code_actor(actor_model, family=lesson_family),
-        make_unit_test_evaluator(actor_model),
-        reflecting_when_read(
-            keeping_branch_reflections(
-                make_reflector(
-                    reflector_model,
-                    messages=code_reflection_messages,
-                    family=lesson_family,
-                    schema=CodeContext,
-                )
-            )
-        ),
-        state_schema=CodeState,
-        input_schema=CodeInputState,
-        output_schema=CodeOutputState,
-        setup=("test_writer", make_test_writer(evaluator_model)),
-        family=lesson_family,
-        context_schema=CodeContext,
+    retry = Retry(
+        reflects=retry_reads_feedback,
+        repair=("compiler_fix", make_compiler_fix()),
+        repairs=tries_compiler_fix,
+        repaired=made_fix,
     )
+    actor = make_code_actor(actor_model, family=lesson_family)
+    return _builder(
+        actor, _reflector(reflector_model), retry, CodeContext, evaluator_model, actor_model
+    )
+
+
+def tree_search_builder(
+    *,
+    actor_model: BaseChatModel | None = None,
+    evaluator_model: BaseChatModel | None = None,
+    reflector_model: BaseChatModel | None = None,
+) -> StateGraph[Any, Any, Any, Any]:
+    """The tree search over attempts (:mod:`reflexion.nodes.coder.tree`): the same test
+    writer, evaluator and reflector (which also keeps each attempt's reflection for its
+    branch), and an actor that expands the node UCT picks; every failed attempt is reflected
+    on."""
+    retry = Retry(
+        repair=(
+            "compiler_fix",
+            make_compiler_fix(lambda state: parent_update(state, len(state.evaluations) - 1)),
+        ),
+        repairs=tries_compiler_fix,
+        repaired=made_fix,
+    )
+    actor = make_tree_actor(actor_model, family=lesson_family)
+    reflector = keeping_branch_reflections(_reflector(reflector_model))
+    return _builder(actor, reflector, retry, TreeContext, evaluator_model, actor_model)
 
 
 graph = programming_builder().compile(name="reflexion-programming")
 """Input: ``task`` (signature and documentation), ``entry_point``, ``language`` (py or rs) and
 optionally ``tests``; output: the implementation (``answer``), the tests and the trial history."""
+
+tree_graph = tree_search_builder().compile(name="reflexion-programming-tree")
+"""The tree search, with the same input and output as :data:`graph`."""

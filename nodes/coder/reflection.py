@@ -1,16 +1,11 @@
 """The code reflector's prompt (the node itself is the shared
-:func:`reflexion.nodes.reflector.make_reflector`), and the wrapper that skips it when no retry
-would read what it writes."""
+:func:`reflexion.nodes.reflector.make_reflector`; the graph skips it by an edge when no retry
+would read what it writes)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langgraph.runtime import Runtime
 
-from reflexion.core.context import get_context
 from reflexion.nodes.coder.common import (
     problem_of,
     prompt_names,
@@ -19,7 +14,6 @@ from reflexion.nodes.coder.feedback import (
     checks_own_tests,
     failed_tests,
     held_out,
-    retry_reads_feedback,
     shown_feedback,
 )
 from reflexion.programming.context import CodeContext
@@ -64,16 +58,3 @@ def _check(state: CodeState, ctx: CodeContext, record: CodeTrialRecord) -> str |
     test, detail = failed[0]
     output = detail.removeprefix("output:").strip() or "no value (the test failed)"
     return render("code_reflect_check", test=test, output=output)
-
-
-def reflecting_when_read(reflector: Callable[..., dict[str, Any]]) -> Any:
-    """The reflector node, skipped (no model call, no update) when the next retry reads no
-    feedback: under ``CodeContext.code_retry="fresh_once"``, once a retry the model wrote has
-    failed, every later one is drawn from the task alone (:func:`retry_reads_feedback`)."""
-
-    def node(state: Any, runtime: Runtime[CodeContext]) -> dict[str, Any]:
-        if not retry_reads_feedback(state, get_context(runtime, CodeContext)):
-            return {}
-        return reflector(state, runtime)
-
-    return node

@@ -12,6 +12,10 @@ them as for every strategy (``Context.select_answer``). The budget is ``max_tria
 the same as ``reflexion``'s and ``resample``'s, so the three compare at equal budget.
 
 Unlike LangGraph's LATS tutorial, every node is judged by running code in the sandbox.
+
+The tree search is its own graph (:func:`reflexion.graphs.programming.tree_search_builder`):
+its actor (:func:`make_tree_actor`) and its reflector (:func:`keeping_branch_reflections`) are
+these; the default loop's nodes know nothing of a tree.
 """
 
 from __future__ import annotations
@@ -20,21 +24,31 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
+from reflexion.core.errors import ContextError
+from reflexion.core.lessons import Family, with_recalled
 from reflexion.core.state import TrialRecord
+from reflexion.nodes.coder.actor import (
+    draw_attempt,
+    first_messages,
+    reflection_block_of,
+    tests_note,
+)
+from reflexion.nodes.coder.common import fenced, problem_of, prompt_names
+from reflexion.nodes.coder.feedback import shown_feedback
 from reflexion.programming.context import CodeContext
+from reflexion.programming.state import CodeState, lesson_family
+from reflexion.prompts import render
 
 ROOT = -1
 """The root of the tree: the task itself (expanding it is a fresh sample)."""
 
 EXPLORATION = 1.0
 """UCT's exploration constant ``c`` (LATS uses 1)."""
-
-
-def grows_tree(ctx: CodeContext) -> bool:
-    return ctx.code_retry == "tree"
 
 
 def parents_of(state: Any) -> list[int]:
@@ -106,18 +120,66 @@ def branch_reflections(state: Any, node: int, limit: int) -> list[str]:
 
 
 def keeping_branch_reflections(reflector: Callable[..., dict[str, Any]]) -> Any:
-    """The reflector node, which under ``code_retry="tree"`` also keeps each failed attempt's
-    reflection by attempt (``branch_reflections``: the Ω window holds only the latest ones,
-    and a branch needs its own, however old)."""
+    """The tree search's reflector: the shared one, and each failed attempt's reflection kept
+    by attempt (``branch_reflections``: the Ω window holds only the latest ones, and a branch
+    needs its own, however old)."""
 
     def node(state: Any, runtime: Runtime[CodeContext]) -> dict[str, Any]:
         update = reflector(state, runtime)
-        if grows_tree(get_context(runtime, CodeContext)):
-            window = update.get("reflections")  # in the update only when a lesson was written
-            new = window[-1] if window else ""
-            kept = len(getattr(state, "branch_reflections", None) or [])
-            pad = [""] * max(0, len(state.evaluations) - 1 - kept)  # attempts with none
-            update = {**update, "branch_reflections": [*pad, new]}
-        return update
+        window = update.get("reflections")  # in the update only when a lesson was written
+        new = window[-1] if window else ""
+        kept = len(getattr(state, "branch_reflections", None) or [])
+        pad = [""] * max(0, len(state.evaluations) - 1 - kept)  # attempts with none
+        return {**update, "branch_reflections": [*pad, new]}
 
     return node
+
+
+def expansion_messages(state: CodeState, ctx: CodeContext, parent: int) -> list[BaseMessage]:
+    """The prompt that expands ``parent``: the first trial's for the root; for an attempt,
+    its code as the assistant's turn, then its own test results and the last Ω reflections
+    along its branch, and the request to fix it."""
+    messages = first_messages(state)
+    if parent == ROOT:
+        return messages
+    problem = problem_of(state)
+    record = state.evaluations[parent]
+    retry = render(
+        "code_retry",
+        feedback=shown_feedback(record, state, ctx),
+        reflection_block=reflection_block_of(branch_reflections(state, parent, ctx.memory_size)),
+        entry_point=problem.entry_point,
+        **prompt_names(problem.language),
+        **tests_note(state, ctx),
+    )
+    return [
+        *messages,
+        AIMessage(fenced(record["answer"] or "", problem.language)),
+        HumanMessage(retry),
+    ]
+
+
+def make_tree_actor(
+    model: BaseChatModel | None = None, *, family: Family = lesson_family
+) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
+    """The tree search's actor: the first trial as the code actor's; then each attempt
+    expands the node :func:`choose_parent` picks (a fresh sample from the root, a repair of an
+    attempt), drawn as every code attempt is
+    (:func:`~reflexion.nodes.coder.actor.draw_attempt`), and records its parent. Its context
+    keeps ``code_retry="tree"`` (what its runs are named by); another value is refused."""
+
+    def tree_actor(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
+        ctx = get_context(runtime, CodeContext)
+        if ctx.code_retry != "tree":
+            raise ContextError(
+                f"code_retry '{ctx.code_retry}' is not the tree search's: leave it at tree "
+                "here, or run reflexion_programming for the other retries"
+            )
+        state, recalled = with_recalled(state, runtime, family)
+        parent = choose_parent(state) if state.evaluations else ROOT
+        messages = expansion_messages(state, ctx, parent) if state.trial else first_messages(state)
+        fresh = state.trial > 0 and bool(state.evaluations)
+        attempt = draw_attempt(state, ctx, model, messages, fresh)
+        return {**recalled, **attempt, **parent_update(state, parent)}
+
+    return tree_actor

@@ -96,10 +96,8 @@ class CodeContext(Context):
             "(the paper). auto: repair when the previous implementation did not compile "
             "(the compiler's errors point into that code), fresh otherwise. resample: the "
             "first trial's prompt again, at temperature 0.8, with no feedback and no "
-            "reflection (best-of-n by the evaluator: the equal-budget baseline). tree "
-            "(LATS-style search): each retry expands the attempt (or the task) with the "
-            "highest UCT score, repairing that attempt with its own test results and its "
-            "branch's reflections, at temperature 0.8.",
+            "reflection (best-of-n by the evaluator: the equal-budget baseline). tree: the "
+            "tree search's own graph (reflexion_programming_tree), refused by this one.",
             "role": AFTER_FIRST_TRIAL,
             "first_trial_as": {"fresh_once": "fresh"},
         },
@@ -153,3 +151,22 @@ class CodeContext(Context):
         """``resample``'s retries are drawn from the task alone; every other mode's retries
         (``fresh_once``'s first) read the evaluator's feedback."""
         return self.code_retry != "resample"
+
+
+@settings_class
+class TreeContext(CodeContext):
+    """Settings of the tree search over attempts (``reflexion_programming_tree``): a
+    programming run's, with ``code_retry`` at ``tree``, the one value its actor takes."""
+
+    PRESETS: ClassVar[Presets] = {"paper": {"code_retry": "tree"}}
+    """The paper's loop has no tree; ``paper`` keeps the search and turns the rest off."""
+
+    code_retry: CodeRetry = field(
+        default="tree",
+        metadata={
+            "description": "Programming: tree (LATS-style search): each retry expands the "
+            "attempt (or the task) with the highest UCT score, repairing that attempt with "
+            "its own test results and its branch's reflections, at temperature 0.8.",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )

@@ -161,7 +161,9 @@ FAMILY_MODULES = (
 
 def test_a_module_named_in_a_string_counts_as_imported(tmp_path):
     file = tmp_path / "lazy.py"
-    file.write_text('import importlib\nNAMES = {"C": "reflexion.core.context"}\nX = "pkg.mod:f"\nY = ("reflexion", "x")\n')
+    file.write_text(
+        'import importlib\nNAMES = {"C": "reflexion.core.context"}\nX = "pkg.mod:f"\nY = ("reflexion", "x")\n'
+    )
     known = {"reflexion", "reflexion.core.context", "pkg.mod", "reflexion.core.state"}
     assert imported_modules("lazy", file, known) == {"reflexion.core.context", "pkg.mod"}
 

@@ -53,6 +53,24 @@ def test_programming_topology_and_schemas():
     assert "description" in programming.get_context_jsonschema()["properties"]["max_tests"]
 
 
+def test_programming_skips_the_reflector_and_fixes_code_by_edges():
+    """A failed trial goes to ``retry``, which goes to the reflector or, when no retry would
+    read a reflection, straight on; the compiler's fix is a node that goes back to the
+    evaluator; the tree search draws as its own graph and always reflects."""
+    from reflexion.graphs.programming import graph as programming
+    from reflexion.graphs.programming import tree_graph
+
+    edges = {(e.source, e.target) for e in programming.get_graph().edges}
+    assert {("evaluator", "retry"), ("retry", "reflector"), ("retry", "actor")} <= edges
+    assert {("retry", "compiler_fix"), ("compiler_fix", "evaluator")} <= edges
+    assert ("evaluator", "reflector") not in edges
+    drawn = tree_graph.get_graph().draw_mermaid()
+    snapshot = SNAPSHOT.with_name("reflexion_programming_tree.mmd")
+    assert drawn == snapshot.read_text(), "topology changed: update tests/snapshots/ if intended"
+    tree = {(e.source, e.target) for e in tree_graph.get_graph().edges}
+    assert ("retry", "reflector") in tree and ("retry", "actor") not in tree
+
+
 def test_alfworld_topology_and_schemas():
     from reflexion.graphs.alfworld import graph as alfworld
 

@@ -1,6 +1,7 @@
-"""The tree of attempts (``code_retry="tree"``, LATS-style): UCT picks the node a retry
-expands, an attempt's expansion repairs its code with its own results and its branch's
-reflections, the root's is a fresh sample; scripted models, the real sandbox."""
+"""The tree of attempts (its own graph, ``tree_search_builder``, LATS-style): UCT picks the
+node a retry expands, an attempt's expansion repairs its code with its own results and its
+branch's reflections, the root's is a fresh sample; the default loop refuses the tree's
+``code_retry`` and the tree refuses the others; scripted models, the real sandbox."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.graphs.programming import programming_builder
+from reflexion.core.errors import ContextError
+from reflexion.graphs.programming import programming_builder, tree_search_builder
 from reflexion.harness.bench.ledger import BenchTask
 from reflexion.harness.cli.programming import _scorer
 from reflexion.nodes.coder.tree import (
@@ -22,7 +24,7 @@ from reflexion.nodes.coder.tree import (
     subtree,
     uct,
 )
-from reflexion.programming.context import CodeContext
+from reflexion.programming.context import CodeContext, TreeContext
 from reflexion.programming.problems import CodeProblem
 from reflexion.testing import ScriptedChatModel
 
@@ -80,7 +82,7 @@ def test_a_branch_reads_the_reflections_along_its_path_at_most_omega():
 def test_tree_retries_expand_the_chosen_attempt_with_its_branchs_reflection():
     actor = ScriptedChatModel(replies=[code("a"), code("b"), code("a + b")])
     reflector = ScriptedChatModel(replies=["Reflection: R1 add b.", "Reflection: R2 add a."])
-    graph = programming_builder(
+    graph = tree_search_builder(
         actor_model=actor,
         evaluator_model=ScriptedChatModel(replies=["assert add(1, 1) == 2\n"]),
         reflector_model=reflector,
@@ -106,19 +108,23 @@ def test_tree_retries_expand_the_chosen_attempt_with_its_branchs_reflection():
 
 def test_a_tree_grows_from_a_first_trial_drawn_without_it():
     """A paired benchmark forks the first trial of another strategy's run, which recorded no
-    parent: the tree's first retry must not take attempt 1 for its own parent (a cycle)."""
-    actor = ScriptedChatModel(replies=[code("a"), code("b"), code("a + b")])
-    graph = programming_builder(
-        actor_model=actor,
-        evaluator_model=ScriptedChatModel(replies=["assert add(1, 1) == 2\n"]),
-        reflector_model=ScriptedChatModel(replies=["Reflection: R1.", "Reflection: R2."]),
-    ).compile(checkpointer=InMemorySaver())
+    parent: the tree's first retry must not take attempt 1 for its own parent (a cycle). The
+    default loop's first trial stops before ``retry``, a step the tree's graph has too."""
+    models = {
+        "actor_model": ScriptedChatModel(replies=[code("a"), code("b"), code("a + b")]),
+        "evaluator_model": ScriptedChatModel(replies=["assert add(1, 1) == 2\n"]),
+        "reflector_model": ScriptedChatModel(replies=["Reflection: R1.", "Reflection: R2."]),
+    }
+    saver = InMemorySaver()
+    loop = programming_builder(**models).compile(checkpointer=saver)
+    tree = tree_search_builder(**models).compile(checkpointer=saver)
     config = {"configurable": {"thread_id": "t"}, "recursion_limit": 50}
     start = {"task": PROMPT, "entry_point": "add", "language": "py", "tests": TESTS}
-    graph.invoke(start, config, context=CodeContext(max_trials=3), interrupt_before=["reflector"])
-    assert graph.get_state(config).values.get("parents", []) == []
-    graph.invoke(None, config, context=CodeContext(code_retry="tree", max_trials=3))
-    values = graph.get_state(config).values
+    loop.invoke(start, config, context=CodeContext(max_trials=3), interrupt_before=["retry"])
+    assert loop.get_state(config).next == ("retry",)
+    assert loop.get_state(config).values.get("parents", []) == []
+    tree.invoke(None, config, context=TreeContext(max_trials=3))
+    values = tree.get_state(config).values
     assert values["parents"] == [ROOT, 0, ROOT]
     assert values["solved"] is True
 
@@ -142,3 +148,19 @@ def test_other_retries_record_no_tree():
     graph.invoke(start, config, context=CodeContext(max_trials=2))
     values = graph.get_state(config).values
     assert values.get("parents", []) == [] and values.get("branch_reflections", []) == []
+
+
+def test_each_graph_refuses_the_other_s_retries_in_one_line():
+    start = {"task": PROMPT, "entry_point": "add", "language": "py", "tests": TESTS}
+    for builder, ctx, said in (
+        (programming_builder, CodeContext(code_retry="tree"), "reflexion_programming_tree"),
+        (tree_search_builder, TreeContext(code_retry="fresh"), "leave it at tree"),
+    ):
+        graph = builder(
+            actor_model=ScriptedChatModel(replies=[code("a")]),
+            evaluator_model=ScriptedChatModel(replies=["assert add(1, 1) == 2\n"]),
+        ).compile()
+        with pytest.raises(ContextError, match=said) as caught:
+            graph.invoke(start, context=ctx)
+        assert "\n" not in str(caught.value)
+    assert TreeContext().code_retry == "tree" and TreeContext.paper().code_retry == "tree"

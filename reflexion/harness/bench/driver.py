@@ -148,7 +148,9 @@ def run_benchmark(
     checkpoint.
 
     A task with ``fork_from`` is half of a paired comparison: its first trial runs once, on
-    the thread ``fork_from``, and stops before the reflector (or ends, when it succeeded);
+    the thread ``fork_from``, and stops before what follows a failed trial (the ``retry``
+    step, where a graph has one, so that each fork chooses its own way; else the reflector),
+    or ends, when it succeeded;
     the task's own thread then starts as a fork of that checkpoint (:func:`fork_thread`) and
     goes on under ``ctx``. Tasks that share ``fork_from`` (the same question under other
     strategies, in this run or a later one) branch from the same first attempt, so their
@@ -187,7 +189,9 @@ def _run_here(
             lock = locks.setdefault(base, threading.Lock())
         with lock:
             snap = snapshot(graph, base)
-            if snap is not None and (not snap.next or "reflector" in snap.next):
+            after = ["retry", "reflector"]  # what follows a failed trial: the first the graph has
+            stop = [name for name in after if name in graph.nodes][:1]
+            if snap is not None and (not snap.next or set(stop) & set(snap.next)):
                 kept = snap.metadata or {}
                 return dict(kept.get("shared_usage") or {}), float(kept.get("shared_wall_s") or 0)
             state = stream_thread(
@@ -196,7 +200,7 @@ def _run_here(
                 task.input if snap is None else None,
                 ctx,
                 metadata=metadata,
-                interrupt_before=["reflector"],
+                interrupt_before=stop,
             )
             usage: Usage = state["usage"]
             wall = float(state["wall_s"])

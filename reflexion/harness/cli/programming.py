@@ -234,7 +234,7 @@ def bench_programming(
         variants.append(
             run.Variant(
                 label,
-                "programming",
+                "programming-tree" if name == "tree" else "programming",
                 ctx,
                 settings,
                 f"programming-{language_name}-{label}",
