@@ -15,7 +15,9 @@ the next attempt when no retry would read a reflection; and the next attempt may
 ``repair`` node's (the programming graph's compiler fixes), which goes back to the evaluator
 when it made one and on to the actor when not. ``retry`` itself does nothing: it is where the
 choice is drawn, and where a paired benchmark's shared first trial stops, so that each fork
-chooses under its own context.
+chooses under its own context. A family may also pass a :class:`Verifier`: a node that
+finishes the evaluator's verdict when the evaluator leaves it (the programming graph's
+cross-check, which draws other implementations with a model), before the same routing.
 
 The three parts are pluggable node functions (see ``nodes``); the builder wires them, the
 state and the runtime context together and returns the uncompiled builder, so callers choose
@@ -136,6 +138,29 @@ def _retry_routes(
     return routes
 
 
+@dataclass(frozen=True)
+class Verifier:
+    """A node after the evaluator that writes the verdict when the evaluator leaves it."""
+
+    name: str
+    node: Any
+    awaits: Callable[[Any], bool]
+    """``awaits(state)``, after the evaluator: whether the verdict is left to this node."""
+
+
+def _verified(
+    route: Callable[..., str], targets: list[str], verifier: Verifier | None
+) -> tuple[Callable[..., str], list[str]]:
+    """The evaluator's router, going first to ``verifier`` when the verdict awaits it."""
+    if verifier is None:
+        return route, targets
+
+    def after_evaluator(state: Any, runtime: Runtime[Any]) -> str:
+        return verifier.name if verifier.awaits(state) else route(state, runtime)
+
+    return after_evaluator, [verifier.name, *targets]
+
+
 def _skip(state: Any) -> dict[str, Any]:
     """The ``retry`` step: no update (its edges choose the way to the next attempt)."""
     return {}
@@ -244,6 +269,7 @@ def build_reflexion_graph(
     family: Family,
     context_schema: type[Context] = Context,
     retry: Retry | None = None,
+    verifier: Verifier | None = None,
 ) -> StateGraph[Any, Any, Any, Any]:
     """Wire actor, evaluator and reflector nodes into the Reflexion loop, with the review node
     after the reflector; ``setup`` is an optional ``(name, node)`` run once before the first
@@ -251,7 +277,8 @@ def build_reflexion_graph(
     node edits and the evaluator validates (the reflector's); ``context_schema`` is the
     graph's context class: :class:`Context`, or a family's, which adds the fields its nodes
     read (what Studio's form and a server's schema then list); ``retry``, where a failed trial
-    need not be reflected on or the next attempt may be a repair (:class:`Retry`)."""
+    need not be reflected on or the next attempt may be a repair (:class:`Retry`);
+    ``verifier``, a node that may finish the evaluator's verdict (:class:`Verifier`)."""
     builder = StateGraph(
         state_schema,
         context_schema=context_schema,
@@ -278,8 +305,13 @@ def build_reflexion_graph(
         builder.add_edge(START, "actor")
     builder.add_edge("actor", "evaluator")
     builder.add_edge("select_answer", END)
+    if verifier is not None:
+        builder.add_node(verifier.name, validating_evaluator(verifier.node, family))
     if retry is None:
-        builder.add_conditional_edges("evaluator", route_after_evaluation)
+        ends, targets = _verified(route_after_evaluation, ["reflector", "select_answer"], verifier)
+        builder.add_conditional_edges("evaluator", ends, targets)
+        if verifier is not None:
+            builder.add_conditional_edges(verifier.name, route_after_evaluation)
         builder.add_conditional_edges("reflector", route_after_reflection)
         builder.add_edge("review", "actor")
         return builder
@@ -287,5 +319,9 @@ def build_reflexion_graph(
     if retry.repair is not None:
         builder.add_node(*retry.repair)
     for source, (router, targets) in _retry_routes(retry, context_schema).items():
+        if source == "evaluator":
+            if verifier is not None:
+                builder.add_conditional_edges(verifier.name, router, targets)
+            router, targets = _verified(router, targets, verifier)
         builder.add_conditional_edges(source, router, targets)
     return builder

@@ -6,7 +6,9 @@ LangGraph server brings its own, and the CLI compiles its own with SQLite).
 Both draw what runs: a failed trial goes to ``retry``, which goes to the reflector only when
 the next retry reads a reflection (never under ``code_retry="resample"``; under
 ``"fresh_once"`` not once a retry the model wrote has failed), and the next attempt is first
-``rustc``'s fixes (``compiler_fix``) after Rust code that did not compile."""
+``rustc``'s fixes (``compiler_fix``) after Rust code that did not compile. Under
+``CodeContext.cross_check`` the verdict on a compiled attempt is the ``cross_check`` node's,
+which draws independent implementations with a model (the evaluator calls none)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
-from reflexion.graphs.builder import Retry, build_reflexion_graph
+from reflexion.graphs.builder import Retry, Verifier, build_reflexion_graph
 from reflexion.nodes import make_reflector
 from reflexion.nodes.coder import (
     code_reflection_messages,
@@ -24,6 +26,7 @@ from reflexion.nodes.coder import (
     make_unit_test_evaluator,
 )
 from reflexion.nodes.coder.compiler_fix import made_fix, make_compiler_fix, tries_compiler_fix
+from reflexion.nodes.coder.evaluator import awaits_cross_check, make_cross_check
 from reflexion.nodes.coder.feedback import retry_reads_feedback
 from reflexion.nodes.coder.tree import keeping_branch_reflections, make_tree_actor, parent_update
 from reflexion.programming.context import CodeContext, TreeContext
@@ -40,7 +43,7 @@ def _builder(
 ) -> StateGraph[Any, Any, Any, Any]:
     return build_reflexion_graph(
         actor,
-        make_unit_test_evaluator(actor_model),
+        make_unit_test_evaluator(),
         reflector,
         state_schema=CodeState,
         input_schema=CodeInputState,
@@ -49,6 +52,7 @@ def _builder(
         family=lesson_family,
         context_schema=context_schema,
         retry=retry,
+        verifier=Verifier("cross_check", make_cross_check(actor_model), awaits_cross_check),
     )
 
 

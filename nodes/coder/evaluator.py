@@ -31,10 +31,7 @@ from reflexion.nodes.coder.feedback import outcome_records, render_outcomes
 from reflexion.programming.agreement import fingerprint
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import assemble
-from reflexion.programming.sandbox import (
-    Limits,
-    SuiteResult,
-)
+from reflexion.programming.sandbox import Limits, SuiteResult, TestOutcome
 from reflexion.programming.state import CodeState, CodeTrialRecord, OutcomeRecord, Witness
 
 
@@ -66,37 +63,95 @@ def earlier_equal(state: CodeState, set_apart: frozenset[str]) -> int | None:
     return None
 
 
-def make_unit_test_evaluator(
-    model: BaseChatModel | None = None,
-) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
+def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
     """The evaluator node: success when every internal test that counts passes (under
     every ``CodeContext.test_trust`` but ``"all"``, self-written tests that every attempt failed do
-    not count) and, with ``CodeContext.cross_check``, independent implementations do not outvote the
-    attempt on the probe tests (``model`` overrides ``Context.actor_model`` for drawing them).
-    An attempt is never a success on empty evidence: when doubt leaves no counted test (or
-    none of them passed), it is not, and under ``select_answer="best"`` the earlier attempt
-    stands. The score is the share of all internal tests passed, comparable across trials.
-    Without internal tests it can only check that the code compiles and never reports success:
-    when tests were asked for (``generate_tests``) and none came, a compiling attempt is the
-    thread's last; in the paper's "no test generation" ablation every trial runs."""
+    not count). An attempt is never a success on empty evidence: when doubt leaves no counted
+    test (or none of them passed), it is not, and under ``select_answer="best"`` the earlier
+    attempt stands. The score is the share of all internal tests passed, comparable across
+    trials. Without internal tests it can only check that the code compiles and never reports
+    success: when tests were asked for (``generate_tests``) and none came, a compiling attempt
+    is the thread's last; in the paper's "no test generation" ablation every trial runs.
+
+    With ``CodeContext.cross_check``, a compiled attempt's results go to the ``cross_check``
+    node instead (:func:`make_cross_check`), which draws independent implementations with a
+    model and writes the verdict: this node calls no model."""
 
     def unit_test_evaluator(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
         ctx = get_context(runtime, CodeContext)
         if state.answer is None:
             reason = state.stop_reason or "no code block was found"
-            verdict = _Verdict(0.0, False, f"No implementation: {reason}")
-        else:
-            verdict = _judged(state, ctx, state.answer, model)
-        update: dict[str, Any] = {
-            "evaluations": [_record(state, verdict)],
-            "solved": verdict.success,
-            "test_failures": verdict.failures,
-        }
-        if verdict.drawn:
-            update["witnesses"] = verdict.drawn
-        return update
+            return _update(state, _Verdict(0.0, False, f"No implementation: {reason}"))
+        full = run_suite(state, ctx, state.answer)
+        if ctx.cross_check and state.tests and full.compile_error is None:
+            return {"suite": _kept(full)}
+        return _update(state, _judged(state, ctx, full, None))
 
     return unit_test_evaluator
+
+
+def make_cross_check(
+    model: BaseChatModel | None = None,
+) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
+    """The cross-check node (``CodeContext.cross_check``), after the evaluator ran a compiled
+    attempt's tests: the evaluator's verdict, with independent implementations drawn by
+    ``model`` (default ``Context.actor_model``) as voters on self-written tests the attempt
+    failed (:func:`~reflexion.nodes.coder.agreement.unbacked_tests`) and, for an attempt that
+    passed, as witnesses that may outvote it on the probe tests
+    (:func:`~reflexion.nodes.coder.agreement.cross_check`)."""
+
+    def cross_check_node(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
+        ctx = get_context(runtime, CodeContext)
+        full = _restored(state.suite or {})
+        return {**_update(state, _judged(state, ctx, full, model)), "suite": None}
+
+    return cross_check_node
+
+
+def awaits_cross_check(state: CodeState) -> bool:
+    """Whether the evaluator left the verdict to the cross-check node."""
+    return state.suite is not None
+
+
+def _update(state: CodeState, verdict: _Verdict) -> dict[str, Any]:
+    update: dict[str, Any] = {
+        "evaluations": [_record(state, verdict)],
+        "solved": verdict.success,
+        "test_failures": verdict.failures,
+    }
+    if verdict.drawn:
+        update["witnesses"] = verdict.drawn
+    return update
+
+
+def _kept(result: SuiteResult) -> dict[str, Any]:
+    """A suite result as the state keeps it between the evaluator and the cross-check."""
+    return {
+        "outcomes": [[o.test, o.passed, o.detail] for o in result.outcomes],
+        "compile_error": result.compile_error,
+    }
+
+
+def _restored(kept: dict[str, Any]) -> SuiteResult:
+    outcomes = tuple(TestOutcome(str(t), bool(p), str(d)) for t, p, d in kept.get("outcomes", []))
+    return SuiteResult(outcomes=outcomes, compile_error=kept.get("compile_error"))
+
+
+def _limits(state: CodeState, ctx: CodeContext) -> Limits:
+    """The sandbox's limits for the attempt's tests and probes (and for those of the
+    implementations the cross-check draws)."""
+    return Limits(
+        test_timeout_s=ctx.test_timeout,
+        suite_timeout_s=ctx.test_timeout * (len(state.tests) + len(state.probe_tests) + 2) + 30,
+    )
+
+
+def run_suite(state: CodeState, ctx: CodeContext, answer: str) -> SuiteResult:
+    """The attempt run on the internal tests and the probe tests in the sandbox."""
+    problem = problem_of(state)
+    program = assemble(problem, answer)
+    tests = [*state.tests, *state.probe_tests]
+    return run_tests(program, tests, problem.language, _limits(state, ctx), problem.entry_point)
 
 
 @dataclass
@@ -122,19 +177,14 @@ class _Verdict:
 
 
 def _judged(
-    state: CodeState, ctx: CodeContext, answer: str, model: BaseChatModel | None
+    state: CodeState, ctx: CodeContext, full: SuiteResult, model: BaseChatModel | None
 ) -> _Verdict:
-    """The attempt run on the internal tests (and the probe tests) in the sandbox."""
+    """The verdict on the attempt's results (``full``: the internal tests and the probes);
+    under ``CodeContext.cross_check`` it draws implementations with ``model`` (or the actor's),
+    which only the cross-check node asks for."""
     problem = problem_of(state)
     tests = list(state.tests)
-    limits = Limits(
-        test_timeout_s=ctx.test_timeout,
-        suite_timeout_s=ctx.test_timeout * (len(tests) + len(state.probe_tests) + 2) + 30,
-    )
-    program = assemble(problem, answer)
-    full = run_tests(
-        program, [*tests, *state.probe_tests], problem.language, limits, problem.entry_point
-    )
+    limits = _limits(state, ctx)
     result = counted_part(full, tests)
     if not tests:
         return _without_tests(result, ctx)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Annotated, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -108,6 +108,9 @@ class CodeState(State, CodeInputState):
         default_factory=list
     )
     """One record per finished trial, in order, with its per-test evidence."""
+    suite: dict[str, Any] | None = None
+    """The attempt's test results, kept from the evaluator for the cross-check node
+    (``CodeContext.cross_check``) to judge; ``None`` once judged."""
     compiler_fix: bool = False
     """Whether ``answer`` is the previous attempt with the compiler's suggested fixes applied
     (``CodeContext.compiler_fixes``) rather than the model's sample."""

@@ -108,6 +108,31 @@ def test_an_attempt_two_agreeing_implementations_outnumber_is_retried():
     assert len(actor.prompts) == 4  # the retry agreed with the witnesses already drawn
 
 
+def test_the_cross_check_is_a_node_of_its_own_and_the_evaluator_calls_no_model():
+    """Its model calls and its verdict are the ``cross_check`` node's; the evaluator only
+    runs the tests. Off, the node never runs."""
+    for cross, expected in ((2, ["evaluator", "cross_check"]), (0, ["evaluator"])):
+        actor = ScriptedChatModel(replies=[RIGHT, RIGHT, RIGHT])
+        graph = programming_builder(
+            actor_model=actor,
+            evaluator_model=ScriptedChatModel(replies=[TESTS_REPLY]),
+            reflector_model=ScriptedChatModel(replies=["Reflection: x."]),
+        ).compile(checkpointer=InMemorySaver())
+        start = {"task": PROMPT, "entry_point": "add", "language": "py", "task_id": "t/0"}
+        config = {"configurable": {"thread_id": f"t{cross}"}, "recursion_limit": 50}
+        calls, judged = [], []
+        ctx = CodeContext(max_trials=4, cross_check=cross)
+        for chunk in graph.stream(start, config, context=ctx, stream_mode="updates"):
+            for node, update in chunk.items():
+                if node in ("evaluator", "cross_check"):
+                    calls.append((node, len(actor.prompts)))
+                    judged += [node] if (update or {}).get("evaluations") else []
+        assert [node for node, _ in calls] == expected
+        assert judged == expected[-1:]
+        assert calls[0][1] == 1  # the evaluator drew nothing: one prompt, the attempt's
+        assert not graph.get_state(config).values.get("suite")
+
+
 def test_an_attempt_the_first_witness_agrees_with_ends_the_thread():
     state, actor, _ = run([RIGHT, RIGHT], CodeContext(max_trials=4, cross_check=2))
     assert [e["success"] for e in state["evaluations"]] == [True]

@@ -56,7 +56,8 @@ def test_programming_topology_and_schemas():
 def test_programming_skips_the_reflector_and_fixes_code_by_edges():
     """A failed trial goes to ``retry``, which goes to the reflector or, when no retry would
     read a reflection, straight on; the compiler's fix is a node that goes back to the
-    evaluator; the tree search draws as its own graph and always reflects."""
+    evaluator, the cross-check one that writes the verdict after it; the tree search draws as
+    its own graph and always reflects."""
     from reflexion.graphs.programming import graph as programming
     from reflexion.graphs.programming import tree_graph
 
@@ -64,6 +65,8 @@ def test_programming_skips_the_reflector_and_fixes_code_by_edges():
     assert {("evaluator", "retry"), ("retry", "reflector"), ("retry", "actor")} <= edges
     assert {("retry", "compiler_fix"), ("compiler_fix", "evaluator")} <= edges
     assert ("evaluator", "reflector") not in edges
+    # the cross-check that calls a model is a node between the evaluator and the routing
+    assert {("evaluator", "cross_check"), ("cross_check", "retry")} <= edges
     drawn = tree_graph.get_graph().draw_mermaid()
     snapshot = SNAPSHOT.with_name("reflexion_programming_tree.mmd")
     assert drawn == snapshot.read_text(), "topology changed: update tests/snapshots/ if intended"

@@ -41,24 +41,28 @@ class ServerGraph:
 
 def recursion_limit(ctx: Context) -> int:
     """A recursion limit that lets ``max_trials`` trials (and ``max_steps`` ReAct steps, or
-    ``alfworld_steps`` ALFWorld turns) run: three supersteps per trial in the loop (four with
-    human review), two per step in the ReAct subgraph, one per turn in the ALFWorld subgraph."""
-    per_trial = 4 if ctx.review_reflections else 3
+    ``alfworld_steps`` ALFWorld turns) run: up to five supersteps per trial in the loop (the
+    actor or a repair, the evaluator, a verdict's second node, the retry step, the reflector;
+    six with human review), two per step in the ReAct subgraph, one per turn in the ALFWorld
+    subgraph."""
+    per_trial = 6 if ctx.review_reflections else 5
     steps = int(getattr(ctx, "max_steps", 0))  # the family's inner loop, where it has one
     turns = int(getattr(ctx, "alfworld_steps", 0))
     return max(25, per_trial * ctx.max_trials + 5, 2 * steps + 5, turns + 5)
 
 
 def update_events(update: Any) -> list[tuple[str, dict[str, Any]]]:
-    """The results-file events of one ``updates`` chunk (node → its update): the evaluator's
-    newest evaluation is a ``trial``, the reflector's newest reflection a ``reflection``."""
+    """The results-file events of one ``updates`` chunk (node → its update): the newest
+    evaluation a node writes (the evaluator, or the node that finishes its verdict, such as
+    the programming graph's cross-check) is a ``trial``, the reflector's newest reflection a
+    ``reflection``."""
     events: list[tuple[str, dict[str, Any]]] = []
     if not isinstance(update, dict):
         return events
     for node, values in update.items():
         if not isinstance(values, dict):
             continue
-        if node == "evaluator" and values.get("evaluations"):
+        if values.get("evaluations"):
             events.append(("trial", dict(values["evaluations"][-1])))
         elif node == "reflector" and values.get("reflections"):
             events.append(("reflection", {"text": values["reflections"][-1]}))
