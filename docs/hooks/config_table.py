@@ -4,8 +4,9 @@ Nothing in the table is written by hand. Each row is one dataclass field of a co
 name, its type, its default, the values it accepts (a ``Literal`` type's choices, or the range
 of its pydantic constraints, read by :func:`reflexion.core.schema.field_bound`, which are what
 construction checks and what the JSON schema publishes), the graphs that read it (those of
-``langgraph.json`` whose context schema has it) and the ``description`` in the field's metadata,
-the text LangGraph Studio shows.
+``langgraph.json`` whose context schema has it; a graph whose context gives the field another
+default, the one its family's figures were measured with, is named beside it) and the
+``description`` in the field's metadata, the text LangGraph Studio shows.
 
 ``SOURCES`` lists the classes, base first. A field is listed under the first class in
 ``SOURCES`` that has it, so a subclass adds only its own fields.
@@ -121,18 +122,33 @@ def code(value: Any) -> str:
     return "`" + repr(value).replace("|", "\\|") + "`"
 
 
-def graph_schemas() -> dict[str, set[str]]:
-    """Each graph of ``langgraph.json`` with the fields of its context schema (a nested
-    class's as ``lessons.<name>``)."""
+def graph_classes() -> dict[str, type[Any]]:
+    """Each graph of ``langgraph.json`` with its context schema."""
     root = Path(__file__).resolve().parents[2]
     graphs = json.loads((root / GRAPHS).read_text())["graphs"]
-    found: dict[str, set[str]] = {}
+    found: dict[str, type[Any]] = {}
     for graph_id, spec in graphs.items():
         path, _, name = spec["path"].rpartition(":")
         module = importlib.import_module("reflexion.graphs." + Path(path).stem)
-        schema = getattr(module, name).builder.context_schema
-        found[graph_id] = field_names(schema)
+        found[graph_id] = getattr(module, name).builder.context_schema
     return found
+
+
+def graph_schemas() -> dict[str, set[str]]:
+    """Each graph of ``langgraph.json`` with the fields of its context schema (a nested
+    class's as ``lessons.<name>``)."""
+    return {graph_id: field_names(schema) for graph_id, schema in graph_classes().items()}
+
+
+def graph_defaults(name: str, default: Any) -> str:
+    """Where a graph's context gives field ``name`` another default than ``default`` (the
+    configuration its figures were measured with): ``; `graph`: `value```, one per value."""
+    by_value: dict[str, list[str]] = {}
+    for graph_id, schema in graph_classes().items():
+        own = {f.name: f for f in dataclasses.fields(schema)}.get(name)
+        if own is not None and own.default is not dataclasses.MISSING and own.default != default:
+            by_value.setdefault(code(own.default), []).append(f"`{graph_id}`")
+    return "".join(f"; {', '.join(graphs)}: {value}" for value, graphs in by_value.items())
 
 
 def field_names(cls: type[Any]) -> set[str]:
@@ -170,7 +186,7 @@ def rows(sources: list[str] = SOURCES) -> list[dict[str, str]]:
             if isinstance(hint, dataclasses.InitVar):
                 hint = hint.type
             if f.default is not dataclasses.MISSING:
-                default = code(f.default)
+                default = code(f.default) + graph_defaults(f.name, f.default)
             elif f.default_factory is not dataclasses.MISSING:
                 default = "see below" if f.name in NESTED.values() else code(f.default_factory())
             else:

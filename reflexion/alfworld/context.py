@@ -12,7 +12,11 @@ from reflexion.core.context import (
     AFTER_FIRST_TRIAL,
     Context,
     ContextBudget,
+    EvaluatorKind,
+    Tokens,
+    Trials,
     context_budget_field,
+    redefault,
 )
 from reflexion.core.errors import ContextError
 from reflexion.core.presets import Preset, Presets
@@ -38,6 +42,11 @@ class HouseholdContext(Context):
     objects were seen or why commands failed), a refused command's reply says only "Nothing
     happens.", and the memory holds reflections (the default keeps each trial's sightings and
     calls no reflector)."""
+
+    # The configuration of the ALFWorld figures: five trials, short replies (one command).
+    max_trials: Trials = redefault("max_trials", 5)
+    max_tokens: Tokens = redefault("max_tokens", 128)
+    evaluator: EvaluatorKind = redefault("evaluator", "heuristic")
 
     games: str | None = field(
         default=None,

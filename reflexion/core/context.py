@@ -130,6 +130,14 @@ def _lessons(own: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[st
     return values, {}
 
 
+Trials = Annotated[int, Field(ge=1, le=100)]
+Window = Annotated[int, Field(ge=0, le=100)]
+Temperature = Annotated[float, Field(ge=0.0, le=2.0)]
+Tokens = Annotated[int, Field(ge=16, le=32768)]
+"""The types of the budget fields a family's context may give another default
+(:func:`redefault`)."""
+
+
 @settings_class(normalize=_lessons)
 class Context:
     """Settings of one Reflexion run: what every Reflexion loop has (the generic graph's
@@ -154,14 +162,14 @@ class Context:
             "role": AFTER_FIRST_TRIAL,
         },
     )
-    max_trials: Annotated[int, Field(ge=1, le=100)] = field(
+    max_trials: Trials = field(
         default=3,
         metadata={
             "description": "Most trials per task; the loop also stops on success.",
             "role": AFTER_FIRST_TRIAL,
         },
     )
-    memory_size: Annotated[int, Field(ge=0, le=100)] = field(
+    memory_size: Window = field(
         default=3,
         metadata={
             "description": "Ω: how many of the latest reflections the actor sees (0 = none).",
@@ -194,14 +202,14 @@ class Context:
             "evaluators that return a score use it too (0.5 when empty)."
         },
     )
-    temperature: Annotated[float, Field(ge=0.0, le=2.0)] = field(
+    temperature: Temperature = field(
         default=0.7,
         metadata={
             "description": "Sampling temperature of the actor (the paper uses 0.7). Applies to "
             "models named by a string; a model object you pass in keeps its own settings."
         },
     )
-    max_tokens: Annotated[int, Field(ge=16, le=32768)] = field(
+    max_tokens: Tokens = field(
         default=384,
         metadata={
             "description": "Most tokens per model reply. Applies to models named by a string; "
@@ -284,15 +292,26 @@ class Context:
 C = TypeVar("C", bound=Context)
 
 
+def redefault(name: str, value: Any) -> Any:
+    """A field of :class:`Context` with another default, for a family's context: the default
+    of its graph is the configuration its figures were measured with (the same description,
+    constraints and role; the annotation is written again, with the type above)."""
+    base = next(f for f in fields(Context) if f.name == name)
+    return field(default=value, metadata=dict(base.metadata))
+
+
 def with_fields(ctx: C, **changes: Any) -> C:
     """``dataclasses.replace`` that keeps what the context carries beside its fields (the
     run's transport, the preset it started from)."""
-    return _carried(ctx, replace(ctx, **changes))
+    made = _carried(ctx, replace(ctx, **changes))
+    if hasattr(ctx, "_given"):
+        object.__setattr__(made, "_given", ctx._given | frozenset(changes))
+    return made
 
 
 def _carried(source: object, made: C) -> C:
     """``made`` with what ``source`` carries beside its fields (its transport, its preset)."""
-    for name in ("_transport", "_preset"):
+    for name in ("_transport", "_preset", "_given"):
         if hasattr(source, name):
             object.__setattr__(made, name, getattr(source, name))
     return made
@@ -329,8 +348,9 @@ def get_context(runtime: Runtime[Any] | None, schema: type[Any] = Context) -> An
     if isinstance(ctx, dict):  # some callers (and older servers) hand over a plain mapping
         return context_from(ctx, schema)
     # Another class: a base Context given to a family's graph, or a parent graph's context
-    # handed down to our graph used as a subgraph. Take the fields the two share, defaults for
-    # the rest.
-    names = {f.name for f in fields(schema)}
+    # handed down to our graph used as a subgraph. Take the fields the two share that the
+    # caller set (all of them, for a class not ours), the graph's own defaults for the rest.
+    given = getattr(ctx, "_given", None)
+    names = {f.name for f in fields(schema)} & (given if given is not None else set(dir(ctx)))
     shared = {k: getattr(ctx, k) for k in names if hasattr(ctx, k)}
     return _carried(ctx, schema(preset=getattr(ctx, "_preset", None), **shared))

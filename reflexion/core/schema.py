@@ -78,6 +78,7 @@ def settings_class(cls: type[T] | None = None, /, *, normalize: Normalize | None
             own = type(self)
             names = {f.name for f in fields(own)}  # type: ignore[arg-type]
             preset = values.pop("preset", None)
+            given = frozenset(k for k in values if k in names)  # the caller's, not the preset's
             if preset is not None:
                 values = {
                     **preset_values(preset, own),
@@ -102,6 +103,9 @@ def settings_class(cls: type[T] | None = None, /, *, normalize: Normalize | None
                 raise ContextError(one_line(own, exc)) from None
             if preset is not None:  # a family's graph given this context starts from it too
                 extras["_preset"] = preset
+            # what the caller set: a family's graph given this context takes these, and its
+            # own defaults for the rest (its figures' configuration)
+            extras["_given"] = given
             for name, value in extras.items():  # not fields: kept beside them, not in schemas
                 object.__setattr__(self, name, value)
 

@@ -16,7 +16,9 @@ from reflexion.core.context import (
     Context,
     ContextBudget,
     RetrySeeds,
+    Trials,
     context_budget_field,
+    redefault,
 )
 from reflexion.core.presets import Presets
 from reflexion.core.schema import settings_class
@@ -80,6 +82,8 @@ class QAContext(AnswerMemory):
     """``paper``: every retry is drawn with the memory (the default draws it first without,
     and the memory speaks only when that repeats a rejected answer), and no extra turn asks
     for another answer when the redraws still repeat a rejected one."""
+
+    max_trials: Trials = redefault("max_trials", 2)  # the HotPotQA figures' two trials
 
     correct_rejected: bool = field(
         default=True,

@@ -8,7 +8,16 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
-from reflexion.core.context import AFTER_FIRST_TRIAL, Context, RetrySeeds
+from reflexion.core.context import (
+    AFTER_FIRST_TRIAL,
+    Context,
+    RetrySeeds,
+    Temperature,
+    Tokens,
+    Trials,
+    Window,
+    redefault,
+)
 from reflexion.core.presets import Presets
 from reflexion.core.schema import settings_class
 
@@ -33,6 +42,13 @@ class CodeContext(Context):
     is doubted or held out); no redraw of a retry that repeats earlier code; every retry
     repairs the last attempt (the default's first retry starts fresh, later ones are blind
     redraws); no rustc fixes applied first."""
+
+    # The configuration of the HumanEval figures: greedy first attempts, Ω = 1, up to four
+    # implementations, room for a whole function.
+    max_trials: Trials = redefault("max_trials", 4)
+    memory_size: Window = redefault("memory_size", 1)
+    temperature: Temperature = redefault("temperature", 0.0)
+    max_tokens: Tokens = redefault("max_tokens", 768)
 
     max_tests: Annotated[int, Field(ge=1, le=100)] = field(
         default=6,

@@ -108,6 +108,10 @@ def test_a_base_context_with_a_preset_gives_a_familys_graph_that_preset():
     runtime = SimpleNamespace(context=Context.paper(max_trials=2))
     code = get_context(runtime, CodeContext)  # type: ignore[arg-type]
     assert code == CodeContext.paper(max_trials=2)
+    # what the caller did not set is the graph's own default (its figures' configuration)
+    runtime = SimpleNamespace(context=Context(max_trials=2, temperature=0.5))
+    code = get_context(runtime, CodeContext)  # type: ignore[arg-type]
+    assert (code.max_trials, code.temperature, code.memory_size) == (2, 0.5, 1)
 
 
 @pytest.mark.parametrize(

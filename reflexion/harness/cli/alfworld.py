@@ -56,7 +56,9 @@ def bench_alfworld(
             "comma-separated; each runs in turn.",
         ),
     ] = "none,reflexion",
-    trials: Annotated[int, opt.count_option("--trials", "-t", help="Most trials per game.")] = 10,
+    trials: Annotated[
+        int, opt.count_option("--trials", "-t", help="Most trials per game.")
+    ] = opt.HOUSEHOLD_DEFAULTS.max_trials,
     limit: Annotated[
         int,
         opt.count_option(
@@ -75,7 +77,7 @@ def bench_alfworld(
     ] = opt.HOUSEHOLD_DEFAULTS.alfworld_steps,
     memory: Annotated[
         int, opt.count_option("--memory", "-k", min=0, help="Ω: reflections the actor sees.")
-    ] = 3,
+    ] = opt.HOUSEHOLD_DEFAULTS.memory_size,
     no_diagnose: Annotated[
         bool,
         typer.Option(
@@ -158,7 +160,7 @@ def bench_alfworld(
             strategy=name,
             evaluator=evaluator,
             temperature=temperature,
-            max_tokens=128,
+            max_tokens=opt.HOUSEHOLD_DEFAULTS.max_tokens,
             games=str(games) if games else None,
             alfworld_steps=max_steps,
             alfworld_diagnosis=not no_diagnose,

@@ -41,7 +41,7 @@ def bench_hotpotqa(
         ),
     ] = "cot-gt",
     model: opt.ModelOpt = DEFAULT_MODEL,
-    trials: opt.TrialsOpt = opt.DEFAULTS.max_trials,
+    trials: opt.AgentTrialsOpt = None,
     memory: opt.MemoryOpt = opt.DEFAULTS.memory_size,
     strategy: Annotated[
         str,
@@ -117,6 +117,8 @@ def bench_hotpotqa(
     paired comparison with the no-memory baseline and a learning-curve PNG (one line per
     strategy)."""
     agent = opt.choice(agent, QUESTION_AGENTS, "--agent")
+    if trials is None:  # the served graph's default, the figures' setting
+        trials = (opt.REACT_DEFAULTS if agent == "react" else opt.QA_DEFAULTS).max_trials
     strategies = run.strategies_of(strategy, (*opt.STRATEGIES, "resample"))
     if agent == "react" and "resample" in strategies:
         raise ReflexionError(

@@ -52,6 +52,14 @@ ModelOpt = Annotated[
     ),
 ]
 TrialsOpt = Annotated[int, count_option("--trials", "-t", help="Most trials per task.")]
+AgentTrialsOpt = Annotated[
+    int | None,
+    count_option(
+        "--trials",
+        "-t",
+        help="Most trials per task (default: the agent's graph's: CoT 2, ReAct 3).",
+    ),
+]
 MemoryOpt = Annotated[
     int, count_option("--memory", "-k", min=0, help="Ω: reflections kept in memory (0 = none).")
 ]

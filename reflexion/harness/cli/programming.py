@@ -61,7 +61,7 @@ def bench_programming(
     ] = "simple,reflexion",
     max_iters: Annotated[
         int, opt.count_option("--max-iters", help="reflexion: most implementations per problem.")
-    ] = 5,
+    ] = opt.CODE_DEFAULTS.max_trials,
     no_tests: Annotated[
         bool,
         typer.Option("--no-tests", help="Ablation: no test generation (every iteration runs)."),
@@ -126,8 +126,8 @@ def bench_programming(
     model: opt.ModelOpt = DEFAULT_MODEL,
     memory: Annotated[
         int, opt.count_option("--memory", "-k", help="Ω: reflections the actor sees.")
-    ] = 1,
-    temperature: opt.TempOpt = 0.0,
+    ] = opt.CODE_DEFAULTS.memory_size,
+    temperature: opt.TempOpt = opt.CODE_DEFAULTS.temperature,
     base_url: opt.BaseUrlOpt = None,
     *,
     common: run.Common,
@@ -204,7 +204,7 @@ def bench_programming(
             memory_size=memory,
             strategy="none" if simple or resampled or no_reflection else "reflexion",
             temperature=temperature,
-            max_tokens=768,
+            max_tokens=opt.CODE_DEFAULTS.max_tokens,
             max_tests=max_tests,
             generate_tests=not (simple or no_tests),
             example_tests=not no_example_tests,

@@ -41,6 +41,7 @@ from reflexion.harness.cli.options import (
     DEFAULTS,
     QA_DEFAULTS,
     REACT_DEFAULTS,
+    AgentTrialsOpt,
     AnswerRetryOpt,
     BaseUrlOpt,
     C,
@@ -58,7 +59,6 @@ from reflexion.harness.cli.options import (
     StrategyOpt,
     TempOpt,
     ThreadOpt,
-    TrialsOpt,
     WikiOpt,
     choice,
     given,
@@ -107,7 +107,7 @@ def run(
         ),
     ] = None,
     model: ModelOpt = DEFAULT_MODEL,
-    trials: TrialsOpt = DEFAULTS.max_trials,
+    trials: AgentTrialsOpt = None,
     memory: MemoryOpt = DEFAULTS.memory_size,
     strategy: StrategyOpt = DEFAULTS.strategy,
     evaluator: EvaluatorOpt = DEFAULTS.evaluator,
@@ -153,10 +153,11 @@ def run(
     def context_of(agent: str) -> QAContext | ReActContext:
         """This call's options as ``agent``'s context (on a resume, the thread's agent; there
         --memory is checked against the thread's own trials, and a clash is refused)."""
+        served = REACT_DEFAULTS if agent == "react" else QA_DEFAULTS  # the agent's graph's
         ctx = qa_context(
             agent,
             model,
-            trials,
+            served.max_trials if trials is None else trials,
             memory,
             strategy,
             evaluator,
