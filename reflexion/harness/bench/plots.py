@@ -52,3 +52,65 @@ def learning_curve(
     finally:
         plt.close(fig)
     return path
+
+
+Point = tuple[str, str, str, float, float]
+"""A run in :func:`cost_plot`: benchmark, model, strategy, tokens per task, share solved."""
+
+
+def cost_plot(points: list[Point], path: Path) -> Path:
+    """One panel per benchmark: each run's share solved against its tokens per task (log
+    scale), a marker and colour per model, the strategy written beside its point."""
+    if not points:
+        raise ReflexionError("nothing to plot: no finished run with recorded usage")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    panels = sorted({p[0] for p in points})
+    models = sorted({p[1] for p in points})
+    style = {m: ("o^sDvP*X"[i % 8], f"C{i % 10}") for i, m in enumerate(models)}
+    cols = min(3, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.0 * rows), dpi=110, squeeze=False)
+    try:
+        for ax in axes.flat[len(panels) :]:
+            ax.set_visible(False)
+        for ax, panel in zip(axes.flat, panels, strict=False):
+            for _, model, strategy, tokens, solved in (p for p in points if p[0] == panel):
+                marker, colour = style[model]
+                ax.scatter(tokens, solved, marker=marker, color=colour, s=28)
+                ax.annotate(
+                    strategy,
+                    (tokens, solved),
+                    fontsize=5.5,
+                    alpha=0.8,
+                    xytext=(3, 2),
+                    textcoords="offset points",
+                )
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_title(panel, fontsize=10)
+            ax.set_xlabel("model tokens per task", fontsize=8)
+            ax.set_ylabel("share of tasks solved", fontsize=8)
+            ax.grid(True, alpha=0.3)
+        handles = [
+            Line2D([], [], marker=m, color=c, linestyle="", label=model)
+            for model, (m, c) in style.items()
+        ]
+        fig.legend(handles=handles, loc="lower center", ncol=len(models), fontsize=8)
+        fig.tight_layout(rect=(0, 0.05, 1, 1))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(path)
+        except OSError as exc:
+            raise ReflexionError(
+                f"cannot write the plot {path}: {exc.strerror}; give a writable path for the PNG"
+            ) from None
+    finally:
+        plt.close(fig)
+    return path

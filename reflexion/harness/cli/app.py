@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 
 from reflexion.core.errors import ReflexionError
-from reflexion.harness.cli import alfworld, hotpotqa, programming, results, threads
+from reflexion.harness.cli import alfworld, cost, hotpotqa, own, programming, results, threads
 from reflexion.harness.cli.common import err_console
 from reflexion.harness.perf import perf_app
 
@@ -36,10 +36,12 @@ bench_app = typer.Typer(help="Run a benchmark over a dataset.", no_args_is_help=
 bench_app.command("hotpotqa")(hotpotqa.bench_hotpotqa)
 bench_app.command("programming")(programming.bench_programming)
 bench_app.command("alfworld")(alfworld.bench_alfworld)
+bench_app.command("tasks")(own.bench_tasks)
 app.add_typer(bench_app, name="bench")
 app.add_typer(perf_app, name="perf")
 app.command("plot")(results.plot_results)
 app.command("compare")(results.compare_results)
+app.command("cost")(cost.cost)
 app.command("pack-games")(alfworld.pack_game_set)
 app.command("list-games")(alfworld.list_game_names)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from langgraph.graph import StateGraph
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -87,6 +88,8 @@ class Variant:
     """The line printed before the run starts."""
     finalize: Finalize | None = None
     """Adds family fields (hidden-test verdicts, episodes, …) to a finished task's row."""
+    build: Callable[[], StateGraph[Any, Any, Any, Any]] | None = None
+    """The graph's builder, where it is not one of the agents' (your own, ``bench tasks``)."""
 
 
 @dataclass(frozen=True)
@@ -173,7 +176,8 @@ def run_with_progress(
                     family.print_final(payload, task.label)
                 progress.advance(bar)
 
-        target = graph if server is None else ServerGraph(server, AGENTS[variant.agent].graph_id)
+        graph_id = AGENTS[variant.agent].graph_id if variant.agent in AGENTS else variant.agent
+        target = graph if server is None else ServerGraph(server, graph_id)
         return run_benchmark(
             target,
             tasks,
@@ -201,8 +205,10 @@ def run_variants(
     *,
     paired: bool,
     after: Callable[[Variant, list[dict[str, Any]], Path], None] | None = None,
+    output_dir: Path = Path("runs"),
 ) -> Outcome:
-    """Run every variant in turn over the family's tasks. A rerun of the same command skips
+    """Run every variant in turn over the family's tasks (its results file in
+    ``output_dir``, unless ``where.output`` names one). A rerun of the same command skips
     finished tasks and resumes unfinished ones; with ``paired``, a variant that runs more than
     one trial forks each task's shared first trial (see :func:`first_trial_key`)."""
     outcome = Outcome()
@@ -217,7 +223,11 @@ def run_variants(
     ):
         graphs: dict[str, Graph] = {}
         for variant in variants:
-            graph = graphs.get(variant.agent) or compile_agent(saver, variant.agent, store)
+            graph = graphs.get(variant.agent) or (
+                variant.build().compile(checkpointer=saver, store=store)
+                if variant.build is not None
+                else compile_agent(saver, variant.agent, store)
+            )
             graphs[variant.agent] = graph
             settings = variant.settings
             base = first_trial_key(settings) if paired and variant.ctx.max_trials > 1 else None
@@ -225,7 +235,7 @@ def run_variants(
                 settings["paired"] = True
             name = run_name(variant.file_stem, settings)
             key = thread_key(name)
-            out = where.output or Path("runs") / f"{name}.jsonl"
+            out = where.output or output_dir / f"{name}.jsonl"
             outcome.files[variant.label] = out
             done = finished_tasks(out)
             tasks = [
