@@ -187,3 +187,45 @@ def test_a_prompt_and_a_seed_draw_the_same_text_after_any_history():
     model.invoke(prompts[1])
     drawn.append(model.invoke(prompts[0]).text)  # after another question
     assert len(set(drawn)) == 1, drawn
+
+
+def test_measure_loop_on_the_example_tasks_with_the_embedded_model(tmp_path):
+    """A small real run of ``measure_loop``: two of the example tasks, two trials, the
+    default embedded model; every strategy has its row, paired on the same tasks, and a
+    second call resumes from the results files without a model call."""
+    from reflexion.harness.cli.own import measure_loop
+
+    example = Path(__file__).parents[2] / "docs" / "examples" / "word-problems.jsonl"
+    ctx = Context(max_trials=2, memory_size=1, max_tokens=128)
+    args = {"context": ctx, "db": str(tmp_path / "t.sqlite"), "output_dir": tmp_path, "limit": 2}
+    measured = measure_loop(example, "reflexion", **args)
+    rows = {r.strategy: r for r in measured.rows}
+    assert set(rows) == {"none", "resample", "reflexion"}
+    assert all(r.tasks == 2 for r in rows.values())
+    assert rows["none"].solved <= min(rows["resample"].solved, rows["reflexion"].solved)
+    assert rows["reflexion"].tokens
+    again = measure_loop(example, "reflexion", **args)
+    assert [r.solved for r in again.rows] == [r.solved for r in measured.rows]
+
+
+def test_the_readme_example_offline_gives_what_the_readme_says(capsys):
+    """The README's embedding example with its offline model (the comment's
+    ``local:qwen2.5-coder-0.5b`` in place of the hosted one) prints what the README shows:
+    ``'1011'`` in all three trials, and a reflection that restates it."""
+    import re
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    code = re.search(r"```python\n(.*?)```", readme, re.DOTALL)
+    assert code is not None
+    offline = re.sub(
+        r"^model = init_chat_model\([^)]*\).*$",
+        'model = "local:qwen2.5-coder-0.5b"',
+        code.group(1),
+        flags=re.MULTILINE,
+    )
+    exec(compile(offline, "README example", "exec"), {"__name__": "readme_example"})
+    out = capsys.readouterr().out
+    for trial in (1, 2, 3):
+        assert f"trial {trial}: '1011' success=False" in out, out
+    assert "The correct answer is 1011" in out and "1011 False 3" in out, out
+    assert "`'1011'` in all three trials" in readme and '"The correct answer is 1011"' in readme

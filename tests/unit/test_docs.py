@@ -159,10 +159,38 @@ def test_the_readme_is_short_and_in_the_newcomers_order():
     lines = README.read_text().splitlines()
     assert len(lines) <= 250
     headings = [ln for ln in lines if ln.startswith("## ")]
-    order = ["## The graph", "## Install", "## What it buys", "## Embedding", "## Documentation"]
+    order = [
+        "## The graph",
+        "## Install",
+        "## Run and test",
+        "## Embedding",
+        "## Studio and the server",
+        "## What it buys",
+        "## Documentation",
+    ]
     found = [next(i for i, h in enumerate(headings) if h.startswith(o)) for o in order]
     assert found == sorted(found), headings
     assert lines.index(next(h for h in headings if h.startswith("## Install"))) < 60
+
+
+def prose_of(text: str) -> str:
+    """A page's text without its code blocks and tables."""
+    text = re.sub(r"^```.*?^```$", "", text, flags=re.MULTILINE | re.DOTALL)
+    return "\n".join(ln for ln in text.splitlines() if not ln.startswith("|"))
+
+
+def test_no_readme_sentence_or_table_cell_is_over_40_words():
+    text = README.read_text()
+    cells = [c for ln in text.splitlines() if ln.startswith("|") for c in ln.split("|")]
+    assert max(len(c.split()) for c in cells) <= 40
+    blocks = re.split(r"\n\s*\n|\n(?=- |#)", prose_of(text))  # paragraphs, items, headings
+    sentences = [
+        s
+        for block in blocks
+        for s in re.split(r"(?<=[.!?])\s+(?=[A-Z*`\[(])", " ".join(block.split()))
+    ]
+    long = [s for s in sentences if len(s.split()) > 40]
+    assert not long, long
 
 
 def test_the_readme_test_command_is_the_one_ci_runs():
@@ -197,12 +225,13 @@ def test_every_relative_link_in_the_readme_and_the_pages_exists():
 
 
 def multiplies_after_a_lesson(messages: list[BaseMessage]) -> str:
-    """A model that reflects when asked to and multiplies wrongly until a lesson is in its
-    prompt."""
+    """A model that reflects when asked to and multiplies wrongly (ten too many) until a lesson
+    with the product is in its prompt."""
     text = "\n".join(m.text for m in messages)
+    a, b = map(int, re.findall(r"What is (\d+) \* (\d+)\?", text)[-1])
     if "reflecting on a failed attempt" in text:
-        return "Reflection: I multiplied carelessly; 17 * 24 is 408."
-    return "408" if "17 * 24 is 408" in text else "418"
+        return f"Reflection: I multiplied carelessly; {a} * {b} is {a * b}."
+    return str(a * b) if f"{a} * {b} is {a * b}" in text else str(a * b + 10)
 
 
 def python_blocks(text: str) -> str:
@@ -222,13 +251,15 @@ def run_example(code: str, capsys: pytest.CaptureFixture[str]) -> str:
     return capsys.readouterr().out
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/guide/embedding.md"])
-def test_the_embedding_examples_run_as_written(doc, capsys):
+@pytest.mark.parametrize(
+    ("doc", "a", "b"), [("README.md", 23, 47), ("docs/guide/embedding.md", 17, 24)]
+)
+def test_the_embedding_examples_run_as_written(doc, a, b, capsys):
     out = run_example(python_blocks((ROOT / doc).read_text()), capsys)
-    assert "trial 1: '418' success=False" in out
-    assert "reflection: I multiplied carelessly; 17 * 24 is 408." in out
-    assert "trial 2: '408' success=True" in out
-    assert "408 True 2" in out
+    assert f"trial 1: '{a * b + 10}' success=False" in out
+    assert f"reflection: I multiplied carelessly; {a} * {b} is {a * b}." in out
+    assert f"trial 2: '{a * b}' success=True" in out
+    assert f"{a * b} True 2" in out
     assert "('solve:" in out and "['evaluator']" in out and "['reflector']" in out
 
 
