@@ -52,6 +52,7 @@ from reflexion.core.lessons import (
     store_of,
     validate_lessons,
 )
+from reflexion.core.progress import emit
 from reflexion.core.selection import chosen_index, succeeded
 from reflexion.core.state import InputState, OutputState, State
 from reflexion.nodes.reflector import make_review
@@ -175,8 +176,12 @@ def route_after_reflection(state: State, runtime: Runtime[Any]) -> Literal["revi
 
 
 def _validate_after(update: Any, state: Any, runtime: Runtime[Any], family: Family) -> None:
-    """With lessons on, a successful trial 2 or later (the evaluator's new record) validates
-    the thread's lessons shown in its Ω window; otherwise the store is not touched."""
+    """Report the evaluator's new record on the custom stream (``attempt_scored``); with
+    lessons on, a successful trial 2 or later validates the thread's lessons shown in its Ω
+    window; otherwise the store is not touched."""
+    scored = update.get("evaluations") if isinstance(update, dict) else None
+    if scored:
+        emit("attempt_scored", trial=scored[-1].get("trial"), record=dict(scored[-1]))
     ctx = get_context(runtime)
     if not ctx.lessons or not isinstance(update, dict):
         return
@@ -202,13 +207,18 @@ def select_answer(state: Any, runtime: Runtime[Any]) -> dict[str, Any]:
     last trial's, as the evaluator left it (the paper); ``best``, the best trial's by the
     evaluator's evidence (:mod:`reflexion.core.selection`). A node of its own so that the
     graph's drawing shows the policy."""
-    if get_context(runtime).select_answer != "best":
-        return {}
     records = list(getattr(state, "evaluations", None) or [])
+    last = {"answer": getattr(state, "answer", None), "solved": getattr(state, "solved", False)}
+    if get_context(runtime).select_answer != "best":
+        emit("answer_chosen", trial=len(records) or None, why="last", **last)
+        return {}
     index = chosen_index(records, "best")
     if index is None or index == len(records) - 1:
+        emit("answer_chosen", trial=len(records) or None, why="best", **last)
         return {}
-    return {"answer": records[index]["answer"], "solved": succeeded(records, index)}
+    chosen = {"answer": records[index]["answer"], "solved": succeeded(records, index)}
+    emit("answer_chosen", trial=index + 1, why="best", **chosen)
+    return chosen
 
 
 def _input_schema(node: Any) -> type[Any] | None:

@@ -32,6 +32,7 @@ from reflexion.core.context import Context, get_context, with_fields
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, with_recalled
 from reflexion.core.memory import reflection_window
+from reflexion.core.progress import emit
 from reflexion.core.state import State
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.nodes.common import judge_llm, resolve_model
@@ -108,6 +109,7 @@ def _begin_trial(
     adds to the update, and the actor's inputs (``reflections`` and ``lessons`` as lists)."""
     if not state.task.strip():
         raise ReflexionError("the task is empty: give the task to attempt")
+    emit("trial_started", trial=state.trial + 1)
     ctx = get_context(runtime)
     state, recalled = with_recalled(state, runtime, family)
     inputs = {

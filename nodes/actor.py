@@ -22,6 +22,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, with_recalled
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import FinishParse, parse_finish
+from reflexion.core.progress import emit
 from reflexion.core.state import State
 from reflexion.hotpotqa.context import QA_FAMILY, QAContext
 from reflexion.nodes.common import actor_llm, named_seed
@@ -185,6 +186,7 @@ def make_cot_actor(
         ctx = get_context(runtime, QAContext)
         if not state.task.strip():
             raise ReflexionError("the task is empty: give the question to answer")
+        emit("trial_started", trial=state.trial + 1)
         state, recalled = with_recalled(state, runtime, family)
         llm = actor_llm(model, ctx)
         seed = draw_seeds(llm, state, ctx)

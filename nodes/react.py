@@ -29,6 +29,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, recall_update
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import ReactStepParse, parse_react_step
+from reflexion.core.progress import emit
 from reflexion.core.state import TrialInput
 from reflexion.hotpotqa.backends import get_backend
 from reflexion.hotpotqa.context import REACT_FAMILY, ReActContext
@@ -213,6 +214,7 @@ def make_react_actor(
     def begin(state: ReactState, runtime: Runtime[ReActContext]) -> dict[str, Any]:
         if not state.task.strip():
             raise ReflexionError("the task is empty: give the question to answer")
+        emit("trial_started", trial=state.trial + 1)
         tools(
             get_context(runtime, ReActContext)
         )  # a missing corpus fails here, before any model call

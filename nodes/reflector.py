@@ -30,6 +30,7 @@ from reflexion.core.lessons import (
 )
 from reflexion.core.memory import update_window
 from reflexion.core.parsing import clean_reflection
+from reflexion.core.progress import emit
 from reflexion.core.state import State
 from reflexion.nodes.common import resolve_model, trajectory_text
 from reflexion.prompts import few_shot, render
@@ -119,6 +120,7 @@ def make_reflector(
                 lesson = ask_reflector(state, ctx)
             if lesson:
                 update["reflections"] = update_window(state.reflections, lesson, ctx.memory_size)
+                emit("reflection_written", trial=state.trial, text=update["reflections"][-1])
                 if ctx.lessons:
                     save_lesson(
                         store_of(runtime),

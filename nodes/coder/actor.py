@@ -24,6 +24,7 @@ from reflexion.core.context import get_context
 from reflexion.core.errors import ContextError
 from reflexion.core.lessons import Family, with_recalled
 from reflexion.core.memory import reflection_window
+from reflexion.core.progress import emit
 from reflexion.nodes.coder.common import (
     STOPS,
     did_compile,
@@ -193,6 +194,7 @@ def make_code_actor(
                 "code_retry 'tree' is the tree search's: run the reflexion_programming_tree "
                 "graph (tree_search_builder), or pick another code_retry here"
             )
+        emit("trial_started", trial=state.trial + 1)
         state, recalled = with_recalled(state, runtime, family)
         messages = code_messages(state, ctx)
         return {**recalled, **draw_attempt(state, ctx, model, messages, retries_fresh(state, ctx))}

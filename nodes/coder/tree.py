@@ -31,6 +31,7 @@ from langgraph.runtime import Runtime
 from reflexion.core.context import get_context
 from reflexion.core.errors import ContextError
 from reflexion.core.lessons import Family, with_recalled
+from reflexion.core.progress import emit
 from reflexion.core.state import TrialRecord
 from reflexion.nodes.coder.actor import (
     draw_attempt,
@@ -175,6 +176,7 @@ def make_tree_actor(
                 f"code_retry '{ctx.code_retry}' is not the tree search's: leave it at tree "
                 "here, or run reflexion_programming for the other retries"
             )
+        emit("trial_started", trial=state.trial + 1)
         state, recalled = with_recalled(state, runtime, family)
         parent = choose_parent(state) if state.evaluations else ROOT
         messages = expansion_messages(state, ctx, parent) if state.trial else first_messages(state)

@@ -45,6 +45,7 @@ from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, recall_update
 from reflexion.core.memory import reflection_window
+from reflexion.core.progress import emit
 from reflexion.core.state import TrialInput
 from reflexion.nodes.common import (
     actor_llm,
@@ -203,6 +204,7 @@ def make_household_actor(
     def begin(state: PlayState, runtime: Runtime[HouseholdContext]) -> dict[str, Any]:
         ctx = get_context(runtime, HouseholdContext)
         game = game_of(state, ctx)
+        emit("trial_started", trial=state.trial + 1)
         observation = live.start(thread_key(get_config()), game)
         started = replace(state, task=observation, kind=game.kind)
         family_name = family(started) if callable(family) else family

@@ -149,6 +149,37 @@ def test_a_bad_json_context_on_a_server_run_is_one_line(client):
     assert error["message"] == "max_trials is 0: use a value in [1, 100]", error
 
 
+def test_a_client_streaming_custom_sees_the_progress_and_the_chosen_answer(client):
+    """Through the SDK, ``stream_mode=["updates", "custom"]``: every trial's start, its
+    verdict with the evidence (a rejected answer is marked so), the lesson, and the answer the
+    thread returns, in order, from the real server."""
+    thread = client.threads.create()
+    names: list[str] = []
+    scored: list[dict[str, Any]] = []
+    chosen: dict[str, Any] = {}
+    for part in client.runs.stream(
+        thread["thread_id"],
+        "reflexion_qa",
+        input={
+            "task": "Which river flows through Prague?",
+            "context": "Prague lies on the Vltava river.",
+            "reference": "Zzyzx Creek",  # never the answer: every trial fails
+        },
+        context={**MODELS, "max_trials": 2, "max_tokens": 96},
+        stream_mode=["updates", "custom"],
+    ):
+        if part.event == "custom" and isinstance(part.data, dict) and "reflexion" in part.data:
+            names.append(part.data["reflexion"])
+            if part.data["reflexion"] == "attempt_scored":
+                scored.append(part.data["record"])
+            if part.data["reflexion"] == "answer_chosen":
+                chosen = part.data
+    assert names[:2] == ["trial_started", "attempt_scored"], names
+    assert names.count("trial_started") == 2 and names[-1] == "answer_chosen", names
+    assert [r["success"] for r in scored] == [False, False]
+    assert chosen["solved"] is False and chosen["why"] == "best"
+
+
 def test_a_run_streams_stops_before_the_reflector_and_a_second_run_resumes_it(client, server):
     """A run of reflexion_qa streams its node updates (actor, then evaluator); started with
     interrupt_before=["reflector"] it leaves the thread interrupted after a failed trial 1

@@ -339,3 +339,36 @@ def test_the_noisy_evidence_pages_name_their_results_files_and_they_exist():
         assert f"]({page})" in text, f"the overview does not link {page}"
         named = set(re.findall(r"runs/measured/[\w/.=~+-]+\.jsonl", (RESULTS / page).read_text()))
         assert named and all((ROOT / path).is_file() for path in named), (page, named)
+
+
+@pytest.mark.allow_hosts(["127.0.0.1"])
+def test_the_readme_hosted_install_example_runs_as_written(monkeypatch, capsys, tmp_path):
+    """The install section's `reflexion run … --model openai:gpt-4o-mini`, word for word, on
+    an OpenAI-compatible fake server that the environment names (REFLEXION_BASE_URL), as a
+    user's OPENAI_API_KEY would name the real one."""
+    import shlex
+    import sys
+
+    from reflexion.harness import main
+    from tests.unit.test_faults import FakeOpenAI
+
+    line = next(ln for ln in README.read_text().splitlines() if ln.startswith("reflexion run "))
+    server = FakeOpenAI(lambda _body: "ok:Thought: the context says so.\nAnswer: Vltava")
+    import threading
+
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-dummy")
+        monkeypatch.setenv("REFLEXION_BASE_URL", server.base_url)
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setattr(sys, "argv", shlex.split(line))
+        with pytest.raises(SystemExit) as exc:
+            main()
+    finally:
+        server.shutdown()
+        thread.join(5)
+        server.server_close()
+    out = capsys.readouterr().out
+    assert exc.value.code in (0, None), out
+    assert "Vltava" in out and server.requests, out

@@ -36,7 +36,12 @@ from reflexion.core.usage import Usage, UsageRecorder, merge
 from reflexion.harness.bench.ledger import BenchTask, Emit, Ledger, Sink
 from reflexion.harness.bench.threads import Finalize as Finalize
 from reflexion.harness.bench.threads import ServerGraph as ServerGraph
-from reflexion.harness.bench.threads import recursion_limit, release_held, unrecorded, update_events
+from reflexion.harness.bench.threads import (
+    progress_events,
+    recursion_limit,
+    release_held,
+    unrecorded,
+)
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 
@@ -88,8 +93,8 @@ def stream_thread(
     # starts, and the "checkpoints" stream event comes after that write, so reported lines
     # never get ahead of the checkpointer: a rerun after a kill resumes past every reported
     # trial (none runs twice), and one saved but not yet reported is recovered from the
-    # checkpoints (see run_benchmark). Updates stream as soon as a node finishes, before the
-    # step is saved, so they are held until then.
+    # checkpoints (see run_benchmark). The nodes' progress events (reflexion.core.progress)
+    # stream as they run, before the step is saved, so they are held until then.
     held: list[tuple[str, dict[str, Any]]] = []
     report = on_event if on_event is not None else (lambda _event, _payload: None)
 
@@ -101,14 +106,14 @@ def stream_thread(
         task_input,
         run_config,
         context=ctx,
-        stream_mode=["updates", "checkpoints"],
+        stream_mode=["custom", "checkpoints"],
         durability="sync",
         interrupt_before=interrupt_before,
     ):
         if mode == "checkpoints":
             release_held(held, chunk.get("values") if isinstance(chunk, dict) else None, report)
             continue
-        for event, payload in update_events(chunk):
+        for event, payload in progress_events(chunk):
             usage = recorder.take()
             spent = merge(spent, usage)
             held.append((event, {**payload, "usage": usage}))
