@@ -14,7 +14,9 @@ Stream a run with ``stream_mode=["updates", "custom"]`` (or ``"custom"`` alone) 
   evidence, an earlier one when it was better), once the thread ends.
 
 So a client can show a progress view, and tell an answer that was rejected from the one the
-thread returns. The ``reflexion`` command line prints its runs from these events.
+thread returns. (The command line's results files keep being written from the nodes' updates:
+a resume after a kill streams a finished node's update again from its saved writes, not its
+custom events.)
 """
 
 from __future__ import annotations

@@ -36,12 +36,7 @@ from reflexion.core.usage import Usage, UsageRecorder, merge
 from reflexion.harness.bench.ledger import BenchTask, Emit, Ledger, Sink
 from reflexion.harness.bench.threads import Finalize as Finalize
 from reflexion.harness.bench.threads import ServerGraph as ServerGraph
-from reflexion.harness.bench.threads import (
-    progress_events,
-    recursion_limit,
-    release_held,
-    unrecorded,
-)
+from reflexion.harness.bench.threads import recursion_limit, release_held, unrecorded, update_events
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 
@@ -93,8 +88,11 @@ def stream_thread(
     # starts, and the "checkpoints" stream event comes after that write, so reported lines
     # never get ahead of the checkpointer: a rerun after a kill resumes past every reported
     # trial (none runs twice), and one saved but not yet reported is recovered from the
-    # checkpoints (see run_benchmark). The nodes' progress events (reflexion.core.progress)
-    # stream as they run, before the step is saved, so they are held until then.
+    # checkpoints (see run_benchmark). Updates stream as soon as a node finishes, before the
+    # step is saved, so they are held until then. The lines come from the updates, not from
+    # the nodes' progress events (reflexion.core.progress): a resume after a kill applies a
+    # finished node's saved writes and streams its update again, but not its custom events,
+    # so a line fed by them would be lost (tests/integration/test_postgres.py kills one there).
     held: list[tuple[str, dict[str, Any]]] = []
     report = on_event if on_event is not None else (lambda _event, _payload: None)
 
@@ -106,14 +104,14 @@ def stream_thread(
         task_input,
         run_config,
         context=ctx,
-        stream_mode=["custom", "checkpoints"],
+        stream_mode=["updates", "checkpoints"],
         durability="sync",
         interrupt_before=interrupt_before,
     ):
         if mode == "checkpoints":
             release_held(held, chunk.get("values") if isinstance(chunk, dict) else None, report)
             continue
-        for event, payload in progress_events(chunk):
+        for event, payload in update_events(chunk):
             usage = recorder.take()
             spent = merge(spent, usage)
             held.append((event, {**payload, "usage": usage}))

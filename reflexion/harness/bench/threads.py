@@ -19,7 +19,6 @@ from typing import Any, Protocol
 from langchain_core.runnables import RunnableConfig
 
 from reflexion.core.context import Context
-from reflexion.core.progress import event_of
 from reflexion.core.threads import cut_short, thread_history
 from reflexion.harness.bench.ledger import BenchTask
 
@@ -68,23 +67,6 @@ def update_events(update: Any) -> list[tuple[str, dict[str, Any]]]:
         elif node == "reflector" and values.get("reflections"):
             events.append(("reflection", {"text": values["reflections"][-1]}))
     return events
-
-
-LEDGER = {"attempt_scored": "trial", "reflection_written": "reflection"}
-"""The progress events (:mod:`reflexion.core.progress`) a results file keeps, by the name of
-its line."""
-
-
-def progress_events(chunk: Any) -> list[tuple[str, dict[str, Any]]]:
-    """The results-file event of one ``custom`` chunk a local run streams: an evaluator's
-    verdict is a ``trial`` (its record), a new lesson a ``reflection``; other chunks none."""
-    found = event_of(chunk)
-    if found is None or found[0] not in LEDGER:
-        return []
-    name, payload = found
-    if name == "attempt_scored":
-        return [("trial", dict(payload["record"]))]
-    return [("reflection", {"text": payload["text"]})]
 
 
 def release_held(
