@@ -20,8 +20,11 @@ def test_missing_weight_package_names_the_extra(monkeypatch):
     monkeypatch.setitem(models.PRESETS, "ghost-1b", fake)
     with pytest.raises(
         ModelError, match=r"needs the package 'no-such-weights-dist-xyz'.*\[ghost\]"
-    ):
+    ) as caught:
         models.load_chat_model("local:ghost-1b")
+    # one line, naming the other fix too: another model (a server's operator sets it)
+    text = str(caught.value)
+    assert "\n" not in text and models.MODEL_VARIABLE in text and "actor_model" in text
 
 
 def test_corrupt_assembled_file_is_rejected(monkeypatch, tmp_path):

@@ -18,6 +18,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.harness import main
 from reflexion.harness.bench.own_tasks import load_graph, load_tasks
 from reflexion.harness.cli.own import measure_loop
+from tests.clikit import cli, one_line_error
 from tests.unit.test_faults import server as server  # a fixture
 
 pytestmark = [pytest.mark.allow_hosts(["127.0.0.1"])]  # the fake OpenAI server on loopback
@@ -127,19 +128,15 @@ def test_the_command_prints_the_paired_table(server, tmp_path, monkeypatch, caps
     server.decide = rule()
     path = tmp_path / "tasks.jsonl"
     path.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
-    argv = ["reflexion", "bench", "tasks", str(path), "--model", "openai:any-name"]
-    argv += ["--base-url", server.base_url, "--db", str(tmp_path / "t.sqlite")]
-    argv += ["--output-dir", str(tmp_path / "runs")]
-    monkeypatch.setattr(sys, "argv", argv)
+    args = ["bench", "tasks", str(path), "--model", "openai:any-name"]
+    args += ["--base-url", server.base_url, "--db", str(tmp_path / "t.sqlite")]
+    args += ["--output-dir", str(tmp_path / "runs")]
     monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(sys, "argv", ["reflexion", *args])
     with pytest.raises(SystemExit) as exc:
         main()
-    text = capsys.readouterr().out
+    text = capsys.readouterr().out  # the table is on stdout, which clikit.cli does not keep
     assert exc.value.code in (0, None), text
     assert re.search(r"none\s+1/3", text) and re.search(r"reflexion\s+3/3\s+\+2/−0", text), text
-    monkeypatch.setattr(sys, "argv", [*argv[:3], str(tmp_path / "missing.jsonl"), *argv[4:]])
-    with pytest.raises(SystemExit) as exc:
-        main()
-    code = exc.value.code
-    err = capsys.readouterr().err
-    assert code == 2 and "does not exist" in err and err.count("\n") == 1, err
+    code, err = cli(monkeypatch, capsys, *args[:2], str(tmp_path / "missing.jsonl"), *args[3:])
+    one_line_error(code, err, "does not exist")

@@ -92,20 +92,3 @@ def test_a_model_without_its_key_names_the_key_and_another_model(monkeypatch):
     assert "\n" not in text
     assert "export OPENAI_API_KEY=" in text and models.MODEL_VARIABLE in text
     assert models.EMBEDDED_MODEL in text
-
-
-def test_an_embedded_model_not_installed_names_the_extra_and_another_model(monkeypatch):
-    fake = models.Preset(
-        name="ghost-1b",
-        description="not installed",
-        parts=(("no-such-weights-dist-xyz", "x/part01.bin"),),
-        sha256="0" * 64,
-        size=1,
-        extra="ghost",
-    )
-    monkeypatch.setitem(models.PRESETS, "ghost-1b", fake)
-    with pytest.raises(ModelError) as caught:
-        models.load_chat_model("local:ghost-1b")
-    text = str(caught.value)
-    assert "\n" not in text and "reflexion-langgraph[ghost]" in text
-    assert models.MODEL_VARIABLE in text and "actor_model" in text

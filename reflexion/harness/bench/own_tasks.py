@@ -15,6 +15,7 @@ task's first trial), so the three differ only in what happens after it.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import json
@@ -102,9 +103,11 @@ def _attribute(spec: str) -> Any:
     return getattr(module, name)
 
 
+@functools.cache
 def load_graph(spec: str) -> Callable[[], StateGraph[Any, Any, Any, Any]]:
     """A builder of the graph ``spec`` names (a ``langgraph.json`` id, or ``where:name``),
-    its state contract checked."""
+    its state contract checked; once per spec (a graph file is executed once, however many
+    callers ask for it)."""
     if ":" not in spec:
         if spec not in SERVED:
             raise ReflexionError(

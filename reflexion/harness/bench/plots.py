@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from reflexion.core.errors import ReflexionError
 
@@ -42,13 +42,7 @@ def learning_curve(
         ax.grid(True, alpha=0.3)
         ax.legend(loc=legend, fontsize=8)
         fig.tight_layout()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(path)
-        except OSError as exc:
-            raise ReflexionError(
-                f"cannot write the plot {path}: {exc.strerror}; give a writable path for the PNG"
-            ) from None
+        _save(fig, path)
     finally:
         plt.close(fig)
     return path
@@ -104,13 +98,18 @@ def cost_plot(points: list[Point], path: Path) -> Path:
         ]
         fig.legend(handles=handles, loc="lower center", ncol=len(models), fontsize=8)
         fig.tight_layout(rect=(0, 0.05, 1, 1))
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(path)
-        except OSError as exc:
-            raise ReflexionError(
-                f"cannot write the plot {path}: {exc.strerror}; give a writable path for the PNG"
-            ) from None
+        _save(fig, path)
     finally:
         plt.close(fig)
     return path
+
+
+def _save(fig: Any, path: Path) -> None:
+    """Write a figure as PNG; a path that cannot be written is a one-line error."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(path)
+    except OSError as exc:
+        raise ReflexionError(
+            f"cannot write the plot {path}: {exc.strerror}; give a writable path for the PNG"
+        ) from None

@@ -75,9 +75,10 @@ def is_results(path: Path) -> bool:
     with path.open() as handle:
         first = handle.readline()
     try:
-        return isinstance(json.loads(first), dict) and "type" in json.loads(first)
+        row = json.loads(first)
     except ValueError:
         return False
+    return isinstance(row, dict) and "type" in row
 
 
 def results_files(paths: list[Path]) -> list[Path]:
