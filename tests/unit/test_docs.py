@@ -319,6 +319,17 @@ def test_every_results_page_carries_the_commands_behind_its_figures(page):
     runnable = all(re.search(r"^(reflexion|bash|python) ", c, re.M) for c in commands)
     assert commands and runnable, page
     assert "|---|" in text, f"{page} has no table of figures"
+    head = text.split("\n## ", 1)[0]
+    for fact in ("commit", "command", "kept files", "machine", "wall time"):
+        assert f"\n| {fact} | " in head, f"{page}: its header names no {fact}"
+    kept = re.search(r"\| kept files \| (\d+) in `runs/measured/`", head)
+    if kept:  # as many kept files as the page names, each of them there
+        named = {
+            f.removeprefix("runs/measured/")
+            for f in re.findall(r"[\w./=~+-]+\.jsonl", text)
+            if (ROOT / "runs/measured" / f.removeprefix("runs/measured/")).is_file()
+        }
+        assert int(kept.group(1)) == len(named), page
 
 
 NOISY = sorted(p.name for p in RESULTS.glob("noisy-*.md") if p.name != "noisy-evidence.md")
