@@ -11,15 +11,10 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
 from reflexion.graphs.builder import build_reflexion_graph
-from reflexion.hotpotqa.context import QA_FAMILY, REACT_FAMILY, QAContext, ReActContext
-from reflexion.hotpotqa.wiki import WikiBackend
-from reflexion.nodes import (
-    EvaluateFn,
-    make_cot_actor,
-    make_evaluator,
-    make_react_actor,
-    make_reflector,
-)
+from reflexion.nodes import EvaluateFn, make_evaluator, make_reflector
+from reflexion.nodes.qa import make_cot_actor, make_react_actor
+from reflexion.qa.context import QA_FAMILY, REACT_FAMILY, QAContext, ReActContext
+from reflexion.qa.wiki import WikiBackend
 
 REACT_REFLECT_EXAMPLES = "reflect_examples_react"
 """The ReAct reflector's worked examples (the CoT agents use ``reflect_examples``)."""

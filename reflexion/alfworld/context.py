@@ -22,13 +22,13 @@ from reflexion.core.errors import ContextError
 from reflexion.core.presets import Preset, Presets
 from reflexion.core.schema import settings_class
 
-HouseholdMemory = Literal["reflection", "facts", "leads", "sightings"]
+AlfworldMemory = Literal["reflection", "facts", "leads", "sightings"]
 MemoryPlace = Literal["task", "system", "think"]
 TurnSeeds = Literal["turn", "process"]
 
 
 @settings_class
-class HouseholdContext(Context):
+class AlfworldContext(Context):
     """Settings of an ALFWorld run."""
 
     PRESETS: ClassVar[Presets] = {
@@ -98,7 +98,7 @@ class HouseholdContext(Context):
             "when the turns show no reason. Off: the game's reply only (the paper).",
         },
     )
-    alfworld_memory: HouseholdMemory = field(
+    alfworld_memory: AlfworldMemory = field(
         default="sightings",
         metadata={
             "description": "ALFWorld, strategies with reflections: what a failed trial adds to "

@@ -18,8 +18,8 @@ from reflexion.core.models import (
     resolve_preset,
 )
 from reflexion.graphs.qa import qa_builder, react_builder
-from reflexion.hotpotqa.context import QAContext, ReActContext
-from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.qa.context import QAContext, ReActContext
+from reflexion.qa.questions import load_hotpotqa
 from tests.clikit import reflexion
 
 pytestmark = pytest.mark.integration
@@ -171,7 +171,7 @@ def test_a_prompt_and_a_seed_draw_the_same_text_after_any_history():
     cached), another question (the examples cached) or nothing."""
     from reflexion.core.models import embedded_model
     from reflexion.core.state import State
-    from reflexion.nodes.actor import cot_messages
+    from reflexion.nodes.qa.actor import cot_messages
 
     first, other = load_hotpotqa(limit=2)
     prompts = [

@@ -27,7 +27,7 @@ from reflexion.core.persistence import open_checkpointer, open_store
 from reflexion.core.threads import annotate_head, fork_thread, thread_history
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import stream_thread
-from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.qa.questions import load_hotpotqa
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.crashkit import (

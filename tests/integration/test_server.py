@@ -19,15 +19,15 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.context import Context, Strategy
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import TEST_MODEL
 from reflexion.harness.bench.driver import ServerGraph, run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink
 from reflexion.harness.bench.remote import server_thread_id
-from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext, TreeContext
+from reflexion.qa.context import QAContext, ReActContext
 from tests.clikit import reflexion
 from tests.langgraph_server import ROOT, free_port, langgraph_dev
 
@@ -75,7 +75,7 @@ SCHEMAS: dict[str, type[Context]] = {
     "reflexion_react": ReActContext,
     "reflexion_programming": CodeContext,
     "reflexion_programming_tree": TreeContext,
-    "reflexion_alfworld": HouseholdContext,
+    "reflexion_alfworld": AlfworldContext,
 }
 """Each graph of langgraph.json and the context class its nodes read."""
 

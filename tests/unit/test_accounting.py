@@ -17,7 +17,7 @@ from reflexion.core.usage import UsageRecorder, merge, node_of, recorded_usage, 
 from reflexion.graphs.qa import qa_builder, react_builder
 from reflexion.harness.bench.driver import run_benchmark, stream_thread
 from reflexion.harness.bench.ledger import Sink
-from reflexion.hotpotqa.wiki import OfflineCorpus
+from reflexion.qa.wiki import OfflineCorpus
 from reflexion.testing import RuleChatModel, ScriptedChatModel
 from tests.benchkit import QUESTIONS, bench, gold_on_trial, rows, tasks
 from tests.conftest import answer

@@ -14,7 +14,7 @@ import pytest
 from reflexion.core import data as datasets
 from reflexion.core import models
 from reflexion.core.errors import DatasetError
-from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.qa.questions import load_hotpotqa
 from tests.clikit import KEPT, cli, one_line_error
 
 

@@ -21,7 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore, Item, Op, Result
 from langgraph.store.memory import InMemoryStore
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.sessions import EnvSessions
 from reflexion.core.context import Context, Lessons
 from reflexion.core.errors import ReflexionError
@@ -32,8 +32,8 @@ from reflexion.graphs.custom import create_reflexion_graph
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder, react_builder
 from reflexion.harness.cli.app import main
-from reflexion.hotpotqa.context import QAContext
-from reflexion.testing import ScriptedChatModel, ScriptedHousehold
+from reflexion.qa.context import QAContext
+from reflexion.testing import ScriptedChatModel, ScriptedGame
 from tests.conftest import answer, hotpotqa_line
 from tests.unit.test_alfworld import GAME, WIN
 from tests.unit.test_alfworld import games as games  # a fixture
@@ -352,9 +352,9 @@ def test_task_family_override_and_per_graph_families(games: str, corpus: Any):
     alf = alfworld_builder(
         actor_model=player,
         reflector_model=ScriptedChatModel(replies=["Reflection: take the mug first."]),
-        sessions=EnvSessions(ScriptedHousehold),
+        sessions=EnvSessions(ScriptedGame),
     ).compile(checkpointer=InMemorySaver(), store=store)
-    ctx = HouseholdContext(games=games, lessons=ALL, alfworld_memory="reflection")
+    ctx = AlfworldContext(games=games, lessons=ALL, alfworld_memory="reflection")
     alf.invoke({"game": GAME}, config("a1"), context=ctx)
     assert "Lesson for alfworld-put" in player.prompt_text(0)
     assert store.get(("reflexion", "lessons", "alfworld-put"), "a1:1") is not None

@@ -17,7 +17,8 @@ from reflexion.core.context import Context
 from reflexion.core.lessons import recall
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.graphs.qa import qa_builder
-from reflexion.nodes import make_cot_actor, make_reflector
+from reflexion.nodes import make_reflector
+from reflexion.nodes.qa import make_cot_actor
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_lessons import PRAGUE, config, qa_graph, right_on_trial_3

@@ -14,7 +14,7 @@ from typing import Any, get_args
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import PRESET_NAMES, Preset, preset_values
@@ -23,8 +23,8 @@ from reflexion.graphs.qa import qa_builder
 from reflexion.harness.cli import alfworld, hotpotqa, programming, threads
 from reflexion.harness.cli import bench as bench_cli
 from reflexion.harness.cli.options import PRESET_OPTIONS
-from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
+from reflexion.qa.context import QAContext, ReActContext
 from reflexion.testing import ScriptedChatModel
 from tests.clikit import cli, one_line_error
 from tests.conftest import answer
@@ -53,7 +53,7 @@ def run_qa(actor: ScriptedChatModel, ctx: Context | dict[str, Any]) -> dict[str,
 # ---- the preset itself ------------------------------------------------------------------------
 
 
-CONTEXTS = (Context, QAContext, ReActContext, CodeContext, HouseholdContext)
+CONTEXTS = (Context, QAContext, ReActContext, CodeContext, AlfworldContext)
 PAPER = {k: v for cls in CONTEXTS for k, v in preset_values("paper", cls).items()}
 """Every field the paper preset sets, over every graph's context."""
 
@@ -75,7 +75,7 @@ def test_a_preset_of_a_family_is_its_own_fields_over_the_base_s_and_the_core_nam
     code = preset_values("paper", CodeContext)
     assert code["select_answer"] == "last" and code["code_retry"] == "repair"
     assert "answer_retry" not in code and "alfworld_memory" not in code
-    assert preset_values("default", HouseholdContext) == {}
+    assert preset_values("default", AlfworldContext) == {}
     core = (Path(__file__).parents[2] / "reflexion" / "core" / "presets.py").read_text()
     assert not [n for n in PAPER if n != "select_answer" and f'"{n}"' in core]
 

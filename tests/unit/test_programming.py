@@ -22,7 +22,7 @@ from reflexion.harness.scoring.programming import (
     score_thread,
     write_human_eval_files,
 )
-from reflexion.nodes.coder import outcome_records, render_outcomes
+from reflexion.nodes.programming import outcome_records, render_outcomes
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem, assemble, hidden_test, load_problems
 from reflexion.programming.replies import candidate_tests, extract_code, sample_tests

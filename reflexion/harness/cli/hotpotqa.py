@@ -20,7 +20,7 @@ from reflexion.harness.bench.settings import result_settings
 from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, qa_context
-from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.qa.questions import load_hotpotqa
 
 
 @run.common_options(plot_help="Learning-curve PNG (default: next to the results).")

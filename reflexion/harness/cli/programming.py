@@ -24,7 +24,7 @@ from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, one_model_context
 from reflexion.harness.scoring.programming import pass_curve, score_thread, write_human_eval_files
-from reflexion.nodes.coder import NO_TESTS, did_compile
+from reflexion.nodes.programming import NO_TESTS, did_compile
 from reflexion.programming.context import CodeContext, CodeRetry, TestTrust
 from reflexion.programming.problems import CodeProblem, language_of, load_problems
 from reflexion.programming.sandbox import rustc_path

@@ -66,7 +66,7 @@ from reflexion.harness.cli.options import (
     set_fields,
     with_preset,
 )
-from reflexion.hotpotqa.context import QAContext, ReActContext
+from reflexion.qa.context import QAContext, ReActContext
 
 
 def print_event(label: str) -> Any:

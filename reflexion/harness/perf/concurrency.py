@@ -25,8 +25,8 @@ from reflexion.harness.bench.driver import run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.harness.perf.overhead import sqlite_saver
-from reflexion.hotpotqa.context import QAContext
-from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.qa.context import QAContext
+from reflexion.qa.questions import load_hotpotqa
 
 REFLECTION_MARK = "(perf-lesson)"
 """In every reflection the fake server writes; the actor's trial is 1 + how many it sees."""

@@ -13,9 +13,9 @@ from dataclasses import replace
 
 from langchain_core.language_models import BaseChatModel
 
-from reflexion.nodes.coder.actor import code_messages
-from reflexion.nodes.coder.common import STOPS, counted_part, problem_of, run_tests
 from reflexion.nodes.common import actor_llm, named_seed
+from reflexion.nodes.programming.actor import code_messages
+from reflexion.nodes.programming.common import STOPS, counted_part, problem_of, run_tests
 from reflexion.programming.agreement import (
     Fingerprint,
     Verdict,

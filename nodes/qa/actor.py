@@ -24,11 +24,11 @@ from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.progress import emit
 from reflexion.core.state import State
-from reflexion.hotpotqa.context import QA_FAMILY, QAContext
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import memory_block, with_lessons
-from reflexion.nodes.qa_memory import judged_wrong, rejected_keys, with_memory
+from reflexion.nodes.qa.retry_memory import judged_wrong, rejected_keys, with_memory
 from reflexion.prompts import few_shot, render
+from reflexion.qa.context import QA_FAMILY, QAContext
 
 STOP = ["\nQuestion:", "\nContext:", "\n---", "\nObservation"]
 
@@ -56,7 +56,7 @@ def cot_messages(
     state: State, ctx: QAContext, *, with_context: bool, memory: bool = True
 ) -> list[BaseMessage]:
     """The chain-of-thought prompt: instructions, few-shot turns, then the task with its
-    memory (:func:`~reflexion.nodes.qa_memory.with_memory`; none when ``memory`` is False:
+    memory (:func:`~reflexion.nodes.qa.retry_memory.with_memory`; none when ``memory`` is False:
     trial 1's prompt).
 
     The examples are chat turns (small instruct models copy a format from turns far more
