@@ -11,7 +11,6 @@ from reflexion.nodes.programming.actor import (
     make_code_actor,
     retries_fresh,
 )
-from reflexion.nodes.programming.agreement import cross_check, unbacked_tests
 from reflexion.nodes.programming.common import (
     NO_EVIDENCE,
     NO_TESTS,
@@ -30,6 +29,7 @@ from reflexion.nodes.programming.test_writer import (
     trusted_tests,
     valid_tests,
 )
+from reflexion.nodes.programming.witnesses import cross_check, unbacked_tests
 
 __all__ = [
     "NOT_COMPILED",

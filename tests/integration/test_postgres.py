@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
+from reflexion.core.checkpoints import annotate_head, fork_thread, thread_history
 from reflexion.core.context import Context
 from reflexion.core.persistence import open_checkpointer, open_store
-from reflexion.core.threads import annotate_head, fork_thread, thread_history
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import stream_thread
 from reflexion.qa.questions import load_hotpotqa

@@ -13,7 +13,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.graphs.programming import programming_builder
 from reflexion.harness.bench.settings import first_trial_key
-from reflexion.harness.perf.retries import quotes_input, retry_figures
+from reflexion.harness.perf.code_retries import quotes_input, retry_figures
 from reflexion.nodes.programming.feedback import failed_tests, passed_tests, render_outcomes
 from reflexion.programming.context import CodeContext
 from reflexion.testing import ScriptedChatModel

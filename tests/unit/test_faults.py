@@ -20,8 +20,8 @@ from langchain_core.messages import HumanMessage
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ProviderError
+from reflexion.core.hosted_retries import RetryingChatModel, RetryPolicy
 from reflexion.core.models import load_chat_model
-from reflexion.core.retries import RetryingChatModel, RetryPolicy
 from reflexion.core.transport import Transport, using_transport
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import run_benchmark

@@ -20,7 +20,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import PRESET_NAMES, Preset, preset_values
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder
-from reflexion.harness.cli import alfworld, hotpotqa, programming, threads
+from reflexion.harness.cli import alfworld, hotpotqa, one_thread, programming
 from reflexion.harness.cli import bench as bench_cli
 from reflexion.harness.cli.options import PRESET_OPTIONS
 from reflexion.programming.context import CodeContext
@@ -296,8 +296,8 @@ def test_run_preset_paper_with_an_option_given(monkeypatch, capsys):
     def stop(graph: Any, thread_id: str, task_input: Any, ctx: Context, metadata: Any) -> None:
         seen.append(ctx)
 
-    monkeypatch.setattr(threads, "resolve_models", lambda ctx: None)
-    monkeypatch.setattr(threads, "_run_to_end", stop)
+    monkeypatch.setattr(one_thread, "resolve_models", lambda ctx: None)
+    monkeypatch.setattr(one_thread, "_run_to_end", stop)
     args = ["run", "Q?", "--reference", "a", "--db", ":memory:", "--preset", "paper"]
     assert cli(monkeypatch, capsys, *args)[0] == 0
     assert cli(monkeypatch, capsys, *args, "--answer-retry", "fresh_first")[0] == 0

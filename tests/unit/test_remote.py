@@ -12,10 +12,10 @@ from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
+from reflexion.core.checkpoints import replay_from, unfinished
 from reflexion.core.context import Context
 from reflexion.core.errors import ProviderError
 from reflexion.core.persistence import open_checkpointer
-from reflexion.core.threads import replay_from, unfinished
 from reflexion.graphs.agents import AGENTS
 from reflexion.graphs.qa import graph as qa_graph
 from reflexion.graphs.qa import qa_builder

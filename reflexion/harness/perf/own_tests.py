@@ -34,8 +34,8 @@ from rich.table import Table
 from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import chosen_index
 from reflexion.harness.bench.ledger import load_finals
+from reflexion.harness.perf.code_retries import tie_stop
 from reflexion.harness.perf.machine import JsonOpt, report
-from reflexion.harness.perf.retries import tie_stop
 from reflexion.harness.scoring.programming import run_hidden
 from reflexion.nodes.programming import make_unit_test_evaluator
 from reflexion.nodes.programming.feedback import failed_tests, held_out

@@ -14,13 +14,13 @@ import typer
 from langgraph.types import Command
 from rich.markup import escape
 
+from reflexion.core.checkpoints import thread_history, unfinished
 from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
+from reflexion.core.hosted_retries import provider_failure
 from reflexion.core.models import DEFAULT_MODEL, installed_presets
 from reflexion.core.persistence import open_checkpointer
 from reflexion.core.presets import PRESET_NAMES, preset_values
-from reflexion.core.retries import provider_failure
-from reflexion.core.threads import thread_history, unfinished
 from reflexion.core.transport import current_transport, set_transport, transport_of
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
 from reflexion.harness.bench.driver import Graph, snapshot, stream_thread
