@@ -156,7 +156,7 @@ def test_cli_programming_bench_reports_pass_at_1_and_table_two(tmp_path):
     out = bench_with_plot(
         tmp_path, "pass.png",
         "programming", "--dataset", "humaneval",
-        "--offset", "53", "-n", "1", "--max-iters", "2", "--strategy", "simple,reflexion",
+        "--offset", "53", "-n", "1", "--max-iters", "2", "--loop", "simple,reflexion",
     )  # fmt: skip
     assert "pass@1" in out and "TP" in out
     samples = sorted((tmp_path / "runs").glob("programming-py-*-samples.jsonl"))

@@ -383,7 +383,7 @@ def test_perf_own_tests_checks_them_on_the_canonical_solution_and_replays_ties(
     code, fig, _ = figures(_redraws(kept, first_blind[:2]), _redraws(stuck, [decimal] * 2))
     assert fig["replay"] == {"no_draw": ["HumanEval/0", "HumanEval/2"]}
     code, _, err = figures(kept, stuck)  # not a resample run
-    assert code != 0 and "is not a `--strategy resample` run" in err
+    assert code != 0 and "is not a `--loop resample` run" in err
     code, _, err = figures(_redraws(kept, first_blind))
     assert code != 0 and "does not hold HumanEval/2" in err
 

@@ -178,13 +178,13 @@ def test_plot_of_a_results_file_without_finished_tasks(monkeypatch, capsys, tmp_
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["bench", "programming", "--strategy", "simple,best"], ["--strategy 'best'"]),
+        (["bench", "programming", "--loop", "simple,best"], ["--loop 'best'"]),
         (["bench", "programming", "--language", "cobol"], ["cobol", "py", "rs"]),
         (["bench", "programming", "--dataset", "nope.jsonl"], ["nope.jsonl does not exist"]),
         (["bench", "programming", "--dataset", "humaneval-rs", "-l", "py"], ["--language"]),
         (
-            ["bench", "programming", "--strategy", "simple,reflexion", "-o", "x.jsonl"],
-            ["--output takes one strategy"],
+            ["bench", "programming", "--loop", "simple,reflexion", "-o", "x.jsonl"],
+            ["--output takes one loop"],
         ),
     ],
 )
@@ -259,9 +259,9 @@ def test_missing_provider_integration_package(monkeypatch, capsys):
     [
         (["bench", "hotpotqa", "-n", "1", "-m", "openai:gpt-4o-mini"], ["OPENAI_API_KEY"]),
         (["bench", "hotpotqa", "-n", "1", "-m", "gpt4"], ["provider:model"]),
-        (["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--strategy", "simple",
+        (["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--loop", "simple",
           "-m", "nosuch:model"], ["nosuch"]),
-        (["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--strategy", "simple",
+        (["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--loop", "simple",
           "-m", "openai:gpt-4o-mini"], ["OPENAI_API_KEY"]),
     ],
 )  # fmt: skip
@@ -485,7 +485,7 @@ UNDER_A_FILE = [
         ["bench", "hotpotqa", "-n", "1"], "--output", "cannot write results", id="output-hotpotqa"
     ),
     pytest.param(
-        ["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--strategy", "simple"],
+        ["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--loop", "simple"],
         "--output",
         "cannot write results",
         id="output-programming",

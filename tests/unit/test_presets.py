@@ -265,7 +265,7 @@ def test_bench_hotpotqa_preset_paper_with_an_option_given(monkeypatch, capsys):
 @pytest.mark.usefixtures("_workdir")
 def test_bench_programming_preset_paper_with_an_option_given(monkeypatch, capsys):
     args = ["bench", "programming", "--dataset", "humaneval-py", "-n", "1"]
-    args += ["--strategy", "reflexion", "--preset", "paper"]
+    args += ["--loop", "reflexion", "--preset", "paper"]
     (ctx,) = captured_contexts(monkeypatch, capsys, *args)
     assert (ctx.code_retry, ctx.example_tests, ctx.test_trust) == ("repair", False, "all")
     assert (ctx.select_answer, ctx.resample_repeats) == ("last", 0)
