@@ -45,7 +45,7 @@ def tasks(ids: list[str]) -> list[BenchTask]:
     return [
         BenchTask(
             thread_id=f"t-{i}",
-            input={"task": QUESTIONS[i][0], "context": "", "reference": QUESTIONS[i][1]},
+            input={"task": QUESTIONS[i][0], "passages": "", "reference": QUESTIONS[i][1]},
             label=i,
             meta={"task_id": i},
         )

@@ -65,7 +65,7 @@ class AnswerMemory(Context, abstract=True):
         default=True,
         metadata={
             "description": "Question answering: the memory (last attempt, reflections, "
-            "rejected answers) goes before the context and the question, as in the paper's "
+            "rejected answers) goes before the passages and the question, as in the paper's "
             "prompts, so the question is what the model reads last. Off: after the question "
             "(the prompt up to the question then stays the same across trials).",
             "role": AFTER_FIRST_TRIAL,

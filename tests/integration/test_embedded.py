@@ -62,7 +62,7 @@ def bench_with_plot(tmp_path: Path, plot: str, *args: str) -> str:
 def test_two_trials_with_the_real_smallest_model():
     q = load_hotpotqa(limit=1)[0]
     graph = qa_builder().compile(checkpointer=InMemorySaver())
-    task = {"task": q.question, "context": q.gold_context, "reference": "zq-unreachable-answer"}
+    task = {"task": q.question, "passages": q.gold_passages, "reference": "zq-unreachable-answer"}
     state = two_failed_trials(graph, task, SMALL)
     assert state["trial"] == 2
     assert [e["trial"] for e in state["evaluations"]] == [1, 2]
@@ -175,7 +175,9 @@ def test_a_prompt_and_a_seed_draw_the_same_text_after_any_history():
 
     first, other = load_hotpotqa(limit=2)
     prompts = [
-        cot_messages(State(task=q.question, context=q.gold_context), QAContext(), with_context=True)
+        cot_messages(
+            State(task=q.question, passages=q.gold_passages), QAContext(), with_passages=True
+        )
         for q in (first, other)
     ]
     model = embedded_model(

@@ -162,7 +162,7 @@ def test_a_client_streaming_custom_sees_the_progress_and_the_chosen_answer(clien
         "reflexion_qa",
         input={
             "task": "Which river flows through Prague?",
-            "context": "Prague lies on the Vltava river.",
+            "passages": "Prague lies on the Vltava river.",
             "reference": "Zzyzx Creek",  # never the answer: every trial fails
         },
         context={**MODELS, "max_trials": 2, "max_tokens": 96},
@@ -191,7 +191,7 @@ def test_a_run_streams_stops_before_the_reflector_and_a_second_run_resumes_it(cl
         thread_id="server-test-interrupt",
         input={
             "task": "Which river flows through Prague?",
-            "context": "Prague lies on the Vltava river.",
+            "passages": "Prague lies on the Vltava river.",
             "reference": "Zzyzx Creek",  # never the answer: trial 1 fails
         },
         label="",

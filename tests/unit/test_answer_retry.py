@@ -19,7 +19,7 @@ from tests.conftest import answer
 
 TASK = {
     "task": "Which river flows through Prague?",
-    "context": "Prague lies on the Vltava.",
+    "passages": "Prague lies on the Vltava.",
     "reference": "Vltava",
     "task_id": "q-prague",
 }

@@ -232,11 +232,11 @@ def test_exhausted_retries_become_an_error_line_and_the_run_goes_on(server, save
     transport = Transport(
         base_url=server.base_url, max_retries=2, request_timeout=0.5, retry_backoff=0.01
     )
-    graph = qa_builder(with_context=False).compile(checkpointer=saver)
+    graph = qa_builder(with_passages=False).compile(checkpointer=saver)
     tasks = [
         BenchTask(
             thread_id=f"t-{i}",
-            input={"task": q, "context": "", "reference": a},
+            input={"task": q, "passages": "", "reference": a},
             label=i,
             meta={"task_id": i},
         )

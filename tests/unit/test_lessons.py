@@ -40,7 +40,7 @@ from tests.unit.test_alfworld import games as games  # a fixture
 from tests.unit.test_faults import server as server  # a fixture
 from tests.unit.test_react import corpus as corpus  # a fixture
 
-PRAGUE = {"task": "Which river flows through Prague?", "context": "", "reference": "Vltava"}
+PRAGUE = {"task": "Which river flows through Prague?", "passages": "", "reference": "Vltava"}
 HEADER = "Lessons from earlier, similar tasks"
 ALL: dict[str, Any] = {"enabled": True, "filter": "all"}
 """Recall every lesson: for tests about something else than validation."""
@@ -52,7 +52,7 @@ def config(thread: str) -> dict[str, Any]:
 
 def qa_graph(actor: list[str], reflector: list[str], store: BaseStore | None) -> Any:
     return qa_builder(
-        with_context=False,
+        with_passages=False,
         actor_model=ScriptedChatModel(replies=actor),
         reflector_model=ScriptedChatModel(replies=reflector),
     ).compile(checkpointer=InMemorySaver(), store=store)
@@ -152,7 +152,7 @@ def test_recall_picks_the_most_relevant_lessons_of_other_threads_never_its_own()
     )
     actor = ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")])
     graph = qa_builder(
-        with_context=False,
+        with_passages=False,
         actor_model=actor,
         reflector_model=ScriptedChatModel(replies=["Reflection: wrong river."]),
     ).compile(checkpointer=InMemorySaver(), store=store)
@@ -234,7 +234,7 @@ def test_recall_runs_once_so_the_prompt_prefix_stays_the_same_across_trials():
 
     actor = Writer(replies=[answer("Elbe")])
     graph = qa_builder(
-        with_context=False,
+        with_passages=False,
         actor_model=actor,
         reflector_model=ScriptedChatModel(replies=["Reflection: wrong."]),
     ).compile(checkpointer=InMemorySaver(), store=store)

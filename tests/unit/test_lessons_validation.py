@@ -24,8 +24,8 @@ from tests.conftest import answer
 from tests.unit.test_lessons import PRAGUE, config, qa_graph, right_on_trial_3
 
 NS = ("reflexion", "lessons", "qa")
-BUDAPEST = {"task": "Which river flows through Budapest?", "context": "", "reference": "Danube"}
-VIENNA = {"task": "Which river flows through Vienna?", "context": "", "reference": "Danube"}
+BUDAPEST = {"task": "Which river flows through Budapest?", "passages": "", "reference": "Danube"}
+VIENNA = {"task": "Which river flows through Vienna?", "passages": "", "reference": "Danube"}
 HELPED = "Name the river that crosses the city itself."
 MISLED = "The river of Budapest is the Tisza."
 

@@ -53,7 +53,7 @@ class Actor:
 def graph_with(saver: Any, actor: Actor) -> Any:
     reflector = RuleChatModel(rule=lambda _m: "Reflection: lesson learned.")
     return qa_builder(
-        with_context=False, actor_model=RuleChatModel(rule=actor), reflector_model=reflector
+        with_passages=False, actor_model=RuleChatModel(rule=actor), reflector_model=reflector
     ).compile(checkpointer=saver)
 
 
@@ -61,7 +61,7 @@ def run(graph: Any, strategy: str, out: Path, ids: list[str]) -> list[dict[str, 
     tasks = [
         BenchTask(
             thread_id=f"{strategy}-{i}",
-            input={"task": QUESTIONS[i][0], "context": "", "reference": QUESTIONS[i][1]},
+            input={"task": QUESTIONS[i][0], "passages": "", "reference": QUESTIONS[i][1]},
             label=i,
             meta={"task_id": i},
             fork_from=f"first-{i}",
@@ -140,7 +140,7 @@ def test_a_fork_interrupted_after_its_shared_trial_counts_it_once_on_resume(save
 def first_trial_on(graph: Any, config: dict[str, Any]) -> None:
     """Question q0's first trial on the thread of ``config``, stopped before the reflector."""
     graph.invoke(
-        {"task": QUESTIONS["q0"][0], "context": "", "reference": QUESTIONS["q0"][1]},
+        {"task": QUESTIONS["q0"][0], "passages": "", "reference": QUESTIONS["q0"][1]},
         config,
         context=QAContext(max_trials=3, answer_retry="memory"),
         interrupt_before=["reflector"],

@@ -33,7 +33,7 @@ from tests.unit.test_persistence import cli as run_cli
 
 TASK = {
     "task": "Which river flows through Prague?",
-    "context": "Prague lies on the Vltava.",
+    "passages": "Prague lies on the Vltava.",
     "reference": "Vltava",
     "task_id": "q-prague",
 }

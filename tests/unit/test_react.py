@@ -326,7 +326,7 @@ def test_react_topology_matches_snapshot():
 def test_react_graph_public_schemas_match_the_qa_graphs():
     assert set(react_graph.get_input_jsonschema()["properties"]) == {
         "task",
-        "context",
+        "passages",
         "reference",
         "task_id",
     }

@@ -98,7 +98,7 @@ def test_best_answer_also_applies_to_question_answering():
     actor = ScriptedChatModel(replies=["Thought: x\nAction: Finish[Paris]", "Finish[Rome]"])
     reflector = ScriptedChatModel(replies=["Reflection: check the country."])
     graph = qa_builder(actor_model=actor, reflector_model=reflector).compile()
-    start = {"task": "Capital of Germany?", "context": "Berlin is.", "reference": "Berlin"}
+    start = {"task": "Capital of Germany?", "passages": "Berlin is.", "reference": "Berlin"}
     out = graph.invoke(start, context=Context(max_trials=2, strategy="reflexion"))
     assert [e["answer"] for e in out["evaluations"]] == ["Paris", "Rome"]
     assert out["answer"] == "Paris"

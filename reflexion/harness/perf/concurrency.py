@@ -211,7 +211,7 @@ def concurrency_figures(
                     thread_id=f"perf-{label}-{i}",
                     input={
                         "task": q.question,
-                        "context": q.gold_context,
+                        "passages": q.gold_passages,
                         "reference": q.answer,
                         "task_id": q.id,
                     },
@@ -224,7 +224,7 @@ def concurrency_figures(
                 sqlite_saver(work / "threads.sqlite") as saver,
                 (work / "results.jsonl").open("a", encoding="utf-8") as handle,
             ):
-                graph = qa_builder(with_context=True).compile(checkpointer=saver)
+                graph = qa_builder(with_passages=True).compile(checkpointer=saver)
                 before = server.requests
                 started = time.perf_counter()
                 finals, errors = run_benchmark(

@@ -162,12 +162,12 @@ def _prefix_cache(chat: EmbeddedChatModel, reps: int) -> dict[str, Any]:
 
     question = load_hotpotqa(limit=1)[0]
     ctx = QAContext(strategy="reflexion", memory_size=3)
-    first = State(task=question.question, context=question.gold_context)
+    first = State(task=question.question, passages=question.gold_passages)
     second = State(
-        task=question.question, context=question.gold_context, reflections=[TRIAL2_REFLECTION]
+        task=question.question, passages=question.gold_passages, reflections=[TRIAL2_REFLECTION]
     )
-    trial1 = cot_messages(first, ctx, with_context=True)
-    trial2 = cot_messages(second, ctx, with_context=True)
+    trial1 = cot_messages(first, ctx, with_passages=True)
+    trial2 = cot_messages(second, ctx, with_passages=True)
     probe = chat.model_copy(update={"max_tokens": 1, "slot": "perf-prefix"})
     llm, _ = _load_llama(probe.model_path, probe.n_ctx, probe.slot)
 

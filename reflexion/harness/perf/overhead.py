@@ -36,7 +36,7 @@ REFLECTION = (
 )
 LOOP_TASK = {
     "task": "Which river flows through Prague?",
-    "context": "Prague lies on the Vltava, the longest river in the Czech Republic.",
+    "passages": "Prague lies on the Vltava, the longest river in the Czech Republic.",
     "reference": "Vltava",
 }
 
