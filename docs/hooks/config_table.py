@@ -29,11 +29,11 @@ from reflexion.core.schema import Bound, field_bound
 SOURCES: list[str] = [
     "reflexion.core.context.Context",
     "reflexion.core.context.Lessons",
-    "reflexion.hotpotqa.context.AnswerMemory",
-    "reflexion.hotpotqa.context.QAContext",
-    "reflexion.hotpotqa.context.ReActContext",
+    "reflexion.qa.context.AnswerMemory",
+    "reflexion.qa.context.QAContext",
+    "reflexion.qa.context.ReActContext",
     "reflexion.programming.context.CodeContext",
-    "reflexion.alfworld.context.HouseholdContext",
+    "reflexion.alfworld.context.AlfworldContext",
 ]
 """The context classes (dotted path), base first. ``Lessons`` is the nested ``lessons``
 field: its rows read ``lessons.<name>``."""

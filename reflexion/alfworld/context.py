@@ -22,13 +22,13 @@ from reflexion.core.errors import ContextError
 from reflexion.core.presets import Preset, Presets
 from reflexion.core.schema import settings_class
 
-HouseholdMemory = Literal["reflection", "facts", "leads", "sightings"]
+AlfworldMemory = Literal["reflection", "facts", "leads", "sightings"]
 MemoryPlace = Literal["task", "system", "think"]
 TurnSeeds = Literal["turn", "process"]
 
 
 @settings_class
-class HouseholdContext(Context):
+class AlfworldContext(Context):
     """Settings of an ALFWorld run."""
 
     PRESETS: ClassVar[Presets] = {
@@ -94,7 +94,7 @@ class HouseholdContext(Context):
             "only (the paper).",
         },
     )
-    alfworld_memory: HouseholdMemory = field(
+    alfworld_memory: AlfworldMemory = field(
         default="sightings",
         metadata={
             "description": "ALFWorld: what a failed trial adds to the Ω window: sightings (where "

@@ -3,7 +3,7 @@
 :class:`Context` holds the settings of the loop itself: the three models, the trials and the Ω
 window, the strategy, the evaluator and its judge, sampling, answer selection, review and the
 long-term lessons. It is the generic graph's schema and the base of each task family's own
-(``QAContext``, ``ReActContext``, ``CodeContext``, ``HouseholdContext``), which add only the
+(``QAContext``, ``ReActContext``, ``CodeContext``, ``AlfworldContext``), which add only the
 fields their nodes read, so each graph's form in Studio lists what acts in it.
 
 Every field has a default, so a graph runs when a caller passes no context; nodes read it with

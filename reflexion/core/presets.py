@@ -11,8 +11,8 @@ Each context class declares what a preset sets among its own fields (its ``PRESE
 attribute); a preset of a family's context is the union along its bases, so the core names no
 family's field. The ``paper`` values, with what each addition changes, are listed beside the
 fields: :class:`~reflexion.core.context.Context` (``select_answer``), the QA contexts
-(:mod:`reflexion.hotpotqa.context`), :class:`~reflexion.programming.context.CodeContext` and
-:class:`~reflexion.alfworld.context.HouseholdContext`.
+(:mod:`reflexion.qa.context`), :class:`~reflexion.programming.context.CodeContext` and
+:class:`~reflexion.alfworld.context.AlfworldContext`.
 
 The seed options (``qa_seeds``, ``code_seeds``, ``alfworld_seeds``) are not in the preset: they
 choose which random numbers a draw uses (keyed by the task, trial and draw, or one counter per

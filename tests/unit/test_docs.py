@@ -18,11 +18,11 @@ from typing import Any, Literal
 import pytest
 from langchain_core.messages import BaseMessage
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import preset_values
-from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
+from reflexion.qa.context import QAContext, ReActContext
 from reflexion.testing import RuleChatModel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -296,7 +296,7 @@ def test_dotted_names_and_repository_paths_in_the_pages_exist():
 def test_every_paper_setting_is_in_the_concepts_table_of_additions():
     section = (DOCS / "concepts.md").read_text().split("## What the defaults add", 1)[1]
     table = section.split("\n## ", 1)[0]
-    contexts = (QAContext, ReActContext, CodeContext, HouseholdContext)
+    contexts = (QAContext, ReActContext, CodeContext, AlfworldContext)
     paper = {k: v for cls in contexts for k, v in preset_values("paper", cls).items()}
     for name, value in paper.items():
         assert f"| `{name}` |" in table, name

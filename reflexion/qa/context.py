@@ -64,7 +64,7 @@ class AnswerMemory(Context, abstract=True):
     memory_first: bool = field(
         default=True,
         metadata={
-            "description": "Question answering: the memory goes before the context and the "
+            "description": "Question answering: the memory goes before the passages and the "
             "question, as in the paper's prompts, so the question is read last. Off: after the "
             "question, so the prompt up to the question stays the same across trials.",
             "role": AFTER_FIRST_TRIAL,
