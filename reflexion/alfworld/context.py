@@ -138,6 +138,7 @@ class HouseholdContext(Context):
     )
 
     def __post_init__(self, preset: Preset | None) -> None:
+        super().__post_init__(preset)
         if self.evaluator == "agreement":
             raise ContextError(
                 "evaluator is 'agreement', which compares short answers: "
