@@ -1,13 +1,16 @@
 """The generic Reflexion loop as a LangGraph ``StateGraph``.
 
-    START -> actor -> evaluator --(success or trial limit)--> select_answer -> END
+    START -> actor -> evaluator --(success, trial limit, budget)--> select_answer -> END
                         |
                         +--(failure)--> reflector --------------------> actor (next trial)
                                             |                             ^
                                             +--(review on)--> review -----+
 
 ``select_answer`` is the answer policy (``Context.select_answer``): the last trial's answer
-(the paper) or the best one by the evaluator's evidence; a node, so the drawing shows it.
+(the paper) or the best one by the evaluator's evidence; a node, so the drawing shows it. It
+also writes why the thread ended (``stopped``: :func:`~reflexion.core.budget.stop_reason`,
+the one rule every router asks). Every node but ``retry`` and ``select_answer`` is
+:func:`~reflexion.core.budget.metered`: its update adds what it spent to ``spent``.
 
 A family whose retries are not always "reflect, then act" says how with a :class:`Retry`: a
 failed trial then goes to the ``retry`` step, whose edges go to the reflector, or straight to
