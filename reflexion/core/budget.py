@@ -109,6 +109,9 @@ class _Meter(BaseCallbackHandler):
     """Counts the model calls made while one node runs (thread-safe: a node may make calls
     from several threads)."""
 
+    # only the model calls' ends are read: the other events are not sent to it
+    ignore_chain = ignore_agent = ignore_retriever = ignore_retry = ignore_custom_event = True
+
     def __init__(self, prices: tuple[float, float]) -> None:
         self._lock = threading.Lock()
         self._prices = prices
