@@ -1,13 +1,16 @@
 """The generic Reflexion loop as a LangGraph ``StateGraph``.
 
-    START -> actor -> evaluator --(success or trial limit)--> select_answer -> END
+    START -> actor -> evaluator --(success, trial limit, budget)--> select_answer -> END
                         |
                         +--(failure)--> reflector --------------------> actor (next trial)
                                             |                             ^
                                             +--(review on)--> review -----+
 
 ``select_answer`` is the answer policy (``Context.select_answer``): the last trial's answer
-(the paper) or the best one by the evaluator's evidence; a node, so the drawing shows it.
+(the paper) or the best one by the evaluator's evidence; a node, so the drawing shows it. It
+also writes why the thread ended (``stopped``: :func:`~reflexion.core.budget.stop_reason`,
+the one rule every router asks). Every node but ``retry`` and ``select_answer`` is
+:func:`~reflexion.core.budget.metered`: its update adds what it spent to ``spent``.
 
 A family whose retries are not always "reflect, then act" says how with a :class:`Retry`: a
 failed trial then goes to the ``retry`` step, whose edges go to the reflector, or straight to
@@ -44,6 +47,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
+from reflexion.core.budget import BUDGET_STOPS, StopReason, metered, stop_reason
 from reflexion.core.context import Context, get_context
 from reflexion.core.lessons import (
     Family,
@@ -63,17 +67,19 @@ def route_after_evaluation(
 ) -> Literal["reflector", "select_answer"]:
     """Stop on success or when the trial limit is reached (the answer is then chosen);
     otherwise reflect and retry."""
-    last = state.evaluations[-1] if state.evaluations else None
-    ends = _ends_thread(last, state.trial, get_context(runtime))
-    return "select_answer" if ends else "reflector"
+    return "select_answer" if _ends_thread(state, get_context(runtime)) else "reflector"
 
 
-def _ends_thread(record: Any, trial: int, ctx: Context) -> bool:
-    """Whether a thread stops after the evaluation ``record`` of trial ``trial``: on success,
-    when the evaluator says another trial could learn nothing, or at the trial limit."""
-    if record and (record.get("success") or record.get("last")):
-        return True
-    return trial >= ctx.max_trials
+def _ends_thread(state: Any, ctx: Context) -> bool:
+    """Whether a thread stops after its latest evaluated trial: on success, when the
+    evaluator says another trial could learn nothing, at the trial limit, or on a budget or
+    a plateau of the context (:func:`~reflexion.core.budget.stop_reason`)."""
+    return _stop_reason(state, ctx) is not None
+
+
+def _stop_reason(state: Any, ctx: Context) -> StopReason | None:
+    records = list(getattr(state, "evaluations", None) or [])
+    return stop_reason(records, getattr(state, "trial", 0), getattr(state, "spent", None), ctx)
 
 
 @dataclass(frozen=True)
@@ -105,12 +111,7 @@ def _retry_routes(
         return repair if repair and retry.repairs(state, ctx) else "actor"
 
     def after_evaluation(state: Any, runtime: Runtime[Any]) -> str:
-        last = state.evaluations[-1] if state.evaluations else None
-        return (
-            "select_answer"
-            if _ends_thread(last, state.trial, get_context(runtime, schema))
-            else "retry"
-        )
+        return "select_answer" if _ends_thread(state, get_context(runtime, schema)) else "retry"
 
     def after_retry(state: Any, runtime: Runtime[Any]) -> str:
         ctx = get_context(runtime, schema)
@@ -205,20 +206,23 @@ def _validate_after(update: Any, state: Any, runtime: Runtime[Any], family: Fami
 def select_answer(state: Any, runtime: Runtime[Any]) -> dict[str, Any]:
     """The answer the thread returns, once it ends (``Context.select_answer``): ``last``, the
     last trial's, as the evaluator left it (the paper); ``best``, the best trial's by the
-    evaluator's evidence (:mod:`reflexion.core.selection`). A node of its own so that the
-    graph's drawing shows the policy."""
+    evaluator's evidence (:mod:`reflexion.core.selection`), also whenever a budget or a
+    plateau cut the thread short (the best attempt so far). Writes why the thread ended
+    (``stopped``). A node of its own so that the graph's drawing shows the policy."""
     records = list(getattr(state, "evaluations", None) or [])
+    ctx = get_context(runtime)
+    stopped = _stop_reason(state, ctx)
     last = {"answer": getattr(state, "answer", None), "solved": getattr(state, "solved", False)}
-    if get_context(runtime).select_answer != "best":
-        emit("answer_chosen", trial=len(records) or None, why="last", **last)
-        return {}
+    if ctx.select_answer != "best" and stopped not in BUDGET_STOPS:
+        emit("answer_chosen", trial=len(records) or None, why="last", stopped=stopped, **last)
+        return {"stopped": stopped}
     index = chosen_index(records, "best")
     if index is None or index == len(records) - 1:
-        emit("answer_chosen", trial=len(records) or None, why="best", **last)
-        return {}
+        emit("answer_chosen", trial=len(records) or None, why="best", stopped=stopped, **last)
+        return {"stopped": stopped}
     chosen = {"answer": records[index]["answer"], "solved": succeeded(records, index)}
-    emit("answer_chosen", trial=index + 1, why="best", **chosen)
-    return chosen
+    emit("answer_chosen", trial=index + 1, why="best", stopped=stopped, **chosen)
+    return {**chosen, "stopped": stopped}
 
 
 def _input_schema(node: Any) -> type[Any] | None:
@@ -295,20 +299,20 @@ def build_reflexion_graph(
         input_schema=input_schema,
         output_schema=output_schema,
     )
-    builder.add_node("actor", actor)
+    builder.add_node("actor", metered(actor))
     builder.add_node(
         "evaluator",
-        validating_evaluator(evaluator, family),
+        metered(validating_evaluator(evaluator, family)),
         input_schema=_input_schema(evaluator),
     )
-    builder.add_node("reflector", reflector)
+    builder.add_node("reflector", metered(reflector))
     review: Any = make_review(family)  # serves every graph's state class, like the reflector
-    builder.add_node("review", review)
+    builder.add_node("review", metered(review))
     chooser: Any = select_answer  # reads the evaluations every graph's state class has
     builder.add_node("select_answer", chooser, input_schema=state_schema)
     if setup is not None:
         name, node = setup
-        builder.add_node(name, node)
+        builder.add_node(name, metered(node))
         builder.add_edge(START, name)
         builder.add_edge(name, "actor")
     else:
@@ -316,7 +320,7 @@ def build_reflexion_graph(
     builder.add_edge("actor", "evaluator")
     builder.add_edge("select_answer", END)
     if verifier is not None:
-        builder.add_node(verifier.name, validating_evaluator(verifier.node, family))
+        builder.add_node(verifier.name, metered(validating_evaluator(verifier.node, family)))
     if retry is None:
         ends, targets = _verified(route_after_evaluation, ["reflector", "select_answer"], verifier)
         builder.add_conditional_edges("evaluator", ends, targets)
@@ -327,7 +331,7 @@ def build_reflexion_graph(
         return builder
     builder.add_node("retry", _skip)
     if retry.repair is not None:
-        builder.add_node(*retry.repair)
+        builder.add_node(retry.repair[0], metered(retry.repair[1]))
     for source, (router, targets) in _retry_routes(retry, context_schema).items():
         if source == "evaluator":
             if verifier is not None:

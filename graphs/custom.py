@@ -426,8 +426,9 @@ def create_reflexion_graph(
     graph and is the task family of its lessons (``Context.lessons``; ``Context.lessons.family``
     overrides it). The graph's input is ``task``,
     ``passages``, ``reference`` (seen only by evaluators), ``task_id``; its output ``answer``,
-    ``solved``, ``trial``, ``evaluations``, ``reflections``. Loop settings come from the run's
-    context: ``graph.invoke(input, config, context=Context(max_trials=5, memory_size=1))``.
+    ``solved``, ``trial``, ``evaluations``, ``reflections``, ``stopped`` and ``spent``. Loop
+    settings come from the run's context:
+    ``graph.invoke(input, config, context=Context(max_trials=5, memory_size=1))``.
     ``checkpointer`` and ``store`` go to ``compile``; leave ``checkpointer`` out for
     a subgraph (it uses its parent's) and for a LangGraph server.
     """

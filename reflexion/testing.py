@@ -17,9 +17,12 @@ from reflexion.core.chat import OneReplyChatModel
 
 class FakeChatModel(OneReplyChatModel):
     """What the fakes share: a reply computed by :meth:`reply`, and the token counts it reports
-    (``usage``: prompt and completion tokens per call; ``None`` reports none)."""
+    (``usage``: prompt and completion tokens per call; ``None`` reports none), and the cost in
+    US dollars it reports per call as a provider may (``cost``, in ``response_metadata``;
+    ``None`` reports none)."""
 
     usage: tuple[int, int] | None = None
+    cost: float | None = None
 
     @property
     def _llm_type(self) -> str:
@@ -35,7 +38,12 @@ class FakeChatModel(OneReplyChatModel):
             counts = UsageMetadata(
                 input_tokens=prompt, output_tokens=completion, total_tokens=prompt + completion
             )
-        return AIMessage(content=self.reply(messages, stop, **kw), usage_metadata=counts)
+        reported = {} if self.cost is None else {"cost": self.cost}
+        return AIMessage(
+            content=self.reply(messages, stop, **kw),
+            usage_metadata=counts,
+            response_metadata=reported,
+        )
 
 
 class ScriptedChatModel(FakeChatModel):

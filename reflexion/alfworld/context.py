@@ -124,6 +124,7 @@ class AlfworldContext(Context):
     )
 
     def __post_init__(self, preset: Preset | None) -> None:
+        super().__post_init__(preset)
         if self.evaluator == "agreement":
             raise ContextError(
                 "evaluator is 'agreement', which compares short answers: "

@@ -253,6 +253,59 @@ class Context:
         },
     )
 
+    token_budget: Annotated[int, Field(ge=1)] | None = field(
+        default=None,
+        metadata={
+            "description": "Stop the thread once its model calls have spent this many tokens "
+            "(prompt and completion, as the models report them), checked after each evaluated "
+            "trial; the thread then returns its best attempt so far. Empty: no limit.",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    cost_budget: Annotated[float, Field(gt=0.0)] | None = field(
+        default=None,
+        metadata={
+            "description": "Stop the thread once its model calls have cost this many US "
+            "dollars (what a provider reports with a reply, else the tokens at prompt_price "
+            "and completion_price, which it needs), like token_budget. Empty: no limit.",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    prompt_price: Annotated[float, Field(ge=0.0)] | None = field(
+        default=None,
+        metadata={
+            "description": "US dollars per million prompt tokens, for cost_budget and the "
+            "thread's spent cost where a provider reports none.",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    completion_price: Annotated[float, Field(ge=0.0)] | None = field(
+        default=None,
+        metadata={
+            "description": "US dollars per million completion tokens, for cost_budget and the "
+            "thread's spent cost where a provider reports none.",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    time_budget: Annotated[float, Field(gt=0.0)] | None = field(
+        default=None,
+        metadata={
+            "description": "Stop the thread once its nodes have run this many seconds since "
+            "its first trial began (time paused for a review or between a kill and the resume "
+            "does not count), like token_budget. Empty: no limit.",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    plateau_trials: Annotated[int, Field(ge=1, le=100)] | None = field(
+        default=None,
+        metadata={
+            "description": "Stop the thread after this many trials in a row that scored no "
+            "better (success, then score) than the best trial before them; it returns its "
+            "best attempt. Empty: only success and max_trials stop it.",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+
     preset: InitVar[Preset | None] = field(default=None, metadata={"description": PRESET_HELP})
 
     def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
@@ -261,7 +314,15 @@ class Context:
         super().__init_subclass__(**kwargs)
 
     def __post_init__(self, preset: Preset | None) -> None:
-        """Nothing to check beyond the fields' own constraints (pydantic's)."""
+        """A cost budget needs the token prices (a provider's reported cost is used where a
+        reply carries one, the prices elsewhere)."""
+        if self.cost_budget is not None and (
+            self.prompt_price is None or self.completion_price is None
+        ):
+            raise ContextError(
+                "cost_budget is set but prompt_price or completion_price is not: give both "
+                "(US dollars per million tokens), or leave cost_budget unset"
+            )
 
     @classmethod
     def paper(cls: type[C], **overrides: Any) -> C:

@@ -9,9 +9,11 @@ Stream a run with ``stream_mode=["updates", "custom"]`` (or ``"custom"`` alone) 
   trial record: answer, score, success, feedback, and a family's own keys such as each test's
   outcome). ``record["success"]`` is False for an attempt the loop will not return as such;
 - ``reflection_written``: ``trial`` and ``text``, the lesson the next trial reads;
-- ``answer_chosen``: ``answer``, ``trial`` (the attempt it came from), ``solved`` and
+- ``answer_chosen``: ``answer``, ``trial`` (the attempt it came from), ``solved``,
   ``why`` (``"last"``: the last attempt, the paper's policy; ``"best"``: the best by the
-  evidence, an earlier one when it was better), once the thread ends.
+  evidence, an earlier one when it was better) and ``stopped`` (why the thread ended: a
+  :data:`~reflexion.core.budget.StopReason` such as ``"solved"``, ``"max_trials"`` or
+  ``"token_budget"``), once the thread ends.
 
 So a client can show a progress view, and tell an answer that was rejected from the one the
 thread returns. (The command line's results files keep being written from the nodes' updates:

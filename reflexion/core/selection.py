@@ -17,7 +17,8 @@ from typing import Any, Literal
 AnswerChoice = Literal["last", "best"]
 
 
-def _rank(record: Mapping[str, Any]) -> tuple[bool, float]:
+def rank(record: Mapping[str, Any]) -> tuple[bool, float]:
+    """A record's standing: a success above a failure, then the higher score."""
     return bool(record.get("success")), float(record.get("score") or 0.0)
 
 
@@ -33,7 +34,7 @@ def chosen_index(records: Sequence[Mapping[str, Any]], choice: AnswerChoice) -> 
         return None
     best = with_answer[0]
     for i in with_answer[1:]:
-        if _rank(records[i]) > _rank(records[best]):
+        if rank(records[i]) > rank(records[best]):
             best = i
     tie = records[best].get("ties")  # the evidence cannot tell it from an earlier attempt
     earlier = [i for i in with_answer if records[i].get("trial") == tie]
@@ -61,4 +62,4 @@ def answers_in_force(
     return out
 
 
-__all__ = ["AnswerChoice", "answers_in_force", "chosen_index", "succeeded"]
+__all__ = ["AnswerChoice", "answers_in_force", "chosen_index", "rank", "succeeded"]

@@ -14,6 +14,8 @@ from typing import Annotated, NotRequired
 
 from typing_extensions import TypedDict
 
+from reflexion.core.budget import Spent, StopReason, add_spent
+
 
 class TrialRecord(TypedDict):
     """The evaluator's verdict on one trial. A family's evaluator may add keys of its own
@@ -94,6 +96,12 @@ class State(InputState):
     budget); ``None`` when it gave one."""
     solved: bool = False
     """Whether the latest trial succeeded."""
+    spent: Annotated[Spent, add_spent] = field(default_factory=lambda: Spent())
+    """What the thread's nodes have spent so far: tokens, model calls, cost, running time
+    (:mod:`reflexion.core.budget`); each node adds its own."""
+    stopped: StopReason | None = None
+    """Why the thread ended (:data:`~reflexion.core.budget.StopReason`); ``None`` until it
+    has."""
 
 
 @dataclass(kw_only=True)
@@ -110,3 +118,10 @@ class OutputState:
     """The per-trial evaluation history (the learning curve)."""
     reflections: list[str] = field(default_factory=list)
     """The reflections window at the end."""
+    stopped: StopReason | None = None
+    """Why the thread ended: ``solved``, ``nothing_to_learn``, ``max_trials``,
+    ``token_budget``, ``cost_budget``, ``time_budget`` or ``plateau``
+    (:data:`~reflexion.core.budget.StopReason`)."""
+    spent: Spent = field(default_factory=lambda: Spent())
+    """What the thread spent: ``prompt_tokens``, ``completion_tokens``, ``calls``, ``cost``
+    (US dollars) and ``seconds`` (its nodes' running time)."""

@@ -100,7 +100,9 @@ def node_of(metadata: Mapping[str, Any] | None) -> str:
     return str(node) if node else OTHER
 
 
-def _tokens(response: LLMResult) -> tuple[int, int]:
+def reported_tokens(response: LLMResult) -> tuple[int, int]:
+    """The prompt and completion tokens a reply reports (``usage_metadata``, else the
+    provider's ``token_usage``)."""
     prompt = completion = 0
     reported = False
     for generations in response.generations:
@@ -215,7 +217,7 @@ class UsageRecorder(BaseCallbackHandler):
         self._call(run_id, metadata)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
-        prompt, completion = _tokens(response)
+        prompt, completion = reported_tokens(response)
         with self._lock:
             counters = self._end_call(run_id)
             counters["prompt_tokens"] += prompt

@@ -87,6 +87,18 @@ def test_read_by_names_the_graphs_whose_schema_has_the_field():
     assert rows["context_budget"] == "`reflexion_react`, `reflexion_alfworld`"
 
 
+NEEDS: dict[str, dict[str, Any]] = {"cost_budget": {"prompt_price": 1.0, "completion_price": 2.0}}
+"""What a field needs set beside it to be accepted (a cost budget needs the token prices)."""
+
+
+def _number_type(hint: Any) -> type:
+    """``int`` or ``float``: the number type of a field that is empty by default."""
+    found = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+    while found and typing.get_origin(found[0]) is typing.Annotated:
+        found = [typing.get_args(found[0])[0]]
+    return int if found and found[0] is int else float
+
+
 def test_each_range_in_the_table_is_the_check_the_code_makes():
     """A stated range is accepted at its bounds and refused just past them, so the range
     read from the field's type is what constructing its context enforces."""
@@ -99,21 +111,29 @@ def test_each_range_in_the_table_is_the_check_the_code_makes():
         for f in dataclasses.fields(cls):
             bound = hook.field_bound(hints[f.name])
             default = getattr(cls(), f.name)
-            kind = float if isinstance(default, float) or default is None else type(default)
+            kind = type(default) if default is not None else _number_type(hints[f.name])
             step = 1 if kind is int else 0.5
+            needs = NEEDS.get(f.name, {})
             for side, sign in (("low", -1), ("high", 1)):
                 if side not in bound:
                     continue
                 checked.add(f.name)
                 limit, inclusive = bound[side]
                 edge = kind(limit) if inclusive else kind(limit - sign * step)
-                cls(**{f.name: edge})  # accepted
+                cls(**needs, **{f.name: edge})  # accepted
                 beyond = kind(limit + sign * step) if inclusive else kind(limit)
                 with pytest.raises(ReflexionError, match=f"^{f.name} is "):
-                    cls(**{f.name: beyond})
-    assert {"max_trials", "temperature", "judge_threshold", "redraw_rejected", "cross_check"} <= (
-        checked
-    )
+                    cls(**needs, **{f.name: beyond})
+    assert {
+        "max_trials",
+        "temperature",
+        "judge_threshold",
+        "redraw_rejected",
+        "cross_check",
+        "token_budget",
+        "cost_budget",
+        "plateau_trials",
+    } <= checked
 
 
 def test_the_configuration_page_is_generated_not_written():
@@ -265,6 +285,8 @@ def test_the_embedding_examples_run_as_written(doc, a, b, capsys):
     assert f"trial 2: '{a * b}' success=True" in out
     assert f"{a * b} True 2" in out
     assert "('solve:" in out and "['evaluator']" in out and "['reflector']" in out
+    if doc.endswith("embedding.md"):  # the budgets' example: two attempts and a reflection
+        assert "stopped: solved 3 calls" in out
 
 
 # ---- names, paths and commands in the pages -------------------------------------------------------

@@ -55,7 +55,13 @@ def test_a_rejected_answer_and_the_returned_one_are_told_apart():
     assert "INCORRECT" in first["record"]["feedback"]
     assert (second["record"]["answer"], second["record"]["success"]) == ("Vltava", True)
     assert found[2][1] == {"trial": 1, "text": "The context names the river."}
-    assert found[5][1] == {"answer": "Vltava", "solved": True, "trial": 2, "why": "best"}
+    assert found[5][1] == {
+        "answer": "Vltava",
+        "solved": True,
+        "trial": 2,
+        "why": "best",
+        "stopped": "solved",
+    }
 
 
 def test_the_answer_chosen_says_which_attempt_and_why():
@@ -75,6 +81,7 @@ def test_the_answer_chosen_says_which_attempt_and_why():
         assert name == "answer_chosen"
         assert (chosen_event["answer"], chosen_event["trial"]) == chosen
         assert chosen_event["why"] == policy and chosen_event["solved"] is False
+        assert chosen_event["stopped"] == "max_trials"
         assert [p["record"]["success"] for n, p in found if n == "attempt_scored"] == [
             False,
             False,

@@ -29,7 +29,15 @@ def test_public_schemas_are_narrow():
     inputs = graph.get_input_jsonschema()["properties"]
     outputs = graph.get_output_jsonschema()["properties"]
     assert set(inputs) == {"task", "passages", "reference", "task_id"}
-    assert set(outputs) == {"answer", "solved", "trial", "evaluations", "reflections"}
+    assert set(outputs) == {
+        "answer",
+        "solved",
+        "trial",
+        "evaluations",
+        "reflections",
+        "stopped",
+        "spent",
+    }
     context = graph.get_context_jsonschema()["properties"]
     assert "description" in context["memory_size"]
 
@@ -110,5 +118,7 @@ def test_generic_topology_and_schemas():
         "trial",
         "evaluations",
         "reflections",
+        "stopped",
+        "spent",
     }
     assert "description" in generic.get_context_jsonschema()["properties"]["actor_model"]
