@@ -59,7 +59,7 @@ def labels(calls: list[dict[str, Any]], *, named: bool = True) -> set[tuple[Any,
     for call in calls:
         meta = call["metadata"]
         role = meta["reflexion_role"]
-        assert call["name"] == role or not named and role == "actor"
+        assert call["name"] == role or (not named and role == "actor")
         assert {"reflexion", f"role:{role}", f"trial:{meta['reflexion_trial']}"} <= set(
             call["tags"]
         )
