@@ -40,7 +40,7 @@ SOLVE_AT = 2
 """The fake model answers right at trial 2: 2 actor calls and 1 reflector call a run."""
 CALLS = 2 * SOLVE_AT - 1
 
-CONTEXT = {
+CONTEXT: dict[str, Any] = {
     "actor_model": "openai:fake",
     "evaluator_model": "openai:fake",
     "reflector_model": "openai:fake",
@@ -209,7 +209,7 @@ def served_perf(
     latency: Annotated[
         float,
         typer.Option("--latency", metavar="X", min=0.0, help="Seconds a model call takes."),
-    ] = 0.2,
+    ] = 2.0,
     server_python: Annotated[
         str | None,
         typer.Option(
