@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -208,7 +209,7 @@ def steps_of(node: Any) -> Callable[..., Steps[Any]]:
     (an async function awaited, a sync one run in a worker thread on the async path)."""
     if isinstance(node, Node):
         return node.core
-    if asyncio.iscoroutinefunction(node):
+    if inspect.iscoroutinefunction(node):
 
         def awaited(*args: Any, **kwargs: Any) -> Steps[Any]:
             return (yield Awaited(functools.partial(node, *args, **kwargs)))

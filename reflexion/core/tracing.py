@@ -2,16 +2,13 @@
 handler): its run name is the node's role, and its tags and metadata say which graph, role,
 trial, task and strategy it served.
 
-================  =========================================================================
-metadata key      value
-================  =========================================================================
-reflexion_graph   the graph's task family (``qa``, ``react``, ``programming-py``,
-                  ``alfworld-clean``, or the family your own graph was built with)
-reflexion_role    ``actor``, ``evaluator``, ``reflector``, ``test_writer``, ``verifier``
-reflexion_trial   the trial the call belongs to (1 for the first attempt; 0 before it)
-reflexion_task_id the task's id (``state.task_id``), or None
-reflexion_strategy ``Context.strategy``
-================  =========================================================================
+- ``reflexion_graph``: the graph's task family (``qa``, ``react``, ``programming-py``,
+  ``alfworld-clean``, or the family your own graph was built with);
+- ``reflexion_role``: ``actor``, ``evaluator``, ``reflector``, ``test_writer``,
+  ``verifier`` (also the run's name);
+- ``reflexion_trial``: the trial the call belongs to (1 for the first attempt; 0 before it);
+- ``reflexion_task_id``: the task's id (``state.task_id``), or None;
+- ``reflexion_strategy``: ``Context.strategy``.
 
 The tags are ``reflexion``, ``role:<role>``, ``graph:<family>``, ``trial:<n>`` and
 ``strategy:<strategy>``. LangGraph's own metadata (``langgraph_node``, ``thread_id``…) is
