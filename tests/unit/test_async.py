@@ -19,15 +19,15 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import Field
 
 from reflexion import Context, create_reflexion_graph
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.sessions import EnvSessions
 from reflexion.graphs.alfworld import alfworld_builder
 from reflexion.graphs.programming import programming_builder, tree_search_builder
 from reflexion.graphs.qa import qa_builder, react_builder
-from reflexion.hotpotqa.context import QAContext, ReActContext
-from reflexion.hotpotqa.wiki import OfflineCorpus
 from reflexion.programming.context import CodeContext, TreeContext
-from reflexion.testing import ScriptedChatModel, ScriptedHousehold
+from reflexion.qa.context import QAContext, ReActContext
+from reflexion.qa.wiki import OfflineCorpus
+from reflexion.testing import ScriptedChatModel, ScriptedGame
 from tests.unit.test_wiki import PAGES, write_hotpotqa
 
 
@@ -163,13 +163,11 @@ def test_alfworld(tmp_path: Path):
             actor_model=models["actor"],
             evaluator_model=models["judge"],
             reflector_model=models["reflector"],
-            sessions=EnvSessions(ScriptedHousehold),
+            sessions=EnvSessions(ScriptedGame),
         ).compile(checkpointer=InMemorySaver())
         return graph, models
 
-    ctx = HouseholdContext(
-        games=str(tmp_path / "games"), max_trials=2, alfworld_memory="reflection"
-    )
+    ctx = AlfworldContext(games=str(tmp_path / "games"), max_trials=2, alfworld_memory="reflection")
     out = both(build, {"game": game}, ctx)
     assert [e["won"] for e in out["episodes"]] == [False, True]
 

@@ -18,15 +18,15 @@ from langchain_core.prompts import ChatPromptTemplate
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion import Context, create_reflexion_graph
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.sessions import EnvSessions
 from reflexion.graphs.alfworld import alfworld_builder
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder, react_builder
-from reflexion.hotpotqa.context import QAContext, ReActContext
-from reflexion.hotpotqa.wiki import OfflineCorpus
 from reflexion.programming.context import CodeContext
-from reflexion.testing import ScriptedChatModel, ScriptedHousehold
+from reflexion.qa.context import QAContext, ReActContext
+from reflexion.qa.wiki import OfflineCorpus
+from reflexion.testing import ScriptedChatModel, ScriptedGame
 from tests.unit.test_async import RIGHT, START, WRONG
 from tests.unit.test_wiki import PAGES, write_hotpotqa
 
@@ -156,9 +156,9 @@ def test_alfworld_roles(tmp_path: Path):
         actor_model=ScriptedChatModel(replies=["think: wait"]),
         evaluator_model=ScriptedChatModel(replies=["no"]),
         reflector_model=ScriptedChatModel(replies=["Reflection: move."]),
-        sessions=EnvSessions(ScriptedHousehold),
+        sessions=EnvSessions(ScriptedGame),
     ).compile(checkpointer=InMemorySaver())
-    ctx = HouseholdContext(
+    ctx = AlfworldContext(
         games=str(tmp_path / "games"),
         max_trials=2,
         evaluator="llm",

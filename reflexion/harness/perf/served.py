@@ -33,7 +33,7 @@ from rich.table import Table
 from reflexion.core.errors import ReflexionError
 from reflexion.harness.perf.concurrency import FakeOpenAIServer
 from reflexion.harness.perf.machine import JsonOpt, report
-from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.qa.questions import load_hotpotqa
 
 GRAPH_ID = "reflexion_qa"
 SOLVE_AT = 2
@@ -125,7 +125,7 @@ def _inputs(runs: int) -> list[dict[str, Any]]:
     questions = load_hotpotqa()
     picked = [questions[i % len(questions)] for i in range(runs)]
     return [
-        {"task": q.question, "context": q.gold_context, "reference": q.answer, "task_id": q.id}
+        {"task": q.question, "passages": q.gold_passages, "reference": q.answer, "task_id": q.id}
         for q in picked
     ]
 
