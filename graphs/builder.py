@@ -54,11 +54,12 @@ from reflexion.core.lessons import (
     current_thread_id,
     family_of,
     store_of,
-    validate_lessons,
+    validating,
 )
 from reflexion.core.progress import emit
 from reflexion.core.selection import chosen_index, succeeded
 from reflexion.core.state import InputState, OutputState, State
+from reflexion.core.steps import Node, Steps, ask, inline, steps_of
 from reflexion.nodes.reflector import make_review
 
 
@@ -176,7 +177,7 @@ def route_after_reflection(state: State, runtime: Runtime[Any]) -> Literal["revi
     return "actor"
 
 
-def _validate_after(update: Any, state: Any, runtime: Runtime[Any], family: Family) -> None:
+def _validate_after(update: Any, state: Any, runtime: Runtime[Any], family: Family) -> Steps[None]:
     """Report the evaluator's new record on the custom stream (``attempt_scored``); with
     lessons on, a successful trial 2 or later validates the thread's lessons shown in its Ω
     window; otherwise the store is not touched."""
@@ -194,7 +195,7 @@ def _validate_after(update: Any, state: Any, runtime: Runtime[Any], family: Fami
     window = list(getattr(state, "reflections", None) or [])
     if trial < 2 or not window:
         return
-    validate_lessons(
+    yield from validating(
         store_of(runtime),
         family_of(family, state, ctx),
         thread_id=current_thread_id(),
@@ -226,7 +227,9 @@ def select_answer(state: Any, runtime: Runtime[Any]) -> dict[str, Any]:
 
 
 def _input_schema(node: Any) -> type[Any] | None:
-    """The input schema LangGraph would read from a node function's first parameter."""
+    """The input schema LangGraph would read from a node function's first parameter (a
+    :class:`~reflexion.core.steps.Node`'s core's: LangGraph reads none from a Runnable)."""
+    node = node.core if isinstance(node, Node) else node
     try:
         first = next(iter(inspect.signature(node).parameters))
         hint = get_type_hints(node).get(first)
@@ -237,38 +240,40 @@ def _input_schema(node: Any) -> type[Any] | None:
     return None
 
 
-def validating_evaluator(evaluator: Any, family: Family) -> Any:
+def validating_evaluator(evaluator: Any, family: Family) -> Node:
     """The evaluator node followed by lesson validation (see :func:`_validate_after`).
     ``evaluator`` is a node function taking ``(state, runtime)`` or ``(state)``, sync or async,
-    or a Runnable."""
-    if isinstance(evaluator, Runnable):
+    a :class:`~reflexion.core.steps.Node`, or a Runnable; the node has both paths (a sync
+    function runs in a worker thread on the async one)."""
+    call: Callable[[Any, Runtime[Any]], Steps[Any]]
+    role = evaluator.labels.role if isinstance(evaluator, Node) else "evaluator"
+    if isinstance(evaluator, Node):
+        core = evaluator.core
+        takes_runtime = "runtime" in inspect.signature(core).parameters
+
+        def call(state: Any, runtime: Runtime[Any]) -> Steps[Any]:
+            return core(state, runtime) if takes_runtime else core(state)
+
+    elif isinstance(evaluator, Runnable):
         runnable = evaluator
 
-        def call(state: Any, runtime: Runtime[Any]) -> Any:
-            return runnable.invoke(state)
+        def call(state: Any, runtime: Runtime[Any]) -> Steps[Any]:
+            return ask(runnable, state)
 
     else:
         takes_runtime = "runtime" in inspect.signature(evaluator).parameters
+        steps = steps_of(evaluator)
 
-        def call(state: Any, runtime: Runtime[Any]) -> Any:
-            return evaluator(state, runtime) if takes_runtime else evaluator(state)
-
-    if inspect.iscoroutinefunction(evaluator):
-
-        async def async_node(state: Any, runtime: Runtime[Any]) -> Any:
-            update = await call(state, runtime)
-            _validate_after(update, state, runtime, family)
-            return update
-
-        return async_node
+        def call(state: Any, runtime: Runtime[Any]) -> Steps[Any]:
+            return steps(state, runtime) if takes_runtime else steps(state)
 
     # ``state`` is untyped: the builder hands the evaluator's own input schema to add_node
-    def node(state: Any, runtime: Runtime[Any]) -> Any:
-        update = call(state, runtime)
-        _validate_after(update, state, runtime, family)
+    def evaluator_node(state: Any, runtime: Runtime[Any]) -> Steps[Any]:
+        update = yield from call(state, runtime)
+        yield from _validate_after(update, state, runtime, family)
         return update
 
-    return node
+    return Node(evaluator_node, role=role, family=family)
 
 
 def build_reflexion_graph(
@@ -299,20 +304,20 @@ def build_reflexion_graph(
         input_schema=input_schema,
         output_schema=output_schema,
     )
-    builder.add_node("actor", metered(actor))
+    builder.add_node("actor", metered(actor), input_schema=_input_schema(actor))
     builder.add_node(
         "evaluator",
         metered(validating_evaluator(evaluator, family)),
         input_schema=_input_schema(evaluator),
     )
-    builder.add_node("reflector", metered(reflector))
+    builder.add_node("reflector", metered(reflector), input_schema=_input_schema(reflector))
     review: Any = make_review(family)  # serves every graph's state class, like the reflector
     builder.add_node("review", metered(review))
-    chooser: Any = select_answer  # reads the evaluations every graph's state class has
+    chooser: Any = inline(select_answer)  # reads the evaluations every graph's state has
     builder.add_node("select_answer", chooser, input_schema=state_schema)
     if setup is not None:
         name, node = setup
-        builder.add_node(name, metered(node))
+        builder.add_node(name, metered(node), input_schema=_input_schema(node))
         builder.add_edge(START, name)
         builder.add_edge(name, "actor")
     else:
@@ -320,7 +325,10 @@ def build_reflexion_graph(
     builder.add_edge("actor", "evaluator")
     builder.add_edge("select_answer", END)
     if verifier is not None:
-        builder.add_node(verifier.name, metered(validating_evaluator(verifier.node, family)))
+        verifying = validating_evaluator(verifier.node, family)
+        builder.add_node(
+            verifier.name, metered(verifying), input_schema=_input_schema(verifier.node)
+        )
     if retry is None:
         ends, targets = _verified(route_after_evaluation, ["reflector", "select_answer"], verifier)
         builder.add_conditional_edges("evaluator", ends, targets)
@@ -329,9 +337,10 @@ def build_reflexion_graph(
         builder.add_conditional_edges("reflector", route_after_reflection)
         builder.add_edge("review", "actor")
         return builder
-    builder.add_node("retry", _skip)
+    builder.add_node("retry", inline(_skip))
     if retry.repair is not None:
-        builder.add_node(retry.repair[0], metered(retry.repair[1]))
+        repair_name, repair = retry.repair
+        builder.add_node(repair_name, metered(repair), input_schema=_input_schema(repair))
     for source, (router, targets) in _retry_routes(retry, context_schema).items():
         if source == "evaluator":
             if verifier is not None:

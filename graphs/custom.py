@@ -13,6 +13,7 @@ from the runtime context, as in every graph here: pass ``context=Context(max_tri
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -30,16 +31,20 @@ from langgraph.types import Checkpointer
 
 from reflexion.core.context import Context, get_context, with_fields
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, with_recalled
+from reflexion.core.lessons import Family, recalled_steps
 from reflexion.core.memory import reflection_window
 from reflexion.core.progress import emit
 from reflexion.core.state import State
+from reflexion.core.steps import Awaited, Node, Steps, ask, steps_of
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.nodes.common import judge_llm, resolve_model
 from reflexion.nodes.evaluator import (
+    EvaluateFn,
+    EvaluateSteps,
     Evaluation,
     exact_match_evaluation,
     llm_judge_evaluation,
+    llm_judge_steps,
     make_evaluator,
     no_answer_evaluation,
 )
@@ -71,7 +76,7 @@ _ANSWER_LINE = re.compile(
     r"^[ \t]*[*_]*answer[*_]*[ \t]*:[*_]*[ \t]*", re.IGNORECASE | re.MULTILINE
 )
 
-ActorFn = Callable[[State, Runtime[Context]], dict[str, Any]]
+ActorFn = Node
 EvaluatorSpec = Literal["llm", "exact_match"] | BaseChatModel | Callable[..., Any]
 ActorSpec = BaseChatModel | str | Runnable[Any, Any] | Callable[[dict[str, Any]], Any]
 
@@ -104,14 +109,14 @@ def read_reply(text: str) -> tuple[str | None, list[str]]:
 
 def _begin_trial(
     state: State, runtime: Runtime[Context], family: Family
-) -> tuple[State, dict[str, Any], dict[str, Any]]:
+) -> Steps[tuple[State, dict[str, Any], dict[str, Any]]]:
     """The state with lessons recalled (first trial, ``Context.lessons`` on), what the recall
     adds to the update, and the actor's inputs (``reflections`` and ``lessons`` as lists)."""
     if not state.task.strip():
         raise ReflexionError("the task is empty: give the task to attempt")
     emit("trial_started", trial=state.trial + 1)
     ctx = get_context(runtime)
-    state, recalled = with_recalled(state, runtime, family)
+    state, recalled = yield from recalled_steps(state, runtime, family)
     inputs = {
         "task": state.task,
         "passages": state.passages,
@@ -185,27 +190,26 @@ def make_chat_actor(
         )
     template = _chat_prompt(prompt) if prompt is not None else None
 
-    def actor(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+    def actor(state: State, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime)
-        state, recalled, inputs = _begin_trial(state, runtime, family)
+        state, recalled, inputs = yield from _begin_trial(state, runtime, family)
         override = model if isinstance(model, BaseChatModel) else None
         spec = model if isinstance(model, str) else ctx.actor_model
         llm = resolve_model(override, spec, ctx, temperature=ctx.temperature, role="actor")
         if template is None:
-            reply = llm.invoke(default_actor_messages(state, ctx), stop=STOP)
+            reply = yield from ask(llm, default_actor_messages(state, ctx), stop=STOP)
         else:
             values = {
                 **inputs,
                 "reflections": "\n".join(f"- {r}" for r in inputs["reflections"]),
                 "lessons": "\n".join(f"- {r}" for r in inputs["lessons"]),
             }
-            reply = llm.invoke(template.invoke(values))
+            reply = yield from ask(llm, template.invoke(values))
         answer, trajectory = read_reply(reply.text)
         update = _trial_update(state, answer, trajectory, "the actor's reply held no answer")
         return {**recalled, **update}
 
-    actor.__name__ = "chat_actor"
-    return actor
+    return Node(actor, role="actor", family=family, acts=True, name="chat_actor")
 
 
 def _read_actor_output(out: object) -> tuple[str | None, list[str]]:
@@ -256,24 +260,27 @@ def make_actor(
             f"prompt is only used with a chat-model actor, and the actor is a {_kind(actor)}: "
             "build the prompt into your Runnable (prompt | model) or drop prompt="
         )
-    call: Callable[[dict[str, Any]], Any]
+    call: Callable[[dict[str, Any]], Steps[Any]]
     if isinstance(actor, Runnable):
         runnable: Runnable[Any, Any] = actor
-        call = runnable.invoke
+
+        def call(inputs: dict[str, Any]) -> Steps[Any]:
+            return ask(runnable, inputs)
+
     elif callable(actor):
-        call = actor
+        call = steps_of(actor)
     else:
         raise ReflexionError(
             f"the actor is a {_kind(actor)}: pass a chat model, a Runnable, or a function "
             "taking a dict of task, passages, reflections, lessons, memory and trial"
         )
 
-    def custom_actor(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        state, recalled, inputs = _begin_trial(state, runtime, family)
-        answer, trajectory = _read_actor_output(call(inputs))
+    def custom_actor(state: State, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
+        state, recalled, inputs = yield from _begin_trial(state, runtime, family)
+        answer, trajectory = _read_actor_output((yield from call(inputs)))
         return {**recalled, **_trial_update(state, answer, trajectory, None)}
 
-    return custom_actor
+    return Node(custom_actor, role="actor", family=family, acts=True)
 
 
 def to_evaluation(result: object, ctx: Context) -> Evaluation:
@@ -318,6 +325,41 @@ def _judge(model: BaseChatModel | None) -> Callable[[State, Context], Evaluation
         return llm_judge_evaluation(judge_llm(model, ctx), state, ctx)
 
     return judge
+
+
+def _judge_steps(model: BaseChatModel | None) -> EvaluateSteps:
+    def judge(state: State, ctx: Context) -> Steps[Evaluation]:
+        return (yield from llm_judge_steps(judge_llm(model, ctx), state, ctx))
+
+    return judge
+
+
+def _evaluation(evaluator: EvaluatorSpec) -> EvaluateFn | EvaluateSteps:
+    """:func:`make_custom_evaluator`, the LLM judge as node steps (its async path awaits
+    the model; a function of yours runs in a worker thread there)."""
+    if isinstance(evaluator, BaseChatModel):
+        return _judge_steps(evaluator)
+    if evaluator == "llm":
+        return _judge_steps(None)
+    if inspect.iscoroutinefunction(evaluator):
+        return _awaited_evaluator(evaluator)
+    return make_custom_evaluator(evaluator)
+
+
+def _awaited_evaluator(fn: Callable[..., Any]) -> EvaluateSteps:
+    """An async function of yours as the evaluator, told apart by its arity as a sync one is
+    (:func:`make_custom_evaluator`); ``graph.invoke`` runs it on an event loop of its own."""
+    arity = _arity(fn)
+    if arity not in (1, 2, 3):
+        make_custom_evaluator(fn)  # the same one-line error
+
+    def evaluate(state: State, ctx: Context) -> Steps[Evaluation]:
+        if arity > 1 and state.answer is None:
+            return no_answer_evaluation(state, default="no answer was given")
+        args = (state,) if arity == 1 else (state.task, state.answer, state.reference)[:arity]
+        return to_evaluation((yield Awaited(functools.partial(fn, *args))), ctx)
+
+    return evaluate
 
 
 def make_custom_evaluator(evaluator: EvaluatorSpec) -> Callable[[State, Context], Evaluation]:
@@ -368,9 +410,7 @@ def make_custom_evaluator(evaluator: EvaluatorSpec) -> Callable[[State, Context]
     )
 
 
-def _reflector(
-    model: BaseChatModel | str | None, family: Family
-) -> Callable[[Any, Runtime[Context]], Any]:
+def _reflector(model: BaseChatModel | str | None, family: Family) -> Node:
     """Our reflector node; a ``provider:model`` string replaces ``Context.reflector_model``."""
     if model is None or isinstance(model, BaseChatModel):
         return make_reflector(model, family=family)
@@ -381,12 +421,12 @@ def _reflector(
     node = make_reflector(None, family=family)
     spec = model
 
-    def reflector(state: Any, runtime: Runtime[Context]) -> dict[str, Any]:
+    def reflector(state: Any, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         ctx = with_fields(get_context(runtime), reflector_model=spec)
-        result: dict[str, Any] = node(state, runtime.override(context=ctx))
+        result: dict[str, Any] = yield from node.core(state, runtime.override(context=ctx))
         return result
 
-    return reflector
+    return Node(reflector, role="reflector", family=family)
 
 
 def create_reflexion_graph(
@@ -434,7 +474,7 @@ def create_reflexion_graph(
     """
     return build_reflexion_graph(
         make_actor(actor, prompt, family=name),
-        make_evaluator(None, make_custom_evaluator(evaluator)),
+        make_evaluator(None, _evaluation(evaluator)),
         _reflector(reflector_model, name),
         family=name,
     ).compile(checkpointer=checkpointer, store=store, name=name)

@@ -16,14 +16,16 @@ from langchain_core.language_models import BaseChatModel
 
 from reflexion.core.context import Context
 from reflexion.core.state import State
+from reflexion.core.steps import Steps, drive
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.graphs.custom import make_chat_actor
 from reflexion.nodes.common import judge_llm
 from reflexion.nodes.evaluator import (
     EvaluateFn,
+    EvaluateSteps,
     Evaluation,
-    builtin_evaluation,
-    llm_judge_evaluation,
+    builtin_steps,
+    llm_judge_steps,
     make_evaluator,
 )
 from reflexion.nodes.reflector import make_reflector
@@ -36,19 +38,25 @@ def generic_evaluation(judge_model: BaseChatModel | None = None) -> EvaluateFn:
     """:func:`~reflexion.nodes.evaluator.builtin_evaluation` (the judge on ``judge_model``,
     default ``Context.evaluator_model``), with one rule for any task: exact match needs a
     reference, so without one the LLM judge decides."""
-    builtin = builtin_evaluation(judge_model)
+    steps = generic_steps(judge_model)
+    return lambda state, ctx: drive(steps(state, ctx))
 
-    def evaluate(state: State, ctx: Context) -> Evaluation:
+
+def generic_steps(judge_model: BaseChatModel | None = None) -> EvaluateSteps:
+    """:func:`generic_evaluation` as node steps (:mod:`reflexion.core.steps`)."""
+    builtin = builtin_steps(judge_model)
+
+    def evaluate(state: State, ctx: Context) -> Steps[Evaluation]:
         if ctx.evaluator == "exact_match" and state.reference is None:
-            return llm_judge_evaluation(judge_llm(judge_model, ctx), state, ctx)
-        return builtin(state, ctx)
+            return (yield from llm_judge_steps(judge_llm(judge_model, ctx), state, ctx))
+        return (yield from builtin(state, ctx))
 
     return evaluate
 
 
 graph = build_reflexion_graph(
     make_chat_actor(None, family=GENERIC_FAMILY),
-    make_evaluator(None, generic_evaluation()),
+    make_evaluator(None, generic_steps()),
     make_reflector(None, family=GENERIC_FAMILY),
     family=GENERIC_FAMILY,
 ).compile(name="reflexion")

@@ -8,6 +8,7 @@ reveal the reference answer.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,7 @@ from reflexion.core.errors import ProviderError, ReflexionError
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import Verdict, parse_verdict
 from reflexion.core.state import State, TrialRecord
+from reflexion.core.steps import Node, Steps, ask, block, drive
 from reflexion.nodes.common import judge_llm, trajectory_text
 from reflexion.prompts import render
 
@@ -38,6 +40,9 @@ class Evaluation:
 
 EvaluateFn = Callable[[State, Context], Evaluation]
 """The evaluator contract: (state after the trial, run context) -> Evaluation."""
+
+EvaluateSteps = Callable[[State, Context], Steps[Evaluation]]
+"""The same as node steps (:mod:`reflexion.core.steps`): an evaluator with an async path."""
 
 
 def no_answer_evaluation(
@@ -88,6 +93,11 @@ def agreement_messages(state: State) -> list[BaseMessage]:
 
 
 def agreement_evaluation(model: BaseChatModel, state: State) -> Evaluation:
+    """:func:`agreement_steps`, run to its end."""
+    return drive(agreement_steps(model, state))
+
+
+def agreement_steps(model: BaseChatModel, state: State) -> Steps[Evaluation]:
     """Agreement between two independent answers (after CodeT's agreement between samples).
 
     The judge answers the task itself, without seeing the attempt, and the attempt succeeds
@@ -97,7 +107,7 @@ def agreement_evaluation(model: BaseChatModel, state: State) -> Evaluation:
     time, the yes/no judge 0.35 and 0.50 (docs/results/noisy-evidence.md)."""
     if state.answer is None:
         return no_answer_evaluation(state)
-    reply = model.invoke(agreement_messages(state), stop=["\n\n"])
+    reply = yield from ask(model, agreement_messages(state), stop=["\n\n"])
     own = next((line.strip() for line in reply.text.splitlines() if line.strip()), "")
     if own and exact_match(state.answer, own):
         return Evaluation(1.0, True, "Answer is CORRECT: an independent answer agrees with it")
@@ -111,20 +121,27 @@ def agreement_evaluation(model: BaseChatModel, state: State) -> Evaluation:
 def ask_judge(
     model: BaseChatModel, messages: list[BaseMessage], schema: type[BaseModel] = JudgeOutput
 ) -> Verdict:
+    """:func:`judge_steps`, run to its end."""
+    return drive(judge_steps(model, messages, schema))
+
+
+def judge_steps(
+    model: BaseChatModel, messages: list[BaseMessage], schema: type[BaseModel] = JudgeOutput
+) -> Steps[Verdict]:
     """A verdict from the judge: grammar-constrained JSON (``schema``) on the embedded model,
     structured output where the provider has it, robust text parsing otherwise."""
     if isinstance(model, EmbeddedChatModel):
         json_schema = schema.model_json_schema()
-        reply = model.invoke(
-            messages, response_format={"type": "json_object", "schema": json_schema}
+        reply = yield from ask(
+            model, messages, response_format={"type": "json_object", "schema": json_schema}
         )
         return parse_verdict(reply.text)
     try:
-        out = model.with_structured_output(schema).invoke(messages)
+        out = yield from ask(model.with_structured_output(schema), messages)
     except ProviderError:  # the provider failed past its retries: a second call would too
         raise
     except Exception:  # no structured output, or output that fails validation: parse text
-        return parse_verdict(model.invoke(messages).text)
+        return parse_verdict((yield from ask(model, messages)).text)
     if isinstance(out, JudgeOutput):
         return Verdict(success=out.correct, score=out.score, feedback=out.feedback)
     if isinstance(out, BaseModel):
@@ -152,19 +169,30 @@ def verdict_to_evaluation(verdict: Verdict, ctx: Context) -> Evaluation:
 
 def llm_judge_evaluation(model: BaseChatModel, state: State, ctx: Context) -> Evaluation:
     """The LLM judge's verdict on the trial (it never sees a reference answer)."""
-    return verdict_to_evaluation(ask_judge(model, judge_messages(state)), ctx)
+    return drive(llm_judge_steps(model, state, ctx))
+
+
+def llm_judge_steps(model: BaseChatModel, state: State, ctx: Context) -> Steps[Evaluation]:
+    """:func:`llm_judge_evaluation` as node steps."""
+    return verdict_to_evaluation((yield from judge_steps(model, judge_messages(state))), ctx)
 
 
 def builtin_evaluation(model: BaseChatModel | None = None) -> EvaluateFn:
     """The evaluator ``Context.evaluator`` names: exact match, the LLM judge or agreement with
     the judge's own answer, the judge on ``model`` (default ``Context.evaluator_model``).
     ``heuristic`` belongs to ALFWorld and is refused here."""
+    steps = builtin_steps(model)
+    return lambda state, ctx: drive(steps(state, ctx))
 
-    def evaluate(state: State, ctx: Context) -> Evaluation:
+
+def builtin_steps(model: BaseChatModel | None = None) -> EvaluateSteps:
+    """:func:`builtin_evaluation` as node steps."""
+
+    def evaluate(state: State, ctx: Context) -> Steps[Evaluation]:
         if ctx.evaluator == "llm":
-            return llm_judge_evaluation(judge_llm(model, ctx), state, ctx)
+            return (yield from llm_judge_steps(judge_llm(model, ctx), state, ctx))
         if ctx.evaluator == "agreement":
-            return agreement_evaluation(judge_llm(model, ctx), state)
+            return (yield from agreement_steps(judge_llm(model, ctx), state))
         if ctx.evaluator == "heuristic":
             raise ReflexionError(
                 "the heuristic evaluator is for ALFWorld: use exact_match, llm or agreement here"
@@ -175,18 +203,25 @@ def builtin_evaluation(model: BaseChatModel | None = None) -> EvaluateFn:
 
 
 def make_evaluator(
-    model: BaseChatModel | None = None, evaluate: EvaluateFn | None = None
-) -> Callable[[State, Runtime[Context]], dict[str, Any]]:
+    model: BaseChatModel | None = None, evaluate: EvaluateFn | EvaluateSteps | None = None
+) -> Node:
     """The evaluator node.
 
-    ``evaluate`` replaces the built-in evaluators; otherwise ``Context.evaluator`` picks
-    exact match, the LLM judge or agreement with the judge model's own answer (whose model
-    ``model`` overrides ``Context.evaluator_model``).
+    ``evaluate`` replaces the built-in evaluators (an :data:`EvaluateFn`, run in a worker
+    thread on the async path, or a generator function of :data:`EvaluateSteps`); otherwise
+    ``Context.evaluator`` picks exact match, the LLM judge or agreement with the judge
+    model's own answer (whose model ``model`` overrides ``Context.evaluator_model``).
     """
-    builtin = builtin_evaluation(model)
+    if evaluate is None:
+        steps = builtin_steps(model)
+    elif inspect.isgeneratorfunction(evaluate):
+        steps = evaluate
+    else:
+        plain: Any = evaluate
+        steps = lambda state, ctx: block(plain, state, ctx)  # noqa: E731
 
-    def evaluator(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-        result = (evaluate or builtin)(state, get_context(runtime))
+    def evaluator(state: State, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
+        result = yield from steps(state, get_context(runtime))
         record = TrialRecord(
             trial=state.trial,
             answer=state.answer,
@@ -196,4 +231,4 @@ def make_evaluator(
         )
         return {"evaluations": [record], "solved": record["success"]}
 
-    return evaluator
+    return Node(evaluator, role="evaluator")

@@ -25,13 +25,14 @@ from reflexion.core.lessons import (
     family_of,
     lesson_key,
     namespace,
-    save_lesson,
+    saving,
     store_of,
 )
 from reflexion.core.memory import update_window
 from reflexion.core.parsing import clean_reflection
 from reflexion.core.progress import emit
 from reflexion.core.state import State
+from reflexion.core.steps import Node, Steps, ask, stored
 from reflexion.nodes.common import resolve_model, trajectory_text
 from reflexion.prompts import few_shot, render
 
@@ -77,7 +78,7 @@ def make_reflector(
     family: Family,
     with_passages: bool = False,
     schema: type[Context] = Context,
-) -> Callable[[Any, Runtime[Context]], dict[str, Any]]:
+) -> Node:
     """The reflector node; ``model`` overrides ``Context.reflector_model``; ``examples`` names
     the prompt file of few-shot reflections (one per agent family); ``messages`` replaces the
     whole prompt (a function of the state and the context, e.g. the programming reflector's);
@@ -98,17 +99,17 @@ def make_reflector(
             return messages(state, ctx)
         return reflection_messages(state, examples, with_passages=with_passages)
 
-    def ask_reflector(state: Any, ctx: Context) -> str:
+    def ask_reflector(state: Any, ctx: Context) -> Steps[str]:
         llm = resolve_model(model, ctx.reflector_model, ctx, temperature=0.0, role="reflector")
         messages_in = prompt(state, ctx)
         if not ctx.reflection_examples:
             # every reflector prompt is: instructions, worked examples as turns, the trial
             messages_in = [messages_in[0], messages_in[-1]]
-        return clean_reflection(llm.invoke(messages_in, stop=STOP).text)
+        return clean_reflection((yield from ask(llm, messages_in, stop=STOP)).text)
 
     # ``state`` is left untyped: LangGraph reads a node's input schema from its annotation, and
     # the node serves every graph's own state class (QA, programming…).
-    def reflector(state: Any, runtime: Runtime[Context]) -> dict[str, Any]:
+    def reflector(state: Any, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, schema)
         update: dict[str, Any] = {}
         if ctx.uses_last_attempt:
@@ -117,12 +118,12 @@ def make_reflector(
         if ctx.uses_reflections and ctx.memory_size > 0:
             lesson = written(state, ctx) if written is not None else None
             if lesson is None:
-                lesson = ask_reflector(state, ctx)
+                lesson = yield from ask_reflector(state, ctx)
             if lesson:
                 update["reflections"] = update_window(state.reflections, lesson, ctx.memory_size)
                 emit("reflection_written", trial=state.trial, text=update["reflections"][-1])
                 if ctx.lessons:
-                    save_lesson(
+                    yield from saving(
                         store_of(runtime),
                         family_of(family, state, ctx),
                         text=lesson,
@@ -135,7 +136,7 @@ def make_reflector(
                     update["pending_review"] = lesson
         return update
 
-    return reflector
+    return Node(reflector, role="reflector", family=family)
 
 
 ACCEPT, DROP = "accept", "drop"
@@ -164,14 +165,14 @@ def review_decision(value: Any) -> tuple[str, str | None]:
     raise ReflexionError(f"cannot read the review answer {value!r}: {REVIEW_HELP}")
 
 
-def make_review(family: Family) -> Callable[[Any, Runtime[Context]], dict[str, Any]]:
+def make_review(family: Family) -> Node:
     """The review node: interrupts with the proposed reflection (and the trial, its feedback
     and the task) and applies the person's answer to the newest reflection of the window —
     keep, replace or drop — and to its copy in the lesson store. The reflector's model is not
     called again on resume: the proposal is in ``pending_review``. ``family`` must be the
     reflector's."""
 
-    def review(state: Any, runtime: Runtime[Context]) -> dict[str, Any]:
+    def review(state: Any, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime)
         proposed = state.pending_review
         if not proposed:
@@ -201,9 +202,11 @@ def make_review(family: Family) -> Callable[[Any, Runtime[Context]], dict[str, A
             where = namespace(family_of(family, state, ctx))
             key = lesson_key(current_thread_id(), state.trial)
             if action == DROP:
-                store.delete(where, key)
-            elif (item := store.get(where, key)) is not None:
-                store.put(where, key, {**item.value, "text": text}, index=False)
+                yield from stored(store, "delete", where, key)
+            elif (item := (yield from stored(store, "get", where, key))) is not None:
+                yield from stored(
+                    store, "put", where, key, {**item.value, "text": text}, index=False
+                )
         return update
 
-    return review
+    return Node(review, role="review", family=family)

@@ -8,8 +8,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from reflexion.core.chat import OneReplyChatModel
@@ -44,6 +46,18 @@ class FakeChatModel(OneReplyChatModel):
             usage_metadata=counts,
             response_metadata=reported,
         )
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        """``ainvoke``'s path: answered on the event loop (a fake never blocks), as the sync
+        one answers."""
+        message = self._reply(list(messages), stop, **kwargs)
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
 
 class ScriptedChatModel(FakeChatModel):

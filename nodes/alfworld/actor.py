@@ -43,10 +43,11 @@ from reflexion.alfworld.turns import (
 )
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, recall_update
+from reflexion.core.lessons import Family, recall_steps
 from reflexion.core.memory import reflection_window
 from reflexion.core.progress import emit
 from reflexion.core.state import TrialInput
+from reflexion.core.steps import Node, Steps, ask, block
 from reflexion.nodes.common import (
     actor_llm,
     named_seed,
@@ -201,15 +202,15 @@ def make_alfworld_actor(
         )
         return {"done": True, "stop_reason": stop_reason, "episodes": [episode]}
 
-    def begin(state: PlayState, runtime: Runtime[AlfworldContext]) -> dict[str, Any]:
+    def begin(state: PlayState, runtime: Runtime[AlfworldContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, AlfworldContext)
         game = game_of(state, ctx)
         emit("trial_started", trial=state.trial + 1)
-        observation = live.start(thread_key(get_config()), game)
+        observation = yield from block(live.start, thread_key(get_config()), game)
         started = replace(state, task=observation, kind=game.kind)
         family_name = family(started) if callable(family) else family
         return {
-            **recall_update(started, observation, runtime, family_name),
+            **(yield from recall_steps(started, observation, runtime, family_name)),
             "trial": state.trial + 1,
             "task": observation,
             "kind": game.kind,
@@ -222,7 +223,7 @@ def make_alfworld_actor(
             "done": False,
         }
 
-    def turn(state: PlayState, runtime: Runtime[AlfworldContext]) -> dict[str, Any]:
+    def turn(state: PlayState, runtime: Runtime[AlfworldContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, AlfworldContext)
         game = game_of(state, ctx)
         key = thread_key(get_config())
@@ -230,7 +231,7 @@ def make_alfworld_actor(
         messages = alfworld_messages(state, ctx, game.kind, state.turns)
         used = prompt_tokens(llm, messages)
         if used + ctx.max_tokens > ctx.context_budget:
-            live.release(key)
+            yield from block(live.release, key)
             reason = (
                 f"the prompt reached {used} tokens, over the context budget of "
                 f"{ctx.context_budget}, before the task was done"
@@ -241,7 +242,7 @@ def make_alfworld_actor(
             if ctx.alfworld_seeds == "turn"
             else {}
         )
-        parsed = parse_turn(llm.invoke(messages, stop=STOP, **seed).text)
+        parsed = parse_turn((yield from ask(llm, messages, stop=STOP, **seed)).text)
         commands = list(state.commands)
         if parsed.is_think:
             action, observation = parsed.action, THINK_REPLY
@@ -249,7 +250,7 @@ def make_alfworld_actor(
             action, observation = EMPTY_REPLY, NOTHING
         else:
             action = parsed.action
-            observation = live.step(key, game, commands, action)
+            observation = yield from block(live.step, key, game, commands, action)
             commands.append(action)
         turns = [*state.turns, Turn(action=action, observation=observation)]
         update: dict[str, Any] = {
@@ -257,7 +258,7 @@ def make_alfworld_actor(
             "commands": commands,
             "trajectory": [*state.trajectory, f"> {action}", observation],
         }
-        ended, won = live.done(key, game, commands)
+        ended, won = yield from block(live.done, key, game, commands)
         stop_reason: str | None = None
         if ended:
             pass
@@ -269,7 +270,7 @@ def make_alfworld_actor(
         if not ended and stop_reason is None and len(turns) >= ctx.alfworld_steps:
             stop_reason = f"the step limit ({ctx.alfworld_steps}) was reached"
         if ended or stop_reason is not None:
-            live.release(key)
+            yield from block(live.release, key)
             update |= finish(state, ctx, turns, stop_reason, won=won)
         return update
 
@@ -279,8 +280,8 @@ def make_alfworld_actor(
     builder = StateGraph(
         PlayState, context_schema=AlfworldContext, input_schema=PlayInput, output_schema=PlayOutput
     )
-    builder.add_node("begin", begin)
-    builder.add_node("turn", turn)
+    builder.add_node("begin", Node(begin, role="actor", family=family, acts=True))
+    builder.add_node("turn", Node(turn, role="actor", family=family))
     builder.add_edge(START, "begin")
     builder.add_conditional_edges("begin", after)
     builder.add_conditional_edges("turn", after)

@@ -3,7 +3,6 @@ step limit) and an LLM judge of the trajectory. Neither reads the engine's ``won
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -12,14 +11,15 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from reflexion.alfworld.context import AlfworldContext
-from reflexion.alfworld.state import AlfworldState
+from reflexion.alfworld.state import AlfworldState, lesson_family
 from reflexion.core.context import get_context
 from reflexion.core.state import TrialRecord
+from reflexion.core.steps import Node, Steps
 from reflexion.nodes.common import (
     judge_llm,
     trajectory_text,
 )
-from reflexion.nodes.evaluator import Evaluation, ask_judge
+from reflexion.nodes.evaluator import Evaluation, judge_steps
 from reflexion.prompts import render
 
 
@@ -48,15 +48,15 @@ def judge_messages(state: AlfworldState) -> list[BaseMessage]:
 
 def make_alfworld_evaluator(
     model: BaseChatModel | None = None,
-) -> Callable[[AlfworldState, Runtime[AlfworldContext]], dict[str, Any]]:
+) -> Node:
     """The evaluator node: the heuristic by default, the LLM judge (a binary classification
     of the trajectory by ``Context.evaluator_model``, or ``model``) with ``evaluator=llm``."""
 
-    def evaluator(state: AlfworldState, runtime: Runtime[AlfworldContext]) -> dict[str, Any]:
+    def evaluator(state: AlfworldState, runtime: Runtime[AlfworldContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, AlfworldContext)
         if ctx.evaluator == "llm":
             llm = judge_llm(model, ctx)
-            verdict = ask_judge(llm, judge_messages(state), AlfworldVerdict)
+            verdict = yield from judge_steps(llm, judge_messages(state), AlfworldVerdict)
             success = bool(verdict.success)
             label = "complete" if success else "not complete"
             if verdict.success is None:
@@ -77,4 +77,4 @@ def make_alfworld_evaluator(
         )
         return {"evaluations": [record], "solved": result.success}
 
-    return evaluator
+    return Node(evaluator, role="evaluator", family=lesson_family)

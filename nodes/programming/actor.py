@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -22,9 +21,10 @@ from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
 from reflexion.core.errors import ContextError
-from reflexion.core.lessons import Family, with_recalled
+from reflexion.core.lessons import Family, recalled_steps
 from reflexion.core.memory import reflection_window
 from reflexion.core.progress import emit
+from reflexion.core.steps import Node, Steps, ask
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import with_lessons
 from reflexion.nodes.programming.common import (
@@ -143,7 +143,7 @@ def draw_attempt(
     model: BaseChatModel | None,
     messages: list[BaseMessage],
     fresh: bool,
-) -> dict[str, Any]:
+) -> Steps[dict[str, Any]]:
     """One attempt's update from ``messages``: a reply seeded by what it draws on a retry
     (``CodeContext.code_seeds``), at ``RESAMPLE_TEMPERATURE`` when ``fresh``; drawn again
     while its code repeats an earlier attempt's (``CodeContext.resample_repeats``), the first
@@ -153,24 +153,24 @@ def draw_attempt(
     llm = actor_llm(model, ctx, hot=fresh)
     draws = 0
 
-    def draw(chat: BaseChatModel) -> tuple[BaseMessage, CodeParse]:
+    def draw(chat: BaseChatModel) -> Steps[tuple[BaseMessage, CodeParse]]:
         nonlocal draws
         draws += 1
         named = state.trial > 0 and ctx.code_seeds == "retry"
         seed = named_seed(chat, problem.task_id, state.trial + 1, draws) if named else {}
         # No grammar: llama.cpp's grammar sampling halves the token rate on this
         # vocabulary; the parser copes with whatever format comes back.
-        reply = chat.invoke(messages, stop=STOPS[problem.language], **seed)
+        reply = yield from ask(chat, messages, stop=STOPS[problem.language], **seed)
         return reply, extract_code(reply.text, problem)
 
-    reply, parsed = first = draw(llm)
+    reply, parsed = first = yield from draw(llm)
     hot = llm if fresh else None  # built only if a redraw runs
     for _ in range(ctx.resample_repeats if tried else 0):
         if parsed.code is not None and code_key(parsed.code, problem.language) not in tried:
             break
         if hot is None:
             hot = actor_llm(model, ctx, hot=True)
-        reply, parsed = draw(hot)
+        reply, parsed = yield from draw(hot)
     if parsed.code is None:  # no resample gave code: keep the first reply
         reply, parsed = first
     return {
@@ -182,16 +182,14 @@ def draw_attempt(
     }
 
 
-def make_code_actor(
-    model: BaseChatModel | None = None, *, family: Family = lesson_family
-) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
+def make_code_actor(model: BaseChatModel | None = None, *, family: Family = lesson_family) -> Node:
     """The code actor node; ``model`` overrides ``Context.actor_model``; ``family`` is the task
     family whose lessons it recalls on the first trial (``Context.lessons``). A retry is
     prompted as ``CodeContext.code_retry`` says (:func:`code_messages`) and drawn by
     :func:`draw_attempt`. ``code_retry="tree"`` belongs to the tree search's graph and is
     refused here with one line."""
 
-    def code_actor(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
+    def code_actor(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
         if ctx.code_retry == "tree":
             raise ContextError(
@@ -199,8 +197,9 @@ def make_code_actor(
                 "graph (tree_search_builder), or pick another code_retry here"
             )
         emit("trial_started", trial=state.trial + 1)
-        state, recalled = with_recalled(state, runtime, family)
+        state, recalled = yield from recalled_steps(state, runtime, family)
         messages = code_messages(state, ctx)
-        return {**recalled, **draw_attempt(state, ctx, model, messages, retries_fresh(state, ctx))}
+        fresh = retries_fresh(state, ctx)
+        return {**recalled, **(yield from draw_attempt(state, ctx, model, messages, fresh))}
 
-    return code_actor
+    return Node(code_actor, role="actor", family=family, acts=True)

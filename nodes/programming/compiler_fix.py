@@ -14,12 +14,13 @@ from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
 from reflexion.core.progress import emit
+from reflexion.core.steps import Node, Steps, block
 from reflexion.nodes.programming.actor import code_key, tried_keys
 from reflexion.nodes.programming.common import did_compile, problem_of
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import rust_preamble
 from reflexion.programming.sandbox import fix_rust
-from reflexion.programming.state import CodeState
+from reflexion.programming.state import CodeState, lesson_family
 
 
 def tries_compiler_fix(state: CodeState, ctx: CodeContext) -> bool:
@@ -39,19 +40,19 @@ def made_fix(state: CodeState) -> bool:
 
 def make_compiler_fix(
     parent_of: Callable[[CodeState], dict[str, Any]] | None = None,
-) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
+) -> Node:
     """The node: the last attempt with ``rustc``'s fixes applied, as the next trial's attempt,
     when they make it compile into code no earlier attempt had; else only
     ``compiler_fix=False`` (the actor follows). ``parent_of(state)`` adds what the tree
     search records of an attempt (the attempt it expanded: the last one)."""
 
-    def compiler_fix(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
+    def compiler_fix(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
         if not tries_compiler_fix(state, ctx):
             return {"compiler_fix": False}
         problem = problem_of(state)
         code = str(state.evaluations[-1]["answer"])
-        fixed = fix_rust(code, preamble=rust_preamble(problem.prompt, code))
+        fixed = yield from block(fix_rust, code, preamble=rust_preamble(problem.prompt, code))
         if fixed is None or code_key(fixed, "rs") in tried_keys(state, problem):
             return {"compiler_fix": False}
         emit("trial_started", trial=state.trial + 1, source="compiler")
@@ -64,4 +65,4 @@ def make_compiler_fix(
             **(parent_of(state) if parent_of is not None else {}),
         }
 
-    return compiler_fix
+    return Node(compiler_fix, role="compiler_fix", family=lesson_family, acts=True)

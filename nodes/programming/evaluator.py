@@ -10,7 +10,6 @@ test passed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +17,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
+from reflexion.core.steps import Node, Steps, block
 from reflexion.nodes.programming.common import (
     NO_EVIDENCE,
     NO_TESTS,
@@ -32,7 +32,13 @@ from reflexion.programming.behaviour import fingerprint
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import assemble
 from reflexion.programming.sandbox import Limits, SuiteResult, TestOutcome
-from reflexion.programming.state import CodeState, CodeTrialRecord, OutcomeRecord, Witness
+from reflexion.programming.state import (
+    CodeState,
+    CodeTrialRecord,
+    OutcomeRecord,
+    Witness,
+    lesson_family,
+)
 
 
 def doubted_tests(state: CodeState, failed_written: list[str], ctx: CodeContext) -> frozenset[str]:
@@ -63,7 +69,7 @@ def earlier_equal(state: CodeState, set_apart: frozenset[str]) -> int | None:
     return None
 
 
-def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
+def make_unit_test_evaluator() -> Node:
     """The evaluator node: success when every internal test that counts passes (under
     every ``CodeContext.test_trust`` but ``"all"``, self-written tests that every attempt failed do
     not count). An attempt is never a success on empty evidence: when doubt leaves no counted
@@ -77,22 +83,24 @@ def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[CodeContext]], di
     node instead (:func:`make_cross_check`), which draws independent implementations with a
     model and writes the verdict: this node calls no model."""
 
-    def unit_test_evaluator(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
+    def unit_test_evaluator(
+        state: CodeState, runtime: Runtime[CodeContext]
+    ) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
         if state.answer is None:
             reason = state.stop_reason or "no code block was found"
             return _update(state, _Verdict(0.0, False, f"No implementation: {reason}"))
-        full = run_suite(state, ctx, state.answer)
+        full = yield from block(run_suite, state, ctx, state.answer)
         if ctx.cross_check and state.tests and full.compile_error is None:
             return {"suite": _kept(full)}
-        return _update(state, _judged(state, ctx, full, None))
+        return _update(state, (yield from _judged(state, ctx, full, None)))
 
-    return unit_test_evaluator
+    return Node(unit_test_evaluator, role="evaluator", family=lesson_family)
 
 
 def make_cross_check(
     model: BaseChatModel | None = None,
-) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
+) -> Node:
     """The cross-check node (``CodeContext.cross_check``), after the evaluator ran a compiled
     attempt's tests: the evaluator's verdict, with independent implementations drawn by
     ``model`` (default ``Context.actor_model``) as voters on self-written tests the attempt
@@ -100,12 +108,12 @@ def make_cross_check(
     passed, as witnesses that may outvote it on the probe tests
     (:func:`~reflexion.nodes.programming.witnesses.cross_check`)."""
 
-    def cross_check_node(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
+    def cross_check_node(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
         full = _restored(state.suite or {})
-        return {**_update(state, _judged(state, ctx, full, model)), "suite": None}
+        return {**_update(state, (yield from _judged(state, ctx, full, model))), "suite": None}
 
-    return cross_check_node
+    return Node(cross_check_node, role="verifier", family=lesson_family)
 
 
 def awaits_cross_check(state: CodeState) -> bool:
@@ -178,7 +186,7 @@ class _Verdict:
 
 def _judged(
     state: CodeState, ctx: CodeContext, full: SuiteResult, model: BaseChatModel | None
-) -> _Verdict:
+) -> Steps[_Verdict]:
     """The verdict on the attempt's results (``full``: the internal tests and the probes);
     under ``CodeContext.cross_check`` it draws implementations with ``model`` (or the actor's),
     which only the cross-check node asks for."""
@@ -196,7 +204,9 @@ def _judged(
     unbacked: frozenset[str] = frozenset()
     drawn: list[Witness] = []
     if compiled:
-        unbacked, drawn = unbacked_tests(state, ctx, result, failed_written, limits, model)
+        unbacked, drawn = yield from unbacked_tests(
+            state, ctx, result, failed_written, limits, model
+        )
     passed = sum(o.passed for o in result.outcomes) if compiled else 0
     counted = [t for t in tests if t not in doubted | unbacked]
     held = sum(t not in failed for t in counted) if compiled else 0
@@ -217,7 +227,7 @@ def _judged(
         )
     mine = fingerprint(full, state.probe_tests)
     if success and mine is not None and state.trial < ctx.max_trials:
-        found, drawn, told = cross_check(state, ctx, mine, limits, model)
+        found, drawn, told = yield from cross_check(state, ctx, mine, limits, model)
         if found == "outvoted":
             success = False
             notes.append(told)

@@ -10,7 +10,6 @@ decide alone.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -18,6 +17,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
+from reflexion.core.steps import Node, Steps, ask, block
 from reflexion.nodes.common import judge_llm
 from reflexion.nodes.programming.common import problem_of, prompt_names
 from reflexion.programming.context import CodeContext
@@ -29,7 +29,7 @@ from reflexion.programming.sandbox import (
     Limits,
     check_rust_tests,
 )
-from reflexion.programming.state import CodeState
+from reflexion.programming.state import CodeState, lesson_family
 from reflexion.prompts import render
 
 TEST_FORMS = {
@@ -101,7 +101,7 @@ def valid_tests(
 
 def make_test_writer(
     model: BaseChatModel | None = None,
-) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
+) -> Node:
     """The test-writer node; ``model`` overrides ``Context.evaluator_model`` (the tests are the
     evaluator's instrument). Tests given in the input are kept as they are. Under
     every ``CodeContext.test_trust`` but ``"all"`` a problem whose prompt gives examples gets those
@@ -109,7 +109,7 @@ def make_test_writer(
     probes: in Python the examples with their inputs varied (no model call), else tests the
     model writes, which only compare implementations."""
 
-    def test_writer(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
+    def test_writer(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
         problem = problem_of(state)
         if state.tests or not ctx.generate_tests:
@@ -125,11 +125,14 @@ def make_test_writer(
         llm = judge_llm(model, ctx)
         count = ctx.max_tests + 2
         system = "code_probes_system" if anchored else "code_tests_system"
-        reply = llm.invoke(test_messages(problem, count, system), stop=["\n```\n", "\n\n\n"])
+        messages = test_messages(problem, count, system)
+        reply = yield from ask(llm, messages, stop=["\n```\n", "\n\n\n"])
         if anchored:
-            probes = valid_tests(reply.text, problem, ctx, trusted, room=ctx.max_tests)
+            probes = yield from block(
+                valid_tests, reply.text, problem, ctx, trusted, room=ctx.max_tests
+            )
             return {"tests": trusted, "probe_tests": probes}
-        written = valid_tests(reply.text, problem, ctx, trusted)
+        written = yield from block(valid_tests, reply.text, problem, ctx, trusted)
         return {"tests": [*trusted, *written], "written_tests": written}
 
-    return test_writer
+    return Node(test_writer, role="test_writer", family=lesson_family)

@@ -21,7 +21,7 @@ these; the default loop's nodes know nothing of a tree.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -30,9 +30,10 @@ from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
 from reflexion.core.errors import ContextError
-from reflexion.core.lessons import Family, with_recalled
+from reflexion.core.lessons import Family, recalled_steps
 from reflexion.core.progress import emit
 from reflexion.core.state import TrialRecord
+from reflexion.core.steps import Node, Steps
 from reflexion.nodes.programming.actor import (
     draw_attempt,
     first_messages,
@@ -120,20 +121,20 @@ def branch_reflections(state: Any, node: int, limit: int) -> list[str]:
     return texts[-limit:] if limit > 0 else []
 
 
-def keeping_branch_reflections(reflector: Callable[..., dict[str, Any]]) -> Any:
+def keeping_branch_reflections(reflector: Node) -> Node:
     """The tree search's reflector: the shared one, and each failed attempt's reflection kept
     by attempt (``branch_reflections``: the Ω window holds only the latest ones, and a branch
     needs its own, however old)."""
 
-    def node(state: Any, runtime: Runtime[CodeContext]) -> dict[str, Any]:
-        update = reflector(state, runtime)
+    def node(state: Any, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
+        update: dict[str, Any] = yield from reflector.core(state, runtime)
         window = update.get("reflections")  # in the update only when a lesson was written
         new = window[-1] if window else ""
         kept = len(getattr(state, "branch_reflections", None) or [])
         pad = [""] * max(0, len(state.evaluations) - 1 - kept)  # attempts with none
         return {**update, "branch_reflections": [*pad, new]}
 
-    return node
+    return Node(node, role="reflector", family=reflector.labels.family, name="tree_reflector")
 
 
 def expansion_messages(state: CodeState, ctx: CodeContext, parent: int) -> list[BaseMessage]:
@@ -160,16 +161,14 @@ def expansion_messages(state: CodeState, ctx: CodeContext, parent: int) -> list[
     ]
 
 
-def make_tree_actor(
-    model: BaseChatModel | None = None, *, family: Family = lesson_family
-) -> Callable[[CodeState, Runtime[CodeContext]], dict[str, Any]]:
+def make_tree_actor(model: BaseChatModel | None = None, *, family: Family = lesson_family) -> Node:
     """The tree search's actor: the first trial as the code actor's; then each attempt
     expands the node :func:`choose_parent` picks (a fresh sample from the root, a repair of an
     attempt), drawn as every code attempt is
     (:func:`~reflexion.nodes.programming.actor.draw_attempt`), and records its parent. Its context
     keeps ``code_retry="tree"`` (what its runs are named by); another value is refused."""
 
-    def tree_actor(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
+    def tree_actor(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
         if ctx.code_retry != "tree":
             raise ContextError(
@@ -177,11 +176,11 @@ def make_tree_actor(
                 "here, or run reflexion_programming for the other retries"
             )
         emit("trial_started", trial=state.trial + 1)
-        state, recalled = with_recalled(state, runtime, family)
+        state, recalled = yield from recalled_steps(state, runtime, family)
         parent = choose_parent(state) if state.evaluations else ROOT
         messages = expansion_messages(state, ctx, parent) if state.trial else first_messages(state)
         fresh = state.trial > 0 and bool(state.evaluations)
-        attempt = draw_attempt(state, ctx, model, messages, fresh)
+        attempt = yield from draw_attempt(state, ctx, model, messages, fresh)
         return {**recalled, **attempt, **parent_update(state, parent)}
 
-    return tree_actor
+    return Node(tree_actor, role="actor", family=family, acts=True)

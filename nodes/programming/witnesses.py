@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from langchain_core.language_models import BaseChatModel
 
+from reflexion.core.steps import Steps, ask, block
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.programming.actor import code_messages
 from reflexion.nodes.programming.common import STOPS, counted_part, problem_of, run_tests
@@ -41,14 +42,14 @@ def _independent_code(
     model: BaseChatModel | None,
     kind: str,
     number: int,
-) -> str | None:
+) -> Steps[str | None]:
     """An implementation drawn from the first trial's prompt at the redraw temperature, its
     seed named by the problem, ``kind`` (witness or voter) and ``number``; ``None`` when the
     reply holds no code."""
     llm = actor_llm(model, ctx, hot=True)
     messages = code_messages(replace(state, trial=0, evaluations=[]), ctx)
     seed = named_seed(llm, problem.task_id, kind, number)
-    reply = llm.invoke(messages, stop=STOPS[problem.language], **seed)
+    reply = yield from ask(llm, messages, stop=STOPS[problem.language], **seed)
     return extract_code(reply.text, problem).code
 
 
@@ -59,16 +60,18 @@ def _draw_witness(
     limits: Limits,
     model: BaseChatModel | None,
     number: int,
-) -> Witness:
+) -> Steps[Witness]:
     """Witness ``number``: an independent implementation from the first trial's prompt at the
     redraw temperature (its seed named by the problem and ``number``), run on the trusted and
     probe tests."""
-    code = _independent_code(state, ctx, problem, model, "witness", number)
+    code = yield from _independent_code(state, ctx, problem, model, "witness", number)
     if code is None:
         return {"code": None, "fingerprint": None}
     program = assemble(problem, code)
     tests = [*state.tests, *state.probe_tests]
-    result = run_tests(program, tests, problem.language, limits, problem.entry_point)
+    result = yield from block(
+        run_tests, program, tests, problem.language, limits, problem.entry_point
+    )
     print_ = fingerprint(result, state.probe_tests)
     if print_ is None or not counted_part(result, list(state.tests)).passed:
         return {"code": code, "fingerprint": None}
@@ -81,7 +84,7 @@ def cross_check(
     mine: Fingerprint,
     limits: Limits,
     model: BaseChatModel | None = None,
-) -> tuple[Verdict, list[Witness], str]:
+) -> Steps[tuple[Verdict, list[Witness], str]]:
     """Judge an attempt that passed its trusted tests by the witnesses' behaviour on the probe
     tests, drawing new witnesses while the verdict is open and ``ctx.cross_check`` allows: the
     verdict, the witnesses drawn now, and (outvoted) where the majority behaves otherwise."""
@@ -98,7 +101,7 @@ def cross_check(
     result = verdict(mine, prints())
     while result == "open" and len(state.witnesses) + len(drawn) < ctx.cross_check:
         number = len(state.witnesses) + len(drawn)
-        drawn.append(_draw_witness(state, ctx, problem, limits, model, number))
+        drawn.append((yield from _draw_witness(state, ctx, problem, limits, model, number)))
         result = verdict(mine, prints())
     if result != "outvoted":
         return result, drawn, ""
@@ -116,16 +119,18 @@ def _draw_voter(
     limits: Limits,
     model: BaseChatModel | None,
     number: int,
-) -> Witness:
+) -> Steps[Witness]:
     """Voter ``number``: an independent implementation from the first trial's prompt at the
     redraw temperature (seeded by the problem and ``number``), with its outcome on each
     internal test (``"pass"`` or the failure's detail); no fingerprint when it has no code or
     does not compile (it then votes on nothing)."""
-    code = _independent_code(state, ctx, problem, model, "voter", number)
+    code = yield from _independent_code(state, ctx, problem, model, "voter", number)
     if code is None:
         return {"code": None, "fingerprint": None}
     program = assemble(problem, code)
-    result = run_tests(program, state.tests, problem.language, limits, problem.entry_point)
+    result = yield from block(
+        run_tests, program, state.tests, problem.language, limits, problem.entry_point
+    )
     outcomes = fingerprint(result, state.tests)
     return {"code": code, "fingerprint": None if outcomes is None else list(outcomes)}
 
@@ -137,7 +142,7 @@ def unbacked_tests(
     failed_written: list[str],
     limits: Limits,
     model: BaseChatModel | None = None,
-) -> tuple[frozenset[str], list[Witness]]:
+) -> Steps[tuple[frozenset[str], list[Witness]]]:
     """Where only self-written tests decide (no trusted test) and ``ctx.cross_check`` allows:
     the failed tests that independent implementations do not back, after CodeT's agreement
     between code and tests. Up to ``ctx.cross_check`` voters are drawn once per problem (the
@@ -148,10 +153,9 @@ def unbacked_tests(
     if not (ctx.cross_check and failed_written and written.issuperset(state.tests)):
         return frozenset(), []
     problem = problem_of(state)
-    drawn = [
-        _draw_voter(state, ctx, problem, limits, model, number)
-        for number in range(len(state.witnesses), ctx.cross_check)
-    ]
+    drawn = []
+    for number in range(len(state.witnesses), ctx.cross_check):
+        drawn.append((yield from _draw_voter(state, ctx, problem, limits, model, number)))
     mine = {o.test: o.detail for o in result.outcomes}
     votes = [
         dict(zip(state.tests, w["fingerprint"], strict=False))

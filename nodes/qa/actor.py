@@ -19,11 +19,12 @@ from langgraph.runtime import Runtime
 from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, with_recalled
+from reflexion.core.lessons import Family, recalled_steps
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.progress import emit
 from reflexion.core.state import State
+from reflexion.core.steps import Node, Steps, ask
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import memory_block, with_lessons
 from reflexion.nodes.qa.retry_memory import judged_wrong, rejected_keys, with_memory
@@ -98,25 +99,25 @@ def _attempt(
     options: dict[str, Any],
     seed: Seeder,
     draw: int,
-) -> tuple[FinishParse, str]:
+) -> Steps[tuple[FinishParse, str]]:
     """One chain-of-thought reply (the trial's ``draw``-th), parsed, with its text; a reply
     without ``Finish[answer]`` gets one follow-up turn asking for the action alone (the
     paper's CoT prompts the thought and the action separately), whose answer counts while
     the thought stays."""
-    reply = llm.invoke(messages, stop=STOP, **options, **seed(draw))
+    reply = yield from ask(llm, messages, stop=STOP, **options, **seed(draw))
     parsed = parse_finish(reply.text)
     if parsed.answer is None and reply.text.strip():
-        ask = HumanMessage(FOLLOW_UP)
-        parsed = _ask_again(llm, [*messages, AIMessage(reply.text), ask], parsed, seed(f"{draw}+"))
+        turns = [*messages, AIMessage(reply.text), HumanMessage(FOLLOW_UP)]
+        parsed = yield from _ask_again(llm, turns, parsed, seed(f"{draw}+"))
     return parsed, reply.text
 
 
 def _ask_again(
     llm: BaseChatModel, turns: list[BaseMessage], parsed: FinishParse, seed: dict[str, Any]
-) -> FinishParse:
+) -> Steps[FinishParse]:
     """One more reply after ``turns`` (which end with the question asked); its answer replaces
     ``parsed``'s when it gives one, and the thought stays."""
-    again = parse_finish(llm.invoke(turns, **seed).text)
+    again = parse_finish((yield from ask(llm, turns, **seed)).text)
     if again.answer is None:
         return parsed
     return FinishParse(thought=parsed.thought, answer=again.answer)
@@ -140,7 +141,7 @@ def _resample(
     options: dict[str, Any],
     seed: Seeder,
     with_passages: bool,
-) -> tuple[FinishParse, str]:
+) -> Steps[tuple[FinishParse, str]]:
     """A retry under ``QAContext.answer_retry="resample"``: drawn from trial 1's prompt (as the
     none baseline draws it, the same seed), and drawn again at the redraw temperature while
     its answer is one already judged incorrect (or none), as many times as a fresh-first retry
@@ -148,13 +149,13 @@ def _resample(
     ``correct_rejected``, the correcting turn); the last draw stands when every one repeats."""
     prompt = cot_messages(state, ctx, with_passages=with_passages, memory=False)
     wrong = judged_wrong(state, ctx, resample=True)
-    parsed, text = _attempt(llm, prompt, options, seed, 0)
+    parsed, text = yield from _attempt(llm, prompt, options, seed, 0)
     hot: BaseChatModel | None = None
     for draw in range(1, 2 + ctx.redraw_rejected + ctx.correct_rejected):
         if parsed.answer is not None and normalize_answer(parsed.answer) not in wrong:
             break
         hot = hot or actor_llm(model, ctx, hot=True)
-        parsed, text = _attempt(hot, prompt, options, seed, draw)
+        parsed, text = yield from _attempt(hot, prompt, options, seed, draw)
     return parsed, text
 
 
@@ -178,23 +179,25 @@ def _update(
 
 def make_cot_actor(
     model: BaseChatModel | None = None, *, with_passages: bool = True, family: Family = QA_FAMILY
-) -> Callable[[State, Runtime[QAContext]], dict[str, Any]]:
+) -> Node:
     """A chain-of-thought actor node; ``model`` overrides ``Context.actor_model``; ``family``
     is the task family whose lessons it recalls on the first trial (``Context.lessons``)."""
 
-    def actor(state: State, runtime: Runtime[QAContext]) -> dict[str, Any]:
+    def actor(state: State, runtime: Runtime[QAContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, QAContext)
         if not state.task.strip():
             raise ReflexionError("the task is empty: give the question to answer")
         emit("trial_started", trial=state.trial + 1)
-        state, recalled = with_recalled(state, runtime, family)
+        state, recalled = yield from recalled_steps(state, runtime, family)
         llm = actor_llm(model, ctx)
         seed = draw_seeds(llm, state, ctx)
         options: dict[str, Any] = (
             {"gbnf": COT_GRAMMAR} if isinstance(llm, EmbeddedChatModel) else {}
         )
         if state.trial > 0 and ctx.answer_retry == "resample":
-            parsed, text = _resample(state, ctx, llm, model, options, seed, with_passages)
+            parsed, text = yield from _resample(
+                state, ctx, llm, model, options, seed, with_passages
+            )
             return _update(state, recalled, parsed, text)
         messages = cot_messages(state, ctx, with_passages=with_passages)
         rejected = rejected_keys(state, ctx, correcting=ctx.correct_rejected)
@@ -206,18 +209,18 @@ def make_cot_actor(
             if known_wrong is None
             else cot_messages(state, ctx, with_passages=with_passages, memory=False)
         )
-        parsed, text = _attempt(llm, first, options, seed, draw)
+        parsed, text = yield from _attempt(llm, first, options, seed, draw)
         if known_wrong is not None:
             if parsed.answer is not None and normalize_answer(parsed.answer) not in known_wrong:
                 rejected = set()  # kept: no redraw, no correcting turn
             else:  # it repeats a rejected answer or gives none: now the memory speaks
                 draw += 1
-                parsed, text = _attempt(llm, messages, options, seed, draw)
+                parsed, text = yield from _attempt(llm, messages, options, seed, draw)
         if parsed.answer is not None and normalize_answer(parsed.answer) in rejected:
             hot = actor_llm(model, ctx, hot=True)
             for _ in range(ctx.redraw_rejected):
                 draw += 1
-                again, again_text = _attempt(hot, messages, options, seed, draw)
+                again, again_text = yield from _attempt(hot, messages, options, seed, draw)
                 if again.answer is not None and normalize_answer(again.answer) not in rejected:
                     parsed, text = again, again_text
                     break
@@ -225,8 +228,8 @@ def make_cot_actor(
             # one turn saying so and asking for another (QAContext.correct_rejected)
             ask = HumanMessage(render("cot_rejected", answer=parsed.answer))
             turns = [*messages, AIMessage(text), ask]
-            parsed = _ask_again(llm, turns, parsed, seed("correct"))
+            parsed = yield from _ask_again(llm, turns, parsed, seed("correct"))
         return _update(state, recalled, parsed, text)
 
-    actor.__name__ = "cot_gt_actor" if with_passages else "cot_actor"
-    return actor
+    name = "cot_gt_actor" if with_passages else "cot_actor"
+    return Node(actor, role="actor", family=family, acts=True, name=name)

@@ -26,11 +26,12 @@ from typing_extensions import TypedDict
 from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, recall_update
+from reflexion.core.lessons import Family, recall_steps
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import ReactStepParse, parse_react_step
 from reflexion.core.progress import emit
 from reflexion.core.state import TrialInput
+from reflexion.core.steps import Node, Steps, ask, block
 from reflexion.nodes.common import actor_llm, prompt_tokens
 from reflexion.nodes.memory import memory_block, with_lessons
 from reflexion.nodes.qa.retry_memory import rejected_keys, with_memory
@@ -211,15 +212,14 @@ def make_react_actor(
     def tools(ctx: ReActContext) -> WikiTools:
         return WikiTools(backend if backend is not None else get_backend(ctx.wiki, ctx.corpus))
 
-    def begin(state: ReactState, runtime: Runtime[ReActContext]) -> dict[str, Any]:
+    def begin(state: ReactState, runtime: Runtime[ReActContext]) -> Steps[dict[str, Any]]:
         if not state.task.strip():
             raise ReflexionError("the task is empty: give the question to answer")
         emit("trial_started", trial=state.trial + 1)
-        tools(
-            get_context(runtime, ReActContext)
-        )  # a missing corpus fails here, before any model call
+        # a missing corpus fails here, before any model call
+        yield from block(tools, get_context(runtime, ReActContext))
         return {
-            **recall_update(state, state.task, runtime, family),
+            **(yield from recall_steps(state, state.task, runtime, family)),
             "trial": state.trial + 1,
             "trajectory": [],
             "steps": [],
@@ -230,7 +230,7 @@ def make_react_actor(
             "done": False,
         }
 
-    def think(state: ReactState, runtime: Runtime[ReActContext]) -> dict[str, Any]:
+    def think(state: ReactState, runtime: Runtime[ReActContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, ReActContext)
         llm = actor_llm(model, ctx)
         messages = react_messages(state, ctx)
@@ -245,14 +245,14 @@ def make_react_actor(
         options: dict[str, Any] = {}
         if isinstance(llm, EmbeddedChatModel):
             options["gbnf"] = FIRST_STEP_GRAMMAR if not state.steps else REACT_GRAMMAR
-        reply = llm.invoke(messages, stop=STOP, **options).text
+        reply = (yield from ask(llm, messages, stop=STOP, **options)).text
         parsed = parse_react_step(reply)
         rejected = rejected_keys(state, ctx)
         if redraws := _redraws(parsed, state, ctx, rejected):
             # a repeated search or a rejected answer: the same prompt, drawn hotter
             hot = actor_llm(model, ctx, hot=True)
             for _ in range(redraws):
-                again = hot.invoke(messages, stop=STOP, **options).text
+                again = (yield from ask(hot, messages, stop=STOP, **options)).text
                 again_parsed = parse_react_step(again)
                 if again_parsed.action and not _redraws(again_parsed, state, ctx, rejected):
                     reply, parsed = again, again_parsed
@@ -267,7 +267,7 @@ def make_react_actor(
             }
         }
 
-    def act(state: ReactState, runtime: Runtime[ReActContext]) -> dict[str, Any]:
+    def act(state: ReactState, runtime: Runtime[ReActContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, ReActContext)
         pending = state.pending or {}
         action, argument = pending.get("action"), str(pending.get("argument", ""))
@@ -286,12 +286,12 @@ def make_react_actor(
             observation = REPEATED_SEARCH.format(entity=argument.strip())
             written = f"Search[{argument}]"
         elif action == "search":
-            observation, cursor = tools(ctx).search(argument, cursor)
+            observation, cursor = yield from block(tools(ctx).search, argument, cursor)
             if before is False:
                 observation = REPEATED_MISS.format(entity=argument.strip(), observation=observation)
             written = f"Search[{argument}]"
         elif action == "lookup":
-            observation, cursor = tools(ctx).lookup(argument, cursor)
+            observation, cursor = yield from block(tools(ctx).lookup, argument, cursor)
             written = f"Lookup[{argument}]"
         else:
             observation = INVALID_ACTION.format(error=pending.get("error") or "no action")
@@ -320,9 +320,9 @@ def make_react_actor(
     builder = StateGraph(
         ReactState, context_schema=ReActContext, input_schema=ReactInput, output_schema=ReactOutput
     )
-    builder.add_node("begin", begin)
-    builder.add_node("think", think)
-    builder.add_node("act", act)
+    builder.add_node("begin", Node(begin, role="actor", family=family, acts=True))
+    builder.add_node("think", Node(think, role="actor", family=family))
+    builder.add_node("act", Node(act, role="actor", family=family))
     builder.add_edge(START, "begin")
     builder.add_edge("begin", "think")
     builder.add_conditional_edges("think", after_think)

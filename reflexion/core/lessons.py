@@ -43,6 +43,7 @@ from rank_bm25 import BM25Plus
 from reflexion.core.context import Context, LessonFilter, get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.state import State
+from reflexion.core.steps import Steps, drive, stored
 
 NAMESPACE = ("reflexion", "lessons")
 """Prefix of every lesson's namespace; the task family follows."""
@@ -123,8 +124,28 @@ def save_lesson(
     trial: int,
 ) -> str:
     """Put one reflection into the family's namespace; return its key."""
+    return drive(
+        saving(
+            store, family, text=text, task=task, task_id=task_id, thread_id=thread_id, trial=trial
+        )
+    )
+
+
+def saving(
+    store: BaseStore,
+    family: str,
+    *,
+    text: str,
+    task: str,
+    task_id: str | None,
+    thread_id: str | None,
+    trial: int,
+) -> Steps[str]:
+    """:func:`save_lesson` as node steps (:mod:`reflexion.core.steps`)."""
     key = lesson_key(thread_id or f"anonymous-{uuid.uuid4().hex}", trial)
-    store.put(
+    yield from stored(
+        store,
+        "put",
         namespace(family),
         key,
         {
@@ -183,7 +204,31 @@ def recall(
     recall what an earlier run learnt on the very question it is answering. With
     ``lesson_filter="validated"`` only lessons marked validated (a later trial of their thread
     succeeded after seeing them) are candidates."""
-    items = store.search(namespace(family), limit=MAX_CANDIDATES)
+    return drive(
+        recalling(
+            store,
+            family,
+            task,
+            k,
+            exclude_thread=exclude_thread,
+            exclude_task_id=exclude_task_id,
+            lesson_filter=lesson_filter,
+        )
+    )
+
+
+def recalling(
+    store: BaseStore,
+    family: str,
+    task: str,
+    k: int,
+    *,
+    exclude_thread: str | None,
+    exclude_task_id: str | None = None,
+    lesson_filter: LessonFilter = "validated",
+) -> Steps[list[str]]:
+    """:func:`recall` as node steps (:mod:`reflexion.core.steps`)."""
+    items = yield from stored(store, "search", namespace(family), limit=MAX_CANDIDATES)
     same_text = task.strip()
     validated_only = lesson_filter == "validated"
     others = [
@@ -207,7 +252,14 @@ def with_recalled(
     """The state an actor's first trial works from, with the lessons recalled for its task
     (:func:`recall_update`), and that update for the actor to return; the state unchanged and
     ``{}`` otherwise."""
-    recalled = recall_update(state, state.task, runtime, family)
+    return drive(recalled_steps(state, runtime, family))
+
+
+def recalled_steps(
+    state: S, runtime: Runtime[Any] | None, family: Family
+) -> Steps[tuple[S, dict[str, Any]]]:
+    """:func:`with_recalled` as node steps (:mod:`reflexion.core.steps`)."""
+    recalled = yield from recall_steps(state, state.task, runtime, family)
     return (replace(state, **recalled) if recalled else state), recalled
 
 
@@ -217,11 +269,18 @@ def recall_update(
     """What an actor adds to its first trial's update: ``{"lessons": [...]}`` recalled for
     ``task`` when ``Context.lessons`` is on; nothing otherwise (no store access) or on later
     trials (the recalled lessons stay fixed for the thread)."""
+    return drive(recall_steps(state, task, runtime, family))
+
+
+def recall_steps(
+    state: Any, task: str, runtime: Runtime[Any] | None, family: Family
+) -> Steps[dict[str, Any]]:
+    """:func:`recall_update` as node steps (:mod:`reflexion.core.steps`)."""
     ctx = get_context(runtime)
     if not ctx.lessons or state.trial != 0:
         return {}
     store = store_of(runtime)
-    found = recall(
+    found = yield from recalling(
         store,
         family_of(family, state, ctx),
         task,
@@ -248,6 +307,18 @@ def validate_lessons(
     memory (a fresh-first draw that was kept, a resample) still had them in its window and
     counts too. Returns their keys. Nothing happens for a first trial or outside a thread
     (lessons saved there have no known key)."""
+    return drive(validating(store, family, thread_id=thread_id, trial=trial, window=window))
+
+
+def validating(
+    store: BaseStore,
+    family: str,
+    *,
+    thread_id: str | None,
+    trial: int,
+    window: Sequence[str],
+) -> Steps[list[str]]:
+    """:func:`validate_lessons` as node steps (:mod:`reflexion.core.steps`)."""
     if thread_id is None or trial < 2:
         return []
     shown = {text.strip() for text in window}
@@ -255,10 +326,12 @@ def validate_lessons(
     marked: list[str] = []
     for earlier in range(1, trial):
         key = lesson_key(thread_id, earlier)
-        item = store.get(where, key)
+        item = yield from stored(store, "get", where, key)
         if item is None or str(item.value.get("text", "")).strip() not in shown:
             continue
         if item.value.get("validated") is not True:
-            store.put(where, key, {**item.value, "validated": True}, index=False)
+            yield from stored(
+                store, "put", where, key, {**item.value, "validated": True}, index=False
+            )
         marked.append(key)
     return marked

@@ -177,6 +177,14 @@ def test_concurrency_speeds_up_against_the_fake_server(monkeypatch, capsys, tmp_
     assert levels[1]["speedup"] > 1.3
 
 
+def test_served_needs_a_server_python_with_reflexion(monkeypatch, capsys, tmp_path):
+    """(The measurement itself starts ``langgraph dev``: tests/integration/test_served_perf.py.)"""
+    code, _, err = cli(
+        monkeypatch, capsys, "perf", "served", "--server-python", sys.executable + "-x"
+    )
+    assert code == 2 and "--server-python" in err and len(err.strip().splitlines()) == 1
+
+
 def test_bad_levels_are_one_clear_line(monkeypatch, capsys):
     code, _, err = cli(monkeypatch, capsys, "perf", "concurrency", "--levels", "1,two")
     assert code == 2 and "--levels" in err

@@ -13,6 +13,7 @@ from reflexion.harness.perf import (
     own_tests,
     probes,
     sandbox,
+    served,
 )
 
 perf_app = typer.Typer(
@@ -21,6 +22,7 @@ perf_app = typer.Typer(
 )
 perf_app.command("overhead")(overhead.overhead)
 perf_app.command("concurrency")(concurrency.concurrency)
+perf_app.command("served")(served.served_perf)
 perf_app.command("inference")(inference.inference)
 perf_app.command("learning-cost")(learning_cost.learning_cost)
 perf_app.command("sandbox")(sandbox.sandbox)

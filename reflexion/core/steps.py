@@ -1,0 +1,222 @@
+"""One body of node code, two ways to run it: a node's calls out (a model, the sandbox or
+anything else that blocks, a store) are *steps* its code yields, and a sync or an async
+driver performs them.
+
+A node's core is a generator: ``reply = yield from ask(llm, messages, stop=STOP)`` where a
+plain function would write ``reply = llm.invoke(messages, stop=STOP)``. :class:`Node` wraps
+such a core as a LangGraph node with both paths: ``graph.invoke`` drives it with the
+blocking calls (the same calls, in the same order, as a plain function), ``graph.ainvoke``
+awaits each one (``ainvoke``; the store's ``aput``/``asearch``/…; ``asyncio.to_thread`` for
+the sandbox and other blocking code), so a LangGraph server's event loop is not held by a
+thread per run. An exception raised by a step is thrown back into the core at its ``yield``.
+Each model call carries the run name, tags and metadata of :mod:`reflexion.core.tracing`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from langchain_core.runnables import Runnable
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.store.base import BaseStore
+
+from reflexion.core.tracing import Labels, labelled, traced_config
+
+T = TypeVar("T")
+
+
+class Step:
+    """One call out of a node: :meth:`run` blocks, :meth:`arun` awaits."""
+
+    def run(self) -> Any:
+        raise NotImplementedError
+
+    async def arun(self) -> Any:
+        raise NotImplementedError
+
+
+Steps = Generator[Step, Any, T]
+"""A node core (or a helper of one): yields steps, receives their results, returns ``T``."""
+
+
+@dataclass(frozen=True)
+class Ask(Step):
+    """A model (or any Runnable: a structured-output model, ``prompt | model``) invoked on
+    ``value``, with the call's tracing config (:func:`~reflexion.core.tracing.traced_config`)."""
+
+    model: Runnable[Any, Any]
+    value: Any
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def run(self) -> Any:
+        return self.model.invoke(self.value, traced_config(), **self.kwargs)
+
+    async def arun(self) -> Any:
+        return await self.model.ainvoke(self.value, traced_config(), **self.kwargs)
+
+
+@dataclass(frozen=True)
+class Block(Step):
+    """Blocking code (the sandbox, a game engine, a Wikipedia lookup): called as it is, or in
+    a worker thread by the async driver."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def run(self) -> Any:
+        return self.fn(*self.args, **self.kwargs)
+
+    async def arun(self) -> Any:
+        return await asyncio.to_thread(self.fn, *self.args, **self.kwargs)
+
+
+@dataclass(frozen=True)
+class Store(Step):
+    """A store method (``get``, ``put``, ``search``, ``delete``), or its ``a``-prefixed
+    twin on the async path."""
+
+    store: BaseStore
+    method: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def run(self) -> Any:
+        return getattr(self.store, self.method)(*self.args, **self.kwargs)
+
+    async def arun(self) -> Any:
+        return await getattr(self.store, f"a{self.method}")(*self.args, **self.kwargs)
+
+
+def ask(model: Runnable[Any, Any], value: Any, **kwargs: Any) -> Steps[Any]:
+    """``model.invoke(value, **kwargs)`` (or ``ainvoke``), as a step."""
+    return (yield Ask(model, value, kwargs))
+
+
+def block(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Steps[T]:
+    """``fn(*args, **kwargs)``, in a worker thread on the async path, as a step."""
+    result: T = yield Block(fn, args, kwargs)
+    return result
+
+
+def stored(store: BaseStore, method: str, *args: Any, **kwargs: Any) -> Steps[Any]:
+    """``store.<method>(...)`` (or ``store.a<method>(...)``), as a step."""
+    return (yield Store(store, method, args, kwargs))
+
+
+def drive(steps: Steps[T]) -> T:
+    """Run a core to its end with blocking calls."""
+    try:
+        step = next(steps)
+        while True:
+            try:
+                result = step.run()
+            except Exception as exc:
+                step = steps.throw(exc)
+            else:
+                step = steps.send(result)
+    except StopIteration as stop:
+        value: T = stop.value
+        return value
+
+
+async def adrive(steps: Steps[T]) -> T:
+    """Run a core to its end, awaiting each call."""
+    try:
+        step = next(steps)
+        while True:
+            try:
+                result = await step.arun()
+            except Exception as exc:
+                step = steps.throw(exc)
+            else:
+                step = steps.send(result)
+    except StopIteration as stop:
+        value: T = stop.value
+        return value
+
+
+class Node(RunnableCallable):
+    """A LangGraph node with a sync and an async path from one generator ``core`` (taking
+    the state and, optionally, ``runtime``, as a node function does). ``role`` (actor,
+    evaluator, reflector…) and ``family`` (the graph's task family, or a function of the
+    state giving it) label its model calls (:mod:`reflexion.core.tracing`); ``acts``: its
+    calls belong to the trial it starts (an actor's), not to the state's last one."""
+
+    def __init__(
+        self,
+        core: Callable[..., Steps[Any]],
+        *,
+        role: str,
+        family: Any = None,
+        acts: bool = False,
+        name: str | None = None,
+    ) -> None:
+        labels = Labels(role=role, family=family, acts=acts)
+
+        @functools.wraps(core)
+        def sync(*args: Any, **kwargs: Any) -> Any:
+            with labelled(labels, args, kwargs):
+                return drive(core(*args, **kwargs))
+
+        @functools.wraps(core)
+        async def async_(*args: Any, **kwargs: Any) -> Any:
+            with labelled(labels, args, kwargs):
+                return await adrive(core(*args, **kwargs))
+
+        super().__init__(sync, async_, name=name or core.__name__, trace=False)
+        self.core = core
+        self.labels = labels
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """The sync path, called as a plain node function is."""
+        assert self.func is not None
+        return self.func(*args, **kwargs)
+
+
+@dataclass(frozen=True)
+class Awaited(Step):
+    """An async function's call (a user's async evaluator or actor): awaited on the async
+    path, run to its end on an event loop of its own on the sync one."""
+
+    call: Callable[[], Any]
+
+    def run(self) -> Any:
+        return asyncio.run(self.call())
+
+    async def arun(self) -> Any:
+        return await self.call()
+
+
+def inline(fn: Callable[..., Any]) -> RunnableCallable:
+    """A node that makes no call out (it only reads the state), run as it is on either
+    path: no worker thread for the async one."""
+
+    @functools.wraps(fn)
+    async def async_(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    return RunnableCallable(fn, async_, name=fn.__name__, trace=False)
+
+
+def steps_of(node: Any) -> Callable[..., Steps[Any]]:
+    """A node's core: a :class:`Node`'s own, or a plain function's calls as one step each
+    (an async function awaited, a sync one run in a worker thread on the async path)."""
+    if isinstance(node, Node):
+        return node.core
+    if inspect.iscoroutinefunction(node):
+
+        def awaited(*args: Any, **kwargs: Any) -> Steps[Any]:
+            return (yield Awaited(functools.partial(node, *args, **kwargs)))
+
+        return awaited
+
+    def called(*args: Any, **kwargs: Any) -> Steps[Any]:
+        return (yield Block(node, args, kwargs))
+
+    return called
