@@ -25,6 +25,7 @@ from reflexion.core.lessons import (
     family_of,
     lesson_key,
     namespace,
+    put_lesson,
     save_lesson,
     store_of,
 )
@@ -130,6 +131,8 @@ def make_reflector(
                         task_id=state.task_id,
                         thread_id=current_thread_id(),
                         trial=state.trial,
+                        ttl_minutes=ctx.lessons.ttl_minutes,
+                        max_per_family=ctx.lessons.max_per_family,
                     )
                 if ctx.review_reflections:
                     update["pending_review"] = lesson
@@ -198,12 +201,14 @@ def make_review(family: Family) -> Callable[[Any, Runtime[Context]], dict[str, A
             update["reflections"] = [*window[:-1], str(text)] if newest else window
         if ctx.lessons:
             store = store_of(runtime)
-            where = namespace(family_of(family, state, ctx))
+            shared = family_of(family, state, ctx)
+            where = namespace(shared)
             key = lesson_key(current_thread_id(), state.trial)
             if action == DROP:
                 store.delete(where, key)
-            elif (item := store.get(where, key)) is not None:
-                store.put(where, key, {**item.value, "text": text}, index=False)
+            elif (item := store.get(where, key, refresh_ttl=False)) is not None:
+                edited = {**item.value, "text": text}
+                put_lesson(store, shared, key, edited, ctx.lessons.ttl_minutes)
         return update
 
     return review
