@@ -13,14 +13,17 @@ mkdir -p "$out"; cd "$out"
 export REFLEXION_THREADS=1
 # the command line is reflexion.harness (reflexion before the runtime/harness split)
 cli=$("$py" -c "import importlib.util as u; print('reflexion.harness' if u.find_spec('reflexion.harness') else 'reflexion')")
+# bench programming's loops are --loop (--strategy before the option was renamed)
+help=$(COLUMNS=200 "$py" -m $cli bench programming --help 2>/dev/null || true)
+case $help in *--loop*) loop=--loop ;; *) loop=--strategy ;; esac
 for family in $families; do
     case $family in
     programming)
-        "$py" -m $cli bench programming --dataset humaneval -n 3 --offset 10 --max-iters 3 --strategy reflexion --db s.sqlite > prog.log 2>&1
-        "$py" -m $cli bench programming --dataset humaneval -n 2 --offset 38 --max-iters 3 --strategy reflexion --no-example-tests --db s.sqlite > prog-noex.log 2>&1 ;;
+        "$py" -m $cli bench programming --dataset humaneval -n 3 --offset 10 --max-iters 3 $loop reflexion --db s.sqlite > prog.log 2>&1
+        "$py" -m $cli bench programming --dataset humaneval -n 2 --offset 38 --max-iters 3 $loop reflexion --no-example-tests --db s.sqlite > prog-noex.log 2>&1 ;;
     rust)  # compile errors, rustc's fixes, model-written tests checked by rustc, hidden tests
-        "$py" -m $cli bench programming --dataset humaneval-rs -n 4 --offset 10 --max-iters 3 --strategy reflexion --db s.sqlite > rust.log 2>&1
-        "$py" -m $cli bench programming --dataset humaneval-rs -n 2 --offset 26 --max-iters 3 --strategy reflexion --no-example-tests --db s.sqlite > rust-noex.log 2>&1 ;;
+        "$py" -m $cli bench programming --dataset humaneval-rs -n 4 --offset 10 --max-iters 3 $loop reflexion --db s.sqlite > rust.log 2>&1
+        "$py" -m $cli bench programming --dataset humaneval-rs -n 2 --offset 26 --max-iters 3 $loop reflexion --no-example-tests --db s.sqlite > rust-noex.log 2>&1 ;;
     hotpotqa)
         "$py" -m $cli bench hotpotqa --agent cot-gt -n 4 --trials 2 --strategy reflexion --db s.sqlite > qa.log 2>&1 ;;
     alfworld)

@@ -33,8 +33,8 @@ class Agent:
 AGENTS: dict[str, Agent] = {
     agent.name: agent
     for agent in (
-        Agent("cot-gt", "reflexion_qa", lambda: qa_builder(with_context=True), True),
-        Agent("cot", "reflexion_qa_cot", lambda: qa_builder(with_context=False), True),
+        Agent("cot-gt", "reflexion_qa", lambda: qa_builder(with_passages=True), True),
+        Agent("cot", "reflexion_qa_cot", lambda: qa_builder(with_passages=False), True),
         Agent("react", "reflexion_react", react_builder, True, REACT_REFLECT_EXAMPLES),
         Agent(
             "programming",

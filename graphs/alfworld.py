@@ -12,22 +12,22 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.sessions import EnvSessions
 from reflexion.alfworld.state import (
-    HouseholdInputState,
-    HouseholdOutputState,
-    HouseholdState,
+    AlfworldInputState,
+    AlfworldOutputState,
+    AlfworldState,
     lesson_family,
 )
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.nodes import make_reflector
-from reflexion.nodes.household import (
+from reflexion.nodes.alfworld import (
     EnvFactory,
-    household_reflection_messages,
-    household_written,
-    make_household_actor,
-    make_household_evaluator,
+    alfworld_reflection_messages,
+    alfworld_written,
+    make_alfworld_actor,
+    make_alfworld_evaluator,
 )
 
 
@@ -39,25 +39,25 @@ def alfworld_builder(
     env_factory: EnvFactory | None = None,
     sessions: EnvSessions | None = None,
 ) -> StateGraph[Any, Any, Any, Any]:
-    """The ALFWorld Reflexion loop: the household actor (a subgraph playing one trial in the
-    environment), the heuristic or LLM self-evaluator, and the household reflector.
+    """The ALFWorld Reflexion loop: the ALFWorld actor (a subgraph playing one trial in the
+    environment), the heuristic or LLM self-evaluator, and the ALFWorld reflector.
     ``env_factory`` makes environments (default: the real TextWorld engine, an optional
     extra); ``sessions`` shares the live environments with the caller."""
     return build_reflexion_graph(
-        make_household_actor(actor_model, env_factory, sessions, family=lesson_family),
-        make_household_evaluator(evaluator_model),
+        make_alfworld_actor(actor_model, env_factory, sessions, family=lesson_family),
+        make_alfworld_evaluator(evaluator_model),
         make_reflector(
             reflector_model,
-            messages=household_reflection_messages,
-            written=household_written,
+            messages=alfworld_reflection_messages,
+            written=alfworld_written,
             family=lesson_family,
-            schema=HouseholdContext,
+            schema=AlfworldContext,
         ),
-        state_schema=HouseholdState,
-        input_schema=HouseholdInputState,
-        output_schema=HouseholdOutputState,
+        state_schema=AlfworldState,
+        input_schema=AlfworldInputState,
+        output_schema=AlfworldOutputState,
         family=lesson_family,
-        context_schema=HouseholdContext,
+        context_schema=AlfworldContext,
     )
 
 

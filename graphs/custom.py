@@ -58,8 +58,8 @@ __all__ = [
     "to_evaluation",
 ]
 
-ACTOR_VARIABLES = ("task", "context", "reflections", "lessons", "memory", "trial")
-"""What an actor gets each trial: the task, its context, the reflections (the last Ω lessons of
+ACTOR_VARIABLES = ("task", "passages", "reflections", "lessons", "memory", "trial")
+"""What an actor gets each trial: the task, its passages, the reflections (the last Ω lessons of
 this thread), the lessons recalled from other threads (``Context.lessons``), ``memory`` (all of
 that as prompt text with headings, empty on a first trial without recalled lessons) and the
 1-based number of this trial. The reference answer is never among them."""
@@ -114,7 +114,7 @@ def _begin_trial(
     state, recalled = with_recalled(state, runtime, family)
     inputs = {
         "task": state.task,
-        "context": state.context,
+        "passages": state.passages,
         "reflections": reflection_window(state.reflections, ctx),
         "lessons": list(state.lessons),
         "memory": memory_block(state, ctx),
@@ -160,7 +160,7 @@ def default_actor_messages(state: State, ctx: Context) -> list[BaseMessage]:
     """The generic actor prompt (``prompts/generic_system.md``, ``generic_task.md``): the
     instructions (with the recalled lessons, as every built-in actor) and the task form a
     stable prefix; the strategy's memory comes last."""
-    context_block = f"Context: {state.context.strip()}" if state.context.strip() else ""
+    context_block = f"Context: {state.passages.strip()}" if state.passages.strip() else ""
     user = render("generic_task", context_block=context_block, task=state.task.strip())
     memory = memory_block(state, ctx, lessons=False)
     if memory:
@@ -265,7 +265,7 @@ def make_actor(
     else:
         raise ReflexionError(
             f"the actor is a {_kind(actor)}: pass a chat model, a Runnable, or a function "
-            "taking a dict of task, context, reflections, lessons, memory and trial"
+            "taking a dict of task, passages, reflections, lessons, memory and trial"
         )
 
     def custom_actor(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
@@ -405,13 +405,13 @@ def create_reflexion_graph(
 
     - a chat model (or a ``provider:model`` string): it gets ``prompt`` — a
       ChatPromptTemplate, or a string taken as one user message, using ``{task}`` and any of
-      ``{context}``, ``{reflections}`` (the last Ω lessons, one ``- `` line each),
+      ``{passages}``, ``{reflections}`` (the last Ω lessons, one ``- `` line each),
       ``{lessons}`` (lessons recalled from other threads, likewise), ``{memory}`` (both, and
       the last attempt under the ``last_attempt`` strategies, with headings) and ``{trial}``
       — or, without one, our generic actor prompt. Its reply is read by
       :func:`read_reply` (the text after a final ``Answer:`` line, else the whole reply);
     - any Runnable (``prompt | model | parser``, an agent) or function: called with a dict of
-      ``task``, ``context``, ``reflections``, ``lessons`` (lists of str), ``memory`` and
+      ``task``, ``passages``, ``reflections``, ``lessons`` (lists of str), ``memory`` and
       ``trial``; it
       returns a str or an AIMessage (read as above) or a dict with ``answer`` and, optionally,
       ``trajectory`` (a list of str: what the reflector sees of the trial).
@@ -425,7 +425,7 @@ def create_reflexion_graph(
     ``reflector_model`` overrides ``Context.reflector_model``. ``name`` names the compiled
     graph and is the task family of its lessons (``Context.lessons``; ``Context.lessons.family``
     overrides it). The graph's input is ``task``,
-    ``context``, ``reference`` (seen only by evaluators), ``task_id``; its output ``answer``,
+    ``passages``, ``reference`` (seen only by evaluators), ``task_id``; its output ``answer``,
     ``solved``, ``trial``, ``evaluations``, ``reflections``. Loop settings come from the run's
     context: ``graph.invoke(input, config, context=Context(max_trials=5, memory_size=1))``.
     ``checkpointer`` and ``store`` go to ``compile``; leave ``checkpointer`` out for

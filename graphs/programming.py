@@ -19,16 +19,20 @@ from langgraph.graph import StateGraph
 
 from reflexion.graphs.builder import Retry, Verifier, build_reflexion_graph
 from reflexion.nodes import make_reflector
-from reflexion.nodes.coder import (
+from reflexion.nodes.programming import (
     code_reflection_messages,
     make_code_actor,
     make_test_writer,
     make_unit_test_evaluator,
 )
-from reflexion.nodes.coder.compiler_fix import made_fix, make_compiler_fix, tries_compiler_fix
-from reflexion.nodes.coder.evaluator import awaits_cross_check, make_cross_check
-from reflexion.nodes.coder.feedback import retry_reads_feedback
-from reflexion.nodes.coder.tree import keeping_branch_reflections, make_tree_actor, parent_update
+from reflexion.nodes.programming.compiler_fix import made_fix, make_compiler_fix, tries_compiler_fix
+from reflexion.nodes.programming.evaluator import awaits_cross_check, make_cross_check
+from reflexion.nodes.programming.feedback import retry_reads_feedback
+from reflexion.nodes.programming.tree import (
+    keeping_branch_reflections,
+    make_tree_actor,
+    parent_update,
+)
 from reflexion.programming.context import CodeContext, TreeContext
 from reflexion.programming.state import CodeInputState, CodeOutputState, CodeState, lesson_family
 
@@ -89,7 +93,7 @@ def tree_search_builder(
     evaluator_model: BaseChatModel | None = None,
     reflector_model: BaseChatModel | None = None,
 ) -> StateGraph[Any, Any, Any, Any]:
-    """The tree search over attempts (:mod:`reflexion.nodes.coder.tree`): the same test
+    """The tree search over attempts (:mod:`reflexion.nodes.programming.tree`): the same test
     writer, evaluator and reflector (which also keeps each attempt's reflection for its
     branch), and an actor that expands the node UCT picks; every failed attempt is reflected
     on."""

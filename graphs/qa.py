@@ -1,4 +1,4 @@
-"""Question answering with Reflexion: the paper's CoT (GT) agent (uses ``context`` when given),
+"""Question answering with Reflexion: the paper's CoT (GT) agent (uses ``passages`` when given),
 the CoT agent (question only) and the ReAct agent (Wikipedia search): their builders, and the
 graphs compiled from them without a checkpointer (a LangGraph server brings its own, and the
 CLI compiles its own with SQLite)."""
@@ -11,15 +11,10 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
 from reflexion.graphs.builder import build_reflexion_graph
-from reflexion.hotpotqa.context import QA_FAMILY, REACT_FAMILY, QAContext, ReActContext
-from reflexion.hotpotqa.wiki import WikiBackend
-from reflexion.nodes import (
-    EvaluateFn,
-    make_cot_actor,
-    make_evaluator,
-    make_react_actor,
-    make_reflector,
-)
+from reflexion.nodes import EvaluateFn, make_evaluator, make_reflector
+from reflexion.nodes.qa import make_cot_actor, make_react_actor
+from reflexion.qa.context import QA_FAMILY, REACT_FAMILY, QAContext, ReActContext
+from reflexion.qa.wiki import WikiBackend
 
 REACT_REFLECT_EXAMPLES = "reflect_examples_react"
 """The ReAct reflector's worked examples (the CoT agents use ``reflect_examples``)."""
@@ -27,7 +22,7 @@ REACT_REFLECT_EXAMPLES = "reflect_examples_react"
 
 def qa_builder(
     *,
-    with_context: bool = True,
+    with_passages: bool = True,
     actor_model: BaseChatModel | None = None,
     evaluator_model: BaseChatModel | None = None,
     reflector_model: BaseChatModel | None = None,
@@ -39,9 +34,9 @@ def qa_builder(
     applications pass their own chat models); ``evaluate`` replaces the built-in evaluators.
     """
     return build_reflexion_graph(
-        make_cot_actor(actor_model, with_context=with_context, family=QA_FAMILY),
+        make_cot_actor(actor_model, with_passages=with_passages, family=QA_FAMILY),
         make_evaluator(evaluator_model, evaluate),
-        make_reflector(reflector_model, family=QA_FAMILY, with_context=with_context),
+        make_reflector(reflector_model, family=QA_FAMILY, with_passages=with_passages),
         family=QA_FAMILY,
         context_schema=QAContext,
     )
@@ -66,10 +61,10 @@ def react_builder(
     )
 
 
-graph = qa_builder(with_context=True).compile(name="reflexion-qa")
-"""CoT (GT): chain of thought over the question and its context, exact match or LLM judge."""
+graph = qa_builder(with_passages=True).compile(name="reflexion-qa")
+"""CoT (GT): chain of thought over the question and its passages, exact match or LLM judge."""
 
-cot_graph = qa_builder(with_context=False).compile(name="reflexion-qa-cot")
+cot_graph = qa_builder(with_passages=False).compile(name="reflexion-qa-cot")
 """CoT: chain of thought over the question only."""
 
 react_graph = react_builder().compile(name="reflexion-react")

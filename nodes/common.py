@@ -9,8 +9,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from reflexion.core.context import Context
+from reflexion.core.hosted_retries import takes_seed
 from reflexion.core.models import EmbeddedChatModel, load_chat_model
-from reflexion.core.retries import takes_seed
 from reflexion.core.transport import transport_of
 
 RESAMPLE_TEMPERATURE = 0.8

@@ -69,7 +69,7 @@ class JudgeOutput(BaseModel):
 
 
 def judge_messages(state: State) -> list[BaseMessage]:
-    context_block = f"Context: {state.context.strip()}" if state.context else ""
+    context_block = f"Context: {state.passages.strip()}" if state.passages else ""
     user = render(
         "judge_task",
         context_block=context_block,
@@ -81,8 +81,8 @@ def judge_messages(state: State) -> list[BaseMessage]:
 
 
 def agreement_messages(state: State) -> list[BaseMessage]:
-    """The judge's own question: the task and its context, never the attempt."""
-    context_block = f"Context: {state.context.strip()}\n" if state.context else ""
+    """The judge's own question: the task and its passages, never the attempt."""
+    context_block = f"Context: {state.passages.strip()}\n" if state.passages else ""
     user = render("agreement_task", context_block=context_block, task=state.task.strip())
     return [SystemMessage(render("agreement_system")), HumanMessage(user)]
 

@@ -3,7 +3,7 @@ threads (in the system message) and the memory its strategy keeps (the last atte
 Ω reflections, optionally the answers judged incorrect). Every built-in actor (CoT, ReAct,
 code, ALFWorld) and custom graphs read their memory through here; where the question-answering
 actors place it, and which answers their retries may not repeat, is
-:mod:`reflexion.nodes.qa_memory`."""
+:mod:`reflexion.nodes.qa.retry_memory`."""
 
 from __future__ import annotations
 

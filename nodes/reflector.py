@@ -44,12 +44,12 @@ def reflection_messages(
     examples: str = "reflect_examples",
     *,
     prompts: str = "reflect",
-    with_context: bool = False,
+    with_passages: bool = False,
     feedback: str | None = None,
 ) -> list[BaseMessage]:
     """The reflector prompt: instructions (``prompts/<prompts>_system.md``), few-shot turns
     (from the prompt file ``examples``), then the failed trial (``<prompts>_task.md``), with
-    the task's context when the actor saw it (``with_context``: the CoT (GT) agent), so the
+    the task's passages when the actor saw them (``with_passages``: the CoT (GT) agent), so the
     reflector checks the attempt against the same paragraphs instead of recalling facts;
     ``feedback`` replaces the last evaluation's feedback."""
     if feedback is None:
@@ -58,10 +58,10 @@ def reflection_messages(
     for example in few_shot(examples):
         attempt, _, lesson = example.partition("\nReflection:")
         messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
-    context = state.context.strip() if with_context else ""
+    passages = state.passages.strip() if with_passages else ""
     user = render(
         f"{prompts}_task",
-        context_block=f"Context: {context}\n" if context else "",
+        context_block=f"Context: {passages}\n" if passages else "",
         task=state.task.strip(),
         trajectory=trajectory_text(state.trajectory),
         feedback=feedback,
@@ -76,7 +76,7 @@ def make_reflector(
     messages: Callable[[Any, Any], list[BaseMessage]] | None = None,
     written: Callable[[Any, Any], str | None] | None = None,
     family: Family,
-    with_context: bool = False,
+    with_passages: bool = False,
     schema: type[Context] = Context,
 ) -> Callable[[Any, Runtime[Context]], dict[str, Any]]:
     """The reflector node; ``model`` overrides ``Context.reflector_model``; ``examples`` names
@@ -85,7 +85,7 @@ def make_reflector(
     ``written`` gives a lesson that needs no model where the context asks for one (ALFWorld's
     facts), or None to ask the reflector model;
     ``family`` is the task family its lessons are saved under (``Context.lessons``);
-    ``with_context`` shows it the task's context, as its actor saw it; ``schema`` is the graph's
+    ``with_passages`` shows it the task's passages, as its actor saw them; ``schema`` is the graph's
     context class, which ``messages`` and ``written`` receive.
 
     What it writes depends on the strategy: the previous trajectory (``last_attempt``), a new
@@ -97,7 +97,7 @@ def make_reflector(
     def prompt(state: Any, ctx: Context) -> list[BaseMessage]:
         if messages is not None:
             return messages(state, ctx)
-        return reflection_messages(state, examples, with_context=with_context)
+        return reflection_messages(state, examples, with_passages=with_passages)
 
     def ask_reflector(state: Any, ctx: Context) -> str:
         llm = resolve_model(model, ctx.reflector_model, ctx, temperature=0.0, role="reflector")

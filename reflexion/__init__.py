@@ -6,7 +6,7 @@ The public API, loaded on first use so that ``import reflexion`` stays light::
 
 (``Evaluation`` is what an evaluator may return: a score, a verdict and the feedback the
 reflector reads), and each graph's own context: ``QAContext``, ``ReActContext``, ``CodeContext``,
-``HouseholdContext``.
+``AlfworldContext``.
 
 The package is grouped by role: ``core`` (context, state, models, memory, lessons,
 persistence, threads), one folder per task family (``hotpotqa``, ``programming``,
@@ -21,20 +21,20 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from reflexion.alfworld.context import HouseholdContext
+    from reflexion.alfworld.context import AlfworldContext
     from reflexion.core.context import Context
     from reflexion.core.state import InputState, OutputState, State
     from reflexion.graphs.custom import create_reflexion_graph
-    from reflexion.hotpotqa.context import QAContext, ReActContext
     from reflexion.nodes.evaluator import Evaluation
     from reflexion.programming.context import CodeContext
+    from reflexion.qa.context import QAContext, ReActContext
 
 _EXPORTS = {
     "Context": "reflexion.core.context",
-    "QAContext": "reflexion.hotpotqa.context",
-    "ReActContext": "reflexion.hotpotqa.context",
+    "QAContext": "reflexion.qa.context",
+    "ReActContext": "reflexion.qa.context",
     "CodeContext": "reflexion.programming.context",
-    "HouseholdContext": "reflexion.alfworld.context",
+    "AlfworldContext": "reflexion.alfworld.context",
     "InputState": "reflexion.core.state",
     "OutputState": "reflexion.core.state",
     "State": "reflexion.core.state",
@@ -43,10 +43,10 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "AlfworldContext",
     "CodeContext",
     "Context",
     "Evaluation",
-    "HouseholdContext",
     "InputState",
     "OutputState",
     "QAContext",

@@ -1,6 +1,6 @@
-"""Fake chat models and a fake household, for tests and for measuring the loop without a model:
-scripted replies that record every prompt, replies computed by a rule, and an instant fixed
-reply with fixed token counts."""
+"""Fake chat models and a scripted ALFWorld game, for tests and for measuring the loop without a
+model: scripted replies that record every prompt, replies computed by a rule, and an instant
+fixed reply with fixed token counts."""
 
 from __future__ import annotations
 
@@ -86,8 +86,8 @@ class RuleChatModel(FakeChatModel):
         return self.rule(messages)
 
 
-class ScriptedHousehold:
-    """A scripted household environment for unit tests (the :class:`Environment` interface).
+class ScriptedGame:
+    """A scripted ALFWorld game for unit tests (the :class:`Environment` interface).
 
     One room: ``countertop 1`` holds a ``mug 1``, ``cabinet 1`` is closed, ``shelf 1`` is
     empty. The task is to put the mug on the shelf; ``move mug 1 to shelf 1`` while holding

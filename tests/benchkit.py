@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage
 
 from reflexion.harness.bench.driver import run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink, finished_tasks
-from reflexion.hotpotqa.context import QAContext
+from reflexion.qa.context import QAContext
 
 QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(6)}
 
@@ -45,7 +45,7 @@ def tasks(ids: list[str]) -> list[BenchTask]:
     return [
         BenchTask(
             thread_id=f"t-{i}",
-            input={"task": QUESTIONS[i][0], "context": "", "reference": QUESTIONS[i][1]},
+            input={"task": QUESTIONS[i][0], "passages": "", "reference": QUESTIONS[i][1]},
             label=i,
             meta={"task_id": i},
         )

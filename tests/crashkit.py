@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from reflexion.harness.perf.concurrency import chat_completion
-from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.qa.questions import load_hotpotqa
 
 REPO = Path(__file__).resolve().parent.parent
 

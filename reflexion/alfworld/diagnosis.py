@@ -1,6 +1,6 @@
 """What an ALFWorld trial's own turns show, for the reflector
-(``HouseholdContext.alfworld_diagnosis``) and, refusal by refusal, for the actor
-(``HouseholdContext.alfworld_explain``):
+(``AlfworldContext.alfworld_diagnosis``) and, refusal by refusal, for the actor
+(``AlfworldContext.alfworld_explain``):
 where the goal's objects were seen (or which receptacles were searched in vain), and why the
 game refused each refused command, worked out from where the agent was, what it held, which
 receptacles it found closed and what it saw in each. The engine answers every command it cannot
@@ -255,7 +255,7 @@ def _replay(turns: Sequence[Turn], task: str) -> tuple[_Where, dict[tuple[str, s
 
 
 def explained(turns: Sequence[Turn], task: str) -> list[str]:
-    """Each turn's observation as the actor reads it with ``HouseholdContext.alfworld_explain``: a
+    """Each turn's observation as the actor reads it with ``AlfworldContext.alfworld_explain``: a
     refused command's "Nothing happens." followed by the likeliest reason the turns before it
     show ("Nothing happens. Likely because you were already there."); every other observation, and
     a refusal the turns do not explain, as the game wrote it."""
@@ -325,7 +325,7 @@ def diagnosis(turns: Sequence[Turn], task: str = "") -> str:
 
 
 def facts(turns: Sequence[Turn], task: str = "") -> str:
-    """The diagnosis as one memory entry (``HouseholdContext.alfworld_memory="facts"``): where
+    """The diagnosis as one memory entry (``AlfworldContext.alfworld_memory="facts"``): where
     the goal's objects were, then the refused commands with why, on one line."""
     lines = [line.removeprefix("- ") for line in sightings(turns, task)]
     refused = [line.removeprefix("- ") for line in refused_commands(turns, task)]
@@ -336,7 +336,7 @@ def facts(turns: Sequence[Turn], task: str = "") -> str:
 
 def found_leads(turns: Sequence[Turn], task: str = "") -> str:
     """Each of the goal's objects the trial saw, with the ``go to`` that reaches it, as one
-    memory entry (``HouseholdContext.alfworld_memory="sightings"``); ``""`` (no entry) when it
+    memory entry (``AlfworldContext.alfworld_memory="sightings"``); ``""`` (no entry) when it
     saw none: a trial that found nothing leaves the next one's prompt as it was."""
     where, _ = _replay(turns, task)
     return " ".join(
@@ -346,7 +346,7 @@ def found_leads(turns: Sequence[Turn], task: str = "") -> str:
 
 def leads(turns: Sequence[Turn], task: str = "") -> str:
     """Where the next trial should go, as one memory entry
-    (``HouseholdContext.alfworld_memory="leads"``): each of the goal's objects the trial saw
+    (``AlfworldContext.alfworld_memory="leads"``): each of the goal's objects the trial saw
     with the ``go to`` that reaches it, or, when it saw none, the receptacles it never looked
     into. Nothing the game refused is quoted: a small actor repeats the commands its memory
     names, even under "refused"."""

@@ -35,19 +35,19 @@ class Episode(TypedDict):
 
 
 @dataclass(kw_only=True)
-class HouseholdInputState:
+class AlfworldInputState:
     """What a caller provides to start an ALFWorld thread (the state's ``task`` is filled in
     from the game's initial observation: the room and the goal)."""
 
     game: str = ""
-    """The game: a name from the game set (``HouseholdContext.games``, by default the bundled
+    """The game: a name from the game set (``AlfworldContext.games``, by default the bundled
     ``valid_unseen`` games), a unique part of one, or a path to a ``game.tw-pddl`` file."""
     task_id: str | None = None
     """An identifier for results and logs (e.g. the game name)."""
 
 
 @dataclass(kw_only=True)
-class HouseholdState(State, HouseholdInputState):
+class AlfworldState(State, AlfworldInputState):
     """The state of an ALFWorld thread: the Reflexion state plus the game and what each
     trial did in the environment. The environment itself lives outside the state."""
 
@@ -61,7 +61,7 @@ class HouseholdState(State, HouseholdInputState):
 
 
 @dataclass(kw_only=True)
-class HouseholdOutputState(OutputState):
+class AlfworldOutputState(OutputState):
     """What a finished ALFWorld run returns."""
 
     game: str = ""

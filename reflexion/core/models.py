@@ -7,7 +7,7 @@ cache directory and verified against a pinned SHA-256. Any other string goes to 
 ``openai`` provider at an OpenAI-compatible server.
 
 Hosted and served models come wrapped in bounded retries
-(:class:`~reflexion.core.retries.RetryingChatModel`): a call that times out, is rate-limited
+(:class:`~reflexion.core.hosted_retries.RetryingChatModel`): a call that times out, is rate-limited
 (429), fails with a server error (5xx) or returns an empty message is tried again after an
 exponential backoff with jitter; when the tries run out the call raises
 :class:`~reflexion.core.errors.ProviderError` with the reason. The embedded model is not
@@ -39,7 +39,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from reflexion.core.chat import OneReplyChatModel
 from reflexion.core.data import cache_root
 from reflexion.core.errors import ModelError, first_line
-from reflexion.core.retries import RetryingChatModel, RetryPolicy
+from reflexion.core.hosted_retries import RetryingChatModel, RetryPolicy
 
 LOCAL_PREFIX = "local:"
 EMBEDDED_MODEL = "local:qwen2.5-coder-0.5b"

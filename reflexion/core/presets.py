@@ -11,8 +11,8 @@ Each context class declares what a preset sets among its own fields (its ``PRESE
 attribute); a preset of a family's context is the union along its bases, so the core names no
 family's field. The ``paper`` values, with what each addition changes, are listed beside the
 fields: :class:`~reflexion.core.context.Context` (``select_answer``), the QA contexts
-(:mod:`reflexion.hotpotqa.context`), :class:`~reflexion.programming.context.CodeContext` and
-:class:`~reflexion.alfworld.context.HouseholdContext`.
+(:mod:`reflexion.qa.context`), :class:`~reflexion.programming.context.CodeContext` and
+:class:`~reflexion.alfworld.context.AlfworldContext`.
 
 The seed options (``qa_seeds``, ``code_seeds``, ``alfworld_seeds``) are not in the preset: they
 choose which random numbers a draw uses (keyed by the task, trial and draw, or one counter per
@@ -29,8 +29,8 @@ from reflexion.core.errors import ContextError
 
 Preset = Literal["default", "paper"]
 PRESET_HELP = (
-    "Settings to start from (the fields given beside it win): default (the measured best: the "
-    "paper's loop plus its additions) or paper (every addition off: the paper's loop). Not "
+    "Settings to start from (the fields given beside it win): default (the paper's loop plus "
+    "the additions chosen for small models) or paper (every addition off: the paper's loop). Not "
     "kept as a field: the context holds the values it set."
 )
 

@@ -58,7 +58,7 @@ class InputState:
 
     task: str = ""
     """The question or instruction given to the actor."""
-    context: str = ""
+    passages: str = ""
     """Supporting text shown to the actor (e.g. HotPotQA's gold paragraphs); may be empty."""
     reference: str | None = None
     """The gold answer, used by the exact-match evaluator and never shown to the actor or

@@ -30,7 +30,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from reflexion.core.errors import ContextError
-from reflexion.core.retries import RetryPolicy
+from reflexion.core.hosted_retries import RetryPolicy
 from reflexion.core.schema import settings_class
 
 ENV_PREFIX = "REFLEXION_"

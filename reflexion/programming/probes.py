@@ -10,7 +10,7 @@ HumanEval, and caught no wrong attempt more).
 
 Only the inputs matter: a probe keeps the example's expected value, which for the new input is
 a guess, and implementations are compared by what they return on it (see
-:mod:`reflexion.programming.agreement`). Small models write few usable tests of their own,
+:mod:`reflexion.programming.behaviour`). Small models write few usable tests of their own,
 while most problems with examples yield probes this way.
 """
 

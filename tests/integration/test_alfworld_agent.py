@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.env import TextWorldEnv
 from reflexion.alfworld.games import load_games, select_games
 from reflexion.alfworld.sessions import EnvSessions
@@ -23,7 +23,7 @@ def test_one_short_trial_with_the_default_model_on_a_real_game() -> None:
     game = select_games(load_games(), 1)[0]
     sessions = EnvSessions(TextWorldEnv)
     graph = alfworld_builder(sessions=sessions).compile(checkpointer=InMemorySaver())
-    ctx = HouseholdContext(max_trials=1, alfworld_steps=4, temperature=0.0, max_tokens=64)
+    ctx = AlfworldContext(max_trials=1, alfworld_steps=4, temperature=0.0, max_tokens=64)
     config = {"configurable": {"thread_id": "it-alfworld"}, "recursion_limit": 40}
     try:
         out = graph.invoke({"game": game.name}, config, context=ctx)

@@ -18,8 +18,8 @@ from reflexion.core.models import (
     resolve_preset,
 )
 from reflexion.graphs.qa import qa_builder, react_builder
-from reflexion.hotpotqa.context import QAContext, ReActContext
-from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.qa.context import QAContext, ReActContext
+from reflexion.qa.questions import load_hotpotqa
 from tests.clikit import reflexion
 
 pytestmark = pytest.mark.integration
@@ -62,7 +62,7 @@ def bench_with_plot(tmp_path: Path, plot: str, *args: str) -> str:
 def test_two_trials_with_the_real_smallest_model():
     q = load_hotpotqa(limit=1)[0]
     graph = qa_builder().compile(checkpointer=InMemorySaver())
-    task = {"task": q.question, "context": q.gold_context, "reference": "zq-unreachable-answer"}
+    task = {"task": q.question, "passages": q.gold_passages, "reference": "zq-unreachable-answer"}
     state = two_failed_trials(graph, task, SMALL)
     assert state["trial"] == 2
     assert [e["trial"] for e in state["evaluations"]] == [1, 2]
@@ -156,7 +156,7 @@ def test_cli_programming_bench_reports_pass_at_1_and_table_two(tmp_path):
     out = bench_with_plot(
         tmp_path, "pass.png",
         "programming", "--dataset", "humaneval",
-        "--offset", "53", "-n", "1", "--max-iters", "2", "--strategy", "simple,reflexion",
+        "--offset", "53", "-n", "1", "--max-iters", "2", "--loop", "simple,reflexion",
     )  # fmt: skip
     assert "pass@1" in out and "TP" in out
     samples = sorted((tmp_path / "runs").glob("programming-py-*-samples.jsonl"))
@@ -171,11 +171,13 @@ def test_a_prompt_and_a_seed_draw_the_same_text_after_any_history():
     cached), another question (the examples cached) or nothing."""
     from reflexion.core.models import embedded_model
     from reflexion.core.state import State
-    from reflexion.nodes.actor import cot_messages
+    from reflexion.nodes.qa.actor import cot_messages
 
     first, other = load_hotpotqa(limit=2)
     prompts = [
-        cot_messages(State(task=q.question, context=q.gold_context), QAContext(), with_context=True)
+        cot_messages(
+            State(task=q.question, passages=q.gold_passages), QAContext(), with_passages=True
+        )
         for q in (first, other)
     ]
     model = embedded_model(

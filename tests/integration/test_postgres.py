@@ -23,13 +23,13 @@ from typing import Any
 
 import pytest
 
+from reflexion.core.checkpoints import annotate_head, fork_thread, thread_history
 from reflexion.core.context import Context
 from reflexion.core.lessons import family_items, recall, save_lesson
 from reflexion.core.persistence import open_checkpointer, open_store
-from reflexion.core.threads import annotate_head, fork_thread, thread_history
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import stream_thread
-from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.qa.questions import load_hotpotqa
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.crashkit import (
@@ -78,7 +78,11 @@ def test_a_thread_outlives_its_connection(dsn):
     second connection, resumed there to its end, and its history lists all three trials with
     the reflections between them."""
     ctx = Context(max_trials=3, memory_size=3)
-    start = {"task": "Which river?", "context": "Prague lies on the Vltava.", "reference": "Vltava"}
+    start = {
+        "task": "Which river?",
+        "passages": "Prague lies on the Vltava.",
+        "reference": "Vltava",
+    }
     with open_checkpointer(dsn) as saver:
         graph = qa_builder(actor_model=ScriptedChatModel(replies=[answer("x")])).compile(
             checkpointer=saver, interrupt_before=["reflector"]
@@ -105,7 +109,11 @@ def test_a_paired_run_s_note_and_fork_on_postgres(dsn):
     lands on its last checkpoint in place (no new step, the history unchanged), and a fork of
     it resumes to the end while the source stays stopped before its reflector."""
     ctx = Context(max_trials=3, memory_size=3)
-    start = {"task": "Which river?", "context": "Prague lies on the Vltava.", "reference": "Vltava"}
+    start = {
+        "task": "Which river?",
+        "passages": "Prague lies on the Vltava.",
+        "reference": "Vltava",
+    }
     with open_checkpointer(dsn) as saver:
         graph = qa_builder(
             actor_model=ScriptedChatModel(replies=[answer("x"), answer("Vltava")]),
@@ -138,7 +146,7 @@ def test_cli_run_killed_then_resumed_and_listed(dsn, loopback, tmp_path):
     ]  # fmt: skip
     start = [
         sys.executable, "-m", "reflexion.harness", "run", question.question,
-        "--context", "See the passages.", "--reference", question.answer, *base,
+        "--passages", "See the passages.", "--reference", question.answer, *base,
     ]  # fmt: skip
     kill_at(loopback, start, tmp_path, 3)  # trial 1 and its reflection done, trial 2 in flight
     loopback.reset()

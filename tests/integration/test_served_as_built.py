@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.enable_socket]
 ADD = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b."""\n'
 PRAGUE = {
     "task": "Which river flows through Prague?",
-    "context": "Prague lies on the Vltava, the longest river in the Czech Republic.",
+    "passages": "Prague lies on the Vltava, the longest river in the Czech Republic.",
     "reference": "Vltava",
 }
 

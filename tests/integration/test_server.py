@@ -19,15 +19,15 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.context import Context, Strategy
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import TEST_MODEL
 from reflexion.harness.bench.driver import ServerGraph, run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink
 from reflexion.harness.bench.remote import server_thread_id
-from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext, TreeContext
+from reflexion.qa.context import QAContext, ReActContext
 from tests.clikit import reflexion
 from tests.langgraph_server import ROOT, free_port, langgraph_dev
 
@@ -75,7 +75,7 @@ SCHEMAS: dict[str, type[Context]] = {
     "reflexion_react": ReActContext,
     "reflexion_programming": CodeContext,
     "reflexion_programming_tree": TreeContext,
-    "reflexion_alfworld": HouseholdContext,
+    "reflexion_alfworld": AlfworldContext,
 }
 """Each graph of langgraph.json and the context class its nodes read."""
 
@@ -162,7 +162,7 @@ def test_a_client_streaming_custom_sees_the_progress_and_the_chosen_answer(clien
         "reflexion_qa",
         input={
             "task": "Which river flows through Prague?",
-            "context": "Prague lies on the Vltava river.",
+            "passages": "Prague lies on the Vltava river.",
             "reference": "Zzyzx Creek",  # never the answer: every trial fails
         },
         context={**MODELS, "max_trials": 2, "max_tokens": 96},
@@ -191,7 +191,7 @@ def test_a_run_streams_stops_before_the_reflector_and_a_second_run_resumes_it(cl
         thread_id="server-test-interrupt",
         input={
             "task": "Which river flows through Prague?",
-            "context": "Prague lies on the Vltava river.",
+            "passages": "Prague lies on the Vltava river.",
             "reference": "Zzyzx Creek",  # never the answer: trial 1 fails
         },
         label="",

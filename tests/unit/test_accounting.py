@@ -17,7 +17,7 @@ from reflexion.core.usage import UsageRecorder, merge, node_of, recorded_usage, 
 from reflexion.graphs.qa import qa_builder, react_builder
 from reflexion.harness.bench.driver import run_benchmark, stream_thread
 from reflexion.harness.bench.ledger import Sink
-from reflexion.hotpotqa.wiki import OfflineCorpus
+from reflexion.qa.wiki import OfflineCorpus
 from reflexion.testing import RuleChatModel, ScriptedChatModel
 from tests.benchkit import QUESTIONS, bench, gold_on_trial, rows, tasks
 from tests.conftest import answer
@@ -43,7 +43,7 @@ def CountingRuleModel(rule: Any) -> RuleChatModel:
 
 def rule_graph(saver: SqliteSaver, actor: RuleChatModel) -> Any:
     reflector = CountingRuleModel(rule=lambda _m: "Reflection: lesson learned.")
-    return qa_builder(with_context=False, actor_model=actor, reflector_model=reflector).compile(
+    return qa_builder(with_passages=False, actor_model=actor, reflector_model=reflector).compile(
         checkpointer=saver
     )
 
@@ -59,7 +59,7 @@ def test_every_trial_and_reflection_line_counts_its_nodes_exactly(saver, tmp_pat
     )
     reflector = ScriptedChatModel(replies=["Reflection: lesson learned."])
     graph = qa_builder(
-        with_context=False, actor_model=actor, evaluator_model=judge, reflector_model=reflector
+        with_passages=False, actor_model=actor, evaluator_model=judge, reflector_model=reflector
     ).compile(checkpointer=saver)
     out = tmp_path / "r.jsonl"
     with out.open("a", encoding="utf-8") as handle:

@@ -1,4 +1,4 @@
-"""The ALFWorld agent with a scripted household and scripted models: turns, invalid commands,
+"""The ALFWorld agent with a scripted game and scripted models: turns, invalid commands,
 the heuristic's thresholds, the LLM self-evaluator, the Ω = 3 window, resume by replay and
 the failure classes of Figure 3b."""
 
@@ -13,7 +13,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.sessions import EnvSessions
 from reflexion.alfworld.turns import (
     Turn,
@@ -31,7 +31,7 @@ from reflexion.prompts import few_shot
 from reflexion.testing import (
     RuleChatModel,
     ScriptedChatModel,
-    ScriptedHousehold,
+    ScriptedGame,
     SeededScriptedChatModel,
 )
 
@@ -47,7 +47,7 @@ WIN = [
 
 @pytest.fixture
 def games(tmp_path: Path) -> str:
-    """A directory game set with one game of kind ``put`` (the scripted household ignores
+    """A directory game set with one game of kind ``put`` (the scripted game ignores
     its content; the loader only needs the keys)."""
     game = tmp_path / "games" / GAME
     game.mkdir(parents=True)
@@ -56,19 +56,19 @@ def games(tmp_path: Path) -> str:
     return str(tmp_path / "games")
 
 
-def recording_sessions() -> tuple[EnvSessions, list[ScriptedHousehold]]:
-    """Sessions of scripted households, and the list of every household they made."""
-    made: list[ScriptedHousehold] = []
+def recording_sessions() -> tuple[EnvSessions, list[ScriptedGame]]:
+    """Sessions of scripted games, and the list of every game they made."""
+    made: list[ScriptedGame] = []
 
-    def factory() -> ScriptedHousehold:
-        made.append(ScriptedHousehold())
+    def factory() -> ScriptedGame:
+        made.append(ScriptedGame())
         return made[-1]
 
     return EnvSessions(factory), made
 
 
 def build(actor: Any, reflector: Any = None, judge: Any = None) -> tuple[Any, EnvSessions]:
-    sessions = EnvSessions(ScriptedHousehold)
+    sessions = EnvSessions(ScriptedGame)
     graph = alfworld_builder(
         actor_model=actor,
         evaluator_model=judge,
@@ -161,7 +161,7 @@ def test_failure_classes() -> None:
 def test_a_won_game_ends_after_one_trial(games: str) -> None:
     actor = ScriptedChatModel(replies=WIN)
     graph, sessions = build(actor)
-    out = run(graph, HouseholdContext(games=games))
+    out = run(graph, AlfworldContext(games=games))
     assert out["solved"] and out["trial"] == 1
     assert out["episodes"] == [
         {
@@ -175,7 +175,7 @@ def test_a_won_game_ends_after_one_trial(games: str) -> None:
     ]
     assert out["evaluations"][0]["success"]
     first = actor.prompt_text(0)
-    assert ScriptedHousehold.TASK in first and "Looking quickly around you" in first
+    assert ScriptedGame.TASK in first and "Looking quickly around you" in first
     assert all(kw["stop"] == ["\n"] for kw in actor.kwargs_seen)
     # the task type picks the examples: a "put" game shows the put examples only
     assert few_shot("alfworld_examples_put")[0].splitlines()[0] in first
@@ -187,7 +187,7 @@ def test_a_won_game_ends_after_one_trial(games: str) -> None:
 def test_invalid_commands_get_nothing_happens_and_the_trial_goes_on(games: str) -> None:
     actor = ScriptedChatModel(replies=["fly to the moon", "", *WIN[1:]])
     graph, _ = build(actor)
-    out = run(graph, HouseholdContext(games=games))
+    out = run(graph, AlfworldContext(games=games))
     assert out["solved"]
     prompt = actor.prompt_text(2)
     assert "fly to the moon\nNothing happens." in prompt
@@ -198,7 +198,7 @@ def test_heuristic_stops_the_trial_at_its_threshold_and_reflects(games: str) -> 
     actor = ScriptedChatModel(replies=["go to countertop 1"] * 4 + WIN)
     reflector = ScriptedChatModel(replies=["Reflection: I looped on the countertop; take the mug."])
     graph, _ = build(actor, reflector)
-    ctx = HouseholdContext(
+    ctx = AlfworldContext(
         games=games, max_trials=3, evaluator="heuristic", alfworld_memory="reflection"
     )
     out = run(graph, ctx)
@@ -245,7 +245,7 @@ def test_turn_seeds_are_named_by_the_game_trial_and_turn(games: str, strategy: s
         run(graph, ctx, thread)
         return [kw.get("seed") for kw in actor.kwargs_seen]
 
-    ctx = HouseholdContext(games=games, max_trials=2, evaluator="heuristic", strategy=strategy)
+    ctx = AlfworldContext(games=games, max_trials=2, evaluator="heuristic", strategy=strategy)
     drawn = seeds(ctx, "a")
     assert len(drawn) == 8 and len(set(drawn)) == 8  # two trials of four turns, all distinct
     # another thread, another strategy, the same draws: a rerun reproduces, and paired
@@ -258,21 +258,21 @@ def test_the_llm_evaluator_does_not_cut_trials_short(games: str) -> None:
     actor = ScriptedChatModel(replies=["go to countertop 1"] * 6)
     judge = ScriptedChatModel(replies=['{"reasoning": "The mug never moved.", "verdict": "no"}'])
     graph, _ = build(actor, judge=judge)
-    out = run(graph, HouseholdContext(games=games, max_trials=1, evaluator="llm", alfworld_steps=6))
+    out = run(graph, AlfworldContext(games=games, max_trials=1, evaluator="llm", alfworld_steps=6))
     episode = out["episodes"][0]
     assert episode["turns"] == 6 and episode["failure"] == "inefficient_planning"
     assert "step limit (6)" in episode["stop_reason"]
     feedback = out["evaluations"][0]["feedback"]
     assert "not complete: The mug never moved." in feedback
     judged = judge.prompt_text(0)
-    assert ScriptedHousehold.TASK in judged and "> go to countertop 1" in judged
+    assert ScriptedGame.TASK in judged and "> go to countertop 1" in judged
 
 
 def test_the_llm_evaluator_can_misjudge_a_won_game(games: str) -> None:
     actor = ScriptedChatModel(replies=WIN * 2)
     judge = ScriptedChatModel(replies=['{"reasoning": "unclear", "verdict": "no"}'])
     graph, _ = build(actor, judge=judge)
-    out = run(graph, HouseholdContext(games=games, max_trials=2, evaluator="llm"))
+    out = run(graph, AlfworldContext(games=games, max_trials=2, evaluator="llm"))
     # the engine's verdict is kept for scoring, but the loop follows the self-evaluation
     assert [e["won"] for e in out["episodes"]] == [True, True]
     assert out["trial"] == 2 and not out["solved"]
@@ -280,7 +280,7 @@ def test_the_llm_evaluator_can_misjudge_a_won_game(games: str) -> None:
 
 def test_the_agreement_evaluator_is_refused_with_the_choices_that_fit(games: str) -> None:
     with pytest.raises(ReflexionError, match="use heuristic or llm for ALFWorld"):
-        HouseholdContext(games=games, evaluator="agreement")
+        AlfworldContext(games=games, evaluator="agreement")
 
 
 def test_omega_three_keeps_the_last_three_reflections(games: str) -> None:
@@ -293,7 +293,7 @@ def test_omega_three_keeps_the_last_three_reflections(games: str) -> None:
 
     reflector = RuleChatModel(rule=rule)
     graph, _ = build(actor, reflector)
-    ctx = HouseholdContext(
+    ctx = AlfworldContext(
         games=games, max_trials=5, memory_size=3, alfworld_steps=2, alfworld_memory="reflection"
     )
     out = run(graph, ctx)
@@ -317,12 +317,12 @@ def test_a_resumed_thread_replays_its_commands_into_a_fresh_environment(games: s
             raise RuntimeError("the process died")
         return reply
 
-    first_sessions = EnvSessions(ScriptedHousehold)
+    first_sessions = EnvSessions(ScriptedGame)
     graph = alfworld_builder(
         actor_model=RuleChatModel(rule=crashing), sessions=first_sessions
     ).compile(checkpointer=saver)
     with pytest.raises(RuntimeError):
-        graph.invoke({"game": GAME}, config, context=HouseholdContext(games=games))
+        graph.invoke({"game": GAME}, config, context=AlfworldContext(games=games))
     assert graph.get_state(config).next == ("actor",), "the thread stopped mid-trial"
 
     fresh, envs = recording_sessions()
@@ -330,7 +330,7 @@ def test_a_resumed_thread_replays_its_commands_into_a_fresh_environment(games: s
         actor_model=ScriptedChatModel(replies=["go to shelf 1", "move mug 1 to shelf 1"]),
         sessions=fresh,
     ).compile(checkpointer=saver)
-    out = resumed.invoke(None, config, context=HouseholdContext(games=games))
+    out = resumed.invoke(None, config, context=AlfworldContext(games=games))
     assert out["solved"] and out["trial"] == 1
     assert fresh.replays == 1 and len(envs) == 1
     assert envs[0].steps == [
@@ -345,12 +345,12 @@ def test_an_empty_or_unknown_game_is_a_clear_error(games: str) -> None:
     graph, _ = build(ScriptedChatModel(replies=WIN))
     config = {"configurable": {"thread_id": "x"}}
     with pytest.raises(ReflexionError, match="the game is empty"):
-        graph.invoke({"game": " "}, config, context=HouseholdContext(games=games))
+        graph.invoke({"game": " "}, config, context=AlfworldContext(games=games))
     with pytest.raises(ReflexionError):
         graph.invoke(
             {"game": "no-such-game"},
             {"configurable": {"thread_id": "y"}},
-            context=HouseholdContext(games=games),
+            context=AlfworldContext(games=games),
         )
 
 
@@ -363,7 +363,7 @@ def test_environments_are_reused_across_threads(games: str) -> None:
         graph.invoke(
             {"game": GAME},
             {"configurable": {"thread_id": thread}},
-            context=HouseholdContext(games=games),
+            context=AlfworldContext(games=games),
         )
     assert len(made) == 1 and made[0].resets == 2
 
@@ -386,7 +386,7 @@ def test_paired_strategies_fork_one_first_trial_of_each_game(games: str, tmp_pat
     graph = alfworld_builder(
         actor_model=RuleChatModel(rule=rule),
         reflector_model=reflector,
-        sessions=EnvSessions(ScriptedHousehold),
+        sessions=EnvSessions(ScriptedGame),
     ).compile(checkpointer=InMemorySaver())
     finals = {}
     for strategy in ("none", "reflexion"):
@@ -397,7 +397,7 @@ def test_paired_strategies_fork_one_first_trial_of_each_game(games: str, tmp_pat
             meta={"task_id": GAME},
             fork_from="first-g",
         )
-        ctx = HouseholdContext(
+        ctx = AlfworldContext(
             games=games, max_trials=2, strategy=strategy, alfworld_memory="reflection"
         )  # type: ignore[arg-type]
         with (tmp_path / f"{strategy}.jsonl").open("a", encoding="utf-8") as handle:

@@ -13,13 +13,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.core.context import Context
 from reflexion.graphs.qa import qa_builder
-from reflexion.hotpotqa.context import QAContext
+from reflexion.qa.context import QAContext
 from reflexion.testing import ScriptedChatModel, SeededScriptedChatModel
 from tests.conftest import answer
 
 TASK = {
     "task": "Which river flows through Prague?",
-    "context": "Prague lies on the Vltava.",
+    "passages": "Prague lies on the Vltava.",
     "reference": "Vltava",
     "task_id": "q-prague",
 }

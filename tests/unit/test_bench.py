@@ -24,7 +24,7 @@ from tests.benchkit import QUESTIONS, gold_on_trial, rows
 
 def graph_with(saver: SqliteSaver, actor: RuleChatModel) -> Any:
     reflector = RuleChatModel(rule=lambda _m: "Reflection: lesson learned.")
-    return qa_builder(with_context=False, actor_model=actor, reflector_model=reflector).compile(
+    return qa_builder(with_passages=False, actor_model=actor, reflector_model=reflector).compile(
         checkpointer=saver
     )
 

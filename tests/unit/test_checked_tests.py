@@ -13,8 +13,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.graphs.programming import programming_builder
 from reflexion.harness.bench.settings import first_trial_key
-from reflexion.harness.perf.retries import quotes_input, retry_figures
-from reflexion.nodes.coder.feedback import failed_tests, passed_tests, render_outcomes
+from reflexion.harness.perf.code_retries import quotes_input, retry_figures
+from reflexion.nodes.programming.feedback import failed_tests, passed_tests, render_outcomes
 from reflexion.programming.context import CodeContext
 from reflexion.testing import ScriptedChatModel
 from tests.clikit import cli
@@ -168,7 +168,7 @@ def test_held_out_tests_are_left_out_by_name_even_where_a_shown_test_starts_with
     out one's stays shown (reading the prose back once hid it too); the held out ones never
     appear, and the note counts how many of them passed. Which tests are held out is the
     reader's setting, so a record written under ``anchored`` is read the same way."""
-    from reflexion.nodes.coder.feedback import shown_feedback
+    from reflexion.nodes.programming.feedback import shown_feedback
     from reflexion.programming.state import CodeState
 
     tests = ["assert f('<') == 0", "assert f('<>') == 1", "assert f('[]') == 1", "assert f('[]')"]
@@ -383,7 +383,7 @@ def test_perf_own_tests_checks_them_on_the_canonical_solution_and_replays_ties(
     code, fig, _ = figures(_redraws(kept, first_blind[:2]), _redraws(stuck, [decimal] * 2))
     assert fig["replay"] == {"no_draw": ["HumanEval/0", "HumanEval/2"]}
     code, _, err = figures(kept, stuck)  # not a resample run
-    assert code != 0 and "is not a `--strategy resample` run" in err
+    assert code != 0 and "is not a `--loop resample` run" in err
     code, _, err = figures(_redraws(kept, first_blind))
     assert code != 0 and "does not hold HumanEval/2" in err
 

@@ -14,7 +14,7 @@ import pytest
 from reflexion.core import data as datasets
 from reflexion.core import models
 from reflexion.core.errors import DatasetError
-from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.qa.questions import load_hotpotqa
 from tests.clikit import KEPT, cli, one_line_error
 
 
@@ -120,7 +120,7 @@ def test_dataset_loader_reads_any_file_of_the_format(tmp_path):
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
     qs = load_hotpotqa(path)
     assert [q.id for q in qs] == ["x1", "x2"]
-    assert qs[0].gold_context == "T2: three.\nT1: one. two."
+    assert qs[0].gold_passages == "T2: three.\nT1: one. two."
     assert load_hotpotqa(path, limit=1, offset=1)[0].question == "Q2?"
 
 
@@ -143,7 +143,7 @@ def test_dataset_errors_name_the_line(tmp_path, line, message):
 def test_bundled_sample_loads():
     qs = load_hotpotqa()
     assert len(qs) == 100
-    assert all(q.gold_context for q in qs)
+    assert all(q.gold_passages for q in qs)
     assert Path(__file__).exists()
 
 
@@ -178,13 +178,13 @@ def test_plot_of_a_results_file_without_finished_tasks(monkeypatch, capsys, tmp_
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["bench", "programming", "--strategy", "simple,best"], ["--strategy 'best'"]),
+        (["bench", "programming", "--loop", "simple,best"], ["--loop 'best'"]),
         (["bench", "programming", "--language", "cobol"], ["cobol", "py", "rs"]),
         (["bench", "programming", "--dataset", "nope.jsonl"], ["nope.jsonl does not exist"]),
         (["bench", "programming", "--dataset", "humaneval-rs", "-l", "py"], ["--language"]),
         (
-            ["bench", "programming", "--strategy", "simple,reflexion", "-o", "x.jsonl"],
-            ["--output takes one strategy"],
+            ["bench", "programming", "--loop", "simple,reflexion", "-o", "x.jsonl"],
+            ["--output takes one loop"],
         ),
     ],
 )
@@ -259,9 +259,9 @@ def test_missing_provider_integration_package(monkeypatch, capsys):
     [
         (["bench", "hotpotqa", "-n", "1", "-m", "openai:gpt-4o-mini"], ["OPENAI_API_KEY"]),
         (["bench", "hotpotqa", "-n", "1", "-m", "gpt4"], ["provider:model"]),
-        (["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--strategy", "simple",
+        (["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--loop", "simple",
           "-m", "nosuch:model"], ["nosuch"]),
-        (["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--strategy", "simple",
+        (["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--loop", "simple",
           "-m", "openai:gpt-4o-mini"], ["OPENAI_API_KEY"]),
     ],
 )  # fmt: skip
@@ -485,7 +485,7 @@ UNDER_A_FILE = [
         ["bench", "hotpotqa", "-n", "1"], "--output", "cannot write results", id="output-hotpotqa"
     ),
     pytest.param(
-        ["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--strategy", "simple"],
+        ["bench", "programming", "--dataset", "humaneval-py", "-n", "1", "--loop", "simple"],
         "--output",
         "cannot write results",
         id="output-programming",

@@ -16,7 +16,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.graphs.programming import programming_builder
 from reflexion.harness.bench.settings import result_settings
 from reflexion.harness.perf.probes import probe_figures
-from reflexion.programming.agreement import disagreement, fingerprint, majority, verdict
+from reflexion.programming.behaviour import disagreement, fingerprint, majority, verdict
 from reflexion.programming.context import CodeContext
 from reflexion.programming.probes import mutated_probes
 from reflexion.programming.sandbox import SuiteResult, TestOutcome

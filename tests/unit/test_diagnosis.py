@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.diagnosis import (
     MOST_REASONS,
     diagnosis,
@@ -25,7 +25,7 @@ from reflexion.alfworld.diagnosis import (
 from reflexion.alfworld.turns import NOTHING, Turn
 from reflexion.harness.bench.naming import tokens
 from reflexion.harness.bench.settings import first_trial_key, result_settings
-from reflexion.hotpotqa.context import QAContext
+from reflexion.qa.context import QAContext
 from reflexion.testing import ScriptedChatModel
 from tests.unit.test_alfworld import WIN, build, run
 from tests.unit.test_alfworld import games as games  # a fixture
@@ -233,7 +233,7 @@ def test_the_actor_reads_the_explanations_only_when_asked(games: str) -> None:
     for explain in (False, True):
         actor = ScriptedChatModel(replies=script)
         graph, _ = build(actor, ScriptedChatModel(replies=["Reflection: go there first."]))
-        out = run(graph, HouseholdContext(games=games, max_trials=2, alfworld_explain=explain))
+        out = run(graph, AlfworldContext(games=games, max_trials=2, alfworld_explain=explain))
         assert out["solved"] and out["trial"] == 2  # the heuristic stopped trial 1 as before
         read = actor.prompts[1][-1].text
         assert read == (
@@ -255,7 +255,7 @@ def test_the_reflector_reads_the_diagnosis_unless_it_is_off(games: str) -> None:
         actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
         reflector = ScriptedChatModel(replies=["Reflection: go to countertop 1 first."])
         graph, _ = build(actor, reflector)
-        ctx = HouseholdContext(
+        ctx = AlfworldContext(
             games=games, max_trials=2, alfworld_diagnosis=on, alfworld_memory="reflection"
         )
         out = run(graph, ctx)
@@ -312,13 +312,13 @@ def test_a_trial_that_saw_no_goal_object_leaves_the_sightings_memory_empty(games
     actor = ScriptedChatModel(replies=blind)
     reflector = ScriptedChatModel(replies=[])  # any call would fail: no replies scripted
     graph, _ = build(actor, reflector)
-    out = run(graph, HouseholdContext(games=games, max_trials=2, alfworld_memory="sightings"))
+    out = run(graph, AlfworldContext(games=games, max_trials=2, alfworld_memory="sightings"))
     assert out["solved"] and not out.get("reflections")
     assert [m.text for m in actor.prompts[4]] == [m.text for m in actor.prompts[0]]
     seeing = ["go to countertop 1"] * 4 + WIN
     actor = ScriptedChatModel(replies=seeing)
     graph, _ = build(actor, reflector)
-    out = run(graph, HouseholdContext(games=games, max_trials=2, alfworld_memory="sightings"))
+    out = run(graph, AlfworldContext(games=games, max_trials=2, alfworld_memory="sightings"))
     assert out["reflections"] == ["mug 1 was at countertop 1: go to countertop 1."]
     assert out["reflections"][0] in actor.prompt_text(4)
 
@@ -339,7 +339,7 @@ def test_memory_entries_written_without_a_reflector_model(
     actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
     reflector = ScriptedChatModel(replies=[])  # any call would fail: no replies scripted
     graph, _ = build(actor, reflector)
-    out = run(graph, HouseholdContext(games=games, max_trials=2, alfworld_memory=entry))  # type: ignore[arg-type]
+    out = run(graph, AlfworldContext(games=games, max_trials=2, alfworld_memory=entry))  # type: ignore[arg-type]
     assert out["solved"] and out["trial"] == 2
     (lesson,) = out["reflections"]
     assert lesson.startswith(written)
@@ -354,7 +354,7 @@ def two_trials(games: str, place: str) -> tuple[ScriptedChatModel, list[Any], li
     actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
     reflector = ScriptedChatModel(replies=["Reflection: go to\ncountertop 1 first."])
     graph, _ = build(actor, reflector)
-    ctx = HouseholdContext(
+    ctx = AlfworldContext(
         games=games, max_trials=2, alfworld_memory="reflection", alfworld_memory_place=place
     )  # type: ignore[arg-type]
     out = run(graph, ctx)
@@ -384,15 +384,15 @@ def test_results_keys_change_only_where_the_diagnosis_can_act():
     """A run's name shows the ALFWorld options only where they act: the diagnosis and the
     reflector's options not where no reflector runs, the paper's values not at all."""
 
-    def named(ctx: HouseholdContext) -> list[str]:
+    def named(ctx: AlfworldContext) -> list[str]:
         return tokens(result_settings(ctx))
 
-    reflexion = HouseholdContext(strategy="reflexion", alfworld_memory="reflection")
+    reflexion = AlfworldContext(strategy="reflexion", alfworld_memory="reflection")
     assert result_settings(reflexion)["alfworld_diagnosis"] is True
     assert "alfworld_diagnosis=true" in named(reflexion)
     paper = replace(reflexion, alfworld_diagnosis=False)
     assert not any(t.startswith("alfworld_diagnosis") for t in named(paper))  # the reference
-    none = HouseholdContext(strategy="none")
+    none = AlfworldContext(strategy="none")
     assert result_settings(none) == result_settings(replace(none, alfworld_diagnosis=False))
     assert "alfworld_diagnosis" not in result_settings(QAContext())  # not QA's field
     # it acts after the first trial, so both settings fork the same first trials
@@ -420,7 +420,7 @@ def test_results_keys_change_only_where_the_diagnosis_can_act():
 def test_reflector_options_do_not_rename_a_run_whose_memory_the_code_writes(entry: str) -> None:
     """No reflector runs under a code-written memory entry: its model, its worked examples and
     the diagnosis cannot act, so setting them must not start the same games over."""
-    run = HouseholdContext(strategy="reflexion", alfworld_memory=entry)
+    run = AlfworldContext(strategy="reflexion", alfworld_memory=entry)
     inert = replace(
         run,
         alfworld_diagnosis=False,

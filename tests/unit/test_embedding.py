@@ -73,7 +73,7 @@ def test_runnable_actor_python_evaluator_fails_reflects_then_succeeds():
     assert seen[0]["reflections"] == [] and seen[0]["memory"] == ""
     assert seen[1]["reflections"] == [LESSON]
     assert LESSON in seen[1]["memory"]
-    assert set(seen[0]) == {"task", "context", "reflections", "lessons", "memory", "trial"}
+    assert set(seen[0]) == {"task", "passages", "reflections", "lessons", "memory", "trial"}
     assert len(model.prompts) == 1
     assert "Thought: I recall the Elbe." in model.prompt_text(0)
     assert "Vltava" not in model.prompt_text(0)
@@ -359,7 +359,7 @@ def four(a: Any, b: Any, c: Any, d: Any) -> bool:
         ({"actor": 42}, "the actor is a int: pass a chat model, a Runnable"),
         ({"prompt": "{task}"}, "prompt is only used with a chat-model actor"),
         ({"actor": "chat", "prompt": "{question}"}, r"unknown variable\(s\) question"),
-        ({"actor": "chat", "prompt": "Answer: {context}"}, r"never uses \{task\}"),
+        ({"actor": "chat", "prompt": "Answer: {passages}"}, r"never uses \{task\}"),
         ({"actor": "chat", "prompt": 3}, "prompt is a int"),
         ({"evaluator": "fuzzy"}, "the evaluator 'fuzzy' is unknown"),
         ({"evaluator": 42}, "the evaluator is a int"),

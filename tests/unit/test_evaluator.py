@@ -15,7 +15,7 @@ from reflexion.nodes import Evaluation
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 
-TASK = {"task": "Which river flows through Prague?", "context": "Prague lies on the Vltava."}
+TASK = {"task": "Which river flows through Prague?", "passages": "Prague lies on the Vltava."}
 
 
 def run_with_judge(

@@ -20,8 +20,8 @@ from langchain_core.messages import HumanMessage
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ProviderError
+from reflexion.core.hosted_retries import RetryingChatModel, RetryPolicy
 from reflexion.core.models import load_chat_model
-from reflexion.core.retries import RetryingChatModel, RetryPolicy
 from reflexion.core.transport import Transport, using_transport
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import run_benchmark
@@ -232,11 +232,11 @@ def test_exhausted_retries_become_an_error_line_and_the_run_goes_on(server, save
     transport = Transport(
         base_url=server.base_url, max_retries=2, request_timeout=0.5, retry_backoff=0.01
     )
-    graph = qa_builder(with_context=False).compile(checkpointer=saver)
+    graph = qa_builder(with_passages=False).compile(checkpointer=saver)
     tasks = [
         BenchTask(
             thread_id=f"t-{i}",
-            input={"task": q, "context": "", "reference": a},
+            input={"task": q, "passages": "", "reference": a},
             label=i,
             meta={"task_id": i},
         )

@@ -69,16 +69,7 @@ from reflexion.core.parsing import (
     parse_react_step,
     parse_verdict,
 )
-from reflexion.hotpotqa.wiki import (
-    LookupCursor,
-    OfflineCorpus,
-    WikiTools,
-    base_title,
-    build_corpus,
-    normalize_title,
-    split_sentences,
-)
-from reflexion.nodes.coder import outcome_records, render_outcomes, valid_tests
+from reflexion.nodes.programming import outcome_records, render_outcomes, valid_tests
 from reflexion.programming.context import CodeContext
 from reflexion.programming.examples import example_tests
 from reflexion.programming.problems import (
@@ -91,6 +82,15 @@ from reflexion.programming.problems import (
 )
 from reflexion.programming.replies import CodeParse, candidate_tests, extract_code, tidy_python
 from reflexion.programming.sandbox import SuiteResult, TestOutcome
+from reflexion.qa.wiki import (
+    LookupCursor,
+    OfflineCorpus,
+    WikiTools,
+    base_title,
+    build_corpus,
+    normalize_title,
+    split_sentences,
+)
 from tests.hangkit import bounded
 
 # ---- profiles ---------------------------------------------------------------------------------
@@ -313,7 +313,7 @@ def test_parsing_sweep() -> None:
         check_parsing(text, big)
 
 
-# ---- reflexion/programming.py and nodes/coder.py ----------------------------------------------
+# ---- reflexion/programming.py and nodes/programming.py ----------------------------------------------
 
 CTX = CodeContext()
 
@@ -434,7 +434,7 @@ def test_render_outcomes(result: SuiteResult, language: str) -> None:
     assert text.startswith("Tests passed:") and "\n\nTests failed:\n" in text
 
 
-# ---- nodes/household/ ------------------------------------------------------------------------
+# ---- nodes/alfworld/ ------------------------------------------------------------------------
 
 
 def check_turn(result: ParsedTurn) -> None:
@@ -501,7 +501,7 @@ def test_trial_analysis(pairs: list[tuple[str, str]], stop_reason: str | None, r
     bounded(check_trial, turns * 2, stop_reason)
 
 
-def check_household_large(text: str) -> None:
+def check_alfworld_large(text: str) -> None:
     check_turn(big(parse_turn, text))
     turns = [Turn(action=text, observation=text), Turn(action=text[:200], observation=text)]
     refused = [Turn(action=text, observation=NOTHING), Turn(action=text[:200], observation=NOTHING)]
@@ -510,14 +510,14 @@ def check_household_large(text: str) -> None:
 
 @LARGE
 @given(large_text())
-def test_household_large(recipe: tuple[str, str, str]) -> None:
-    check_household_large(grow(recipe))
+def test_alfworld_large(recipe: tuple[str, str, str]) -> None:
+    check_alfworld_large(grow(recipe))
 
 
-def test_household_sweep() -> None:
+def test_alfworld_sweep() -> None:
     openers = ["", "put", "move mug", "> ", "think:", "You pick up the ", "Action:", "you see "]
     for text in sweep([*openers, "You arrive at ", "the cabinet 1 is closed", "take x from "]):
-        check_household_large(text)
+        check_alfworld_large(text)
 
 
 # ---- reflexion/wiki.py ------------------------------------------------------------------------

@@ -12,14 +12,14 @@ from hypothesis import strategies as st
 from reflexion.core.context import Context
 from reflexion.core.memory import update_window
 from reflexion.graphs.qa import qa_builder
-from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
+from reflexion.qa.context import QAContext, ReActContext
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 
 TASK = {
     "task": "Which river flows through Prague?",
-    "context": "Prague lies on the Vltava.",
+    "passages": "Prague lies on the Vltava.",
     "reference": "Vltava",
 }
 
@@ -211,14 +211,14 @@ def test_a_repeat_left_after_the_redraws_gets_one_correcting_turn(make_graph, st
         assert len(actor.prompts) == 2
 
 
-@pytest.mark.parametrize("with_context", [True, False])
-def test_the_reflector_reads_the_context_its_actor_read(make_graph, with_context):
+@pytest.mark.parametrize("with_passages", [True, False])
+def test_the_reflector_reads_the_passages_its_actor_read(make_graph, with_passages):
     """CoT (GT): the reflector checks the attempt against the same paragraphs (the paper's
     CoT (GT) reflection prompt has them); CoT: neither sees them."""
-    graph, actor, reflector = make_graph([answer("Elbe")], with_context=with_context)
+    graph, actor, reflector = make_graph([answer("Elbe")], with_passages=with_passages)
     run(graph, Context(max_trials=2))
-    assert ("Prague lies on the Vltava." in actor.prompt_text(0)) == with_context
-    assert ("Prague lies on the Vltava." in reflector.prompt_text(0)) == with_context
+    assert ("Prague lies on the Vltava." in actor.prompt_text(0)) == with_passages
+    assert ("Prague lies on the Vltava." in reflector.prompt_text(0)) == with_passages
 
 
 @pytest.mark.parametrize("memory_first", [True, False])

@@ -147,13 +147,12 @@ def test_no_import_cycle_between_modules():
 
 
 FAMILY_MODULES = (
-    "reflexion.hotpotqa",
+    "reflexion.qa",
     "reflexion.programming",
     "reflexion.alfworld",
-    "reflexion.nodes.actor",
-    "reflexion.nodes.react",
-    "reflexion.nodes.coder",
-    "reflexion.nodes.household",
+    "reflexion.nodes.qa",
+    "reflexion.nodes.programming",
+    "reflexion.nodes.alfworld",
     "reflexion.nodes.memory",
 )
 """What belongs to one task family: its package, its nodes."""

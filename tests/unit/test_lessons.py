@@ -21,7 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore, Item, Op, Result
 from langgraph.store.memory import InMemoryStore
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.sessions import EnvSessions
 from reflexion.core.context import Context, Lessons
 from reflexion.core.errors import ReflexionError
@@ -32,15 +32,15 @@ from reflexion.graphs.custom import create_reflexion_graph
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder, react_builder
 from reflexion.harness.cli.app import main
-from reflexion.hotpotqa.context import QAContext
-from reflexion.testing import ScriptedChatModel, ScriptedHousehold
+from reflexion.qa.context import QAContext
+from reflexion.testing import ScriptedChatModel, ScriptedGame
 from tests.conftest import answer, hotpotqa_line
 from tests.unit.test_alfworld import GAME, WIN
 from tests.unit.test_alfworld import games as games  # a fixture
 from tests.unit.test_faults import server as server  # a fixture
 from tests.unit.test_react import corpus as corpus  # a fixture
 
-PRAGUE = {"task": "Which river flows through Prague?", "context": "", "reference": "Vltava"}
+PRAGUE = {"task": "Which river flows through Prague?", "passages": "", "reference": "Vltava"}
 HEADER = "Lessons from earlier, similar tasks"
 ALL: dict[str, Any] = {"enabled": True, "filter": "all"}
 """Recall every lesson: for tests about something else than validation."""
@@ -52,7 +52,7 @@ def config(thread: str) -> dict[str, Any]:
 
 def qa_graph(actor: list[str], reflector: list[str], store: BaseStore | None) -> Any:
     return qa_builder(
-        with_context=False,
+        with_passages=False,
         actor_model=ScriptedChatModel(replies=actor),
         reflector_model=ScriptedChatModel(replies=reflector),
     ).compile(checkpointer=InMemorySaver(), store=store)
@@ -152,7 +152,7 @@ def test_recall_picks_the_most_relevant_lessons_of_other_threads_never_its_own()
     )
     actor = ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")])
     graph = qa_builder(
-        with_context=False,
+        with_passages=False,
         actor_model=actor,
         reflector_model=ScriptedChatModel(replies=["Reflection: wrong river."]),
     ).compile(checkpointer=InMemorySaver(), store=store)
@@ -234,7 +234,7 @@ def test_recall_runs_once_so_the_prompt_prefix_stays_the_same_across_trials():
 
     actor = Writer(replies=[answer("Elbe")])
     graph = qa_builder(
-        with_context=False,
+        with_passages=False,
         actor_model=actor,
         reflector_model=ScriptedChatModel(replies=["Reflection: wrong."]),
     ).compile(checkpointer=InMemorySaver(), store=store)
@@ -352,9 +352,9 @@ def test_task_family_override_and_per_graph_families(games: str, corpus: Any):
     alf = alfworld_builder(
         actor_model=player,
         reflector_model=ScriptedChatModel(replies=["Reflection: take the mug first."]),
-        sessions=EnvSessions(ScriptedHousehold),
+        sessions=EnvSessions(ScriptedGame),
     ).compile(checkpointer=InMemorySaver(), store=store)
-    ctx = HouseholdContext(games=games, lessons=ALL, alfworld_memory="reflection")
+    ctx = AlfworldContext(games=games, lessons=ALL, alfworld_memory="reflection")
     alf.invoke({"game": GAME}, config("a1"), context=ctx)
     assert "Lesson for alfworld-put" in player.prompt_text(0)
     assert store.get(("reflexion", "lessons", "alfworld-put"), "a1:1") is not None

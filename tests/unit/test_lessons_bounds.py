@@ -118,7 +118,7 @@ def test_a_graph_on_an_indexed_store_saves_embedded_lessons_and_recalls_them():
     assert store.search(namespace("qa"), query="waterway", limit=1)[0].score is not None
     actor = ScriptedChatModel(replies=[answer("Danube")])
     reader = qa_builder(actor_model=actor).compile(checkpointer=InMemorySaver(), store=store)
-    task = {"task": "Which waterway crosses Budapest?", "context": "", "reference": "Danube"}
+    task = {"task": "Which waterway crosses Budapest?", "passages": "", "reference": "Danube"}
     reader.invoke(task, config("reader"), context=Context(lessons=ALL))
     assert reader.get_state(config("reader")).values["lessons"] == [lesson]
     assert lesson in actor.prompt_text(0)

@@ -17,14 +17,15 @@ from reflexion.core.context import Context
 from reflexion.core.lessons import recall
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.graphs.qa import qa_builder
-from reflexion.nodes import make_cot_actor, make_reflector
+from reflexion.nodes import make_reflector
+from reflexion.nodes.qa import make_cot_actor
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_lessons import PRAGUE, config, qa_graph, right_on_trial_3
 
 NS = ("reflexion", "lessons", "qa")
-BUDAPEST = {"task": "Which river flows through Budapest?", "context": "", "reference": "Danube"}
-VIENNA = {"task": "Which river flows through Vienna?", "context": "", "reference": "Danube"}
+BUDAPEST = {"task": "Which river flows through Budapest?", "passages": "", "reference": "Danube"}
+VIENNA = {"task": "Which river flows through Vienna?", "passages": "", "reference": "Danube"}
 HELPED = "Name the river that crosses the city itself."
 MISLED = "The river of Budapest is the Tisza."
 

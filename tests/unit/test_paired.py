@@ -13,16 +13,16 @@ import pytest
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from reflexion.core.checkpoints import annotate_head, fork_thread
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.threads import annotate_head, fork_thread
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import run_benchmark
 from reflexion.harness.bench.family_tables import qa_paired
 from reflexion.harness.bench.ledger import BenchTask, Sink, finished_tasks
 from reflexion.harness.cli.app import main
-from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
+from reflexion.qa.context import QAContext, ReActContext
 from reflexion.testing import RuleChatModel
 
 QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(3)}
@@ -53,7 +53,7 @@ class Actor:
 def graph_with(saver: Any, actor: Actor) -> Any:
     reflector = RuleChatModel(rule=lambda _m: "Reflection: lesson learned.")
     return qa_builder(
-        with_context=False, actor_model=RuleChatModel(rule=actor), reflector_model=reflector
+        with_passages=False, actor_model=RuleChatModel(rule=actor), reflector_model=reflector
     ).compile(checkpointer=saver)
 
 
@@ -61,7 +61,7 @@ def run(graph: Any, strategy: str, out: Path, ids: list[str]) -> list[dict[str, 
     tasks = [
         BenchTask(
             thread_id=f"{strategy}-{i}",
-            input={"task": QUESTIONS[i][0], "context": "", "reference": QUESTIONS[i][1]},
+            input={"task": QUESTIONS[i][0], "passages": "", "reference": QUESTIONS[i][1]},
             label=i,
             meta={"task_id": i},
             fork_from=f"first-{i}",
@@ -140,7 +140,7 @@ def test_a_fork_interrupted_after_its_shared_trial_counts_it_once_on_resume(save
 def first_trial_on(graph: Any, config: dict[str, Any]) -> None:
     """Question q0's first trial on the thread of ``config``, stopped before the reflector."""
     graph.invoke(
-        {"task": QUESTIONS["q0"][0], "context": "", "reference": QUESTIONS["q0"][1]},
+        {"task": QUESTIONS["q0"][0], "passages": "", "reference": QUESTIONS["q0"][1]},
         config,
         context=QAContext(max_trials=3, answer_retry="memory"),
         interrupt_before=["reflector"],

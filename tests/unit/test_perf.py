@@ -250,7 +250,8 @@ def test_learning_cost_run_shells_the_fixed_slice(monkeypatch, capsys, tmp_path)
     def fake_run(command: list[str], check: bool) -> Any:
         commands.append(command)
         out = Path(command[command.index("--output") + 1])
-        strategy = command[command.index("--strategy") + 1]
+        option = "--loop" if "--loop" in command else "--strategy"
+        strategy = command[command.index(option) + 1]
         out.parent.mkdir(parents=True, exist_ok=True)
         hotpot(out, strategy, [True], 10)
         return type("Done", (), {"returncode": 0})()

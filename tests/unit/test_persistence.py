@@ -18,10 +18,10 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
+from reflexion.core.checkpoints import cut_short, thread_history, unfinished
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.persistence import Target, open_checkpointer, open_store, parse_target
-from reflexion.core.threads import cut_short, thread_history, unfinished
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import run_benchmark, stream_thread
@@ -169,7 +169,7 @@ def qa_thread(
     stream_thread(
         graph,
         thread,
-        {"task": "Which river?", "context": "Prague lies on the Vltava.", "reference": "Vltava"},
+        {"task": "Which river?", "passages": "Prague lies on the Vltava.", "reference": "Vltava"},
         ctx,
         metadata={"agent": "cot-gt"},
     )
@@ -205,7 +205,7 @@ def test_history_follows_the_current_branch_of_a_forked_thread():
         ),
     ).compile(checkpointer=InMemorySaver())
     ctx = Context(max_trials=3, memory_size=3)
-    start = {"task": "Which river?", "context": "c", "reference": "Vltava"}
+    start = {"task": "Which river?", "passages": "c", "reference": "Vltava"}
     graph.invoke(start, {"configurable": {"thread_id": "h2"}}, context=ctx)
     first = thread_history(graph, "h2")[0]
     config = {"configurable": {"thread_id": "h2", "checkpoint_id": first.checkpoint_id}}
@@ -259,7 +259,7 @@ def test_history_command_on_an_interrupted_thread_says_how_to_resume(tmp_path, m
             actor_model=ScriptedChatModel(replies=[answer("x")]),
         ).compile(checkpointer=saver, interrupt_before=["reflector"])
         stream_thread(
-            graph, "qa-1", {"task": "Q?", "context": "c", "reference": "a"},
+            graph, "qa-1", {"task": "Q?", "passages": "c", "reference": "a"},
             Context(max_trials=3), metadata={"agent": "cot-gt"},
         )  # fmt: skip
     code, out, err = cli(monkeypatch, capsys, "history", "qa-1", "--db", str(db))
@@ -293,7 +293,7 @@ def test_lines_missing_after_a_crash_are_recovered_from_checkpoints_once(tmp_pat
     ).compile(checkpointer=saver, interrupt_before=["reflector"])
     ctx = Context(max_trials=3, memory_size=3)
     task = BenchTask(
-        "b1", {"task": "Q?", "context": "c", "reference": "Vltava"}, "", {"task_id": "q"}
+        "b1", {"task": "Q?", "passages": "c", "reference": "Vltava"}, "", {"task_id": "q"}
     )
     stream_thread(graph, "b1", task.input, ctx)  # trial 1, stops before the reflector
     stream_thread(graph, "b1", None, ctx)  # reflection 1, trial 2, stops again
@@ -353,7 +353,7 @@ class SaverKilledAtStep(SqliteSaver):
         return super().put(config, checkpoint, metadata, new_versions)
 
 
-PRAGUE = {"task": "Which river flows through Prague?", "context": "", "reference": "Vltava"}
+PRAGUE = {"task": "Which river flows through Prague?", "passages": "", "reference": "Vltava"}
 
 
 def killed_after_the_second_actor(db: Path) -> None:
@@ -364,7 +364,7 @@ def killed_after_the_second_actor(db: Path) -> None:
     saver = SaverKilledAtStep(conn)
     saver.kill_step = 4
     graph = qa_builder(
-        with_context=False,
+        with_passages=False,
         actor_model=ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")]),
         reflector_model=ScriptedChatModel(replies=["Reflection: it is not the Elbe."]),
     ).compile(checkpointer=saver)
@@ -381,7 +381,7 @@ def test_a_thread_killed_between_a_nodes_writes_and_its_checkpoint_is_unfinished
     killed_after_the_second_actor(db)
     with open_checkpointer(str(db)) as saver:
         actor = ScriptedChatModel(replies=[answer("never asked")])
-        graph = qa_builder(with_context=False, actor_model=actor).compile(checkpointer=saver)
+        graph = qa_builder(with_passages=False, actor_model=actor).compile(checkpointer=saver)
         state = graph.get_state({"configurable": {"thread_id": "qa-k"}})
         assert state.next == () and state.values["answer"] == "Vltava"
         assert [e["trial"] for e in state.values["evaluations"]] == [1]
@@ -424,7 +424,7 @@ def resume_bench(db: Path, results: Path, replies: list[str]) -> list[dict[str, 
     actor answering ``replies``; returns the results lines."""
     with open_checkpointer(str(db)) as saver:
         graph = qa_builder(
-            with_context=False,
+            with_passages=False,
             actor_model=ScriptedChatModel(replies=replies),
             reflector_model=ScriptedChatModel(replies=["Reflection: read the question again."]),
         ).compile(checkpointer=saver)
@@ -449,7 +449,7 @@ def test_a_line_recovered_before_a_resume_is_not_written_again_when_the_resume_r
     saver = SaverKilledAtStep(conn)
     saver.kill_step = 5  # after trial 2's evaluator
     graph = qa_builder(
-        with_context=False,
+        with_passages=False,
         actor_model=ScriptedChatModel(replies=[answer("Elbe"), answer("Elbe")]),
         reflector_model=ScriptedChatModel(replies=["Reflection: it is not the Elbe."]),
     ).compile(checkpointer=saver)
@@ -487,7 +487,7 @@ def cut_short_in_the_second_evaluator(db: Path, results: Path) -> None:
     no edge. The results file has trial 1 and its reflection."""
     with open_checkpointer(str(db)) as saver:
         graph = qa_builder(
-            with_context=False,
+            with_passages=False,
             actor_model=ScriptedChatModel(replies=[answer("Elbe"), answer("Elbe")]),
             reflector_model=ScriptedChatModel(replies=["Reflection: it is not the Elbe."]),
         ).compile(checkpointer=saver, interrupt_before=["evaluator"])
@@ -526,7 +526,7 @@ def test_a_step_cut_short_is_replayed_not_taken_as_finished(tmp_path, monkeypatc
     cut_short_in_the_second_evaluator(db, results)
     with open_checkpointer(str(db)) as saver:
         state = (
-            qa_builder(with_context=False)
+            qa_builder(with_passages=False)
             .compile(checkpointer=saver)
             .get_state({"configurable": {"thread_id": "qa-k"}})
         )

@@ -14,17 +14,17 @@ from typing import Any, get_args
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import PRESET_NAMES, Preset, preset_values
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder
-from reflexion.harness.cli import alfworld, hotpotqa, programming, threads
+from reflexion.harness.cli import alfworld, hotpotqa, one_thread, programming
 from reflexion.harness.cli import bench as bench_cli
 from reflexion.harness.cli.options import PRESET_OPTIONS
-from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
+from reflexion.qa.context import QAContext, ReActContext
 from reflexion.testing import ScriptedChatModel
 from tests.clikit import cli, one_line_error
 from tests.conftest import answer
@@ -33,7 +33,7 @@ from tests.unit.test_persistence import cli as run_cli
 
 TASK = {
     "task": "Which river flows through Prague?",
-    "context": "Prague lies on the Vltava.",
+    "passages": "Prague lies on the Vltava.",
     "reference": "Vltava",
     "task_id": "q-prague",
 }
@@ -53,7 +53,7 @@ def run_qa(actor: ScriptedChatModel, ctx: Context | dict[str, Any]) -> dict[str,
 # ---- the preset itself ------------------------------------------------------------------------
 
 
-CONTEXTS = (Context, QAContext, ReActContext, CodeContext, HouseholdContext)
+CONTEXTS = (Context, QAContext, ReActContext, CodeContext, AlfworldContext)
 PAPER = {k: v for cls in CONTEXTS for k, v in preset_values("paper", cls).items()}
 """Every field the paper preset sets, over every graph's context."""
 
@@ -75,7 +75,7 @@ def test_a_preset_of_a_family_is_its_own_fields_over_the_base_s_and_the_core_nam
     code = preset_values("paper", CodeContext)
     assert code["select_answer"] == "last" and code["code_retry"] == "repair"
     assert "answer_retry" not in code and "alfworld_memory" not in code
-    assert preset_values("default", HouseholdContext) == {}
+    assert preset_values("default", AlfworldContext) == {}
     core = (Path(__file__).parents[2] / "reflexion" / "core" / "presets.py").read_text()
     assert not [n for n in PAPER if n != "select_answer" and f'"{n}"' in core]
 
@@ -265,7 +265,7 @@ def test_bench_hotpotqa_preset_paper_with_an_option_given(monkeypatch, capsys):
 @pytest.mark.usefixtures("_workdir")
 def test_bench_programming_preset_paper_with_an_option_given(monkeypatch, capsys):
     args = ["bench", "programming", "--dataset", "humaneval-py", "-n", "1"]
-    args += ["--strategy", "reflexion", "--preset", "paper"]
+    args += ["--loop", "reflexion", "--preset", "paper"]
     (ctx,) = captured_contexts(monkeypatch, capsys, *args)
     assert (ctx.code_retry, ctx.example_tests, ctx.test_trust) == ("repair", False, "all")
     assert (ctx.select_answer, ctx.resample_repeats) == ("last", 0)
@@ -296,8 +296,8 @@ def test_run_preset_paper_with_an_option_given(monkeypatch, capsys):
     def stop(graph: Any, thread_id: str, task_input: Any, ctx: Context, metadata: Any) -> None:
         seen.append(ctx)
 
-    monkeypatch.setattr(threads, "resolve_models", lambda ctx: None)
-    monkeypatch.setattr(threads, "_run_to_end", stop)
+    monkeypatch.setattr(one_thread, "resolve_models", lambda ctx: None)
+    monkeypatch.setattr(one_thread, "_run_to_end", stop)
     args = ["run", "Q?", "--reference", "a", "--db", ":memory:", "--preset", "paper"]
     assert cli(monkeypatch, capsys, *args)[0] == 0
     assert cli(monkeypatch, capsys, *args, "--answer-retry", "fresh_first")[0] == 0

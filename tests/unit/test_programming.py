@@ -22,7 +22,7 @@ from reflexion.harness.scoring.programming import (
     score_thread,
     write_human_eval_files,
 )
-from reflexion.nodes.coder import outcome_records, render_outcomes
+from reflexion.nodes.programming import outcome_records, render_outcomes
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem, assemble, hidden_test, load_problems
 from reflexion.programming.replies import candidate_tests, extract_code, sample_tests
@@ -461,10 +461,10 @@ def test_unittest_assertions_small_models_write_become_assert_lines():
     ]
 
 
-def test_a_strategy_names_its_results_file_by_the_options_that_act_under_it():
+def test_a_loop_names_its_results_file_by_the_options_that_act_under_it():
     """The labels behind the names of `runs/measured/`'s programming files: resample has no
     reflection, retry mode or compiler fixes to name, tree no retry mode, simple nothing."""
-    from reflexion.harness.cli.programming import code_retry_of, strategy_label
+    from reflexion.harness.cli.programming import code_retry_of, loop_label
 
     def parts(retry: str = "fresh", *, noref: bool = False, cc: int = 0, nofixes: bool = False):
         return [
@@ -475,13 +475,13 @@ def test_a_strategy_names_its_results_file_by_the_options_that_act_under_it():
             ("nofixes", nofixes),
         ]
 
-    assert strategy_label("reflexion", parts(), "fresh") == "reflexion-fresh"
-    assert strategy_label("reflexion", parts(noref=True), "fresh") == "reflexion-noreflection-fresh"
-    assert strategy_label("reflexion", parts(cc=2), "fresh") == "reflexion-fresh-crosscheck2"
-    assert strategy_label("reflexion", parts("repair"), "repair") == "reflexion"
-    assert strategy_label("resample", parts(noref=True, nofixes=True), "fresh") == "resample"
-    assert strategy_label("tree", parts(cc=2), "fresh") == "tree-crosscheck2"
-    assert strategy_label("simple", parts(cc=2, nofixes=True), "fresh") == "simple"
+    assert loop_label("reflexion", parts(), "fresh") == "reflexion-fresh"
+    assert loop_label("reflexion", parts(noref=True), "fresh") == "reflexion-noreflection-fresh"
+    assert loop_label("reflexion", parts(cc=2), "fresh") == "reflexion-fresh-crosscheck2"
+    assert loop_label("reflexion", parts("repair"), "repair") == "reflexion"
+    assert loop_label("resample", parts(noref=True, nofixes=True), "fresh") == "resample"
+    assert loop_label("tree", parts(cc=2), "fresh") == "tree-crosscheck2"
+    assert loop_label("simple", parts(cc=2, nofixes=True), "fresh") == "simple"
     assert [code_retry_of(n, "repair") for n in ("simple", "resample", "tree", "reflexion")] == [
         "fresh_once",
         "resample",

@@ -16,7 +16,7 @@ from tests.conftest import answer
 
 PRAGUE = {
     "task": "Which river flows through Prague?",
-    "context": "Prague lies on the Vltava.",
+    "passages": "Prague lies on the Vltava.",
     "reference": "Vltava",
     "task_id": "q",
 }

@@ -13,9 +13,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from reflexion.core.context import Context
 from reflexion.graphs.qa import react_builder, react_graph
-from reflexion.hotpotqa.context import QAContext, ReActContext
-from reflexion.hotpotqa.wiki import OfflineCorpus
-from reflexion.nodes.react import REACT_GRAMMAR
+from reflexion.nodes.qa.react import REACT_GRAMMAR
+from reflexion.qa.context import QAContext, ReActContext
+from reflexion.qa.wiki import OfflineCorpus
 from reflexion.testing import RuleChatModel, ScriptedChatModel
 from tests.unit.test_wiki import PAGES, write_hotpotqa
 
@@ -326,7 +326,7 @@ def test_react_topology_matches_snapshot():
 def test_react_graph_public_schemas_match_the_qa_graphs():
     assert set(react_graph.get_input_jsonschema()["properties"]) == {
         "task",
-        "context",
+        "passages",
         "reference",
         "task_id",
     }

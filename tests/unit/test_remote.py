@@ -12,10 +12,10 @@ from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
+from reflexion.core.checkpoints import replay_from, unfinished
 from reflexion.core.context import Context
 from reflexion.core.errors import ProviderError
 from reflexion.core.persistence import open_checkpointer
-from reflexion.core.threads import replay_from, unfinished
 from reflexion.graphs.agents import AGENTS
 from reflexion.graphs.qa import graph as qa_graph
 from reflexion.graphs.qa import qa_builder
@@ -161,7 +161,7 @@ def test_final_lines_have_the_shape_and_values_of_a_local_runs(tmp_path):
     )
     task = BenchTask(
         thread_id="t-1",
-        input={"task": "Which river?", "context": "Vltava.", "reference": "Vltava"},
+        input={"task": "Which river?", "passages": "Vltava.", "reference": "Vltava"},
         label="",
         meta={"task_id": "q1", "question": "Which river?", "reference": "Vltava"},
     )
@@ -233,13 +233,13 @@ def test_a_server_run_cancelled_after_a_nodes_writes_is_resumed_not_taken_as_fin
     db = tmp_path / "t.sqlite"
     killed_after_the_second_actor(db)
     with open_checkpointer(str(db)) as saver:
-        graph = qa_builder(with_context=False).compile(checkpointer=saver)
+        graph = qa_builder(with_passages=False).compile(checkpointer=saver)
         config: Any = {"configurable": {"thread_id": "qa-k"}}
         state = server_state(graph.get_state(config))
         assert state["next"] == [] and state["values"]["answer"] == "Vltava"
         assert unfinished(_snapshot(state)) == "after actor"  # type: ignore[arg-type]
         done = qa_builder(
-            with_context=False, actor_model=ScriptedChatModel(replies=[answer("x")])
+            with_passages=False, actor_model=ScriptedChatModel(replies=[answer("x")])
         ).compile(checkpointer=saver)
         stream_thread(done, "qa-k", None, Context(max_trials=3))
         state = server_state(graph.get_state(config))
@@ -253,7 +253,7 @@ def test_a_server_run_cancelled_halfway_through_a_nodes_writes_is_replayed(tmp_p
     db = tmp_path / "t.sqlite"
     cut_short_in_the_second_evaluator(db, tmp_path / "r.jsonl")
     with open_checkpointer(str(db)) as saver:
-        graph = qa_builder(with_context=False).compile(checkpointer=saver)
+        graph = qa_builder(with_passages=False).compile(checkpointer=saver)
         snap = graph.get_state({"configurable": {"thread_id": "qa-k"}})
         state = server_state(snap)
         assert state["tasks"][0]["error"] == "CancelledError()"

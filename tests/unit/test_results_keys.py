@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.context import Context, context_from
 from reflexion.harness.bench.naming import (
     REFERENCE,
@@ -24,8 +24,8 @@ from reflexion.harness.bench.naming import (
     tokens,
 )
 from reflexion.harness.bench.settings import CONTEXTS, NEVER_KEYED, result_settings
-from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
+from reflexion.qa.context import QAContext, ReActContext
 
 MEASURED = Path(__file__).resolve().parents[2] / "runs" / "measured"
 FILES = sorted(p for p in MEASURED.rglob("*.jsonl") if "__" in p.name)
@@ -45,7 +45,7 @@ def graph_of(settings: dict[str, Any]) -> type[Context]:
     """The context class of the graph that ran the bench that wrote ``settings``."""
     if settings["bench"] == "hotpotqa":
         return ReActContext if settings["agent"] == "react" else QAContext
-    return CodeContext if settings["bench"] == "programming" else HouseholdContext
+    return CodeContext if settings["bench"] == "programming" else AlfworldContext
 
 
 def test_there_are_named_files_of_every_family():

@@ -18,9 +18,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.qa import react_builder
-from reflexion.hotpotqa.backends import get_backend
-from reflexion.hotpotqa.retriever import RetrieverBackend
-from reflexion.hotpotqa.wiki import LookupCursor, WikiTools
+from reflexion.qa.backends import get_backend
+from reflexion.qa.retriever import RetrieverBackend
+from reflexion.qa.wiki import LookupCursor, WikiTools
 from reflexion.testing import ScriptedChatModel
 
 DOCUMENTS = [

@@ -18,12 +18,12 @@ from reflexion.core.errors import ReflexionError
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import stream_thread
 from reflexion.harness.cli.app import main
-from reflexion.hotpotqa.context import QAContext
+from reflexion.qa.context import QAContext
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_faults import server as server  # a fixture
 
-PRAGUE = {"task": "Which river flows through Prague?", "context": "", "reference": "Vltava"}
+PRAGUE = {"task": "Which river flows through Prague?", "passages": "", "reference": "Vltava"}
 PROPOSED = "I named the Elbe; I should check which river crosses Prague."
 REVIEW = QAContext(max_trials=2, review_reflections=True, answer_retry="memory")
 
@@ -31,7 +31,7 @@ REVIEW = QAContext(max_trials=2, review_reflections=True, answer_retry="memory")
 def build(store: Any = None) -> tuple[Any, ScriptedChatModel, ScriptedChatModel]:
     actor = ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")])
     reflector = ScriptedChatModel(replies=[f"Reflection: {PROPOSED}"])
-    graph = qa_builder(with_context=False, actor_model=actor, reflector_model=reflector).compile(
+    graph = qa_builder(with_passages=False, actor_model=actor, reflector_model=reflector).compile(
         checkpointer=InMemorySaver(), store=store
     )
     return graph, actor, reflector

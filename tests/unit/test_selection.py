@@ -9,18 +9,18 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import answers_in_force, chosen_index
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.scoring.programming import score_thread
-from reflexion.hotpotqa.context import ReActContext
-from reflexion.nodes.coder.feedback import retry_reads_feedback
+from reflexion.nodes.programming.feedback import retry_reads_feedback
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem
 from reflexion.programming.state import CodeState
+from reflexion.qa.context import ReActContext
 from reflexion.testing import ScriptedChatModel
 
 TWO_EXAMPLES = (
@@ -98,7 +98,7 @@ def test_best_answer_also_applies_to_question_answering():
     actor = ScriptedChatModel(replies=["Thought: x\nAction: Finish[Paris]", "Finish[Rome]"])
     reflector = ScriptedChatModel(replies=["Reflection: check the country."])
     graph = qa_builder(actor_model=actor, reflector_model=reflector).compile()
-    start = {"task": "Capital of Germany?", "context": "Berlin is.", "reference": "Berlin"}
+    start = {"task": "Capital of Germany?", "passages": "Berlin is.", "reference": "Berlin"}
     out = graph.invoke(start, context=Context(max_trials=2, strategy="reflexion"))
     assert [e["answer"] for e in out["evaluations"]] == ["Paris", "Rome"]
     assert out["answer"] == "Paris"
@@ -283,7 +283,7 @@ def test_a_written_test_the_voters_pass_still_counts_and_voters_are_drawn_once()
         (ReActContext, "wiki", "online"),
         (Context, "select_answer", "first"),
         (CodeContext, "test_trust", "none"),
-        (HouseholdContext, "alfworld_memory", "notes"),
+        (AlfworldContext, "alfworld_memory", "notes"),
     ],
 )
 def test_every_choice_field_rejects_a_value_outside_its_type(
@@ -395,7 +395,7 @@ def test_auto_retry_repairs_code_that_did_not_compile_and_resamples_code_that_fa
 def test_whether_an_answer_compiled_is_its_record_s_flag_never_its_feedback_s_text():
     """A record without ``compiled`` had no answer to build; the feedback's words decide
     nothing."""
-    from reflexion.nodes.coder import NOT_COMPILED, did_compile
+    from reflexion.nodes.programming import NOT_COMPILED, did_compile
 
     old: Any = {"trial": 1, "answer": "x", "score": 0.0, "success": False}
     assert did_compile({**old, "feedback": f"{NOT_COMPILED}\nerror", "compiled": False}) is False

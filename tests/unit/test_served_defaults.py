@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.graphs.agents import AGENTS
-from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
+from reflexion.qa.context import QAContext, ReActContext
 from tests.unit.test_presets import _workdir as _workdir  # a fixture
 from tests.unit.test_presets import captured_contexts
 
@@ -22,7 +22,7 @@ COMMANDS: list[tuple[str, list[str], type[Any]]] = [
     ("cot-gt", ["bench", "hotpotqa"], QAContext),
     ("cot", ["bench", "hotpotqa", "--agent", "cot"], QAContext),
     ("react", ["bench", "hotpotqa", "--agent", "react"], ReActContext),
-    ("alfworld", ["bench", "alfworld"], HouseholdContext),
+    ("alfworld", ["bench", "alfworld"], AlfworldContext),
 ]
 
 

@@ -28,7 +28,7 @@ def test_router_edges_are_all_drawn():
 def test_public_schemas_are_narrow():
     inputs = graph.get_input_jsonschema()["properties"]
     outputs = graph.get_output_jsonschema()["properties"]
-    assert set(inputs) == {"task", "context", "reference", "task_id"}
+    assert set(inputs) == {"task", "passages", "reference", "task_id"}
     assert set(outputs) == {"answer", "solved", "trial", "evaluations", "reflections"}
     context = graph.get_context_jsonschema()["properties"]
     assert "description" in context["memory_size"]
@@ -100,7 +100,7 @@ def test_generic_topology_and_schemas():
     assert drawn == snapshot.read_text(), "topology changed: update tests/snapshots/ if intended"
     assert set(generic.get_input_jsonschema()["properties"]) == {
         "task",
-        "context",
+        "passages",
         "reference",
         "task_id",
     }

@@ -16,7 +16,7 @@ from reflexion.core.errors import ContextError
 from reflexion.graphs.programming import programming_builder, tree_search_builder
 from reflexion.harness.bench.ledger import BenchTask
 from reflexion.harness.cli.programming import _scorer
-from reflexion.nodes.coder.tree import (
+from reflexion.nodes.programming.tree import (
     ROOT,
     branch_reflections,
     choose_parent,

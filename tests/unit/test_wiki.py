@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from reflexion.core.errors import ReflexionError
-from reflexion.hotpotqa.backends import get_backend
-from reflexion.hotpotqa.wiki import (
+from reflexion.qa.backends import get_backend
+from reflexion.qa.wiki import (
     LiveWikipedia,
     LookupCursor,
     OfflineCorpus,

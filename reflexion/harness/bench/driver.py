@@ -29,14 +29,19 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
+from reflexion.core.checkpoints import annotate_head, fork_thread, replay_from
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.threads import annotate_head, fork_thread, replay_from
 from reflexion.core.usage import Usage, UsageRecorder, merge
 from reflexion.harness.bench.ledger import BenchTask, Emit, Ledger, Sink
-from reflexion.harness.bench.threads import Finalize as Finalize
-from reflexion.harness.bench.threads import ServerGraph as ServerGraph
-from reflexion.harness.bench.threads import recursion_limit, release_held, unrecorded, update_events
+from reflexion.harness.bench.thread_updates import Finalize as Finalize
+from reflexion.harness.bench.thread_updates import ServerGraph as ServerGraph
+from reflexion.harness.bench.thread_updates import (
+    recursion_limit,
+    release_held,
+    unrecorded,
+    update_events,
+)
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 

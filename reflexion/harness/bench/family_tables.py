@@ -278,7 +278,7 @@ def code_paired(
     return out
 
 
-def household_summary(results: dict[str, list[dict[str, Any]]], trials: int) -> tuple[Table, Table]:
+def alfworld_summary(results: dict[str, list[dict[str, Any]]], trials: int) -> tuple[Table, Table]:
     """Figure 3a as a table (proportion of games won by each trial, per strategy) and
     Figure 3b's counts (failed trials by class, per strategy)."""
     solved = table(

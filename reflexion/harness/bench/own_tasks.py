@@ -2,7 +2,7 @@
 graph with our state contract, and what a paired comparison of ``none`` (one attempt),
 ``resample`` (as many attempts, blind, chosen by the same evaluator) and ``reflexion`` found.
 
-A task file is JSONL, one task per line: ``task`` (required), ``context``, ``reference`` and
+A task file is JSONL, one task per line: ``task`` (required), ``passages``, ``reference`` and
 ``task_id`` (optional; the line number names a task without one). The graph is
 ``reflexion`` (the generic graph), another graph id of ``langgraph.json``, or
 ``path/to/file.py:name`` / ``package.module:name`` naming a graph made by
@@ -33,7 +33,7 @@ from reflexion.core.usage import merge, totals
 from reflexion.harness.bench.ledger import read_results
 from reflexion.harness.bench.stats import Paired, paired
 
-KEYS = ("task", "context", "reference", "task_id")
+KEYS = ("task", "passages", "reference", "task_id")
 """What a task line may hold."""
 
 SERVED = {
@@ -68,14 +68,14 @@ def load_tasks(path: Path) -> list[dict[str, Any]]:
             )
         if not isinstance(row.get("task"), str) or not row["task"].strip():
             raise ReflexionError(f'{where} has no "task" text: give the task as a string')
-        for key in ("context", "reference", "task_id"):
+        for key in ("passages", "reference", "task_id"):
             if row.get(key) is not None and not isinstance(row[key], str):
                 raise ReflexionError(f'{where}: "{key}" is not a string: write it as one')
         task_id = row.get("task_id") or f"task-{number}"
         if task_id in seen:
             raise ReflexionError(f"{where} repeats task_id {task_id!r}: give each task its own")
         seen.add(task_id)
-        tasks.append({"context": "", **row, "task_id": task_id})
+        tasks.append({"passages": "", **row, "task_id": task_id})
     if not tasks:
         raise ReflexionError(f"task file {path} holds no task: one JSON object per line")
     return tasks

@@ -4,7 +4,7 @@ Each task becomes a run on a server thread, submitted through ``langgraph-sdk``;
 own queue spreads the runs over its workers (``langgraph dev --n-jobs-per-worker N`` on one
 machine, a deployed server with Postgres past one machine). The results file, the resume rules
 and the return value are those of a local run (:func:`reflexion.harness.bench.driver.run_benchmark`,
-which runs here when given a :class:`~reflexion.harness.bench.threads.ServerGraph`):
+which runs here when given a :class:`~reflexion.harness.bench.thread_updates.ServerGraph`):
 
 * every task is a server thread whose id is a UUID derived from the task's thread id
   (:func:`server_thread_id`), so a rerun finds it again;
@@ -15,7 +15,8 @@ which runs here when given a :class:`~reflexion.harness.bench.threads.ServerGrap
   file is therefore always in the thread's saved state, and a rerun never runs its trial again;
 * when the run ends (or a rerun finds the thread), what the thread's saved states hold but the
   file lacks (this client killed after a save, before its line) is written from the server's
-  state history, marked ``"recovered": true`` (:func:`reflexion.harness.bench.threads.unrecorded`);
+  state history, marked ``"recovered": true``
+  (:func:`reflexion.harness.bench.thread_updates.unrecorded`);
 * a client that dies (SIGKILL, lost connection) takes its runs with it: they are submitted
   with ``on_disconnect="cancel"``, so the server interrupts them at once and keeps their saved
   checkpoints for the rerun;
@@ -26,9 +27,9 @@ which runs here when given a :class:`~reflexion.harness.bench.threads.ServerGrap
   model string the server cannot load) stops it, as a local run does;
 * on a rerun a task with a ``final`` line is skipped; a thread that is still running is waited
   for; an unfinished thread (interrupted, failed, cut off, or cancelled between a node's saved
-  writes and its step's checkpoint: :func:`reflexion.core.threads.unfinished`) is resumed with
+  writes and its step's checkpoint: :func:`reflexion.core.checkpoints.unfinished`) is resumed with
   input ``None``, from its latest checkpoint's id when a node was cancelled halfway through
-  its writes (:func:`reflexion.core.threads.cut_short`: the step is replayed); a finished
+  its writes (:func:`reflexion.core.checkpoints.cut_short`: the step is replayed); a finished
   thread without a ``final`` line gets it from its state without running again.
 
 Accounting differs from a local run, because the server does not hand over LangChain
@@ -53,12 +54,12 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import Config, StreamMode, ThreadState
 
+from reflexion.core.checkpoints import replay_from, unfinished
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError, first_line, typed_first_line
-from reflexion.core.threads import replay_from, unfinished
 from reflexion.core.usage import OTHER, UNCOUNTED, Usage, merge, node_of, zero_usage
 from reflexion.harness.bench.ledger import BenchTask, Ledger
-from reflexion.harness.bench.threads import (
+from reflexion.harness.bench.thread_updates import (
     Finalize,
     ServerGraph,
     recursion_limit,
@@ -197,7 +198,7 @@ class _SavedTask:
 @dataclass(frozen=True)
 class _Snapshot:
     """A server's saved state with the attributes of a local ``StateSnapshot`` that
-    :func:`reflexion.core.threads.thread_history` reads."""
+    :func:`reflexion.core.checkpoints.thread_history` reads."""
 
     values: Any
     next: tuple[str, ...]
@@ -234,7 +235,7 @@ class HistoryNeeded(Exception):
 
 class ServerThread:
     """A server thread's saved states, read the way
-    :func:`reflexion.harness.bench.threads.unrecorded` reads
+    :func:`reflexion.harness.bench.thread_updates.unrecorded` reads
     a local graph's checkpoints: ``state`` is its latest (``threads.get_state``), ``history``
     every saved state, newest first (``threads.get_history``), or ``None`` while not fetched
     (asking for it then raises :class:`HistoryNeeded`: most threads miss no line, and the latest

@@ -13,20 +13,20 @@ from __future__ import annotations
 from dataclasses import asdict, fields
 from typing import Any
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.context import AFTER_FIRST_TRIAL as ACTS_AFTER_FIRST_TRIAL
 from reflexion.core.context import Context
 from reflexion.core.transport import Transport, transport_of
 from reflexion.harness.bench.naming import LESSONS_ADDED, run_name, thread_key
-from reflexion.hotpotqa.context import QAContext, ReActContext
 from reflexion.programming.context import CodeContext
+from reflexion.qa.context import QAContext, ReActContext
 
 CONTEXTS: tuple[type[Context], ...] = (
     Context,
     QAContext,
     ReActContext,
     CodeContext,
-    HouseholdContext,
+    AlfworldContext,
 )
 """Every graph's context class."""
 

@@ -10,12 +10,12 @@ from typing import Annotated, Any, get_args
 import typer
 from rich.markup import escape
 
-from reflexion.alfworld.context import HouseholdContext, HouseholdMemory, MemoryPlace, TurnSeeds
+from reflexion.alfworld.context import AlfworldContext, AlfworldMemory, MemoryPlace, TurnSeeds
 from reflexion.alfworld.env import ENGINE_MISSING, engine_available
 from reflexion.alfworld.games import load_games, pack_games, select_games
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
-from reflexion.harness.bench.family_tables import household_summary
+from reflexion.harness.bench.family_tables import alfworld_summary
 from reflexion.harness.bench.ledger import BenchTask
 from reflexion.harness.bench.plots import learning_curve
 from reflexion.harness.bench.reports import compare_table, outcome_table
@@ -58,7 +58,7 @@ def bench_alfworld(
     ] = "none,reflexion",
     trials: Annotated[
         int, opt.count_option("--trials", "-t", help="Most trials per game.")
-    ] = opt.HOUSEHOLD_DEFAULTS.max_trials,
+    ] = opt.ALFWORLD_DEFAULTS.max_trials,
     limit: Annotated[
         int,
         opt.count_option(
@@ -74,10 +74,10 @@ def bench_alfworld(
     ] = False,
     max_steps: Annotated[
         int, opt.count_option("--max-steps", help="Most turns (thoughts and commands) per trial.")
-    ] = opt.HOUSEHOLD_DEFAULTS.alfworld_steps,
+    ] = opt.ALFWORLD_DEFAULTS.alfworld_steps,
     memory: Annotated[
         int, opt.count_option("--memory", "-k", min=0, help="Ω: reflections the actor sees.")
-    ] = opt.HOUSEHOLD_DEFAULTS.memory_size,
+    ] = opt.ALFWORLD_DEFAULTS.memory_size,
     no_diagnose: Annotated[
         bool,
         typer.Option(
@@ -96,7 +96,7 @@ def bench_alfworld(
             "the paper); facts (no model: where the goal's objects were, refused commands and "
             "why); leads (no model: the sightings, else the places not looked into).",
         ),
-    ] = opt.HOUSEHOLD_DEFAULTS.alfworld_memory,
+    ] = opt.ALFWORLD_DEFAULTS.alfworld_memory,
     memory_place: Annotated[
         str,
         opt.word_option(
@@ -116,7 +116,7 @@ def bench_alfworld(
             "draws the same; strategies draw alike until their prompts differ); process: one "
             "counter per process.",
         ),
-    ] = opt.HOUSEHOLD_DEFAULTS.alfworld_seeds,
+    ] = opt.ALFWORLD_DEFAULTS.alfworld_seeds,
     no_explain: Annotated[
         bool,
         typer.Option(
@@ -127,7 +127,7 @@ def bench_alfworld(
         ),
     ] = False,
     model: opt.ModelOpt = DEFAULT_MODEL,
-    temperature: opt.TempOpt = opt.HOUSEHOLD_DEFAULTS.temperature,
+    temperature: opt.TempOpt = opt.ALFWORLD_DEFAULTS.temperature,
     base_url: opt.BaseUrlOpt = None,
     *,
     common: run.Common,
@@ -138,7 +138,7 @@ def bench_alfworld(
     step limit (Figure 3b) — as tables and PNGs; paired (the default), each strategy forks
     every game's one trial 1 and is compared with none game by game."""
     evaluator = opt.choice(evaluator, ("heuristic", "llm"), "--evaluator")
-    entry = opt.choice(memory_entry, get_args(HouseholdMemory), "--memory-entry")
+    entry = opt.choice(memory_entry, get_args(AlfworldMemory), "--memory-entry")
     place = opt.choice(memory_place, get_args(MemoryPlace), "--memory-place")
     seeding = opt.choice(seeds, get_args(TurnSeeds), "--seeds")
     paired = opt.paired_locally(cli, paired_runs, common.where.server)
@@ -152,7 +152,7 @@ def bench_alfworld(
     variants = []
     for name in strategies:
         ctx = one_model_context(
-            HouseholdContext,
+            AlfworldContext,
             model,
             base_url,
             max_trials=trials,
@@ -160,7 +160,7 @@ def bench_alfworld(
             strategy=name,
             evaluator=evaluator,
             temperature=temperature,
-            max_tokens=opt.HOUSEHOLD_DEFAULTS.max_tokens,
+            max_tokens=opt.ALFWORLD_DEFAULTS.max_tokens,
             games=str(games) if games else None,
             alfworld_steps=max_steps,
             alfworld_diagnosis=not no_diagnose,
@@ -202,12 +202,12 @@ def bench_alfworld(
             )
             for g in selected
         ],
-        print_trial=_print_household_trial,
-        print_final=_print_household_final,
+        print_trial=_print_alfworld_trial,
+        print_final=_print_alfworld_final,
     )
     outcome = common.run(family, variants, paired=paired)
     results = outcome.results
-    solved_table, failure_table = household_summary(results, trials)
+    solved_table, failure_table = alfworld_summary(results, trials)
     console.print(solved_table)
     console.print(failure_table)
     for name, finals in results.items():
@@ -251,14 +251,14 @@ def _episodes(task: BenchTask, state: dict[str, Any]) -> dict[str, Any]:
     return {"episodes": episodes, "won_at": won_at(episodes)}
 
 
-def _print_household_trial(payload: dict[str, Any], label: str) -> None:
+def _print_alfworld_trial(payload: dict[str, Any], label: str) -> None:
     mark = "[green]✓[/]" if payload["success"] else "[red]✗[/]"
     console.print(
         f"{label}trial {payload['trial']}: {mark} [dim]{escape(payload['feedback'][:160])}[/]"
     )
 
 
-def _print_household_final(payload: dict[str, Any], label: str) -> None:
+def _print_alfworld_final(payload: dict[str, Any], label: str) -> None:
     first = payload.get("won_at")
     verdict = f"[green]won at trial {first}[/]" if first else "[red]not won[/]"
     console.print(f"{label}engine: {verdict} after {len(payload.get('episodes', []))} trial(s)")

@@ -16,7 +16,7 @@ import typer
 from rich.markup import escape
 
 from reflexion.core.errors import ReflexionError
-from reflexion.harness.cli import alfworld, cost, hotpotqa, own, programming, results, threads
+from reflexion.harness.cli import alfworld, cost, hotpotqa, one_thread, own, programming, results
 from reflexion.harness.cli.common import err_console
 from reflexion.harness.perf import perf_app
 
@@ -27,10 +27,10 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-app.command()(threads.run)
-app.command()(threads.show)
-app.command()(threads.history)
-app.command()(threads.models)
+app.command()(one_thread.run)
+app.command()(one_thread.show)
+app.command()(one_thread.history)
+app.command()(one_thread.models)
 
 bench_app = typer.Typer(help="Run a benchmark over a dataset.", no_args_is_help=True)
 bench_app.command("hotpotqa")(hotpotqa.bench_hotpotqa)

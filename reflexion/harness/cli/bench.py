@@ -130,13 +130,16 @@ def mean_wall(finals: list[dict[str, Any]], digits: int = 1) -> str:
     return f"{sum(walls) / len(walls):.{digits}f}s" if walls else "-"
 
 
-def strategies_of(value: str, allowed: tuple[str, ...] = STRATEGIES) -> list[str]:
-    """The names of a comma-separated ``--strategy``, checked, each once, in order."""
+def strategies_of(
+    value: str, allowed: tuple[str, ...] = STRATEGIES, option: str = "--strategy"
+) -> list[str]:
+    """The names of a comma-separated ``--strategy`` (or ``option``: ``bench programming``'s
+    ``--loop``), checked, each once, in order."""
     names = [s.strip() for s in value.split(",") if s.strip()]
     if not names:
-        raise ReflexionError("--strategy is empty: give one or more of " + ", ".join(allowed))
+        raise ReflexionError(f"{option} is empty: give one or more of " + ", ".join(allowed))
     for name in names:
-        choice(name, allowed, "--strategy")
+        choice(name, allowed, option)
     return list(dict.fromkeys(names))
 
 
@@ -192,10 +195,10 @@ def run_with_progress(
         )
 
 
-def check_output(output: Path | None, names: list[str]) -> None:
-    """``--output`` names one file, so it takes one strategy."""
+def check_output(output: Path | None, names: list[str], what: str = "strategy") -> None:
+    """``--output`` names one file, so it takes one strategy (``what``: one loop)."""
     if output is not None and len(names) > 1:
-        raise ReflexionError("--output takes one strategy: drop it to name files automatically")
+        raise ReflexionError(f"--output takes one {what}: drop it to name files automatically")
 
 
 def run_variants(

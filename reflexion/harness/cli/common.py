@@ -21,8 +21,8 @@ from reflexion.core.transport import current_transport, set_transport
 from reflexion.graphs.agents import AGENTS
 from reflexion.harness.bench.driver import Graph
 from reflexion.harness.cli.options import STRATEGIES, C, check_memory, choice
-from reflexion.hotpotqa.context import QAContext, ReActContext, WikiKind
 from reflexion.nodes.common import resolve_model
+from reflexion.qa.context import QAContext, ReActContext, WikiKind
 
 QA_EVALUATORS = tuple(e for e in get_args(EvaluatorKind) if e != "heuristic")
 """The evaluators a question-answering run takes (``heuristic`` is ALFWorld's)."""

@@ -20,7 +20,7 @@ from reflexion.harness.bench.settings import result_settings
 from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, qa_context
-from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.qa.questions import load_hotpotqa
 
 
 @run.common_options(plot_help="Learning-curve PNG (default: next to the results).")
@@ -37,7 +37,8 @@ def bench_hotpotqa(
     agent: Annotated[
         str,
         typer.Option(
-            "--agent", help="cot-gt (with gold context) | cot (question only) | react (Wikipedia)."
+            "--agent",
+            help="cot-gt (with the gold passages) | cot (question only) | react (Wikipedia).",
         ),
     ] = "cot-gt",
     model: opt.ModelOpt = DEFAULT_MODEL,
@@ -104,7 +105,7 @@ def bench_hotpotqa(
         typer.Option(
             "--memory-after",
             help="Memory after the question (a prompt prefix that stays the same across "
-            "trials) instead of before the context and question, as in the paper.",
+            "trials) instead of before the passages and question, as in the paper.",
         ),
     ] = False,
     answer_retry: opt.AnswerRetryOpt = opt.QA_DEFAULTS.answer_retry,
@@ -164,7 +165,7 @@ def bench_hotpotqa(
             "dataset": str(dataset or "sample"),
         }
         if agent == "cot-gt" and ctx.uses_reflections:
-            # the reflector reads the gold context too; files from before ran without it
+            # the reflector reads the gold passages too; files from before ran without it
             settings["reflector_sees_context"] = True
         header = (
             f"HotPotQA {agent} · strategy={name} · Ω={memory} · trials={trials} · "
@@ -189,7 +190,7 @@ def bench_hotpotqa(
                 q.id,
                 {
                     "task": q.question,
-                    "context": q.gold_context if agent == "cot-gt" else "",
+                    "passages": q.gold_passages if agent == "cot-gt" else "",
                     "reference": q.answer,
                     "task_id": q.id,
                 },

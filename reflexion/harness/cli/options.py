@@ -10,19 +10,19 @@ from typing import Annotated, Any, TypeVar, get_args
 
 import typer
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.context import Context, RetrySeeds, Strategy
 from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import PRESET_NAMES, preset_values
-from reflexion.hotpotqa.context import AnswerRetry, QAContext, ReActContext
 from reflexion.programming.context import CodeContext
+from reflexion.qa.context import AnswerRetry, QAContext, ReActContext
 
 DEFAULT_DB = str(Path(".reflexion") / "checkpoints.sqlite")
 DEFAULTS = Context()
 QA_DEFAULTS = QAContext()
 REACT_DEFAULTS = ReActContext()
 CODE_DEFAULTS = CodeContext()
-HOUSEHOLD_DEFAULTS = HouseholdContext()
+ALFWORLD_DEFAULTS = AlfworldContext()
 C = TypeVar("C", bound=Context)
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 
@@ -203,7 +203,8 @@ PresetOpt = Annotated[
     word_option(
         "--preset",
         "<name>",
-        help="Settings to start from: default (the measured best) or paper (every addition "
+        help="Settings to start from: default (the paper's loop plus the additions chosen "
+        "for small models) or paper (every addition "
         "off: the paper's loop); options given win.",
     ),
 ]
@@ -248,7 +249,7 @@ def preset_options(
     its runs by says so); returns the preset's other fields, for :func:`with_preset`."""
     name = choice(preset, PRESET_NAMES, "--preset")
     rest: dict[str, Any] = {}
-    for schema in (QAContext, ReActContext, CodeContext, HouseholdContext):
+    for schema in (QAContext, ReActContext, CodeContext, AlfworldContext):
         rest.update(preset_values(name, schema, "--preset"))
     for option, (name, negated) in PRESET_OPTIONS.items():
         if option not in values or name not in rest:

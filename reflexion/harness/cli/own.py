@@ -100,7 +100,7 @@ def measure_loop(
         [
             run.Task(
                 t["task_id"],
-                {k: t[k] for k in ("task", "context", "reference", "task_id") if k in t},
+                {k: t[k] for k in ("task", "passages", "reference", "task_id") if k in t},
                 f"[bold]{t['task_id']}[/] ",
                 {"reference": t.get("reference")},
             )

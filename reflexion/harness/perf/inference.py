@@ -22,8 +22,8 @@ from reflexion.core.models import (
     llama_messages,
 )
 from reflexion.harness.perf.machine import JsonOpt, report
-from reflexion.hotpotqa.context import QAContext
-from reflexion.hotpotqa.questions import load_hotpotqa
+from reflexion.qa.context import QAContext
+from reflexion.qa.questions import load_hotpotqa
 
 GENERATION_PROMPT = [
     SystemMessage("You are a helpful programming assistant."),
@@ -158,16 +158,16 @@ def _prefix_cache(chat: EmbeddedChatModel, reps: int) -> dict[str, Any]:
     of the trial-2 prompt in a context whose cache was cleared. One token generated each."""
     from reflexion.core.models import _load_llama
     from reflexion.core.state import State
-    from reflexion.nodes.actor import cot_messages
+    from reflexion.nodes.qa.actor import cot_messages
 
     question = load_hotpotqa(limit=1)[0]
     ctx = QAContext(strategy="reflexion", memory_size=3)
-    first = State(task=question.question, context=question.gold_context)
+    first = State(task=question.question, passages=question.gold_passages)
     second = State(
-        task=question.question, context=question.gold_context, reflections=[TRIAL2_REFLECTION]
+        task=question.question, passages=question.gold_passages, reflections=[TRIAL2_REFLECTION]
     )
-    trial1 = cot_messages(first, ctx, with_context=True)
-    trial2 = cot_messages(second, ctx, with_context=True)
+    trial1 = cot_messages(first, ctx, with_passages=True)
+    trial2 = cot_messages(second, ctx, with_passages=True)
     probe = chat.model_copy(update={"max_tokens": 1, "slot": "perf-prefix"})
     llm, _ = _load_llama(probe.model_path, probe.n_ctx, probe.slot)
 

@@ -78,9 +78,9 @@ def learning_cost_figures(files: list[Path]) -> list[dict[str, Any]]:
 RUN_SLICE: dict[str, str] = {
     "hotpotqa-none": "hotpotqa --agent cot-gt --limit 10 --trials 3 --strategy none",
     "hotpotqa-reflexion": "hotpotqa --agent cot-gt --limit 10 --trials 3 --strategy reflexion",
-    "programming-simple": "programming --dataset humaneval --limit 10 --strategy simple",
+    "programming-simple": "programming --dataset humaneval --limit 10 --loop simple",
     "programming-reflexion": (
-        "programming --dataset humaneval --limit 10 --strategy reflexion --max-iters 3"
+        "programming --dataset humaneval --limit 10 --loop reflexion --max-iters 3"
     ),
     "alfworld-none": "alfworld --limit 2 --trials 3 --strategy none",
     "alfworld-reflexion": "alfworld --limit 2 --trials 3 --strategy reflexion",

@@ -26,7 +26,7 @@ from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import thread_config
 from reflexion.harness.bench.ledger import finished_tasks
 from reflexion.harness.perf.machine import JsonOpt, report
-from reflexion.hotpotqa.context import QAContext
+from reflexion.qa.context import QAContext
 from reflexion.testing import InstantChatModel
 
 WRONG_ACTOR = "Thought: The first name in the context looks right.\nAction: Finish[not the answer]"
@@ -36,7 +36,7 @@ REFLECTION = (
 )
 LOOP_TASK = {
     "task": "Which river flows through Prague?",
-    "context": "Prague lies on the Vltava, the longest river in the Czech Republic.",
+    "passages": "Prague lies on the Vltava, the longest river in the Czech Republic.",
     "reference": "Vltava",
 }
 

@@ -34,11 +34,11 @@ from rich.table import Table
 from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import chosen_index
 from reflexion.harness.bench.ledger import load_finals
+from reflexion.harness.perf.code_retries import tie_stop
 from reflexion.harness.perf.machine import JsonOpt, report
-from reflexion.harness.perf.retries import tie_stop
 from reflexion.harness.scoring.programming import run_hidden
-from reflexion.nodes.coder import make_unit_test_evaluator
-from reflexion.nodes.coder.feedback import failed_tests, held_out
+from reflexion.nodes.programming import make_unit_test_evaluator
+from reflexion.nodes.programming.feedback import failed_tests, held_out
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import (
     CodeProblem,
@@ -197,7 +197,7 @@ def _blind_runs(blind: Path, results: Path) -> dict[str, dict[str, Any]]:
     kinds = {(f.get("settings") or {}).get("code_retry") for f in finals}
     if kinds != {"resample"}:
         raise ReflexionError(
-            f"{blind} is not a `--strategy resample` run: --blind replays ties with blind "
+            f"{blind} is not a `--loop resample` run: --blind replays ties with blind "
             f"redraws, so give the resample results file of the run that {results} forked from"
         )
     return {str(f.get("task_id")): f for f in finals}
@@ -266,8 +266,8 @@ def own_tests(
         typer.Option(
             "--blind",
             metavar="RESULTS",
-            help="A `--strategy resample` results file of the same problems: replay each "
-            "tie with its later blind redraws.",
+            help="A `bench programming --loop resample` results file of the same problems: "
+            "replay each tie with its later blind redraws.",
         ),
     ] = None,
     json_path: JsonOpt = None,

@@ -21,7 +21,7 @@ from rich.table import Table
 from reflexion.core.errors import ReflexionError
 from reflexion.harness.bench.ledger import load_finals
 from reflexion.harness.perf.machine import JsonOpt, report
-from reflexion.programming.agreement import fingerprint
+from reflexion.programming.behaviour import fingerprint
 from reflexion.programming.examples import example_tests
 from reflexion.programming.probes import mutated_probes
 from reflexion.programming.problems import assemble, canonical_solutions, load_problems

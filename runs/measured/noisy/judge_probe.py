@@ -75,7 +75,7 @@ def dump(db: str, results: list[str], out: str) -> None:
     rows: list[dict[str, Any]] = []
     seen: set[tuple[Any, ...]] = set()
     with open_checkpointer(db) as saver:
-        graph = qa_builder(with_context=True).compile(checkpointer=saver)
+        graph = qa_builder(with_passages=True).compile(checkpointer=saver)
         for thread in threads:
             task_id = thread.split("-", 2)[2]
             config: RunnableConfig = {"configurable": {"thread_id": thread}}
@@ -122,7 +122,10 @@ def judged(attempts: list[dict[str, Any]], variant: str, model: str) -> list[boo
     for a in attempts:
         if variant == "reasoned":
             state = State(
-                task=a["task"], context=a["context"], trajectory=a["trajectory"], answer=a["answer"]
+                task=a["task"],
+                passages=a["context"],
+                trajectory=a["trajectory"],
+                answer=a["answer"],
             )
             user = judge_messages(state)[1]
             verdict = ask_judge(llm, [SystemMessage(REASONED), user], Reasoned)

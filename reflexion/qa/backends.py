@@ -6,15 +6,15 @@ from __future__ import annotations
 from functools import lru_cache
 
 from reflexion.core.errors import ReflexionError
-from reflexion.hotpotqa.retriever import wikipedia_retriever
-from reflexion.hotpotqa.wiki import LiveWikipedia, OfflineCorpus, WikiBackend
+from reflexion.qa.retriever import wikipedia_retriever
+from reflexion.qa.wiki import LiveWikipedia, OfflineCorpus, WikiBackend
 
 
 @lru_cache(maxsize=8)
 def get_backend(kind: str, corpus: str | None = None) -> WikiBackend:
     """The backend named by the run context: ``offline`` (with a corpus file), ``live`` (the
     ``wikipedia`` package) or ``langchain`` (langchain-community's ``WikipediaRetriever``; any
-    other LangChain retriever is :class:`~reflexion.hotpotqa.retriever.RetrieverBackend`)."""
+    other LangChain retriever is :class:`~reflexion.qa.retriever.RetrieverBackend`)."""
     if kind == "live":
         return LiveWikipedia()
     if kind == "offline":

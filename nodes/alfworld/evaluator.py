@@ -11,8 +11,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from reflexion.alfworld.context import HouseholdContext
-from reflexion.alfworld.state import HouseholdState
+from reflexion.alfworld.context import AlfworldContext
+from reflexion.alfworld.state import AlfworldState
 from reflexion.core.context import get_context
 from reflexion.core.state import TrialRecord
 from reflexion.nodes.common import (
@@ -23,14 +23,14 @@ from reflexion.nodes.evaluator import Evaluation, ask_judge
 from reflexion.prompts import render
 
 
-class HouseholdVerdict(BaseModel):
+class AlfworldVerdict(BaseModel):
     """The LLM self-evaluator's structured answer."""
 
     reasoning: str = Field(description="One or two sentences on what the last steps show.")
     verdict: Literal["yes", "no"] = Field(description="Whether the task was completed.")
 
 
-def heuristic_evaluation(state: HouseholdState) -> Evaluation:
+def heuristic_evaluation(state: AlfworldState) -> Evaluation:
     """The paper's heuristic self-evaluation: a trial succeeds when the environment closed
     the episode (which ALFWorld does when the goal is reached) before the heuristic held or
     the step limit ran out."""
@@ -39,24 +39,24 @@ def heuristic_evaluation(state: HouseholdState) -> Evaluation:
     return Evaluation(0.0, False, f"The trial failed: {state.stop_reason}.")
 
 
-def judge_messages(state: HouseholdState) -> list[BaseMessage]:
+def judge_messages(state: AlfworldState) -> list[BaseMessage]:
     user = render(
         "alfworld_judge_task", task=state.task.strip(), trajectory=trajectory_text(state.trajectory)
     )
     return [SystemMessage(render("alfworld_judge_system")), HumanMessage(user)]
 
 
-def make_household_evaluator(
+def make_alfworld_evaluator(
     model: BaseChatModel | None = None,
-) -> Callable[[HouseholdState, Runtime[HouseholdContext]], dict[str, Any]]:
+) -> Callable[[AlfworldState, Runtime[AlfworldContext]], dict[str, Any]]:
     """The evaluator node: the heuristic by default, the LLM judge (a binary classification
     of the trajectory by ``Context.evaluator_model``, or ``model``) with ``evaluator=llm``."""
 
-    def evaluator(state: HouseholdState, runtime: Runtime[HouseholdContext]) -> dict[str, Any]:
-        ctx = get_context(runtime, HouseholdContext)
+    def evaluator(state: AlfworldState, runtime: Runtime[AlfworldContext]) -> dict[str, Any]:
+        ctx = get_context(runtime, AlfworldContext)
         if ctx.evaluator == "llm":
             llm = judge_llm(model, ctx)
-            verdict = ask_judge(llm, judge_messages(state), HouseholdVerdict)
+            verdict = ask_judge(llm, judge_messages(state), AlfworldVerdict)
             success = bool(verdict.success)
             label = "complete" if success else "not complete"
             if verdict.success is None:

@@ -20,13 +20,13 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
 from reflexion.core.errors import ReflexionError
-from reflexion.hotpotqa.wiki import MAX_SIMILAR, Page, SearchHit, normalize_title, split_sentences
+from reflexion.qa.wiki import MAX_SIMILAR, Page, SearchHit, normalize_title, split_sentences
 
 _KEPT_PAGES = 256
 
 
 class RetrieverBackend:
-    """A Wikipedia backend (:class:`~reflexion.hotpotqa.wiki.WikiBackend`) over ``retriever``.
+    """A Wikipedia backend (:class:`~reflexion.qa.wiki.WikiBackend`) over ``retriever``.
 
     ``name`` says which source it is in messages; a retriever that raises (a network error of
     a search API) becomes one line naming the source and ``fix``."""

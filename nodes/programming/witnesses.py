@@ -2,7 +2,7 @@
 
 Where trusted tests decide, an attempt that passes them is judged by the behaviour of
 independently drawn implementations on probe tests (*witnesses*,
-:mod:`reflexion.programming.agreement`). Where only self-written tests decide, independent
+:mod:`reflexion.programming.behaviour`). Where only self-written tests decide, independent
 implementations vote on each test the attempt failed (*voters*, after CodeT): a test counts
 against the attempt only when more of them pass it than fail it as the attempt does.
 """
@@ -13,10 +13,10 @@ from dataclasses import replace
 
 from langchain_core.language_models import BaseChatModel
 
-from reflexion.nodes.coder.actor import code_messages
-from reflexion.nodes.coder.common import STOPS, counted_part, problem_of, run_tests
 from reflexion.nodes.common import actor_llm, named_seed
-from reflexion.programming.agreement import (
+from reflexion.nodes.programming.actor import code_messages
+from reflexion.nodes.programming.common import STOPS, counted_part, problem_of, run_tests
+from reflexion.programming.behaviour import (
     Fingerprint,
     Verdict,
     disagreement,

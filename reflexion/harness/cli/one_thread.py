@@ -14,13 +14,13 @@ import typer
 from langgraph.types import Command
 from rich.markup import escape
 
+from reflexion.core.checkpoints import thread_history, unfinished
 from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
+from reflexion.core.hosted_retries import provider_failure
 from reflexion.core.models import DEFAULT_MODEL, installed_presets
 from reflexion.core.persistence import open_checkpointer
 from reflexion.core.presets import PRESET_NAMES, preset_values
-from reflexion.core.retries import provider_failure
-from reflexion.core.threads import thread_history, unfinished
 from reflexion.core.transport import current_transport, set_transport, transport_of
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
 from reflexion.harness.bench.driver import Graph, snapshot, stream_thread
@@ -66,7 +66,7 @@ from reflexion.harness.cli.options import (
     set_fields,
     with_preset,
 )
-from reflexion.hotpotqa.context import QAContext, ReActContext
+from reflexion.qa.context import QAContext, ReActContext
 
 
 def print_event(label: str) -> Any:
@@ -84,7 +84,7 @@ def _agent_of(snapshot: Any) -> str:
     agent = (snapshot.metadata or {}).get("agent")
     if agent in AGENTS:
         return str(agent)
-    return "cot-gt" if snapshot.values.get("context") else "cot"
+    return "cot-gt" if snapshot.values.get("passages") else "cot"
 
 
 def run(
@@ -92,8 +92,11 @@ def run(
     question: Annotated[
         str | None, typer.Argument(help="The question (omit to resume --thread-id).")
     ] = None,
-    context_text: Annotated[
-        str, typer.Option("--context", help="Supporting text for the actor.")
+    passages: Annotated[
+        str,
+        typer.Option(
+            "--passages", help="Supporting text for the actor (the cot-gt agent reads it)."
+        ),
     ] = "",
     reference: Annotated[
         str | None, typer.Option("--reference", help="Gold answer, for the exact_match evaluator.")
@@ -102,8 +105,8 @@ def run(
         str | None,
         typer.Option(
             "--agent",
-            help="cot-gt (uses --context) | cot | react (searches Wikipedia). "
-            "Default: cot-gt with --context, else cot.",
+            help="cot-gt (uses --passages) | cot | react (searches Wikipedia). "
+            "Default: cot-gt with --passages, else cot.",
         ),
     ] = None,
     model: ModelOpt = DEFAULT_MODEL,
@@ -207,7 +210,7 @@ def run(
                 ctx = _started_settings(cli, found, thread_id, asked)
             task_input = None
         else:
-            agent = agent or ("cot-gt" if context_text else "cot")
+            agent = agent or ("cot-gt" if passages else "cot")
             ctx = context_of(agent)
             thread_id = thread_id or f"run-{int(time.time() * 1000):x}"
             if snapshot(compile_agent(saver, agent), thread_id) is not None:
@@ -215,7 +218,7 @@ def run(
                     f"thread '{thread_id}' already exists in {where(db)}: omit the question to "
                     "resume it, or choose a new --thread-id"
                 )
-            task_input = {"task": question, "context": context_text, "reference": reference}
+            task_input = {"task": question, "passages": passages, "reference": reference}
         with lesson_store(db, ctx.lessons.enabled) as store:
             graph = compile_agent(saver, agent, store)
             if task_input is None and unfinished(found) is None:

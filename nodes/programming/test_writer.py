@@ -18,8 +18,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
-from reflexion.nodes.coder.common import problem_of, prompt_names
 from reflexion.nodes.common import judge_llm
+from reflexion.nodes.programming.common import problem_of, prompt_names
 from reflexion.programming.context import CodeContext
 from reflexion.programming.examples import example_tests
 from reflexion.programming.probes import mutated_probes

@@ -5,9 +5,13 @@ read of its feedback, and the reflector's prompt.
 The benchmark's hidden tests are not part of the graph state: nothing here can show them.
 """
 
-from reflexion.nodes.coder.actor import code_key, code_messages, make_code_actor, retries_fresh
-from reflexion.nodes.coder.agreement import cross_check, unbacked_tests
-from reflexion.nodes.coder.common import (
+from reflexion.nodes.programming.actor import (
+    code_key,
+    code_messages,
+    make_code_actor,
+    retries_fresh,
+)
+from reflexion.nodes.programming.common import (
     NO_EVIDENCE,
     NO_TESTS,
     NOT_COMPILED,
@@ -16,15 +20,16 @@ from reflexion.nodes.coder.common import (
     problem_of,
     run_tests,
 )
-from reflexion.nodes.coder.evaluator import doubted_tests, make_unit_test_evaluator
-from reflexion.nodes.coder.feedback import failed_tests, outcome_records, render_outcomes
-from reflexion.nodes.coder.reflection import code_reflection_messages
-from reflexion.nodes.coder.test_writer import (
+from reflexion.nodes.programming.evaluator import doubted_tests, make_unit_test_evaluator
+from reflexion.nodes.programming.feedback import failed_tests, outcome_records, render_outcomes
+from reflexion.nodes.programming.reflection import code_reflection_messages
+from reflexion.nodes.programming.test_writer import (
     make_test_writer,
     test_messages,
     trusted_tests,
     valid_tests,
 )
+from reflexion.nodes.programming.witnesses import cross_check, unbacked_tests
 
 __all__ = [
     "NOT_COMPILED",

@@ -1,5 +1,5 @@
 """What a failed ALFWorld trial leaves for the next one: the reflector's prompt (with the
-diagnosis of refused commands) or, under ``HouseholdContext.alfworld_memory``, an entry written
+diagnosis of refused commands) or, under ``AlfworldContext.alfworld_memory``, an entry written
 from the trial's turns without a model."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.diagnosis import (
     diagnosis,
     facts,
@@ -19,10 +19,10 @@ from reflexion.alfworld.diagnosis import (
 from reflexion.nodes.reflector import reflection_messages
 
 
-def household_reflection_messages(state: Any, ctx: HouseholdContext) -> list[BaseMessage]:
+def alfworld_reflection_messages(state: Any, ctx: AlfworldContext) -> list[BaseMessage]:
     """The reflector prompt for a failed ALFWorld trial: instructions, two worked examples,
     then the trial and the evaluator's feedback, followed
-    (``HouseholdContext.alfworld_diagnosis``) by the commands the game refused and why."""
+    (``AlfworldContext.alfworld_diagnosis``) by the commands the game refused and why."""
     feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
     if ctx.alfworld_diagnosis:
         found = diagnosis(turns_of(state.trajectory), state.task)
@@ -32,9 +32,9 @@ def household_reflection_messages(state: Any, ctx: HouseholdContext) -> list[Bas
     )
 
 
-def household_written(state: Any, ctx: HouseholdContext) -> str | None:
+def alfworld_written(state: Any, ctx: AlfworldContext) -> str | None:
     """The memory entry of a failed trial written without a model
-    (``HouseholdContext.alfworld_memory`` ``"facts"``, ``"leads"`` or ``"sightings"``, where
+    (``AlfworldContext.alfworld_memory`` ``"facts"``, ``"leads"`` or ``"sightings"``, where
     ``""`` adds no entry); None for ``"reflection"``, so the reflector model writes it."""
     if ctx.alfworld_memory == "facts":
         return facts(turns_of(state.trajectory), state.task)

@@ -4,7 +4,7 @@ each failure, the actual value or the error).
 
 Beyond the paper, it weighs its own evidence: self-written tests every attempt failed are
 doubted, tests independent implementations do not back are set apart
-(:mod:`reflexion.nodes.coder.agreement`), and an attempt is never a success when no counted
+(:mod:`reflexion.nodes.programming.witnesses`), and an attempt is never a success when no counted
 test passed.
 """
 
@@ -18,8 +18,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
-from reflexion.nodes.coder.agreement import cross_check, unbacked_tests
-from reflexion.nodes.coder.common import (
+from reflexion.nodes.programming.common import (
     NO_EVIDENCE,
     NO_TESTS,
     NOT_COMPILED,
@@ -27,8 +26,9 @@ from reflexion.nodes.coder.common import (
     problem_of,
     run_tests,
 )
-from reflexion.nodes.coder.feedback import outcome_records, render_outcomes
-from reflexion.programming.agreement import fingerprint
+from reflexion.nodes.programming.feedback import outcome_records, render_outcomes
+from reflexion.nodes.programming.witnesses import cross_check, unbacked_tests
+from reflexion.programming.behaviour import fingerprint
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import assemble
 from reflexion.programming.sandbox import Limits, SuiteResult, TestOutcome
@@ -96,9 +96,9 @@ def make_cross_check(
     """The cross-check node (``CodeContext.cross_check``), after the evaluator ran a compiled
     attempt's tests: the evaluator's verdict, with independent implementations drawn by
     ``model`` (default ``Context.actor_model``) as voters on self-written tests the attempt
-    failed (:func:`~reflexion.nodes.coder.agreement.unbacked_tests`) and, for an attempt that
+    failed (:func:`~reflexion.nodes.programming.witnesses.unbacked_tests`) and, for an attempt that
     passed, as witnesses that may outvote it on the probe tests
-    (:func:`~reflexion.nodes.coder.agreement.cross_check`)."""
+    (:func:`~reflexion.nodes.programming.witnesses.cross_check`)."""
 
     def cross_check_node(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
         ctx = get_context(runtime, CodeContext)

@@ -26,7 +26,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 
-from reflexion.alfworld.context import HouseholdContext
+from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.diagnosis import explained
 from reflexion.alfworld.env import Environment, TextWorldEnv
 from reflexion.alfworld.games import LIST_HINT, Game, resolve_game
@@ -83,14 +83,14 @@ def example_turns(example: str) -> list[BaseMessage]:
     return turns
 
 
-def household_messages(
-    state: Any, ctx: HouseholdContext, kind: str, turns: list[Turn]
+def alfworld_messages(
+    state: Any, ctx: AlfworldContext, kind: str, turns: list[Turn]
 ) -> list[BaseMessage]:
     """Instructions, the two examples of this task type, the task and memory, then this
     trial's turns. Everything before the memory is the same in every trial of a task type (a
-    cacheable prefix). ``HouseholdContext.alfworld_memory_place`` moves the memory to the end of
+    cacheable prefix). ``AlfworldContext.alfworld_memory_place`` moves the memory to the end of
     the system message (``"system"``) or makes the reflections the trial's first think step
-    (``"think"``); ``HouseholdContext.alfworld_explain`` adds to each refused command's
+    (``"think"``); ``AlfworldContext.alfworld_explain`` adds to each refused command's
     observation why it was likely refused."""
     system = with_lessons(render("alfworld_system", max_steps=str(ctx.alfworld_steps)), state)
     user = render("alfworld_task", observation=state.task.strip())
@@ -152,7 +152,7 @@ class PlayState(PlayOutput, PlayInput):
     done: bool = False
 
 
-def make_household_actor(
+def make_alfworld_actor(
     model: BaseChatModel | None = None,
     env_factory: EnvFactory | None = None,
     sessions: EnvSessions | None = None,
@@ -166,7 +166,7 @@ def make_household_actor(
     on the first trial (``Context.lessons``)."""
     live = sessions if sessions is not None else EnvSessions(env_factory or TextWorldEnv)
 
-    def game_of(state: PlayInput, ctx: HouseholdContext) -> Game:
+    def game_of(state: PlayInput, ctx: AlfworldContext) -> Game:
         if not state.game.strip():
             raise ReflexionError(
                 "the game is empty: give a game name or a path to a game.tw-pddl file "
@@ -176,7 +176,7 @@ def make_household_actor(
 
     def finish(
         state: PlayState,
-        ctx: HouseholdContext,
+        ctx: AlfworldContext,
         turns: list[Turn],
         stop_reason: str | None,
         won: bool,
@@ -201,8 +201,8 @@ def make_household_actor(
         )
         return {"done": True, "stop_reason": stop_reason, "episodes": [episode]}
 
-    def begin(state: PlayState, runtime: Runtime[HouseholdContext]) -> dict[str, Any]:
-        ctx = get_context(runtime, HouseholdContext)
+    def begin(state: PlayState, runtime: Runtime[AlfworldContext]) -> dict[str, Any]:
+        ctx = get_context(runtime, AlfworldContext)
         game = game_of(state, ctx)
         emit("trial_started", trial=state.trial + 1)
         observation = live.start(thread_key(get_config()), game)
@@ -222,12 +222,12 @@ def make_household_actor(
             "done": False,
         }
 
-    def turn(state: PlayState, runtime: Runtime[HouseholdContext]) -> dict[str, Any]:
-        ctx = get_context(runtime, HouseholdContext)
+    def turn(state: PlayState, runtime: Runtime[AlfworldContext]) -> dict[str, Any]:
+        ctx = get_context(runtime, AlfworldContext)
         game = game_of(state, ctx)
         key = thread_key(get_config())
         llm = actor_llm(model, ctx)
-        messages = household_messages(state, ctx, game.kind, state.turns)
+        messages = alfworld_messages(state, ctx, game.kind, state.turns)
         used = prompt_tokens(llm, messages)
         if used + ctx.max_tokens > ctx.context_budget:
             live.release(key)
@@ -277,11 +277,11 @@ def make_household_actor(
         return "__end__" if state.done else "turn"
 
     builder = StateGraph(
-        PlayState, context_schema=HouseholdContext, input_schema=PlayInput, output_schema=PlayOutput
+        PlayState, context_schema=AlfworldContext, input_schema=PlayInput, output_schema=PlayOutput
     )
     builder.add_node("begin", begin)
     builder.add_node("turn", turn)
     builder.add_edge(START, "begin")
     builder.add_conditional_edges("begin", after)
     builder.add_conditional_edges("turn", after)
-    return builder.compile(name="household-actor")
+    return builder.compile(name="alfworld-actor")

@@ -20,12 +20,12 @@ class HotpotQuestion:
     question: str
     answer: str
     paragraphs: list[tuple[str, list[str]]]
-    """All context paragraphs: (title, sentences)."""
+    """All the paragraphs of the data set's ``context`` field: (title, sentences)."""
     supporting_titles: list[str]
     """Titles of the gold paragraphs, in order of first mention in ``supporting_facts``."""
 
     @property
-    def gold_context(self) -> str:
+    def gold_passages(self) -> str:
         """The gold (supporting) paragraphs as text, one per line: ``Title: sentences``."""
         by_title = dict(self.paragraphs)
         lines = []

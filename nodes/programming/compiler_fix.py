@@ -14,8 +14,8 @@ from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
 from reflexion.core.progress import emit
-from reflexion.nodes.coder.actor import code_key, tried_keys
-from reflexion.nodes.coder.common import did_compile, problem_of
+from reflexion.nodes.programming.actor import code_key, tried_keys
+from reflexion.nodes.programming.common import did_compile, problem_of
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import rust_preamble
 from reflexion.programming.sandbox import fix_rust

@@ -1,7 +1,7 @@
 """The chain-of-thought actor: the node that makes one attempt (one trial) at a question.
 
 It answers in one ``Thought`` / ``Finish[answer]`` step, with or without
-the task's context (the paper's CoT and CoT (GT) agents). The instructions and examples form a
+the task's passages (the paper's CoT and CoT (GT) agents). The instructions and examples form a
 prefix that stays the same across trials (llama.cpp reuses its KV cache for it); the memory
 (:mod:`reflexion.nodes.memory`) goes just before the task, as in the paper, or after it
 (``QAContext.memory_first``).
@@ -24,11 +24,11 @@ from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.progress import emit
 from reflexion.core.state import State
-from reflexion.hotpotqa.context import QA_FAMILY, QAContext
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import memory_block, with_lessons
-from reflexion.nodes.qa_memory import judged_wrong, rejected_keys, with_memory
+from reflexion.nodes.qa.retry_memory import judged_wrong, rejected_keys, with_memory
 from reflexion.prompts import few_shot, render
+from reflexion.qa.context import QA_FAMILY, QAContext
 
 STOP = ["\nQuestion:", "\nContext:", "\n---", "\nObservation"]
 
@@ -45,18 +45,18 @@ FOLLOW_UP = (
 )
 
 
-def _example_turns(example: str, *, with_context: bool) -> list[BaseMessage]:
-    """A few-shot example as a user turn (context, question) and an assistant turn (reply)."""
+def _example_turns(example: str, *, with_passages: bool) -> list[BaseMessage]:
+    """A few-shot example as a user turn (passages, question) and an assistant turn (reply)."""
     head, _sep, reply = example.partition("\nThought:")
-    lines = [ln for ln in head.splitlines() if with_context or not ln.startswith("Context:")]
+    lines = [ln for ln in head.splitlines() if with_passages or not ln.startswith("Context:")]
     return [HumanMessage("\n".join(lines).strip()), AIMessage(("Thought:" + reply).strip())]
 
 
 def cot_messages(
-    state: State, ctx: QAContext, *, with_context: bool, memory: bool = True
+    state: State, ctx: QAContext, *, with_passages: bool, memory: bool = True
 ) -> list[BaseMessage]:
     """The chain-of-thought prompt: instructions, few-shot turns, then the task with its
-    memory (:func:`~reflexion.nodes.qa_memory.with_memory`; none when ``memory`` is False:
+    memory (:func:`~reflexion.nodes.qa.retry_memory.with_memory`; none when ``memory`` is False:
     trial 1's prompt).
 
     The examples are chat turns (small instruct models copy a format from turns far more
@@ -64,13 +64,13 @@ def cot_messages(
     """
     rule = (
         "\nUse the context given with the question; the answer is usually a span of it."
-        if with_context
+        if with_passages
         else ""
     )
     messages: list[BaseMessage] = [with_lessons(render("cot_system", context_rule=rule), state)]
     for example in few_shot("cot_examples"):
-        messages.extend(_example_turns(example, with_context=with_context))
-    context_block = f"Context: {state.context.strip()}" if with_context and state.context else ""
+        messages.extend(_example_turns(example, with_passages=with_passages))
+    context_block = f"Context: {state.passages.strip()}" if with_passages and state.passages else ""
     user = render("cot_task", context_block=context_block, task=state.task.strip())
     block = (
         memory_block(state, ctx, lessons=False, show_rejected=ctx.show_rejected) if memory else ""
@@ -139,14 +139,14 @@ def _resample(
     model: BaseChatModel | None,
     options: dict[str, Any],
     seed: Seeder,
-    with_context: bool,
+    with_passages: bool,
 ) -> tuple[FinishParse, str]:
     """A retry under ``QAContext.answer_retry="resample"``: drawn from trial 1's prompt (as the
     none baseline draws it, the same seed), and drawn again at the redraw temperature while
     its answer is one already judged incorrect (or none), as many times as a fresh-first retry
     may draw after its fresh draw (the memory's draw, ``redraw_rejected`` redraws and, with
     ``correct_rejected``, the correcting turn); the last draw stands when every one repeats."""
-    prompt = cot_messages(state, ctx, with_context=with_context, memory=False)
+    prompt = cot_messages(state, ctx, with_passages=with_passages, memory=False)
     wrong = judged_wrong(state, ctx, resample=True)
     parsed, text = _attempt(llm, prompt, options, seed, 0)
     hot: BaseChatModel | None = None
@@ -177,7 +177,7 @@ def _update(
 
 
 def make_cot_actor(
-    model: BaseChatModel | None = None, *, with_context: bool = True, family: Family = QA_FAMILY
+    model: BaseChatModel | None = None, *, with_passages: bool = True, family: Family = QA_FAMILY
 ) -> Callable[[State, Runtime[QAContext]], dict[str, Any]]:
     """A chain-of-thought actor node; ``model`` overrides ``Context.actor_model``; ``family``
     is the task family whose lessons it recalls on the first trial (``Context.lessons``)."""
@@ -194,9 +194,9 @@ def make_cot_actor(
             {"gbnf": COT_GRAMMAR} if isinstance(llm, EmbeddedChatModel) else {}
         )
         if state.trial > 0 and ctx.answer_retry == "resample":
-            parsed, text = _resample(state, ctx, llm, model, options, seed, with_context)
+            parsed, text = _resample(state, ctx, llm, model, options, seed, with_passages)
             return _update(state, recalled, parsed, text)
-        messages = cot_messages(state, ctx, with_context=with_context)
+        messages = cot_messages(state, ctx, with_passages=with_passages)
         rejected = rejected_keys(state, ctx, correcting=ctx.correct_rejected)
         draw = 0
         known_wrong = _fresh_first(state, ctx)
@@ -204,7 +204,7 @@ def make_cot_actor(
         first = (
             messages
             if known_wrong is None
-            else cot_messages(state, ctx, with_context=with_context, memory=False)
+            else cot_messages(state, ctx, with_passages=with_passages, memory=False)
         )
         parsed, text = _attempt(llm, first, options, seed, draw)
         if known_wrong is not None:
@@ -228,5 +228,5 @@ def make_cot_actor(
             parsed = _ask_again(llm, turns, parsed, seed("correct"))
         return _update(state, recalled, parsed, text)
 
-    actor.__name__ = "cot_gt_actor" if with_context else "cot_actor"
+    actor.__name__ = "cot_gt_actor" if with_passages else "cot_actor"
     return actor

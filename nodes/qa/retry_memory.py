@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from reflexion.core.answers import normalize_answer
 from reflexion.core.context import Context
-from reflexion.hotpotqa.context import AnswerMemory
 from reflexion.nodes.memory import HasMemory, rejected_answers
+from reflexion.qa.context import AnswerMemory
 
 
 def with_memory(task: str, memory: str, ctx: AnswerMemory) -> str:

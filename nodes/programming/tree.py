@@ -33,14 +33,14 @@ from reflexion.core.errors import ContextError
 from reflexion.core.lessons import Family, with_recalled
 from reflexion.core.progress import emit
 from reflexion.core.state import TrialRecord
-from reflexion.nodes.coder.actor import (
+from reflexion.nodes.programming.actor import (
     draw_attempt,
     first_messages,
     reflection_block_of,
     tests_note,
 )
-from reflexion.nodes.coder.common import fenced, problem_of, prompt_names
-from reflexion.nodes.coder.feedback import shown_feedback
+from reflexion.nodes.programming.common import fenced, problem_of, prompt_names
+from reflexion.nodes.programming.feedback import shown_feedback
 from reflexion.programming.context import CodeContext
 from reflexion.programming.state import CodeState, lesson_family
 from reflexion.prompts import render
@@ -166,7 +166,7 @@ def make_tree_actor(
     """The tree search's actor: the first trial as the code actor's; then each attempt
     expands the node :func:`choose_parent` picks (a fresh sample from the root, a repair of an
     attempt), drawn as every code attempt is
-    (:func:`~reflexion.nodes.coder.actor.draw_attempt`), and records its parent. Its context
+    (:func:`~reflexion.nodes.programming.actor.draw_attempt`), and records its parent. Its context
     keeps ``code_retry="tree"`` (what its runs are named by); another value is refused."""
 
     def tree_actor(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from reflexion.nodes.coder.common import (
+from reflexion.nodes.programming.common import (
     problem_of,
     prompt_names,
 )
-from reflexion.nodes.coder.feedback import (
+from reflexion.nodes.programming.feedback import (
     checks_own_tests,
     failed_tests,
     held_out,

@@ -3,7 +3,7 @@
 One trial is a small loop — ``begin → think → act → think → … → END`` — compiled as its own
 graph and used as the Reflexion graph's ``actor`` node, so Studio shows the steps and a
 checkpointed thread resumes mid-trial. ``think`` asks the model for one step; ``act`` runs the
-action (``Search``/``Lookup`` on a :class:`~reflexion.hotpotqa.wiki.WikiBackend`, or ``Finish``)
+action (``Search``/``Lookup`` on a :class:`~reflexion.qa.wiki.WikiBackend`, or ``Finish``)
 and adds the observation. A trial halts, as in the paper, at the step limit or when the prompt
 outgrows the context budget; a halted trial has no answer and a ``stop_reason`` the evaluator
 reports. An unparseable reply becomes an observation that says so, and the loop goes on. A step
@@ -31,18 +31,18 @@ from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import ReactStepParse, parse_react_step
 from reflexion.core.progress import emit
 from reflexion.core.state import TrialInput
-from reflexion.hotpotqa.backends import get_backend
-from reflexion.hotpotqa.context import REACT_FAMILY, ReActContext
-from reflexion.hotpotqa.wiki import (
+from reflexion.nodes.common import actor_llm, prompt_tokens
+from reflexion.nodes.memory import memory_block, with_lessons
+from reflexion.nodes.qa.retry_memory import rejected_keys, with_memory
+from reflexion.prompts import few_shot, render
+from reflexion.qa.backends import get_backend
+from reflexion.qa.context import REACT_FAMILY, ReActContext
+from reflexion.qa.wiki import (
     LookupCursor,
     WikiBackend,
     WikiTools,
     normalize_title,
 )
-from reflexion.nodes.common import actor_llm, prompt_tokens
-from reflexion.nodes.memory import memory_block, with_lessons
-from reflexion.nodes.qa_memory import rejected_keys, with_memory
-from reflexion.prompts import few_shot, render
 
 STOP = ["\nObservation", "\nQuestion:", "\n---"]
 
@@ -122,7 +122,7 @@ class ReactState(ReactInput):
     pending: dict[str, Any] | None = None
     """The step ``think`` produced and ``act`` has not run yet."""
     cursor: dict[str, Any] = field(default_factory=dict)
-    """Last page searched and lookup progress (:class:`~reflexion.hotpotqa.wiki.LookupCursor`)."""
+    """Last page searched and lookup progress (:class:`~reflexion.qa.wiki.LookupCursor`)."""
     answer: str | None = None
     stop_reason: str | None = None
     done: bool = False
@@ -147,7 +147,7 @@ def _example_turns(example: str) -> list[BaseMessage]:
 
 def react_messages(state: ReactState, ctx: ReActContext) -> list[BaseMessage]:
     """Instructions, the few-shot trajectories, the question with its memory
-    (:func:`~reflexion.nodes.qa_memory.with_memory`), then this trial's steps."""
+    (:func:`~reflexion.nodes.qa.retry_memory.with_memory`), then this trial's steps."""
     messages: list[BaseMessage] = [
         with_lessons(render("react_system", max_steps=str(ctx.max_steps)), state)
     ]

@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 
+from reflexion.core.checkpoints import cut_short, thread_history
 from reflexion.core.context import Context
-from reflexion.core.threads import cut_short, thread_history
 from reflexion.harness.bench.ledger import BenchTask
 
 Finalize = Callable[[BenchTask, dict[str, Any]], dict[str, Any]]

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from reflexion.core.data import bundled, cache_root
 from reflexion.core.errors import ReflexionError
-from reflexion.hotpotqa.questions import HOTPOTQA_SAMPLE, iter_hotpotqa
+from reflexion.qa.questions import HOTPOTQA_SAMPLE, iter_hotpotqa
 
 MAX_SIMILAR = 5
 """How many similar titles a failed search lists."""

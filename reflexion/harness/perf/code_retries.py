@@ -43,7 +43,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.harness.bench.ledger import load_finals, read_results
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.harness.scoring.programming import run_hidden
-from reflexion.nodes.coder.feedback import failed_tests, passed_tests
+from reflexion.nodes.programming.feedback import failed_tests, passed_tests
 from reflexion.programming.problems import CodeProblem, load_problems
 from reflexion.programming.sandbox import Limits
 

@@ -5,8 +5,8 @@ the internal test results (repair, the paper), or the task with the failed tests
 the task alone (resample: the equal-budget baseline), or fresh once and the task alone after
 that (fresh_once); the last Ω reflections under strategy
 ``reflexion``. A retry that repeats earlier code is drawn again. Two other nodes make attempts:
-``rustc``'s own fixes (:mod:`reflexion.nodes.coder.compiler_fix`) and the tree search's actor
-(:mod:`reflexion.nodes.coder.tree`), which draws the same way (:func:`draw_attempt`).
+``rustc``'s own fixes (:mod:`reflexion.nodes.programming.compiler_fix`) and the tree search's actor
+(:mod:`reflexion.nodes.programming.tree`), which draws the same way (:func:`draw_attempt`).
 """
 
 from __future__ import annotations
@@ -25,16 +25,20 @@ from reflexion.core.errors import ContextError
 from reflexion.core.lessons import Family, with_recalled
 from reflexion.core.memory import reflection_window
 from reflexion.core.progress import emit
-from reflexion.nodes.coder.common import (
+from reflexion.nodes.common import actor_llm, named_seed
+from reflexion.nodes.memory import with_lessons
+from reflexion.nodes.programming.common import (
     STOPS,
     did_compile,
     fenced,
     problem_of,
     prompt_names,
 )
-from reflexion.nodes.coder.feedback import checks_own_tests, retry_reads_feedback, shown_feedback
-from reflexion.nodes.common import actor_llm, named_seed
-from reflexion.nodes.memory import with_lessons
+from reflexion.nodes.programming.feedback import (
+    checks_own_tests,
+    retry_reads_feedback,
+    shown_feedback,
+)
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem
 from reflexion.programming.replies import CodeParse, extract_code
