@@ -201,6 +201,7 @@ def _validate_after(update: Any, state: Any, runtime: Runtime[Any], family: Fami
         thread_id=current_thread_id(),
         trial=trial,
         window=window,
+        ttl_minutes=ctx.lessons.ttl_minutes,
     )
 
 

@@ -25,6 +25,7 @@ from reflexion.core.lessons import (
     family_of,
     lesson_key,
     namespace,
+    putting,
     saving,
     store_of,
 )
@@ -131,6 +132,8 @@ def make_reflector(
                         task_id=state.task_id,
                         thread_id=current_thread_id(),
                         trial=state.trial,
+                        ttl_minutes=ctx.lessons.ttl_minutes,
+                        max_per_family=ctx.lessons.max_per_family,
                     )
                 if ctx.review_reflections:
                     update["pending_review"] = lesson
@@ -199,14 +202,16 @@ def make_review(family: Family) -> Node:
             update["reflections"] = [*window[:-1], str(text)] if newest else window
         if ctx.lessons:
             store = store_of(runtime)
-            where = namespace(family_of(family, state, ctx))
+            shared = family_of(family, state, ctx)
+            where = namespace(shared)
             key = lesson_key(current_thread_id(), state.trial)
             if action == DROP:
                 yield from stored(store, "delete", where, key)
-            elif (item := (yield from stored(store, "get", where, key))) is not None:
-                yield from stored(
-                    store, "put", where, key, {**item.value, "text": text}, index=False
-                )
+            elif (
+                item := (yield from stored(store, "get", where, key, refresh_ttl=False))
+            ) is not None:
+                edited = {**item.value, "text": text}
+                yield from putting(store, shared, key, edited, ctx.lessons.ttl_minutes)
         return update
 
     return Node(review, role="review", family=family)

@@ -82,7 +82,11 @@ class Lessons:
         },
     )
     recall_k: Annotated[int, Field(ge=0, le=50)] = field(
-        default=3, metadata={"description": "How many past lessons a new thread recalls (BM25)."}
+        default=3,
+        metadata={
+            "description": "How many past lessons a new thread recalls (by the store's semantic "
+            "search where it has an index, else BM25)."
+        },
     )
     filter: LessonFilter = field(
         default="validated",
@@ -97,6 +101,23 @@ class Lessons:
         metadata={
             "description": "The namespace lessons are shared in (default: the graph's own, "
             "e.g. qa, react, programming-py, alfworld-heat)."
+        },
+    )
+    ttl_minutes: Annotated[float, Field(gt=0)] | None = field(
+        default=None,
+        metadata={
+            "description": "Minutes a lesson lives after it was last written (saved, or "
+            "validated): recall skips an older one, and a store with TTL support (SQLite, "
+            "Postgres) gets it as the item's ttl. Unset: the store's own default_ttl "
+            "(langgraph.json store.ttl), else forever."
+        },
+    )
+    max_per_family: Annotated[int, Field(ge=1)] | None = field(
+        default=None,
+        metadata={
+            "description": "Most lessons kept per family: a save past it deletes unvalidated "
+            "lessons before validated ones, the least recently written first (never the one "
+            "just saved). Unset: no limit."
         },
     )
 
@@ -120,7 +141,7 @@ def _lessons(own: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[st
     if lessons is not None and not isinstance(lessons, dict | Lessons):
         raise ContextError(
             f"lessons is {lessons!r}: give true, false or an object of enabled, recall_k, "
-            "filter, family"
+            "filter, family, ttl_minutes, max_per_family"
         )
     if isinstance(lessons, dict):
         try:
@@ -249,7 +270,7 @@ class Context:
         default_factory=Lessons,
         metadata={
             "description": "Long-term lessons across threads: {enabled, recall_k, filter, "
-            "family}; true is short for enabled with the defaults."
+            "family, ttl_minutes, max_per_family}; true is short for enabled with the defaults."
         },
     )
 

@@ -14,13 +14,32 @@ its own thread that saw it in the Ω window succeeds (:func:`validate_lessons`, 
 evaluator); with ``Context.lessons.filter`` at its default, ``"validated"``, only such lessons
 are recalled (``"all"`` recalls every reflection).
 
-Retrieval is lexical: BM25 (the ``rank-bm25`` package's BM25+ variant, whose idf stays positive
-on the tiny corpora a store starts with, where plain Okapi BM25 scores a word found in half the
-documents as zero) over lower-cased word tokens without a small list of stop words; a lesson's
-document is its text plus the task it was written for. It needs no model, no download and no
-network, and it is deterministic: ties go to the more recent lesson, then to the smaller key.
-At most :data:`MAX_CANDIDATES` items are scanned per recall (SQLite and Postgres stores return
-the most recently updated first; LangGraph's ``InMemoryStore`` returns them in insertion order).
+Retrieval is the store's own semantic search where the store has a vector index (``index=``
+on ``InMemoryStore``/``PostgresStore``/``SqliteStore``, or ``store.index`` in ``langgraph.json``):
+a lesson is saved with its ``text`` and ``task`` embedded (:data:`INDEX_FIELDS`) and recalled by
+``store.search(namespace, query=task)`` in the store's order. Whether the store has an index is
+read from what the search returns, not from the store's class (a server hands graphs a wrapper
+around its store): scored items mean an index ranked them. Without one (every store by
+default: offline there is no embedding model) retrieval is lexical: BM25 (the ``rank-bm25``
+package's BM25+ variant, whose idf stays positive on the tiny corpora a store starts with,
+where plain Okapi BM25 scores a word found in half the documents as zero) over lower-cased word
+tokens without a small list of stop words; a lesson's document is its text plus the task it was
+written for. It needs no model, no download and no network, and it is deterministic: ties go to
+the more recent lesson, then to the smaller key. Lessons an index did not score (saved before
+it existed) follow the scored ones, by BM25. At most :data:`MAX_CANDIDATES` items are scanned
+per recall (SQLite and Postgres stores return the most recently updated first; LangGraph's
+``InMemoryStore`` returns them in insertion order; with an index, the most similar first).
+
+Bounds (``Context.lessons``): ``ttl_minutes`` ends a lesson that many minutes after it was last
+written (saved, or validated: validation rewrites it), falling back on the store's own
+``default_ttl`` (``TTLConfig``, ``store.ttl`` in ``langgraph.json``). A store that supports TTL
+(``supports_ttl``: SQLite, Postgres) gets it as the item's ``ttl`` and deletes the item at its
+sweep; since stores delete only at a sweep, recall itself skips an expired lesson, and every
+save deletes the family's expired lessons, on every store. Reads never extend a lesson's life
+(searches and gets pass ``refresh_ttl=False``): a recall scans the whole family, and a refresh
+on every scan would keep every lesson alive. ``max_per_family`` caps a family: a save past it
+deletes the surplus, unvalidated lessons before validated ones, the least recently written
+first, never the lesson just saved (:func:`prune`).
 
 The store comes from LangGraph's runtime (``runtime.store``): ``compile(store=...)``, or the
 store a LangGraph server provides.
@@ -32,12 +51,12 @@ import re
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
-from langgraph.store.base import BaseStore, Item
+from langgraph.store.base import BaseStore, Item, SearchItem
 from rank_bm25 import BM25Plus
 
 from reflexion.core.context import Context, LessonFilter, get_context
@@ -50,6 +69,10 @@ NAMESPACE = ("reflexion", "lessons")
 
 MAX_CANDIDATES = 1000
 """Most store items scanned by one recall."""
+
+INDEX_FIELDS = ["text", "task"]
+"""What a store with a vector index embeds of a lesson, one vector each (a search scores a
+lesson by its closer one); a store without an index ignores it."""
 
 Family = str | Callable[[Any], str]
 """A task family, or a function of the state that gives it (e.g. per language): each graph
@@ -113,6 +136,44 @@ def store_of(runtime: Runtime[Any] | None) -> BaseStore:
     return store
 
 
+def lifetime(store: BaseStore, ttl_minutes: float | None) -> float | None:
+    """Minutes a lesson lives after its last write: ``Context.lessons.ttl_minutes``, else the
+    store's ``default_ttl`` (its ``TTLConfig``), else ``None`` (forever)."""
+    if ttl_minutes is not None:
+        return ttl_minutes
+    config = getattr(store, "ttl_config", None) or {}
+    default = config.get("default_ttl")
+    return float(default) if default is not None else None
+
+
+def expired(item: Item, minutes: float | None, now: datetime) -> bool:
+    """Whether ``item`` was last written more than ``minutes`` before ``now``."""
+    if minutes is None:
+        return False
+    written = item.updated_at
+    if written.tzinfo is None:  # SQLite's timestamps are UTC without a zone
+        written = written.replace(tzinfo=UTC)
+    return written < now - timedelta(minutes=minutes)
+
+
+def put_lesson(
+    store: BaseStore, family: str, key: str, value: dict[str, Any], ttl: float | None
+) -> None:
+    """Write a lesson, embedded where the store has an index, with ``ttl`` where it is set and
+    the store supports TTL (elsewhere the store's own default applies, and recall's expiry)."""
+    drive(putting(store, family, key, value, ttl))
+
+
+def putting(
+    store: BaseStore, family: str, key: str, value: dict[str, Any], ttl: float | None
+) -> Steps[None]:
+    """:func:`put_lesson` as node steps (:mod:`reflexion.core.steps`)."""
+    extra: dict[str, Any] = {}
+    if ttl is not None and getattr(store, "supports_ttl", False):
+        extra["ttl"] = ttl
+    yield from stored(store, "put", namespace(family), key, value, index=INDEX_FIELDS, **extra)
+
+
 def save_lesson(
     store: BaseStore,
     family: str,
@@ -122,11 +183,22 @@ def save_lesson(
     task_id: str | None,
     thread_id: str | None,
     trial: int,
+    ttl_minutes: float | None = None,
+    max_per_family: int | None = None,
 ) -> str:
-    """Put one reflection into the family's namespace; return its key."""
+    """Put one reflection into the family's namespace; return its key. With a lifetime
+    (:func:`lifetime`) or ``max_per_family``, the family is pruned after (:func:`prune`)."""
     return drive(
         saving(
-            store, family, text=text, task=task, task_id=task_id, thread_id=thread_id, trial=trial
+            store,
+            family,
+            text=text,
+            task=task,
+            task_id=task_id,
+            thread_id=thread_id,
+            trial=trial,
+            ttl_minutes=ttl_minutes,
+            max_per_family=max_per_family,
         )
     )
 
@@ -140,26 +212,89 @@ def saving(
     task_id: str | None,
     thread_id: str | None,
     trial: int,
+    ttl_minutes: float | None = None,
+    max_per_family: int | None = None,
 ) -> Steps[str]:
     """:func:`save_lesson` as node steps (:mod:`reflexion.core.steps`)."""
     key = lesson_key(thread_id or f"anonymous-{uuid.uuid4().hex}", trial)
-    yield from stored(
-        store,
-        "put",
-        namespace(family),
-        key,
-        {
-            "text": text,
-            "task": task,
-            "task_id": task_id,
-            "thread_id": thread_id,
-            "trial": trial,
-            "created": datetime.now(UTC).isoformat(),
-            "validated": False,
-        },
-        index=False,
-    )
+    value = {
+        "text": text,
+        "task": task,
+        "task_id": task_id,
+        "thread_id": thread_id,
+        "trial": trial,
+        "created": datetime.now(UTC).isoformat(),
+        "validated": False,
+    }
+    yield from putting(store, family, key, value, ttl_minutes)
+    if max_per_family is not None or lifetime(store, ttl_minutes) is not None:
+        yield from pruning(store, family, most=max_per_family, ttl_minutes=ttl_minutes, keep=key)
     return key
+
+
+def family_items(store: BaseStore, family: str) -> list[Item]:
+    """Every lesson of ``family``, page by page, without refreshing any TTL."""
+    return drive(family_items_steps(store, family))
+
+
+def family_items_steps(store: BaseStore, family: str) -> Steps[list[Item]]:
+    """:func:`family_items` as node steps (:mod:`reflexion.core.steps`)."""
+    found: list[Item] = []
+    while True:
+        page = yield from stored(
+            store,
+            "search",
+            namespace(family),
+            limit=MAX_CANDIDATES,
+            offset=len(found),
+            refresh_ttl=False,
+        )
+        found += page
+        if len(page) < MAX_CANDIDATES:
+            return found
+
+
+def prune(
+    store: BaseStore,
+    family: str,
+    *,
+    most: int | None,
+    ttl_minutes: float | None = None,
+    keep: str | None = None,
+    now: datetime | None = None,
+) -> list[str]:
+    """Delete the family's expired lessons (:func:`lifetime`), then, while more than ``most``
+    remain, the least useful: unvalidated before validated (no evidence it ever helped), then
+    the least recently written (validation rewrites a lesson), then the smaller key. The
+    lesson ``keep`` (the one just saved) is never deleted. Returns the deleted keys."""
+    return drive(pruning(store, family, most=most, ttl_minutes=ttl_minutes, keep=keep, now=now))
+
+
+def pruning(
+    store: BaseStore,
+    family: str,
+    *,
+    most: int | None,
+    ttl_minutes: float | None = None,
+    keep: str | None = None,
+    now: datetime | None = None,
+) -> Steps[list[str]]:
+    """:func:`prune` as node steps (:mod:`reflexion.core.steps`)."""
+    minutes = lifetime(store, ttl_minutes)
+    when = now or datetime.now(UTC)
+    items = yield from family_items_steps(store, family)
+    gone = [i for i in items if i.key != keep and expired(i, minutes, when)]
+    dropped = {i.key for i in gone}
+    live = [i for i in items if i.key not in dropped]
+    if most is not None and len(live) > most:
+        surplus = sorted(
+            (i for i in live if i.key != keep),
+            key=lambda i: (i.value.get("validated") is True, i.updated_at.timestamp(), i.key),
+        )
+        gone += surplus[: len(live) - most]
+    for item in gone:
+        yield from stored(store, "delete", namespace(family), item.key)
+    return [item.key for item in gone]
 
 
 def rank(items: Sequence[Item], query: str, k: int) -> list[Item]:
@@ -197,13 +332,17 @@ def recall(
     exclude_thread: str | None,
     exclude_task_id: str | None = None,
     lesson_filter: LessonFilter = "validated",
+    ttl_minutes: float | None = None,
+    now: datetime | None = None,
 ) -> list[str]:
     """The texts of the ``k`` lessons of ``family`` most relevant to ``task``, never from the
     thread ``exclude_thread`` nor about the same task (the same ``task_id``, or the same task
     text): a lesson is meant to carry over to *other* tasks, and a benchmark rerun must not
     recall what an earlier run learnt on the very question it is answering. With
     ``lesson_filter="validated"`` only lessons marked validated (a later trial of their thread
-    succeeded after seeing them) are candidates."""
+    succeeded after seeing them) are candidates; an expired lesson (:func:`expired`) never is.
+    Relevance is the store's semantic search where it scored the items, BM25 otherwise (see
+    the module docstring)."""
     return drive(
         recalling(
             store,
@@ -213,6 +352,8 @@ def recall(
             exclude_thread=exclude_thread,
             exclude_task_id=exclude_task_id,
             lesson_filter=lesson_filter,
+            ttl_minutes=ttl_minutes,
+            now=now,
         )
     )
 
@@ -226,11 +367,22 @@ def recalling(
     exclude_thread: str | None,
     exclude_task_id: str | None = None,
     lesson_filter: LessonFilter = "validated",
+    ttl_minutes: float | None = None,
+    now: datetime | None = None,
 ) -> Steps[list[str]]:
     """:func:`recall` as node steps (:mod:`reflexion.core.steps`)."""
-    items = yield from stored(store, "search", namespace(family), limit=MAX_CANDIDATES)
+    items: list[SearchItem] = yield from stored(
+        store,
+        "search",
+        namespace(family),
+        query=task.strip() or None,
+        limit=MAX_CANDIDATES,
+        refresh_ttl=False,
+    )
     same_text = task.strip()
     validated_only = lesson_filter == "validated"
+    minutes = lifetime(store, ttl_minutes)
+    when = now or datetime.now(UTC)
     others = [
         item
         for item in items
@@ -239,8 +391,12 @@ def recalling(
         and (exclude_thread is None or item.value.get("thread_id") != exclude_thread)
         and (exclude_task_id is None or item.value.get("task_id") != exclude_task_id)
         and str(item.value.get("task", "")).strip() != same_text
+        and not expired(item, minutes, when)
     ]
-    return [str(item.value["text"]).strip() for item in rank(others, task, k)]
+    scored = [item for item in others if item.score is not None][: max(k, 0)]
+    unscored = [item for item in others if item.score is None]
+    chosen = [*scored, *rank(unscored, task, k - len(scored))]
+    return [str(item.value["text"]).strip() for item in chosen]
 
 
 S = TypeVar("S", bound=State)
@@ -288,6 +444,7 @@ def recall_steps(
         exclude_thread=current_thread_id(),
         exclude_task_id=getattr(state, "task_id", None),
         lesson_filter=ctx.lessons.filter,
+        ttl_minutes=ctx.lessons.ttl_minutes,
     )
     return {"lessons": found}
 
@@ -299,6 +456,7 @@ def validate_lessons(
     thread_id: str | None,
     trial: int,
     window: Sequence[str],
+    ttl_minutes: float | None = None,
 ) -> list[str]:
     """After trial ``trial`` of thread ``thread_id`` succeeded, mark as validated the thread's
     lessons the actor saw in that trial: those saved after earlier trials (keys
@@ -306,8 +464,13 @@ def validate_lessons(
     dropped or edited one, and Ω may have pushed an old one out). A retry drawn without the
     memory (a fresh-first draw that was kept, a resample) still had them in its window and
     counts too. Returns their keys. Nothing happens for a first trial or outside a thread
-    (lessons saved there have no known key)."""
-    return drive(validating(store, family, thread_id=thread_id, trial=trial, window=window))
+    (lessons saved there have no known key). Marking rewrites the lesson (embedded as when
+    saved, with ``ttl_minutes``), so its lifetime starts again."""
+    return drive(
+        validating(
+            store, family, thread_id=thread_id, trial=trial, window=window, ttl_minutes=ttl_minutes
+        )
+    )
 
 
 def validating(
@@ -317,6 +480,7 @@ def validating(
     thread_id: str | None,
     trial: int,
     window: Sequence[str],
+    ttl_minutes: float | None = None,
 ) -> Steps[list[str]]:
     """:func:`validate_lessons` as node steps (:mod:`reflexion.core.steps`)."""
     if thread_id is None or trial < 2:
@@ -326,12 +490,10 @@ def validating(
     marked: list[str] = []
     for earlier in range(1, trial):
         key = lesson_key(thread_id, earlier)
-        item = yield from stored(store, "get", where, key)
+        item = yield from stored(store, "get", where, key, refresh_ttl=False)
         if item is None or str(item.value.get("text", "")).strip() not in shown:
             continue
         if item.value.get("validated") is not True:
-            yield from stored(
-                store, "put", where, key, {**item.value, "validated": True}, index=False
-            )
+            yield from putting(store, family, key, {**item.value, "validated": True}, ttl_minutes)
         marked.append(key)
     return marked

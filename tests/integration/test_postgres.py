@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ import pytest
 
 from reflexion.core.checkpoints import annotate_head, fork_thread, thread_history
 from reflexion.core.context import Context
+from reflexion.core.lessons import family_items, recall, save_lesson
 from reflexion.core.persistence import open_checkpointer, open_store
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import stream_thread
@@ -178,6 +180,70 @@ def test_store_round_trip(dsn):
         assert item is not None and item.value == {"text": "open the drawer"}
         store.delete(("lessons", "alfworld"), "c")
         assert store.get(("lessons", "alfworld"), "c") is None
+
+
+def test_lessons_expire_and_are_bounded_on_postgres(dsn):
+    """PostgresStore supports TTL: a lesson saved with lessons.ttl_minutes carries it and the
+    store's own sweep deletes it (and only it); before the sweep the store still returns it,
+    but recall under that lifetime skips every lesson written longer ago; max_per_family
+    keeps the family at its limit, the least recently written going first."""
+    with open_store(dsn) as store:
+        assert store.supports_ttl
+        kept = save_lesson(
+            store, "qa", text="Stays.", task="A?", task_id=None, thread_id="k", trial=1
+        )
+        brief = save_lesson(
+            store,
+            "qa",
+            text="Gone soon.",
+            task="B?",
+            task_id=None,
+            thread_id="b",
+            trial=1,
+            ttl_minutes=0.005,
+        )
+        sql = "SELECT key, expires_at - updated_at AS left FROM store"
+        left = {r["key"]: r["left"] for r in store.conn.execute(sql).fetchall()}
+        assert left[kept] is None and 0 < left[brief].total_seconds() <= 0.3 + 0.01
+        time.sleep(0.6)
+        every: dict[str, Any] = {"exclude_thread": None, "lesson_filter": "all"}
+        # the store keeps an expired item until its sweep; recall's expiry does not wait
+        assert sorted(recall(store, "qa", "Q?", 5, **every)) == ["Gone soon.", "Stays."]
+        assert recall(store, "qa", "Q?", 5, ttl_minutes=0.005, **every) == []
+        assert store.sweep_ttl() == 1
+        assert [i.key for i in family_items(store, "qa")] == [kept]
+        for n in range(3):
+            save_lesson(
+                store,
+                "qa",
+                text=f"L{n}.",
+                task=f"T{n}?",
+                task_id=None,
+                thread_id=f"t{n}",
+                trial=1,
+                max_per_family=2,
+            )
+        assert sorted(i.key for i in family_items(store, "qa")) == ["t1:1", "t2:1"]
+
+
+def test_lessons_are_recalled_by_meaning_on_an_indexed_postgres_store(dsn):
+    """A PostgresStore with an index (pgvector) recalls by meaning what BM25 would rank
+    last. Skips where the server has no pgvector extension to create."""
+    from langgraph.store.postgres import PostgresStore
+
+    from tests.unit.test_lessons_bounds import BY_MEANING, BY_WORD, DIMS, QUERY, concept_embed
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+        if row.fetchone() is None:
+            pytest.skip("this PostgreSQL server has no pgvector extension (vector)")
+    index = {"dims": DIMS, "embed": concept_embed}
+    with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
+        store.setup()
+        for thread, (text, task) in (("a", BY_MEANING), ("b", BY_WORD)):
+            save_lesson(store, "qa", text=text, task=task, task_id=None, thread_id=thread, trial=1)
+        found = recall(store, "qa", QUERY, 2, exclude_thread=None, lesson_filter="all")
+        assert found == [BY_MEANING[0], BY_WORD[0]]
 
 
 def test_concurrent_benchmark_on_postgres(dsn, loopback, reference, tmp_path):

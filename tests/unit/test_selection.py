@@ -309,7 +309,12 @@ def test_a_nested_fields_error_names_its_path():
         ("temperature", "0.7", "a number"),
         ("judge_threshold", "high", "a number"),
         ("actor_model", 8080, "a string"),
-        ("lessons", "yes", "true, false or an object of enabled, recall_k, filter, family"),
+        (
+            "lessons",
+            "yes",
+            "true, false or an object of enabled, recall_k, filter, family, ttl_minutes, "
+            "max_per_family",
+        ),
     ],
 )
 def test_a_value_of_the_wrong_type_is_a_one_line_error(field: str, value: object, wanted: str):

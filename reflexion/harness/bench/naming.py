@@ -94,6 +94,11 @@ LONGEST = 180
 """Characters a name may have before its tail becomes a digest (file systems allow 255)."""
 
 
+LESSONS_ADDED: dict[str, Any] = {"ttl_minutes": None, "max_per_family": None}
+"""``lessons`` keys added after runs with lessons were named, at the behaviour those runs had:
+a run's settings leave them out at that value, so their names and resumes stay as they were."""
+
+
 def _value(value: Any) -> str:
     """A setting's value as a file name may hold it."""
     if isinstance(value, bool) or value is None:

@@ -17,7 +17,7 @@ from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.context import AFTER_FIRST_TRIAL as ACTS_AFTER_FIRST_TRIAL
 from reflexion.core.context import Context
 from reflexion.core.transport import Transport, transport_of
-from reflexion.harness.bench.naming import run_name, thread_key
+from reflexion.harness.bench.naming import LESSONS_ADDED, run_name, thread_key
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
 
@@ -73,7 +73,9 @@ def result_settings(ctx: Context) -> dict[str, Any]:
     values = asdict(ctx)
     lessons = values.pop("lessons")
     if ctx.lessons:
-        values["lessons"] = lessons
+        values["lessons"] = {
+            k: v for k, v in lessons.items() if k not in LESSONS_ADDED or v != LESSONS_ADDED[k]
+        }
     base_url = transport_of(ctx).base_url
     if base_url is not None:
         values["base_url"] = base_url
