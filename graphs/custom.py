@@ -157,15 +157,15 @@ def _chat_prompt(prompt: ChatPromptTemplate | str) -> BasePromptTemplate[Any]:
 
 
 def default_actor_messages(state: State, ctx: Context) -> list[BaseMessage]:
-    """The generic actor prompt (``prompts/generic_system.md``, ``generic_task.md``): the
+    """The generic actor prompt (``prompts/common/generic_system.md``, ``generic_task.md``): the
     instructions (with the recalled lessons, as every built-in actor) and the task form a
     stable prefix; the strategy's memory comes last."""
     context_block = f"Context: {state.context.strip()}" if state.context.strip() else ""
-    user = render("generic_task", context_block=context_block, task=state.task.strip())
+    user = render("common/generic_task", context_block=context_block, task=state.task.strip())
     memory = memory_block(state, ctx, lessons=False)
     if memory:
         user = f"{user}\n\n{memory}"
-    return [with_lessons(render("generic_system"), state), HumanMessage(user)]
+    return [with_lessons(render("common/generic_system"), state), HumanMessage(user)]
 
 
 def make_chat_actor(

@@ -21,7 +21,7 @@ from reflexion.nodes import (
     make_reflector,
 )
 
-REACT_REFLECT_EXAMPLES = "reflect_examples_react"
+REACT_REFLECT_EXAMPLES = "qa/reflect_examples_react"
 """The ReAct reflector's worked examples (the CoT agents use ``reflect_examples``)."""
 
 

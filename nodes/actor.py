@@ -67,11 +67,11 @@ def cot_messages(
         if with_context
         else ""
     )
-    messages: list[BaseMessage] = [with_lessons(render("cot_system", context_rule=rule), state)]
-    for example in few_shot("cot_examples"):
+    messages: list[BaseMessage] = [with_lessons(render("qa/cot_system", context_rule=rule), state)]
+    for example in few_shot("qa/cot_examples"):
         messages.extend(_example_turns(example, with_context=with_context))
     context_block = f"Context: {state.context.strip()}" if with_context and state.context else ""
-    user = render("cot_task", context_block=context_block, task=state.task.strip())
+    user = render("qa/cot_task", context_block=context_block, task=state.task.strip())
     block = (
         memory_block(state, ctx, lessons=False, show_rejected=ctx.show_rejected) if memory else ""
     )
@@ -223,7 +223,7 @@ def make_cot_actor(
                     break
         if ctx.correct_rejected and parsed.answer and normalize_answer(parsed.answer) in rejected:
             # one turn saying so and asking for another (QAContext.correct_rejected)
-            ask = HumanMessage(render("cot_rejected", answer=parsed.answer))
+            ask = HumanMessage(render("qa/cot_rejected", answer=parsed.answer))
             turns = [*messages, AIMessage(text), ask]
             parsed = _ask_again(llm, turns, parsed, seed("correct"))
         return _update(state, recalled, parsed, text)

@@ -71,20 +71,20 @@ class JudgeOutput(BaseModel):
 def judge_messages(state: State) -> list[BaseMessage]:
     context_block = f"Context: {state.context.strip()}" if state.context else ""
     user = render(
-        "judge_task",
+        "common/judge_task",
         context_block=context_block,
         task=state.task.strip(),
         trajectory=trajectory_text(state.trajectory),
         answer=state.answer if state.answer is not None else "(none)",
     )
-    return [SystemMessage(render("judge_system")), HumanMessage(user)]
+    return [SystemMessage(render("common/judge_system")), HumanMessage(user)]
 
 
 def agreement_messages(state: State) -> list[BaseMessage]:
     """The judge's own question: the task and its context, never the attempt."""
     context_block = f"Context: {state.context.strip()}\n" if state.context else ""
-    user = render("agreement_task", context_block=context_block, task=state.task.strip())
-    return [SystemMessage(render("agreement_system")), HumanMessage(user)]
+    user = render("common/agreement_task", context_block=context_block, task=state.task.strip())
+    return [SystemMessage(render("common/agreement_system")), HumanMessage(user)]
 
 
 def agreement_evaluation(model: BaseChatModel, state: State) -> Evaluation:

@@ -149,11 +149,11 @@ def react_messages(state: ReactState, ctx: ReActContext) -> list[BaseMessage]:
     """Instructions, the few-shot trajectories, the question with its memory
     (:func:`~reflexion.nodes.qa_memory.with_memory`), then this trial's steps."""
     messages: list[BaseMessage] = [
-        with_lessons(render("react_system", max_steps=str(ctx.max_steps)), state)
+        with_lessons(render("qa/react_system", max_steps=str(ctx.max_steps)), state)
     ]
-    for example in few_shot("react_examples"):
+    for example in few_shot("qa/react_examples"):
         messages += _example_turns(example)
-    user = render("react_task", task=state.task.strip())
+    user = render("qa/react_task", task=state.task.strip())
     memory = memory_block(state, ctx, lessons=False, show_rejected=ctx.show_rejected)
     messages.append(HumanMessage(with_memory(user, memory, ctx)))
     for step in state.steps:

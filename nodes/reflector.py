@@ -40,13 +40,13 @@ STOP = ["\nTask:", "\n---", "\nPrevious attempt:"]
 
 def reflection_messages(
     state: State,
-    examples: str = "reflect_examples",
+    examples: str = "qa/reflect_examples",
     *,
-    prompts: str = "reflect",
+    prompts: str = "common/reflect",
     with_context: bool = False,
     feedback: str | None = None,
 ) -> list[BaseMessage]:
-    """The reflector prompt: instructions (``prompts/<prompts>_system.md``), few-shot turns
+    """The reflector prompt: instructions (``prompts/<prompts>_system.md``, ``prompts`` with its folder), few-shot turns
     (from the prompt file ``examples``), then the failed trial (``<prompts>_task.md``), with
     the task's context when the actor saw it (``with_context``: the CoT (GT) agent), so the
     reflector checks the attempt against the same paragraphs instead of recalling facts;
@@ -71,7 +71,7 @@ def reflection_messages(
 def make_reflector(
     model: BaseChatModel | None = None,
     *,
-    examples: str = "reflect_examples",
+    examples: str = "qa/reflect_examples",
     messages: Callable[[Any, Any], list[BaseMessage]] | None = None,
     written: Callable[[Any, Any], str | None] | None = None,
     family: Family,

@@ -60,8 +60,8 @@ def first_messages(state: CodeState) -> list[BaseMessage]:
     across trials)."""
     problem = problem_of(state)
     names = prompt_names(problem.language)
-    task = render("code_task", prompt=problem.prompt.strip(), **names)
-    return [with_lessons(render("code_system", **names), state), HumanMessage(task)]
+    task = render("programming/task", prompt=problem.prompt.strip(), **names)
+    return [with_lessons(render("programming/system", **names), state), HumanMessage(task)]
 
 
 def code_messages(state: CodeState, ctx: CodeContext) -> list[BaseMessage]:
@@ -81,7 +81,7 @@ def code_messages(state: CodeState, ctx: CodeContext) -> list[BaseMessage]:
     reflection_block = reflection_block_of(reflection_window(state.reflections, ctx))
     fresh = retries_fresh(state, ctx)
     retry = render(
-        "code_fresh" if fresh else "code_retry",
+        "programming/fresh" if fresh else "programming/retry",
         feedback=shown_feedback(state.evaluations[-1], state, ctx),
         reflection_block=reflection_block,
         entry_point=problem.entry_point,
@@ -104,7 +104,7 @@ def tests_note(state: CodeState, ctx: CodeContext) -> dict[str, str]:
     otherwise nothing, and the fresh retry is asked to pass them."""
     if checks_own_tests(state, ctx):
         return {
-            "tests_note": "\n\n" + render("code_tests_note"),
+            "tests_note": "\n\n" + render("programming/tests_note"),
             "passes": "passes the tests it supports",
         }
     return {"tests_note": "", "passes": "passes these tests"}

@@ -140,6 +140,6 @@ def shown_feedback(record: CodeTrialRecord | None, state: CodeState, ctx: CodeCo
     if not hidden or not outcomes:
         return record["feedback"]
     passed = sum(o["passed"] for o in outcomes if o["test"] in hidden)
-    note = render("code_held_out", held=str(len(hidden)), passed=str(passed))
+    note = render("programming/held_out", held=str(len(hidden)), passed=str(passed))
     text = render_outcomes(outcomes, state.language, hidden)
     return "\n\n".join([text, *record.get("notes", []), note])

@@ -73,7 +73,7 @@ def example_turns(example: str) -> list[BaseMessage]:
     lines = [line for line in example.strip().splitlines() if line.strip()]
     first = next((i for i, line in enumerate(lines) if line.startswith("> ")), len(lines))
     turns: list[BaseMessage] = [
-        HumanMessage(render("alfworld_task", observation="\n".join(lines[:first])))
+        HumanMessage(render("alfworld/task", observation="\n".join(lines[:first])))
     ]
     for line in lines[first:]:
         if line.startswith("> "):
@@ -92,8 +92,8 @@ def household_messages(
     the system message (``"system"``) or makes the reflections the trial's first think step
     (``"think"``); ``HouseholdContext.alfworld_explain`` adds to each refused command's
     observation why it was likely refused."""
-    system = with_lessons(render("alfworld_system", max_steps=str(ctx.alfworld_steps)), state)
-    user = render("alfworld_task", observation=state.task.strip())
+    system = with_lessons(render("alfworld/system", max_steps=str(ctx.alfworld_steps)), state)
+    user = render("alfworld/task", observation=state.task.strip())
     place = ctx.alfworld_memory_place
     window = reflection_window(state.reflections, ctx)
     thought = place == "think" and bool(window)
@@ -103,12 +103,12 @@ def household_messages(
     elif memory:
         user = f"{user}\n\n{memory}"
     messages: list[BaseMessage] = [system]
-    for example in few_shot(f"alfworld_examples_{kind}"):
+    for example in few_shot(f"alfworld/examples_{kind}"):
         messages += example_turns(example)
     messages.append(HumanMessage(user))
     if thought:
         notes = " ".join(" ".join(entry.split()) for entry in window)
-        messages += [AIMessage(render("alfworld_memory_think", notes=notes)), HumanMessage("OK.")]
+        messages += [AIMessage(render("alfworld/memory_think", notes=notes)), HumanMessage("OK.")]
     observed = [t["observation"] for t in turns]
     if ctx.alfworld_explain:
         observed = explained(turns, state.task)

@@ -41,9 +41,9 @@ def heuristic_evaluation(state: HouseholdState) -> Evaluation:
 
 def judge_messages(state: HouseholdState) -> list[BaseMessage]:
     user = render(
-        "alfworld_judge_task", task=state.task.strip(), trajectory=trajectory_text(state.trajectory)
+        "alfworld/judge_task", task=state.task.strip(), trajectory=trajectory_text(state.trajectory)
     )
-    return [SystemMessage(render("alfworld_judge_system")), HumanMessage(user)]
+    return [SystemMessage(render("alfworld/judge_system")), HumanMessage(user)]
 
 
 def make_household_evaluator(

@@ -28,7 +28,7 @@ def household_reflection_messages(state: Any, ctx: HouseholdContext) -> list[Bas
         found = diagnosis(turns_of(state.trajectory), state.task)
         feedback = f"{feedback}\n{found}" if found else feedback
     return reflection_messages(
-        state, "alfworld_reflect_examples", prompts="alfworld_reflect", feedback=feedback
+        state, "alfworld/reflect_examples", prompts="alfworld/reflect", feedback=feedback
     )
 
 

@@ -39,7 +39,7 @@ def test_graphs_nodes_and_prompts_import_inside_the_package():
 
     assert Path(reflexion.graphs.agents.__file__).parent == ROOT / "graphs"
     assert Path(reflexion.nodes.__file__).parent == ROOT / "nodes"
-    assert reflexion.prompts.load_prompt("cot_system")
+    assert reflexion.prompts.load_prompt("qa/cot_system")
 
 
 def test_no_module_is_longer_than_600_lines():
