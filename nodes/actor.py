@@ -39,11 +39,6 @@ answer ::= [^\]\n]{1,120}
 """
 """Holds an embedded model to the ``Thought`` / ``Finish[answer]`` format."""
 
-FOLLOW_UP = (
-    "Now give your final answer as one line, the answer itself between the brackets: "
-    "Action: Finish[answer]"
-)
-
 
 def _example_turns(example: str, *, with_context: bool) -> list[BaseMessage]:
     """A few-shot example as a user turn (context, question) and an assistant turn (reply)."""
@@ -62,11 +57,7 @@ def cot_messages(
     The examples are chat turns (small instruct models copy a format from turns far more
     reliably than from examples pasted into one message).
     """
-    rule = (
-        "\nUse the context given with the question; the answer is usually a span of it."
-        if with_context
-        else ""
-    )
+    rule = "\n" + render("qa/cot_context_rule") if with_context else ""
     messages: list[BaseMessage] = [with_lessons(render("qa/cot_system", context_rule=rule), state)]
     for example in few_shot("qa/cot_examples"):
         messages.extend(_example_turns(example, with_context=with_context))
@@ -106,7 +97,7 @@ def _attempt(
     reply = llm.invoke(messages, stop=STOP, **options, **seed(draw))
     parsed = parse_finish(reply.text)
     if parsed.answer is None and reply.text.strip():
-        ask = HumanMessage(FOLLOW_UP)
+        ask = HumanMessage(render("qa/cot_follow_up"))
         parsed = _ask_again(llm, [*messages, AIMessage(reply.text), ask], parsed, seed(f"{draw}+"))
     return parsed, reply.text
 

@@ -100,12 +100,8 @@ def agreement_evaluation(model: BaseChatModel, state: State) -> Evaluation:
     reply = model.invoke(agreement_messages(state), stop=["\n\n"])
     own = next((line.strip() for line in reply.text.splitlines() if line.strip()), "")
     if own and exact_match(state.answer, own):
-        return Evaluation(1.0, True, "Answer is CORRECT: an independent answer agrees with it")
-    return Evaluation(
-        0.0,
-        False,
-        "Answer is INCORRECT: an independent answer to the question differs from it",
-    )
+        return Evaluation(1.0, True, render("common/agreement_correct"))
+    return Evaluation(0.0, False, render("common/agreement_incorrect"))
 
 
 def ask_judge(
@@ -135,7 +131,7 @@ def ask_judge(
 def verdict_to_evaluation(verdict: Verdict, ctx: Context) -> Evaluation:
     """Apply the judge's verdict: yes/no, or with ``judge_threshold`` set, its score against it."""
     if verdict.success is None and verdict.score is None:
-        return Evaluation(0.0, False, "The evaluator gave no verdict; counting the trial as failed")
+        return Evaluation(0.0, False, render("common/judge_no_verdict"))
     if ctx.judge_threshold is not None:  # a scored verdict
         score = verdict.score if verdict.score is not None else float(bool(verdict.success))
         success = score >= ctx.judge_threshold

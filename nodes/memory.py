@@ -64,14 +64,20 @@ def memory_block(
     parts = [lessons_block(state.lessons)] if lessons and state.lessons else []
     if ctx.uses_last_attempt and state.previous_trajectory:
         parts.append(
-            render("common/memory_last_attempt", trajectory=trajectory_text(state.previous_trajectory))
+            render(
+                "common/memory_last_attempt", trajectory=trajectory_text(state.previous_trajectory)
+            )
         )
     if window := reflection_window(state.reflections, ctx):
-        parts.append(render("common/memory_reflections", reflections="\n".join(f"- {r}" for r in window)))
+        parts.append(
+            render("common/memory_reflections", reflections="\n".join(f"- {r}" for r in window))
+        )
     if show_rejected and (ctx.uses_reflections or ctx.uses_last_attempt):
         wrong = rejected_answers(state.evaluations)
         if wrong:
-            parts.append(render("common/memory_rejected", answers="\n".join(f"- {a}" for a in wrong)))
+            parts.append(
+                render("common/memory_rejected", answers="\n".join(f"- {a}" for a in wrong))
+            )
     return "\n\n".join(parts)
 
 

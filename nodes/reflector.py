@@ -46,11 +46,12 @@ def reflection_messages(
     with_context: bool = False,
     feedback: str | None = None,
 ) -> list[BaseMessage]:
-    """The reflector prompt: instructions (``prompts/<prompts>_system.md``, ``prompts`` with its folder), few-shot turns
-    (from the prompt file ``examples``), then the failed trial (``<prompts>_task.md``), with
-    the task's context when the actor saw it (``with_context``: the CoT (GT) agent), so the
-    reflector checks the attempt against the same paragraphs instead of recalling facts;
-    ``feedback`` replaces the last evaluation's feedback."""
+    """The reflector prompt: instructions (``prompts/<prompts>_system.md``, ``prompts`` naming
+    its folder: ``common/reflect``), few-shot turns (from the prompt file ``examples``), then
+    the failed trial (``<prompts>_task.md``), with the task's context when the actor saw it
+    (``with_context``: the CoT (GT) agent), so the reflector checks the attempt against the
+    same paragraphs instead of recalling facts; ``feedback`` replaces the last evaluation's
+    feedback."""
     if feedback is None:
         feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
     messages: list[BaseMessage] = [SystemMessage(render(f"{prompts}_system"))]

@@ -33,6 +33,7 @@ from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import assemble
 from reflexion.programming.sandbox import Limits, SuiteResult, TestOutcome
 from reflexion.programming.state import CodeState, CodeTrialRecord, OutcomeRecord, Witness
+from reflexion.prompts import render
 
 
 def doubted_tests(state: CodeState, failed_written: list[str], ctx: CodeContext) -> frozenset[str]:
@@ -206,15 +207,12 @@ def _judged(
     outcomes = outcome_records(result, doubted, unbacked)
     notes = []
     if compiled and not counted:
-        notes.append(f"{NO_EVIDENCE}: every test is doubted, so no success.")
+        notes.append(render("programming/feedback_all_doubted", no_evidence=NO_EVIDENCE))
     evidence = {"tests_passed": held, "tests_counted": len(counted)}
     tie = earlier_equal(state, doubted | unbacked) if success else None
     if tie is not None:
         evidence["ties"] = tie
-        notes.append(
-            f"Trial {tie}'s attempt passes every test that counts too: the tests cannot "
-            "tell the two apart, and the earlier one stands."
-        )
+        notes.append(render("programming/feedback_tie", trial=str(tie)))
     mine = fingerprint(full, state.probe_tests)
     if success and mine is not None and state.trial < ctx.max_trials:
         found, drawn, told = cross_check(state, ctx, mine, limits, model)

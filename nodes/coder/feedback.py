@@ -32,10 +32,8 @@ def retry_reads_feedback(state: CodeState, ctx: CodeContext) -> bool:
 
 PASSED = "Tests passed:"
 FAILED = "Tests failed:"
-DOUBTED = "Tests every attempt failed (self-written, possibly wrong; not counted):"
-UNBACKED = (
-    "Tests other implementations fail the same way (self-written, possibly wrong; not counted):"
-)
+DOUBTED = render("programming/feedback_doubted")
+UNBACKED = render("programming/feedback_unbacked")
 NONE = "(none)"
 
 

@@ -231,9 +231,8 @@ def make_household_actor(
         used = prompt_tokens(llm, messages)
         if used + ctx.max_tokens > ctx.context_budget:
             live.release(key)
-            reason = (
-                f"the prompt reached {used} tokens, over the context budget of "
-                f"{ctx.context_budget}, before the task was done"
+            reason = render(
+                "alfworld/over_budget", tokens=str(used), budget=str(ctx.context_budget)
             )
             return finish(state, ctx, state.turns, reason, won=False)
         seed = (

@@ -35,7 +35,7 @@ def heuristic_evaluation(state: HouseholdState) -> Evaluation:
     the episode (which ALFWorld does when the goal is reached) before the heuristic held or
     the step limit ran out."""
     if state.stop_reason is None:
-        return Evaluation(1.0, True, "The episode ended after the last action: the task is done.")
+        return Evaluation(1.0, True, render("alfworld/feedback_done"))
     return Evaluation(0.0, False, f"The trial failed: {state.stop_reason}.")
 
 
