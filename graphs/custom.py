@@ -37,6 +37,8 @@ from reflexion.core.state import State
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.nodes.common import judge_llm, resolve_model
 from reflexion.nodes.evaluator import (
+    CORRECT,
+    INCORRECT,
     Evaluation,
     exact_match_evaluation,
     llm_judge_evaluation,
@@ -130,7 +132,7 @@ def _trial_update(
         "trial": state.trial + 1,
         "trajectory": trajectory,
         "answer": answer,
-        "stop_reason": None if answer is not None else (reason or "the actor gave no answer"),
+        "stop_reason": None if answer is not None else (reason or render("common/no_answer")),
     }
 
 
@@ -201,7 +203,7 @@ def make_chat_actor(
             }
             reply = llm.invoke(template.invoke(values))
         answer, trajectory = read_reply(reply.text)
-        update = _trial_update(state, answer, trajectory, "the actor's reply held no answer")
+        update = _trial_update(state, answer, trajectory, render("common/no_answer_in_reply"))
         return {**recalled, **update}
 
     actor.__name__ = "chat_actor"
@@ -282,9 +284,7 @@ def to_evaluation(result: object, ctx: Context) -> Evaluation:
     if isinstance(result, Evaluation):
         return result
     if isinstance(result, bool):
-        return Evaluation(
-            float(result), result, "Answer is CORRECT" if result else "Answer is INCORRECT"
-        )
+        return Evaluation(float(result), result, CORRECT if result else INCORRECT)
     if isinstance(result, int | float):
         score = float(result)
         if not (isfinite(score) and 0.0 <= score <= 1.0):
@@ -292,7 +292,7 @@ def to_evaluation(result: object, ctx: Context) -> Evaluation:
                 f"the evaluator returned the score {score}: scores must lie in [0, 1]"
             )
         ok = score >= ctx.score_threshold
-        label = "Answer is CORRECT" if ok else "Answer is INCORRECT"
+        label = CORRECT if ok else INCORRECT
         return Evaluation(score, ok, f"{label} (score {score:.2f})")
     raise ReflexionError(
         f"the evaluator returned a {_kind(result)}: return a bool, a float score in [0, 1] or "
@@ -357,7 +357,7 @@ def make_custom_evaluator(evaluator: EvaluatorSpec) -> Callable[[State, Context]
 
         def by_answer(state: State, ctx: Context) -> Evaluation:
             if state.answer is None:
-                return no_answer_evaluation(state, default="no answer was given")
+                return no_answer_evaluation(state, default=render("common/no_answer_given"))
             args = (state.task, state.answer, state.reference)[:arity]
             return to_evaluation(fn(*args), ctx)
 

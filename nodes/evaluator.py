@@ -36,16 +36,20 @@ class Evaluation:
     feedback: str
 
 
+CORRECT = render("common/verdict_correct")
+"""The feedback of a successful trial, or how it starts."""
+INCORRECT = render("common/verdict_incorrect")
+"""The feedback of a failed trial, or how it starts."""
+
 EvaluateFn = Callable[[State, Context], Evaluation]
 """The evaluator contract: (state after the trial, run context) -> Evaluation."""
 
 
-def no_answer_evaluation(
-    state: State, default: str = "no Finish[answer] action was given"
-) -> Evaluation:
+def no_answer_evaluation(state: State, default: str | None = None) -> Evaluation:
     """A trial that gave no answer: failed, with why it stopped (``default`` when the actor
     recorded no reason)."""
-    return Evaluation(0.0, False, f"Answer is INCORRECT: {state.stop_reason or default}")
+    reason = state.stop_reason or default or render("common/no_finish")
+    return Evaluation(0.0, False, f"{INCORRECT}: {reason}")
 
 
 def exact_match_evaluation(state: State, ctx: Context) -> Evaluation:
@@ -57,7 +61,7 @@ def exact_match_evaluation(state: State, ctx: Context) -> Evaluation:
     if state.answer is None:
         return no_answer_evaluation(state)
     ok = exact_match(state.answer, state.reference)
-    return Evaluation(1.0 if ok else 0.0, ok, "Answer is CORRECT" if ok else "Answer is INCORRECT")
+    return Evaluation(1.0 if ok else 0.0, ok, CORRECT if ok else INCORRECT)
 
 
 class JudgeOutput(BaseModel):
@@ -142,7 +146,7 @@ def verdict_to_evaluation(verdict: Verdict, ctx: Context) -> Evaluation:
             else ((verdict.score or 0.0) >= ctx.score_threshold)
         )
         score = verdict.score if verdict.score is not None else float(success)
-    label = "Answer is CORRECT" if success else "Answer is INCORRECT"
+    label = CORRECT if success else INCORRECT
     return Evaluation(score, success, f"{label}: {verdict.feedback}" if verdict.feedback else label)
 
 

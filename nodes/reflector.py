@@ -53,7 +53,11 @@ def reflection_messages(
     same paragraphs instead of recalling facts; ``feedback`` replaces the last evaluation's
     feedback."""
     if feedback is None:
-        feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
+        feedback = (
+            state.evaluations[-1]["feedback"]
+            if state.evaluations
+            else render("common/trial_failed")
+        )
     messages: list[BaseMessage] = [SystemMessage(render(f"{prompts}_system"))]
     for example in few_shot(examples):
         attempt, _, lesson = example.partition("\nReflection:")

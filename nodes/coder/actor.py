@@ -105,16 +105,17 @@ def tests_note(state: CodeState, ctx: CodeContext) -> dict[str, str]:
     if checks_own_tests(state, ctx):
         return {
             "tests_note": "\n\n" + render("programming/tests_note"),
-            "passes": "passes the tests it supports",
+            "passes": render("programming/passes_supported"),
         }
-    return {"tests_note": "", "passes": "passes these tests"}
+    return {"tests_note": "", "passes": render("programming/passes")}
 
 
 def reflection_block_of(reflections: list[str]) -> str:
     """The reflections a retry reads, as its prompt's block (empty when there are none)."""
     if not reflections:
         return ""
-    return "\nYour reflection on it:\n" + "\n".join(f"- {r}" for r in reflections) + "\n"
+    lines = "\n".join(f"- {r}" for r in reflections)
+    return f"\n{render('programming/reflection_heading')}\n{lines}\n"
 
 
 def code_key(code: str, language: str) -> str:

@@ -33,7 +33,7 @@ from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import assemble
 from reflexion.programming.sandbox import Limits, SuiteResult, TestOutcome
 from reflexion.programming.state import CodeState, CodeTrialRecord, OutcomeRecord, Witness
-from reflexion.prompts import render
+from reflexion.prompts import render, template
 
 
 def doubted_tests(state: CodeState, failed_written: list[str], ctx: CodeContext) -> frozenset[str]:
@@ -81,8 +81,9 @@ def make_unit_test_evaluator() -> Callable[[CodeState, Runtime[CodeContext]], di
     def unit_test_evaluator(state: CodeState, runtime: Runtime[CodeContext]) -> dict[str, Any]:
         ctx = get_context(runtime, CodeContext)
         if state.answer is None:
-            reason = state.stop_reason or "no code block was found"
-            return _update(state, _Verdict(0.0, False, f"No implementation: {reason}"))
+            reason = state.stop_reason or render("programming/no_code_block")
+            feedback = template("programming/feedback_no_implementation").format(reason=reason)
+            return _update(state, _Verdict(0.0, False, feedback))
         full = run_suite(state, ctx, state.answer)
         if ctx.cross_check and state.tests and full.compile_error is None:
             return {"suite": _kept(full)}
@@ -243,13 +244,13 @@ def _without_tests(result: SuiteResult, ctx: CodeContext) -> _Verdict:
     status = (
         f"{NOT_COMPILED}\n{result.compile_error.strip()}"
         if result.compile_error is not None
-        else "The implementation compiles."
+        else render("programming/feedback_compiles")
     )
     compiled = result.compile_error is None
     return _Verdict(
         0.0,
         False,
-        f"{NO_TESTS} (there are no internal tests). {status}",
+        render("programming/feedback_no_tests", no_tests=NO_TESTS, status=status),
         compiled=compiled,
         # Tests were asked for and none came: a compiling attempt leaves nothing to learn
         # from, so the thread stops (in the no-tests ablation it goes on).

@@ -35,7 +35,7 @@ def code_reflection_messages(state: CodeState, ctx: CodeContext) -> list[BaseMes
         messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
     record = state.evaluations[-1] if state.evaluations else None
     feedback = shown_feedback(record, state, ctx)
-    implementation = state.answer if state.answer else "(no implementation was produced)"
+    implementation = state.answer if state.answer else render("programming/no_implementation")
     user = render(
         "programming/reflect_task",
         prompt=problem.prompt.strip(),
@@ -56,5 +56,5 @@ def _check(state: CodeState, ctx: CodeContext, record: CodeTrialRecord) -> str |
     if not failed:
         return None
     test, detail = failed[0]
-    output = detail.removeprefix("output:").strip() or "no value (the test failed)"
+    output = detail.removeprefix("output:").strip() or render("programming/no_value")
     return render("programming/reflect_check", test=test, output=output)

@@ -53,7 +53,7 @@ from reflexion.nodes.common import (
     prompt_tokens,
 )
 from reflexion.nodes.memory import memory_block, with_lessons
-from reflexion.prompts import few_shot, render
+from reflexion.prompts import few_shot, render, template
 
 STOP = ["\n"]
 """One line per turn: a thought or a command."""
@@ -264,9 +264,9 @@ def make_household_actor(
             trip = heuristic_trip(
                 turns, repeats=ctx.heuristic_repeats, max_actions=ctx.heuristic_max_actions
             )
-            stop_reason = f"stopped by the heuristic: {trip}" if trip else None
+            stop_reason = template("alfworld/heuristic_stop").format(trip=trip) if trip else None
         if not ended and stop_reason is None and len(turns) >= ctx.alfworld_steps:
-            stop_reason = f"the step limit ({ctx.alfworld_steps}) was reached"
+            stop_reason = render("alfworld/step_limit", max_steps=str(ctx.alfworld_steps))
         if ended or stop_reason is not None:
             live.release(key)
             update |= finish(state, ctx, turns, stop_reason, won=won)

@@ -20,7 +20,7 @@ from reflexion.nodes.common import (
     trajectory_text,
 )
 from reflexion.nodes.evaluator import Evaluation, ask_judge
-from reflexion.prompts import render
+from reflexion.prompts import render, template
 
 
 class HouseholdVerdict(BaseModel):
@@ -36,7 +36,7 @@ def heuristic_evaluation(state: HouseholdState) -> Evaluation:
     the step limit ran out."""
     if state.stop_reason is None:
         return Evaluation(1.0, True, render("alfworld/feedback_done"))
-    return Evaluation(0.0, False, f"The trial failed: {state.stop_reason}.")
+    return Evaluation(0.0, False, render("alfworld/feedback_failed", reason=state.stop_reason))
 
 
 def judge_messages(state: HouseholdState) -> list[BaseMessage]:
@@ -60,11 +60,11 @@ def make_household_evaluator(
             success = bool(verdict.success)
             label = "complete" if success else "not complete"
             if verdict.success is None:
-                label = "not complete (the evaluator gave no verdict)"
+                label = render("alfworld/judge_no_verdict")
             why = f": {verdict.feedback}" if verdict.feedback else ""
-            feedback = f"The evaluator judged the task {label}{why}"
+            feedback = template("alfworld/judge_verdict").format(label=label, why=why)
             if state.stop_reason and not success:
-                feedback += f" The trial ended because {state.stop_reason}."
+                feedback += " " + render("alfworld/judge_stopped", reason=state.stop_reason)
             result = Evaluation(float(success), success, feedback)
         else:
             result = heuristic_evaluation(state)
