@@ -47,7 +47,7 @@ EvaluateFn = Callable[[State, Context], Evaluation]
 
 def no_answer_evaluation(state: State, default: str | None = None) -> Evaluation:
     """A trial that gave no answer: failed, with why it stopped (``default`` when the actor
-    recorded no reason)."""
+    recorded no reason, else ``prompts/common/no_finish.md``)."""
     reason = state.stop_reason or default or render("common/no_finish")
     return Evaluation(0.0, False, f"{INCORRECT}: {reason}")
 
