@@ -26,7 +26,7 @@ class Agent:
     """The uncompiled graph."""
     answers_questions: bool
     """Whether ``reflexion run`` starts it on a question; the others only run in a bench."""
-    reflect_examples: str = "reflect_examples"
+    reflect_examples: str = "qa/reflect_examples"
     """The prompt file of worked reflections its reflector shows (the copy rate's source)."""
 
 
@@ -41,17 +41,17 @@ AGENTS: dict[str, Agent] = {
             "reflexion_programming",
             programming_builder,
             False,
-            "code_reflect_examples",
+            "programming/reflect_examples",
         ),
         Agent(
             "programming-tree",
             "reflexion_programming_tree",
             tree_search_builder,
             False,
-            "code_reflect_examples",
+            "programming/reflect_examples",
         ),
         Agent(
-            "alfworld", "reflexion_alfworld", alfworld_builder, False, "alfworld_reflect_examples"
+            "alfworld", "reflexion_alfworld", alfworld_builder, False, "alfworld/reflect_examples"
         ),
     )
 }

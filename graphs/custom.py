@@ -39,6 +39,8 @@ from reflexion.core.steps import Awaited, Node, Steps, ask, steps_of
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.nodes.common import judge_llm, resolve_model
 from reflexion.nodes.evaluator import (
+    CORRECT,
+    INCORRECT,
     EvaluateFn,
     EvaluateSteps,
     Evaluation,
@@ -135,7 +137,7 @@ def _trial_update(
         "trial": state.trial + 1,
         "trajectory": trajectory,
         "answer": answer,
-        "stop_reason": None if answer is not None else (reason or "the actor gave no answer"),
+        "stop_reason": None if answer is not None else (reason or render("common/no_answer")),
     }
 
 
@@ -162,15 +164,15 @@ def _chat_prompt(prompt: ChatPromptTemplate | str) -> BasePromptTemplate[Any]:
 
 
 def default_actor_messages(state: State, ctx: Context) -> list[BaseMessage]:
-    """The generic actor prompt (``prompts/generic_system.md``, ``generic_task.md``): the
+    """The generic actor prompt (``prompts/common/generic_system.md``, ``generic_task.md``): the
     instructions (with the recalled lessons, as every built-in actor) and the task form a
     stable prefix; the strategy's memory comes last."""
     context_block = f"Context: {state.passages.strip()}" if state.passages.strip() else ""
-    user = render("generic_task", context_block=context_block, task=state.task.strip())
+    user = render("common/generic_task", context_block=context_block, task=state.task.strip())
     memory = memory_block(state, ctx, lessons=False)
     if memory:
         user = f"{user}\n\n{memory}"
-    return [with_lessons(render("generic_system"), state), HumanMessage(user)]
+    return [with_lessons(render("common/generic_system"), state), HumanMessage(user)]
 
 
 def make_chat_actor(
@@ -206,7 +208,7 @@ def make_chat_actor(
             }
             reply = yield from ask(llm, template.invoke(values))
         answer, trajectory = read_reply(reply.text)
-        update = _trial_update(state, answer, trajectory, "the actor's reply held no answer")
+        update = _trial_update(state, answer, trajectory, render("common/no_answer_in_reply"))
         return {**recalled, **update}
 
     return Node(actor, role="actor", family=family, acts=True, name="chat_actor")
@@ -289,9 +291,7 @@ def to_evaluation(result: object, ctx: Context) -> Evaluation:
     if isinstance(result, Evaluation):
         return result
     if isinstance(result, bool):
-        return Evaluation(
-            float(result), result, "Answer is CORRECT" if result else "Answer is INCORRECT"
-        )
+        return Evaluation(float(result), result, CORRECT if result else INCORRECT)
     if isinstance(result, int | float):
         score = float(result)
         if not (isfinite(score) and 0.0 <= score <= 1.0):
@@ -299,7 +299,7 @@ def to_evaluation(result: object, ctx: Context) -> Evaluation:
                 f"the evaluator returned the score {score}: scores must lie in [0, 1]"
             )
         ok = score >= ctx.score_threshold
-        label = "Answer is CORRECT" if ok else "Answer is INCORRECT"
+        label = CORRECT if ok else INCORRECT
         return Evaluation(score, ok, f"{label} (score {score:.2f})")
     raise ReflexionError(
         f"the evaluator returned a {_kind(result)}: return a bool, a float score in [0, 1] or "
@@ -399,7 +399,7 @@ def make_custom_evaluator(evaluator: EvaluatorSpec) -> Callable[[State, Context]
 
         def by_answer(state: State, ctx: Context) -> Evaluation:
             if state.answer is None:
-                return no_answer_evaluation(state, default="no answer was given")
+                return no_answer_evaluation(state, default=render("common/no_answer_given"))
             args = (state.task, state.answer, state.reference)[:arity]
             return to_evaluation(fn(*args), ctx)
 

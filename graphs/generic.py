@@ -1,7 +1,7 @@
 """The generic Reflexion graph served as ``reflexion`` by ``langgraph.json``: any task, any model.
 
 The actor is a chat model (``Context.actor_model``, the embedded model by default, so
-``langgraph dev`` runs it offline) with the generic actor prompt (``prompts/generic_*.md``):
+``langgraph dev`` runs it offline) with the generic actor prompt (``prompts/common/generic_*.md``):
 a short ``Thought:``, then ``Answer:``. The evaluator: when the input has a ``reference`` and
 ``Context.evaluator`` is ``exact_match`` (the default), exact match against it (HotPotQA's
 normalisation); otherwise — no reference, or ``evaluator=llm`` — the LLM judge on

@@ -16,7 +16,7 @@ from reflexion.nodes.qa import make_cot_actor, make_react_actor
 from reflexion.qa.context import QA_FAMILY, REACT_FAMILY, QAContext, ReActContext
 from reflexion.qa.wiki import WikiBackend
 
-REACT_REFLECT_EXAMPLES = "reflect_examples_react"
+REACT_REFLECT_EXAMPLES = "qa/reflect_examples_react"
 """The ReAct reflector's worked examples (the CoT agents use ``reflect_examples``)."""
 
 

@@ -38,6 +38,11 @@ class Evaluation:
     feedback: str
 
 
+CORRECT = render("common/verdict_correct")
+"""The feedback of a successful trial, or how it starts."""
+INCORRECT = render("common/verdict_incorrect")
+"""The feedback of a failed trial, or how it starts."""
+
 EvaluateFn = Callable[[State, Context], Evaluation]
 """The evaluator contract: (state after the trial, run context) -> Evaluation."""
 
@@ -45,12 +50,11 @@ EvaluateSteps = Callable[[State, Context], Steps[Evaluation]]
 """The same as node steps (:mod:`reflexion.core.steps`): an evaluator with an async path."""
 
 
-def no_answer_evaluation(
-    state: State, default: str = "no Finish[answer] action was given"
-) -> Evaluation:
+def no_answer_evaluation(state: State, default: str | None = None) -> Evaluation:
     """A trial that gave no answer: failed, with why it stopped (``default`` when the actor
-    recorded no reason)."""
-    return Evaluation(0.0, False, f"Answer is INCORRECT: {state.stop_reason or default}")
+    recorded no reason, else ``prompts/common/no_finish.md``)."""
+    reason = state.stop_reason or default or render("common/no_finish")
+    return Evaluation(0.0, False, f"{INCORRECT}: {reason}")
 
 
 def exact_match_evaluation(state: State, ctx: Context) -> Evaluation:
@@ -62,7 +66,7 @@ def exact_match_evaluation(state: State, ctx: Context) -> Evaluation:
     if state.answer is None:
         return no_answer_evaluation(state)
     ok = exact_match(state.answer, state.reference)
-    return Evaluation(1.0 if ok else 0.0, ok, "Answer is CORRECT" if ok else "Answer is INCORRECT")
+    return Evaluation(1.0 if ok else 0.0, ok, CORRECT if ok else INCORRECT)
 
 
 class JudgeOutput(BaseModel):
@@ -76,20 +80,20 @@ class JudgeOutput(BaseModel):
 def judge_messages(state: State) -> list[BaseMessage]:
     context_block = f"Context: {state.passages.strip()}" if state.passages else ""
     user = render(
-        "judge_task",
+        "common/judge_task",
         context_block=context_block,
         task=state.task.strip(),
         trajectory=trajectory_text(state.trajectory),
         answer=state.answer if state.answer is not None else "(none)",
     )
-    return [SystemMessage(render("judge_system")), HumanMessage(user)]
+    return [SystemMessage(render("common/judge_system")), HumanMessage(user)]
 
 
 def agreement_messages(state: State) -> list[BaseMessage]:
     """The judge's own question: the task and its passages, never the attempt."""
     context_block = f"Context: {state.passages.strip()}\n" if state.passages else ""
-    user = render("agreement_task", context_block=context_block, task=state.task.strip())
-    return [SystemMessage(render("agreement_system")), HumanMessage(user)]
+    user = render("common/agreement_task", context_block=context_block, task=state.task.strip())
+    return [SystemMessage(render("common/agreement_system")), HumanMessage(user)]
 
 
 def agreement_evaluation(model: BaseChatModel, state: State) -> Evaluation:
@@ -110,12 +114,8 @@ def agreement_steps(model: BaseChatModel, state: State) -> Steps[Evaluation]:
     reply = yield from ask(model, agreement_messages(state), stop=["\n\n"])
     own = next((line.strip() for line in reply.text.splitlines() if line.strip()), "")
     if own and exact_match(state.answer, own):
-        return Evaluation(1.0, True, "Answer is CORRECT: an independent answer agrees with it")
-    return Evaluation(
-        0.0,
-        False,
-        "Answer is INCORRECT: an independent answer to the question differs from it",
-    )
+        return Evaluation(1.0, True, render("common/agreement_correct"))
+    return Evaluation(0.0, False, render("common/agreement_incorrect"))
 
 
 def ask_judge(
@@ -152,7 +152,7 @@ def judge_steps(
 def verdict_to_evaluation(verdict: Verdict, ctx: Context) -> Evaluation:
     """Apply the judge's verdict: yes/no, or with ``judge_threshold`` set, its score against it."""
     if verdict.success is None and verdict.score is None:
-        return Evaluation(0.0, False, "The evaluator gave no verdict; counting the trial as failed")
+        return Evaluation(0.0, False, render("common/judge_no_verdict"))
     if ctx.judge_threshold is not None:  # a scored verdict
         score = verdict.score if verdict.score is not None else float(bool(verdict.success))
         success = score >= ctx.judge_threshold
@@ -163,7 +163,7 @@ def verdict_to_evaluation(verdict: Verdict, ctx: Context) -> Evaluation:
             else ((verdict.score or 0.0) >= ctx.score_threshold)
         )
         score = verdict.score if verdict.score is not None else float(success)
-    label = "Answer is CORRECT" if success else "Answer is INCORRECT"
+    label = CORRECT if success else INCORRECT
     return Evaluation(score, success, f"{label}: {verdict.feedback}" if verdict.feedback else label)
 
 

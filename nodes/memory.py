@@ -39,7 +39,7 @@ def lessons_block(lessons: list[str]) -> str:
     """The lessons recalled from other threads (``Context.lessons``), or empty."""
     if not lessons:
         return ""
-    return render("memory_lessons", lessons="\n".join(f"- {lesson}" for lesson in lessons))
+    return render("common/memory_lessons", lessons="\n".join(f"- {lesson}" for lesson in lessons))
 
 
 def with_lessons(system: str, state: HasMemory) -> SystemMessage:
@@ -64,14 +64,20 @@ def memory_block(
     parts = [lessons_block(state.lessons)] if lessons and state.lessons else []
     if ctx.uses_last_attempt and state.previous_trajectory:
         parts.append(
-            render("memory_last_attempt", trajectory=trajectory_text(state.previous_trajectory))
+            render(
+                "common/memory_last_attempt", trajectory=trajectory_text(state.previous_trajectory)
+            )
         )
     if window := reflection_window(state.reflections, ctx):
-        parts.append(render("memory_reflections", reflections="\n".join(f"- {r}" for r in window)))
+        parts.append(
+            render("common/memory_reflections", reflections="\n".join(f"- {r}" for r in window))
+        )
     if show_rejected and (ctx.uses_reflections or ctx.uses_last_attempt):
         wrong = rejected_answers(state.evaluations)
         if wrong:
-            parts.append(render("memory_rejected", answers="\n".join(f"- {a}" for a in wrong)))
+            parts.append(
+                render("common/memory_rejected", answers="\n".join(f"- {a}" for a in wrong))
+            )
     return "\n\n".join(parts)
 
 

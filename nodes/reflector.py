@@ -42,19 +42,24 @@ STOP = ["\nTask:", "\n---", "\nPrevious attempt:"]
 
 def reflection_messages(
     state: State,
-    examples: str = "reflect_examples",
+    examples: str = "qa/reflect_examples",
     *,
-    prompts: str = "reflect",
+    prompts: str = "common/reflect",
     with_passages: bool = False,
     feedback: str | None = None,
 ) -> list[BaseMessage]:
-    """The reflector prompt: instructions (``prompts/<prompts>_system.md``), few-shot turns
-    (from the prompt file ``examples``), then the failed trial (``<prompts>_task.md``), with
-    the task's passages when the actor saw them (``with_passages``: the CoT (GT) agent), so the
-    reflector checks the attempt against the same paragraphs instead of recalling facts;
-    ``feedback`` replaces the last evaluation's feedback."""
+    """The reflector prompt: instructions (``prompts/<prompts>_system.md``, ``prompts`` naming
+    its folder: ``common/reflect``), few-shot turns (from the prompt file ``examples``), then
+    the failed trial (``<prompts>_task.md``), with the task's passages when the actor saw them
+    (``with_passages``: the CoT (GT) agent), so the reflector checks the attempt against the
+    same paragraphs instead of recalling facts; ``feedback`` replaces the last evaluation's
+    feedback."""
     if feedback is None:
-        feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
+        feedback = (
+            state.evaluations[-1]["feedback"]
+            if state.evaluations
+            else render("common/trial_failed")
+        )
     messages: list[BaseMessage] = [SystemMessage(render(f"{prompts}_system"))]
     for example in few_shot(examples):
         attempt, _, lesson = example.partition("\nReflection:")
@@ -73,7 +78,7 @@ def reflection_messages(
 def make_reflector(
     model: BaseChatModel | None = None,
     *,
-    examples: str = "reflect_examples",
+    examples: str = "qa/reflect_examples",
     messages: Callable[[Any, Any], list[BaseMessage]] | None = None,
     written: Callable[[Any, Any], str | None] | None = None,
     family: Family,

@@ -54,7 +54,7 @@ from reflexion.nodes.common import (
     prompt_tokens,
 )
 from reflexion.nodes.memory import memory_block, with_lessons
-from reflexion.prompts import few_shot, render
+from reflexion.prompts import few_shot, render, template
 
 STOP = ["\n"]
 """One line per turn: a thought or a command."""
@@ -74,7 +74,7 @@ def example_turns(example: str) -> list[BaseMessage]:
     lines = [line for line in example.strip().splitlines() if line.strip()]
     first = next((i for i, line in enumerate(lines) if line.startswith("> ")), len(lines))
     turns: list[BaseMessage] = [
-        HumanMessage(render("alfworld_task", observation="\n".join(lines[:first])))
+        HumanMessage(render("alfworld/task", observation="\n".join(lines[:first])))
     ]
     for line in lines[first:]:
         if line.startswith("> "):
@@ -93,8 +93,8 @@ def alfworld_messages(
     the system message (``"system"``) or makes the reflections the trial's first think step
     (``"think"``); ``AlfworldContext.alfworld_explain`` adds to each refused command's
     observation why it was likely refused."""
-    system = with_lessons(render("alfworld_system", max_steps=str(ctx.alfworld_steps)), state)
-    user = render("alfworld_task", observation=state.task.strip())
+    system = with_lessons(render("alfworld/system", max_steps=str(ctx.alfworld_steps)), state)
+    user = render("alfworld/task", observation=state.task.strip())
     place = ctx.alfworld_memory_place
     window = reflection_window(state.reflections, ctx)
     thought = place == "think" and bool(window)
@@ -104,12 +104,12 @@ def alfworld_messages(
     elif memory:
         user = f"{user}\n\n{memory}"
     messages: list[BaseMessage] = [system]
-    for example in few_shot(f"alfworld_examples_{kind}"):
+    for example in few_shot(f"alfworld/examples_{kind}"):
         messages += example_turns(example)
     messages.append(HumanMessage(user))
     if thought:
         notes = " ".join(" ".join(entry.split()) for entry in window)
-        messages += [AIMessage(render("alfworld_memory_think", notes=notes)), HumanMessage("OK.")]
+        messages += [AIMessage(render("alfworld/memory_think", notes=notes)), HumanMessage("OK.")]
     observed = [t["observation"] for t in turns]
     if ctx.alfworld_explain:
         observed = explained(turns, state.task)
@@ -232,9 +232,8 @@ def make_alfworld_actor(
         used = prompt_tokens(llm, messages)
         if used + ctx.max_tokens > ctx.context_budget:
             yield from block(live.release, key)
-            reason = (
-                f"the prompt reached {used} tokens, over the context budget of "
-                f"{ctx.context_budget}, before the task was done"
+            reason = render(
+                "alfworld/over_budget", tokens=str(used), budget=str(ctx.context_budget)
             )
             return finish(state, ctx, state.turns, reason, won=False)
         seed = (
@@ -266,9 +265,9 @@ def make_alfworld_actor(
             trip = heuristic_trip(
                 turns, repeats=ctx.heuristic_repeats, max_actions=ctx.heuristic_max_actions
             )
-            stop_reason = f"stopped by the heuristic: {trip}" if trip else None
+            stop_reason = template("alfworld/heuristic_stop").format(trip=trip) if trip else None
         if not ended and stop_reason is None and len(turns) >= ctx.alfworld_steps:
-            stop_reason = f"the step limit ({ctx.alfworld_steps}) was reached"
+            stop_reason = render("alfworld/step_limit", max_steps=str(ctx.alfworld_steps))
         if ended or stop_reason is not None:
             yield from block(live.release, key)
             update |= finish(state, ctx, turns, stop_reason, won=won)

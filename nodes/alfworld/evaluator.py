@@ -20,7 +20,7 @@ from reflexion.nodes.common import (
     trajectory_text,
 )
 from reflexion.nodes.evaluator import Evaluation, judge_steps
-from reflexion.prompts import render
+from reflexion.prompts import render, template
 
 
 class AlfworldVerdict(BaseModel):
@@ -35,15 +35,15 @@ def heuristic_evaluation(state: AlfworldState) -> Evaluation:
     the episode (which ALFWorld does when the goal is reached) before the heuristic held or
     the step limit ran out."""
     if state.stop_reason is None:
-        return Evaluation(1.0, True, "The episode ended after the last action: the task is done.")
-    return Evaluation(0.0, False, f"The trial failed: {state.stop_reason}.")
+        return Evaluation(1.0, True, render("alfworld/feedback_done"))
+    return Evaluation(0.0, False, render("alfworld/feedback_failed", reason=state.stop_reason))
 
 
 def judge_messages(state: AlfworldState) -> list[BaseMessage]:
     user = render(
-        "alfworld_judge_task", task=state.task.strip(), trajectory=trajectory_text(state.trajectory)
+        "alfworld/judge_task", task=state.task.strip(), trajectory=trajectory_text(state.trajectory)
     )
-    return [SystemMessage(render("alfworld_judge_system")), HumanMessage(user)]
+    return [SystemMessage(render("alfworld/judge_system")), HumanMessage(user)]
 
 
 def make_alfworld_evaluator(
@@ -60,11 +60,11 @@ def make_alfworld_evaluator(
             success = bool(verdict.success)
             label = "complete" if success else "not complete"
             if verdict.success is None:
-                label = "not complete (the evaluator gave no verdict)"
+                label = render("alfworld/judge_no_verdict")
             why = f": {verdict.feedback}" if verdict.feedback else ""
-            feedback = f"The evaluator judged the task {label}{why}"
+            feedback = template("alfworld/judge_verdict").format(label=label, why=why)
             if state.stop_reason and not success:
-                feedback += f" The trial ended because {state.stop_reason}."
+                feedback += " " + render("alfworld/judge_stopped", reason=state.stop_reason)
             result = Evaluation(float(success), success, feedback)
         else:
             result = heuristic_evaluation(state)

@@ -17,18 +17,21 @@ from reflexion.alfworld.diagnosis import (
     turns_of,
 )
 from reflexion.nodes.reflector import reflection_messages
+from reflexion.prompts import render
 
 
 def alfworld_reflection_messages(state: Any, ctx: AlfworldContext) -> list[BaseMessage]:
     """The reflector prompt for a failed ALFWorld trial: instructions, two worked examples,
     then the trial and the evaluator's feedback, followed
     (``AlfworldContext.alfworld_diagnosis``) by the commands the game refused and why."""
-    feedback = state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed."
+    feedback = (
+        state.evaluations[-1]["feedback"] if state.evaluations else render("common/trial_failed")
+    )
     if ctx.alfworld_diagnosis:
         found = diagnosis(turns_of(state.trajectory), state.task)
         feedback = f"{feedback}\n{found}" if found else feedback
     return reflection_messages(
-        state, "alfworld_reflect_examples", prompts="alfworld_reflect", feedback=feedback
+        state, "alfworld/reflect_examples", prompts="alfworld/reflect", feedback=feedback
     )
 
 

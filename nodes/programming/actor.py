@@ -64,8 +64,8 @@ def first_messages(state: CodeState) -> list[BaseMessage]:
     across trials)."""
     problem = problem_of(state)
     names = prompt_names(problem.language)
-    task = render("code_task", prompt=problem.prompt.strip(), **names)
-    return [with_lessons(render("code_system", **names), state), HumanMessage(task)]
+    task = render("programming/task", prompt=problem.prompt.strip(), **names)
+    return [with_lessons(render("programming/system", **names), state), HumanMessage(task)]
 
 
 def code_messages(state: CodeState, ctx: CodeContext) -> list[BaseMessage]:
@@ -85,7 +85,7 @@ def code_messages(state: CodeState, ctx: CodeContext) -> list[BaseMessage]:
     reflection_block = reflection_block_of(reflection_window(state.reflections, ctx))
     fresh = retries_fresh(state, ctx)
     retry = render(
-        "code_fresh" if fresh else "code_retry",
+        "programming/fresh" if fresh else "programming/retry",
         feedback=shown_feedback(state.evaluations[-1], state, ctx),
         reflection_block=reflection_block,
         entry_point=problem.entry_point,
@@ -108,17 +108,18 @@ def tests_note(state: CodeState, ctx: CodeContext) -> dict[str, str]:
     otherwise nothing, and the fresh retry is asked to pass them."""
     if checks_own_tests(state, ctx):
         return {
-            "tests_note": "\n\n" + render("code_tests_note"),
-            "passes": "passes the tests it supports",
+            "tests_note": "\n\n" + render("programming/tests_note"),
+            "passes": render("programming/passes_supported"),
         }
-    return {"tests_note": "", "passes": "passes these tests"}
+    return {"tests_note": "", "passes": render("programming/passes")}
 
 
 def reflection_block_of(reflections: list[str]) -> str:
     """The reflections a retry reads, as its prompt's block (empty when there are none)."""
     if not reflections:
         return ""
-    return "\nYour reflection on it:\n" + "\n".join(f"- {r}" for r in reflections) + "\n"
+    lines = "\n".join(f"- {r}" for r in reflections)
+    return f"\n{render('programming/reflection_heading')}\n{lines}\n"
 
 
 def code_key(code: str, language: str) -> str:

@@ -39,6 +39,7 @@ from reflexion.programming.state import (
     Witness,
     lesson_family,
 )
+from reflexion.prompts import render, template
 
 
 def doubted_tests(state: CodeState, failed_written: list[str], ctx: CodeContext) -> frozenset[str]:
@@ -88,8 +89,9 @@ def make_unit_test_evaluator() -> Node:
     ) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
         if state.answer is None:
-            reason = state.stop_reason or "no code block was found"
-            return _update(state, _Verdict(0.0, False, f"No implementation: {reason}"))
+            reason = state.stop_reason or render("programming/no_code_block")
+            feedback = template("programming/feedback_no_implementation").format(reason=reason)
+            return _update(state, _Verdict(0.0, False, feedback))
         full = yield from block(run_suite, state, ctx, state.answer)
         if ctx.cross_check and state.tests and full.compile_error is None:
             return {"suite": _kept(full)}
@@ -216,15 +218,12 @@ def _judged(
     outcomes = outcome_records(result, doubted, unbacked)
     notes = []
     if compiled and not counted:
-        notes.append(f"{NO_EVIDENCE}: every test is doubted, so no success.")
+        notes.append(render("programming/feedback_all_doubted", no_evidence=NO_EVIDENCE))
     evidence = {"tests_passed": held, "tests_counted": len(counted)}
     tie = earlier_equal(state, doubted | unbacked) if success else None
     if tie is not None:
         evidence["ties"] = tie
-        notes.append(
-            f"Trial {tie}'s attempt passes every test that counts too: the tests cannot "
-            "tell the two apart, and the earlier one stands."
-        )
+        notes.append(render("programming/feedback_tie", trial=str(tie)))
     mine = fingerprint(full, state.probe_tests)
     if success and mine is not None and state.trial < ctx.max_trials:
         found, drawn, told = yield from cross_check(state, ctx, mine, limits, model)
@@ -255,13 +254,13 @@ def _without_tests(result: SuiteResult, ctx: CodeContext) -> _Verdict:
     status = (
         f"{NOT_COMPILED}\n{result.compile_error.strip()}"
         if result.compile_error is not None
-        else "The implementation compiles."
+        else render("programming/feedback_compiles")
     )
     compiled = result.compile_error is None
     return _Verdict(
         0.0,
         False,
-        f"{NO_TESTS} (there are no internal tests). {status}",
+        render("programming/feedback_no_tests", no_tests=NO_TESTS, status=status),
         compiled=compiled,
         # Tests were asked for and none came: a compiling attempt leaves nothing to learn
         # from, so the thread stops (in the no-tests ablation it goes on).

@@ -32,10 +32,8 @@ def retry_reads_feedback(state: CodeState, ctx: CodeContext) -> bool:
 
 PASSED = "Tests passed:"
 FAILED = "Tests failed:"
-DOUBTED = "Tests every attempt failed (self-written, possibly wrong; not counted):"
-UNBACKED = (
-    "Tests other implementations fail the same way (self-written, possibly wrong; not counted):"
-)
+DOUBTED = render("programming/feedback_doubted")
+UNBACKED = render("programming/feedback_unbacked")
 NONE = "(none)"
 
 
@@ -140,6 +138,6 @@ def shown_feedback(record: CodeTrialRecord | None, state: CodeState, ctx: CodeCo
     if not hidden or not outcomes:
         return record["feedback"]
     passed = sum(o["passed"] for o in outcomes if o["test"] in hidden)
-    note = render("code_held_out", held=str(len(hidden)), passed=str(passed))
+    note = render("programming/held_out", held=str(len(hidden)), passed=str(passed))
     text = render_outcomes(outcomes, state.language, hidden)
     return "\n\n".join([text, *record.get("notes", []), note])

@@ -29,15 +29,15 @@ def code_reflection_messages(state: CodeState, ctx: CodeContext) -> list[BaseMes
     documentation before anything else (:func:`_check`)."""
     problem = problem_of(state)
     names = prompt_names(problem.language)
-    messages: list[BaseMessage] = [SystemMessage(render("code_reflect_system", **names))]
-    for example in few_shot("code_reflect_examples"):
+    messages: list[BaseMessage] = [SystemMessage(render("programming/reflect_system", **names))]
+    for example in few_shot("programming/reflect_examples"):
         attempt, _, lesson = example.partition("\nReflection:")
         messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
     record = state.evaluations[-1] if state.evaluations else None
     feedback = shown_feedback(record, state, ctx)
-    implementation = state.answer if state.answer else "(no implementation was produced)"
+    implementation = state.answer if state.answer else render("programming/no_implementation")
     user = render(
-        "code_reflect_task",
+        "programming/reflect_task",
         prompt=problem.prompt.strip(),
         implementation=implementation.strip(),
         feedback=feedback,
@@ -56,5 +56,5 @@ def _check(state: CodeState, ctx: CodeContext, record: CodeTrialRecord) -> str |
     if not failed:
         return None
     test, detail = failed[0]
-    output = detail.removeprefix("output:").strip() or "no value (the test failed)"
-    return render("code_reflect_check", test=test, output=output)
+    output = detail.removeprefix("output:").strip() or render("programming/no_value")
+    return render("programming/reflect_check", test=test, output=output)

@@ -39,13 +39,13 @@ TEST_FORMS = {
 
 
 def test_messages(
-    problem: CodeProblem, count: int, system_prompt: str = "code_tests_system"
+    problem: CodeProblem, count: int, system_prompt: str = "programming/tests_system"
 ) -> list[BaseMessage]:
     """The test writer's prompt (``system_prompt``: ``code_probes_system`` asks for inputs the
     documentation's examples do not use, the probes of ``CodeContext.cross_check``)."""
     names = prompt_names(problem.language)
     system = render(system_prompt, count=str(count), form=TEST_FORMS[problem.language], **names)
-    user = render("code_tests_task", prompt=problem.prompt.strip(), **names)
+    user = render("programming/tests_task", prompt=problem.prompt.strip(), **names)
     return [SystemMessage(system), HumanMessage(user)]
 
 
@@ -124,7 +124,7 @@ def make_test_writer(
                 return {"tests": trusted, "probe_tests": probes}
         llm = judge_llm(model, ctx)
         count = ctx.max_tests + 2
-        system = "code_probes_system" if anchored else "code_tests_system"
+        system = "programming/probes_system" if anchored else "programming/tests_system"
         messages = test_messages(problem, count, system)
         reply = yield from ask(llm, messages, stop=["\n```\n", "\n\n\n"])
         if anchored:

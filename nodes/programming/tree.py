@@ -147,7 +147,7 @@ def expansion_messages(state: CodeState, ctx: CodeContext, parent: int) -> list[
     problem = problem_of(state)
     record = state.evaluations[parent]
     retry = render(
-        "code_retry",
+        "programming/retry",
         feedback=shown_feedback(record, state, ctx),
         reflection_block=reflection_block_of(branch_reflections(state, parent, ctx.memory_size)),
         entry_point=problem.entry_point,

@@ -40,11 +40,6 @@ answer ::= [^\]\n]{1,120}
 """
 """Holds an embedded model to the ``Thought`` / ``Finish[answer]`` format."""
 
-FOLLOW_UP = (
-    "Now give your final answer as one line, the answer itself between the brackets: "
-    "Action: Finish[answer]"
-)
-
 
 def _example_turns(example: str, *, with_passages: bool) -> list[BaseMessage]:
     """A few-shot example as a user turn (passages, question) and an assistant turn (reply)."""
@@ -63,16 +58,12 @@ def cot_messages(
     The examples are chat turns (small instruct models copy a format from turns far more
     reliably than from examples pasted into one message).
     """
-    rule = (
-        "\nUse the context given with the question; the answer is usually a span of it."
-        if with_passages
-        else ""
-    )
-    messages: list[BaseMessage] = [with_lessons(render("cot_system", context_rule=rule), state)]
-    for example in few_shot("cot_examples"):
+    rule = "\n" + render("qa/cot_context_rule") if with_passages else ""
+    messages: list[BaseMessage] = [with_lessons(render("qa/cot_system", context_rule=rule), state)]
+    for example in few_shot("qa/cot_examples"):
         messages.extend(_example_turns(example, with_passages=with_passages))
     context_block = f"Context: {state.passages.strip()}" if with_passages and state.passages else ""
-    user = render("cot_task", context_block=context_block, task=state.task.strip())
+    user = render("qa/cot_task", context_block=context_block, task=state.task.strip())
     block = (
         memory_block(state, ctx, lessons=False, show_rejected=ctx.show_rejected) if memory else ""
     )
@@ -107,7 +98,8 @@ def _attempt(
     reply = yield from ask(llm, messages, stop=STOP, **options, **seed(draw))
     parsed = parse_finish(reply.text)
     if parsed.answer is None and reply.text.strip():
-        turns = [*messages, AIMessage(reply.text), HumanMessage(FOLLOW_UP)]
+        follow_up = HumanMessage(render("qa/cot_follow_up"))
+        turns = [*messages, AIMessage(reply.text), follow_up]
         parsed = yield from _ask_again(llm, turns, parsed, seed(f"{draw}+"))
     return parsed, reply.text
 
@@ -226,7 +218,7 @@ def make_cot_actor(
                     break
         if ctx.correct_rejected and parsed.answer and normalize_answer(parsed.answer) in rejected:
             # one turn saying so and asking for another (QAContext.correct_rejected)
-            ask = HumanMessage(render("cot_rejected", answer=parsed.answer))
+            ask = HumanMessage(render("qa/cot_rejected", answer=parsed.answer))
             turns = [*messages, AIMessage(text), ask]
             parsed = yield from _ask_again(llm, turns, parsed, seed("correct"))
         return _update(state, recalled, parsed, text)

@@ -35,7 +35,7 @@ from reflexion.core.steps import Node, Steps, ask, block
 from reflexion.nodes.common import actor_llm, prompt_tokens
 from reflexion.nodes.memory import memory_block, with_lessons
 from reflexion.nodes.qa.retry_memory import rejected_keys, with_memory
-from reflexion.prompts import few_shot, render
+from reflexion.prompts import few_shot, render, template
 from reflexion.qa.backends import get_backend
 from reflexion.qa.context import REACT_FAMILY, ReActContext
 from reflexion.qa.wiki import (
@@ -64,26 +64,15 @@ FIRST_STEP_GRAMMAR = REACT_GRAMMAR.replace(
 """The first step of a trial must search: small models otherwise answer at once from memory
 (what the CoT agent does), which defeats the point of a retrieval agent."""
 
-REPEATED_SEARCH = (
-    "You already searched [{entity}] in this trial and read its first paragraph above. "
-    "Lookup[keyword] reads further on that page; or Search a different entity, or "
-    "Finish[answer]."
-)
+REPEATED_SEARCH = template("qa/react_repeated_search")
 """The observation for a search repeated within a trial (small models otherwise loop on the
 same Search until the step limit); the page stays open for Lookup."""
 
-REPEATED_MISS = (
-    "You already searched [{entity}] in this trial and it was not found; searching it again "
-    "will not find it either. Search one of the similar titles, Lookup[keyword] on a page you "
-    "found, or Finish[answer]. {observation}"
-)
+REPEATED_MISS = template("qa/react_repeated_miss")
 """The observation for a search that found nothing and is tried again within a trial (the
 loop a 1.5B model fell into on a title the corpus lacks), with the similar titles again."""
 
-INVALID_ACTION = (
-    "Invalid action ({error}). Reply with a Thought line and one Action: Search[entity], "
-    "Lookup[keyword] or Finish[answer]."
-)
+INVALID_ACTION = template("qa/react_invalid_action")
 
 
 class Step(TypedDict):
@@ -150,11 +139,11 @@ def react_messages(state: ReactState, ctx: ReActContext) -> list[BaseMessage]:
     """Instructions, the few-shot trajectories, the question with its memory
     (:func:`~reflexion.nodes.qa.retry_memory.with_memory`), then this trial's steps."""
     messages: list[BaseMessage] = [
-        with_lessons(render("react_system", max_steps=str(ctx.max_steps)), state)
+        with_lessons(render("qa/react_system", max_steps=str(ctx.max_steps)), state)
     ]
-    for example in few_shot("react_examples"):
+    for example in few_shot("qa/react_examples"):
         messages += _example_turns(example)
-    user = render("react_task", task=state.task.strip())
+    user = render("qa/react_task", task=state.task.strip())
     memory = memory_block(state, ctx, lessons=False, show_rejected=ctx.show_rejected)
     messages.append(HumanMessage(with_memory(user, memory, ctx)))
     for step in state.steps:
@@ -239,8 +228,9 @@ def make_react_actor(
             return {
                 "done": True,
                 "pending": None,
-                "stop_reason": f"halted: the prompt reached {used} tokens, over the context "
-                f"budget of {ctx.context_budget}, before Finish[answer]",
+                "stop_reason": render(
+                    "qa/react_over_budget", tokens=str(used), budget=str(ctx.context_budget)
+                ),
             }
         options: dict[str, Any] = {}
         if isinstance(llm, EmbeddedChatModel):
@@ -306,8 +296,7 @@ def make_react_actor(
         if len(steps) >= ctx.max_steps:
             update |= {
                 "done": True,
-                "stop_reason": f"halted: the step limit ({ctx.max_steps}) was reached before "
-                "Finish[answer]",
+                "stop_reason": render("qa/react_step_limit", max_steps=str(ctx.max_steps)),
             }
         return update
 

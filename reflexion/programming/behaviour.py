@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from reflexion.programming.sandbox import SuiteResult
+from reflexion.prompts import template
 
 Verdict = Literal["agreed", "outvoted", "open"]
 
@@ -69,10 +70,8 @@ def disagreement(
         for probe, a, b in zip(probes, mine, theirs, strict=True)
         if a != b
     ]
-    return (
-        f"But {count} of {drawn} other implementations that pass these tests agree with each "
-        "other and not with yours on these inputs (each test's expected value is only a "
-        "guess; what matters is that the behaviour differs):\n" + "\n".join(lines)
+    return template("programming/feedback_outvoted").format(
+        count=str(count), drawn=str(drawn), differences="\n".join(lines)
     )
 
 

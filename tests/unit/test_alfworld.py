@@ -178,8 +178,8 @@ def test_a_won_game_ends_after_one_trial(games: str) -> None:
     assert ScriptedGame.TASK in first and "Looking quickly around you" in first
     assert all(kw["stop"] == ["\n"] for kw in actor.kwargs_seen)
     # the task type picks the examples: a "put" game shows the put examples only
-    assert few_shot("alfworld_examples_put")[0].splitlines()[0] in first
-    assert few_shot("alfworld_examples_clean")[0].splitlines()[0] not in first
+    assert few_shot("alfworld/examples_put")[0].splitlines()[0] in first
+    assert few_shot("alfworld/examples_clean")[0].splitlines()[0] not in first
     # the thought is answered OK. and never sent to the environment
     assert sessions.replays == 0
 

@@ -39,7 +39,7 @@ def test_graphs_nodes_and_prompts_import_inside_the_package():
 
     assert Path(reflexion.graphs.agents.__file__).parent == ROOT / "graphs"
     assert Path(reflexion.nodes.__file__).parent == ROOT / "nodes"
-    assert reflexion.prompts.load_prompt("cot_system")
+    assert reflexion.prompts.load_prompt("qa/cot_system")
 
 
 def test_no_module_is_longer_than_600_lines():
@@ -197,7 +197,7 @@ def test_every_package_is_listed_for_the_wheel():
     """pyproject.toml lists the packages (package-dir maps three of them), so a new folder
     must be added there or a built wheel would leave it out; each data set's folder is listed
     too (setuptools warns about a folder of package data that is not), with its files as
-    package data."""
+    package data, and so is each folder of prompt files."""
     import tomllib
 
     setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
@@ -210,8 +210,15 @@ def test_every_package_is_listed_for_the_wheel():
     data = {
         f"reflexion.data.{d.name}" for d in (ROOT / "reflexion" / "data").iterdir() if d.is_dir()
     }
-    assert listed == found | data
+    prompts = {
+        f"reflexion.prompts.{d.name}"
+        for d in (ROOT / "prompts").iterdir()
+        if d.is_dir() and d.name != "__pycache__"
+    }
+    assert len(prompts) == 4
+    assert listed == found | data | prompts
     assert all(setuptools["package-data"].get(name) == ["*"] for name in data)
+    assert all(setuptools["package-data"].get(name) == ["*.md"] for name in prompts)
 
 
 def test_the_layout_page_names_every_module():

@@ -132,7 +132,7 @@ def accepted_table(results: dict[str, list[dict[str, Any]]]) -> Table:
 
 
 def qa_paired(
-    results: dict[str, list[dict[str, Any]]], baseline: str, examples: str = "reflect_examples"
+    results: dict[str, list[dict[str, Any]]], baseline: str, examples: str = "qa/reflect_examples"
 ) -> Table:
     """Strategies forked from one shared trial 1, question by question: what each fixed after
     trial 1, and each against the no-memory baseline (when it ran) with the exact McNemar
@@ -246,7 +246,7 @@ def repeated(finals: list[dict[str, Any]]) -> str:
 
 
 def code_paired(
-    results: dict[str, list[dict[str, Any]]], examples: str = "code_reflect_examples"
+    results: dict[str, list[dict[str, Any]]], examples: str = "programming/reflect_examples"
 ) -> Table:
     """Each multi-iteration run against its own first iteration, problem by problem (at
     T = 0 the first iteration is the ``simple`` baseline's sample): problems fixed and broken
