@@ -369,6 +369,9 @@ def load_chat_model(
             )
         kwargs["base_url"] = base_url
         kwargs["api_key"] = os.environ.get("OPENAI_API_KEY") or "not-needed"
+        # ChatOpenAI sends the cap as max_completion_tokens, which llama-cpp-python's server
+        # (and llamafile) ignore, generating to the end of the context; the older name too.
+        kwargs["extra_body"] = {"max_tokens": max_tokens}
     if retry is not None and provider == "openai":
         kwargs["max_retries"] = 0  # RetryingChatModel retries; the two would multiply
         kwargs["timeout"] = retry.timeout

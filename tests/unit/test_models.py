@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
 import pytest
 
 from reflexion.core import models
@@ -76,6 +81,50 @@ def test_openai_compatible_server_needs_no_key(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     chat = models.load_chat_model("openai:local-model", base_url="http://127.0.0.1:9/v1")
     assert chat.__class__.__name__ == "ChatOpenAI"
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """Answers every chat completion and keeps each request's body on the server."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        from reflexion.harness.perf.concurrency import chat_completion
+
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.bodies.append(body)  # type: ignore[attr-defined]
+        data = json.dumps(
+            chat_completion(
+                "ok", model="m", prompt_tokens=3, completion_tokens=1, completion_id="c"
+            )
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.mark.allow_hosts(["127.0.0.1"])
+def test_a_served_model_gets_the_reply_cap_under_both_names():
+    """ChatOpenAI names the cap max_completion_tokens, which llama-cpp-python's server ignores
+    (it then writes to the end of its context): the request carries max_tokens too."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    server.bodies = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02})
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+        chat = models.load_chat_model("openai:served-cap", max_tokens=48, base_url=url)
+        assert chat.invoke("hi").content == "ok"
+    finally:
+        server.shutdown()
+        thread.join(5)
+        server.server_close()
+    [body] = server.bodies  # type: ignore[attr-defined]
+    assert body["max_tokens"] == 48
+    assert body["max_completion_tokens"] == 48
 
 
 def test_unknown_gguf_path():
