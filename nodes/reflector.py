@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.prompts import BasePromptTemplate
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
@@ -36,6 +37,25 @@ from reflexion.nodes.common import resolve_model, trajectory_text
 from reflexion.prompts import few_shot, render
 
 STOP = ["\nTask:", "\n---", "\nPrevious attempt:"]
+
+
+REFLECTOR_VARIABLES = ("task", "context", "trajectory", "answer", "feedback", "trial")
+"""What a reflector prompt of your own may use (``create_reflexion_graph(reflector_prompt=...)``):
+the task, its context (empty when none), the failed attempt's steps as text, its final answer
+(``(none)`` when it gave none), the evaluator's feedback and the 1-based number of the trial
+that failed. Never the reference."""
+
+
+def reflector_values(state: Any) -> dict[str, Any]:
+    """The values of :data:`REFLECTOR_VARIABLES` for the trial that just failed."""
+    return {
+        "task": state.task.strip(),
+        "context": state.context.strip(),
+        "trajectory": trajectory_text(state.trajectory),
+        "answer": state.answer if state.answer is not None else "(none)",
+        "feedback": state.evaluations[-1]["feedback"] if state.evaluations else "The trial failed.",
+        "trial": state.trial,
+    }
 
 
 def reflection_messages(
@@ -77,6 +97,7 @@ def make_reflector(
     family: Family,
     with_context: bool = False,
     schema: type[Context] = Context,
+    template: BasePromptTemplate[Any] | None = None,
 ) -> Callable[[Any, Runtime[Context]], dict[str, Any]]:
     """The reflector node; ``model`` overrides ``Context.reflector_model``; ``examples`` names
     the prompt file of few-shot reflections (one per agent family); ``messages`` replaces the
@@ -85,7 +106,9 @@ def make_reflector(
     facts), or None to ask the reflector model;
     ``family`` is the task family its lessons are saved under (``Context.lessons``);
     ``with_context`` shows it the task's context, as its actor saw it; ``schema`` is the graph's
-    context class, which ``messages`` and ``written`` receive.
+    context class, which ``messages`` and ``written`` receive; ``template`` (a prompt of your
+    own, rendered with :func:`reflector_values`) replaces the whole prompt, worked examples
+    included (``Context.reflection_examples`` does not apply to it).
 
     What it writes depends on the strategy: the previous trajectory (``last_attempt``), a new
     reflection appended to the Ω window (``reflexion``), both, or nothing (``none``). A new
@@ -100,6 +123,9 @@ def make_reflector(
 
     def ask_reflector(state: Any, ctx: Context) -> str:
         llm = resolve_model(model, ctx.reflector_model, ctx, temperature=0.0, role="reflector")
+        if template is not None:
+            messages_in = template.invoke(reflector_values(state)).to_messages()
+            return clean_reflection(llm.invoke(messages_in, stop=STOP).text)
         messages_in = prompt(state, ctx)
         if not ctx.reflection_examples:
             # every reflector prompt is: instructions, worked examples as turns, the trial
