@@ -8,7 +8,8 @@ FILE: prompt files of worked reflections (default: reflect_examples, the HotPotQ
 generic graph showed before, and generic_reflect_examples, its own); ``none`` runs without
 examples (``Context.reflection_examples`` off). The first file is the baseline of the +/−.
 The actor runs at T = 0 (the reflector always does), so a rerun on the same commit and
-``REFLEXION_THREADS`` gives the same figures. One JSONL file per run goes to DIR.
+``REFLEXION_THREADS`` gives the same figures. One JSONL file per run goes to DIR, and a rerun
+reads back the questions it holds.
 """
 
 from __future__ import annotations
@@ -30,13 +31,20 @@ from reflexion.prompts import load_prompt
 
 
 def run_file(examples: str, questions: list[Any], trials: int, out: Path) -> list[dict[str, Any]]:
-    """Every question through the generic graph with the reflector's examples ``examples``."""
+    """Every question through the generic graph with the reflector's examples ``examples``;
+    the questions already in the run's file are read back, not run again (a rerun resumes,
+    and one process per file can run them side by side, then one more prints the table)."""
     shown = examples != "none"
     graph = generic_builder(examples if shown else GENERIC_REFLECT_EXAMPLES).compile()
     ctx = Context(max_trials=trials, temperature=0.0, reflection_examples=shown)
-    rows = []
-    with (out / f"{examples}.jsonl").open("w", encoding="utf-8") as file:
+    path = out / f"{examples}-{trials}.jsonl"
+    done = {}
+    if path.exists():
+        done = {r["task_id"]: r for r in map(json.loads, path.read_text().splitlines())}
+    with path.open("a", encoding="utf-8") as file:
         for q in questions:
+            if q.id in done:
+                continue
             started = time.monotonic()
             state = graph.invoke(
                 {"task": q.question, "context": q.gold_context, "reference": q.answer},
@@ -50,11 +58,11 @@ def run_file(examples: str, questions: list[Any], trials: int, out: Path) -> lis
                 "reflections": state.get("reflections") or [],
                 "wall_s": round(time.monotonic() - started, 1),
             }
-            rows.append(row)
+            done[q.id] = row
             file.write(json.dumps(row) + "\n")
             file.flush()
             print(examples, q.id, row["answers"], row["solved"], row["wall_s"], flush=True)
-    return rows
+    return [done[q.id] for q in questions]
 
 
 def main() -> int:
