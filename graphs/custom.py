@@ -156,7 +156,15 @@ def user_template(
     user message) whose variables are among ``variables`` and include every ``required`` one;
     ``argument`` names it in the one-line error."""
     if isinstance(prompt, str):
-        template: BasePromptTemplate[Any] = ChatPromptTemplate.from_messages([("human", prompt)])
+        try:
+            template: BasePromptTemplate[Any] = ChatPromptTemplate.from_messages(
+                [("human", prompt)]
+            )
+        except ValueError as exc:
+            raise ReflexionError(
+                f"the {argument} is not a template ({' '.join(str(exc).split())}): "
+                "name variables as {task}, and write a literal brace as {{ or }}"
+            ) from None
     elif isinstance(prompt, BasePromptTemplate):
         template = prompt
     else:

@@ -51,13 +51,20 @@ def generic_evaluation(judge_model: BaseChatModel | None = None) -> EvaluateFn:
     return evaluate
 
 
-def generic_builder(examples: str = GENERIC_REFLECT_EXAMPLES) -> StateGraph[Any, Any, Any, Any]:
+def generic_builder(
+    examples: str = GENERIC_REFLECT_EXAMPLES,
+    *,
+    actor_model: BaseChatModel | None = None,
+    evaluator_model: BaseChatModel | None = None,
+    reflector_model: BaseChatModel | None = None,
+) -> StateGraph[Any, Any, Any, Any]:
     """The generic loop, uncompiled; ``examples`` names the prompt file of the reflector's
-    worked examples (``.ci/reflector_examples.py`` measures one file against another)."""
+    worked examples (``.ci/reflector_examples.py`` measures one file against another). Models
+    given here override the context's model strings (tests pass scripted fakes)."""
     return build_reflexion_graph(
-        make_chat_actor(None, family=GENERIC_FAMILY),
-        make_evaluator(None, generic_evaluation()),
-        make_reflector(None, examples=examples, family=GENERIC_FAMILY),
+        make_chat_actor(actor_model, family=GENERIC_FAMILY),
+        make_evaluator(evaluator_model, generic_evaluation(evaluator_model)),
+        make_reflector(reflector_model, examples=examples, family=GENERIC_FAMILY),
         family=GENERIC_FAMILY,
     )
 
