@@ -4,6 +4,7 @@ per prompt file of examples, paired question by question.
 
     python .ci/reflector_examples.py [-n 20] [--seed 0] [--trials 3] [--out DIR] [FILE...]
 
+``--report`` runs nothing and compares the questions every file already holds.
 FILE: prompt files of worked reflections (default: reflect_examples, the HotPotQA ones the
 generic graph showed before, and generic_reflect_examples, its own); ``none`` runs without
 examples (``Context.reflection_examples`` off). The first file is the baseline of the +/−.
@@ -30,6 +31,11 @@ from reflexion.hotpotqa.questions import iter_hotpotqa
 from reflexion.prompts import load_prompt
 
 
+def read_back(path: Path) -> list[dict[str, Any]]:
+    """The rows a run's file holds."""
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
 def run_file(examples: str, questions: list[Any], trials: int, out: Path) -> list[dict[str, Any]]:
     """Every question through the generic graph with the reflector's examples ``examples``;
     the questions already in the run's file are read back, not run again (a rerun resumes,
@@ -38,9 +44,7 @@ def run_file(examples: str, questions: list[Any], trials: int, out: Path) -> lis
     graph = generic_builder(examples if shown else GENERIC_REFLECT_EXAMPLES).compile()
     ctx = Context(max_trials=trials, temperature=0.0, reflection_examples=shown)
     path = out / f"{examples}-{trials}.jsonl"
-    done = {}
-    if path.exists():
-        done = {r["task_id"]: r for r in map(json.loads, path.read_text().splitlines())}
+    done = {r["task_id"]: r for r in read_back(path)}
     with path.open("a", encoding="utf-8") as file:
         for q in questions:
             if q.id in done:
@@ -72,15 +76,28 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the draw")
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("runs/reflector-examples"))
+    parser.add_argument(
+        "--report", action="store_true", help="run nothing: compare the questions every file holds"
+    )
     args = parser.parse_args()
     everything = list(iter_hotpotqa())
     chosen = sorted(random.Random(args.seed).sample(range(len(everything)), args.n))
     questions = [everything[i] for i in chosen]
     args.out.mkdir(parents=True, exist_ok=True)
-    results = {name: run_file(name, questions, args.trials, args.out) for name in args.files}
+    if args.report:
+        results = {name: read_back(args.out / f"{name}-{args.trials}.jsonl") for name in args.files}
+        held = set.intersection(*({r["task_id"] for r in rows} for rows in results.values()))
+        results = {n: [r for r in rows if r["task_id"] in held] for n, rows in results.items()}
+        questions = [q for q in questions if q.id in held]
+    else:
+        results = {name: run_file(name, questions, args.trials, args.out) for name in args.files}
     base_name = args.files[0]
-    base = results[base_name]
-    print(f"\n{args.n} questions (seed {args.seed}: {chosen}), {args.trials} trials")
+    base = sorted(results[base_name], key=lambda r: str(r["task_id"]))
+    results = {n: sorted(rows, key=lambda r: str(r["task_id"])) for n, rows in results.items()}
+    print(
+        f"\n{len(questions)} questions of the {args.n} drawn (seed {args.seed}: {chosen}), "
+        f"{args.trials} trials"
+    )
     print("examples | trial 1 | solved | vs first file +/- (p) | reflections | copied")
     for name, rows in results.items():
         reflections = [r for row in rows for r in row["reflections"]]
