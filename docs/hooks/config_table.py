@@ -50,6 +50,50 @@ PAGE = "reference/configuration.md"
 
 MARKER = "<!-- configuration table: generated from the context classes -->"
 
+COMMON_MARKER = "<!-- the fields most users set: generated from the context classes -->"
+
+COMMON: dict[str, list[str]] = {
+    "reflexion": ["actor_model", "max_trials", "memory_size", "evaluator", "temperature"],
+    "reflexion_qa": ["actor_model", "max_trials", "memory_size", "strategy", "answer_retry"],
+    "reflexion_react": ["actor_model", "max_trials", "max_steps", "wiki", "memory_size"],
+    "reflexion_programming": [
+        "actor_model",
+        "max_trials",
+        "memory_size",
+        "code_retry",
+        "test_trust",
+        "temperature",
+    ],
+    "reflexion_alfworld": ["actor_model", "max_trials", "evaluator", "alfworld_memory", "games"],
+}
+"""Per graph, the handful of fields most users set, in the order the page lists them; the
+page opens with them, each at that graph's default."""
+
+MORE: dict[str, str] = {
+    "evaluator": "concepts.md#evaluators",
+    "strategy": "concepts.md#the-four-strategies",
+    "memory_size": "concepts.md#the-memory-window",
+    "select_answer": "concepts.md#which-answer-a-thread-returns",
+    "lessons": "concepts.md#long-term-lessons-beyond-the-paper",
+    "memory_first": "agents/qa.md#settings-in-detail",
+    "answer_retry": "agents/qa.md#settings-in-detail",
+    "qa_seeds": "agents/qa.md#settings-in-detail",
+    "wiki": "agents/qa.md#wikipedia-three-backends-or-any-retriever-the-same-observations",
+    "test_trust": "agents/programming.md#settings-in-detail",
+    "code_retry": "agents/programming.md#settings-in-detail",
+    "compiler_fixes": "agents/programming.md#settings-in-detail",
+    "code_seeds": "agents/programming.md#settings-in-detail",
+    "cross_check": "agents/programming.md#cross-check",
+    "alfworld_diagnosis": "agents/alfworld.md#settings-in-detail",
+    "alfworld_explain": "agents/alfworld.md#settings-in-detail",
+    "alfworld_memory": "agents/alfworld.md#settings-in-detail",
+    "alfworld_memory_place": "agents/alfworld.md#settings-in-detail",
+    "alfworld_seeds": "agents/alfworld.md#settings-in-detail",
+    "preset": "concepts.md#presets",
+}
+"""Where a field's description continues (a page under docs/ and its anchor): the table links
+it after the description, which stays within two sentences."""
+
 HEADER = (
     "| field | type | default | choices or range | read by | description |\n"
     "|---|---|---|---|---|---|"
@@ -220,16 +264,42 @@ def table(sources: list[str] = SOURCES) -> str:
     for row in rows(sources):
         lines.append(
             f"| `{row['field']}` | {row['type'].replace('|', chr(92) + '|')} "
-            f"| {row['default']} | {row['accepts']} | {row['read_by']} | {row['description']} |"
+            f"| {row['default']} | {row['accepts']} | {row['read_by']} | {described(row)} |"
         )
     return "\n".join(lines)
 
 
+def described(row: dict[str, str]) -> str:
+    """A row's description, with the link to where it continues (``MORE``)."""
+    name = row["field"]
+    more = f" [More](../{MORE[name]})" if name in MORE else ""
+    return row["description"] + more
+
+
+def common_tables() -> str:
+    """Per graph of ``COMMON``, its handful of most-set fields at that graph's default, each
+    with the first sentence of its description."""
+    by_name = {row["field"]: row for row in rows()}
+    classes = graph_classes()
+    parts = []
+    for graph_id, names in COMMON.items():
+        defaults = {f.name: f for f in dataclasses.fields(classes[graph_id])}
+        lines = [f"**`{graph_id}`**\n", "| field | default | what it sets |", "|---|---|---|"]
+        for name in names:
+            own = defaults[name]
+            default = code(own.default) if own.default is not dataclasses.MISSING else "required"
+            first = by_name[name]["description"].split(". ", 1)[0].rstrip(".") + "."
+            lines.append(f"| `{name}` | {default} | {first} |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
 def render(markdown: str) -> str:
     """The configuration page's Markdown with its marker replaced by the table."""
-    if MARKER not in markdown:
-        raise ValueError(f"{PAGE} lost its marker line: {MARKER}")
-    return markdown.replace(MARKER, table())
+    for marker in (MARKER, COMMON_MARKER):
+        if marker not in markdown:
+            raise ValueError(f"{PAGE} lost its marker line: {marker}")
+    return markdown.replace(COMMON_MARKER, common_tables()).replace(MARKER, table())
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:

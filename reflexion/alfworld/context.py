@@ -80,11 +80,8 @@ class HouseholdContext(Context):
     alfworld_diagnosis: bool = field(
         default=True,
         metadata={
-            "description": "ALFWorld: the reflector's feedback also says, from the trial's own "
-            "turns, where the goal's objects were seen (or which receptacles were searched in "
-            "vain) and why each refused command ('Nothing happens.') was refused: not at that "
-            "receptacle, not holding that object, hands full, closed, not seen there, the "
-            "wrong form or tool, no such command. Off: the paper's feedback only.",
+            "description": "ALFWorld: the reflector's feedback also says where the goal's objects "
+            "were seen and why each refused command was refused. Off: the paper's feedback only.",
             "role": AFTER_FIRST_TRIAL,
             "acts": "reflections",
         },
@@ -92,22 +89,17 @@ class HouseholdContext(Context):
     alfworld_explain: bool = field(
         default=True,
         metadata={
-            "description": "ALFWorld actor: a refused command's 'Nothing happens.' is followed "
-            "by the likeliest reason, worked out from the trial's own turns as the diagnosis "
-            "does ('Likely because you were already there.'); the game's text is unchanged "
-            "when the turns show no reason. Off: the game's reply only (the paper).",
+            "description": "ALFWorld actor: a refused command's 'Nothing happens.' is followed by "
+            "its likeliest reason, worked out from the trial's own turns. Off: the game's reply "
+            "only (the paper).",
         },
     )
     alfworld_memory: HouseholdMemory = field(
         default="sightings",
         metadata={
-            "description": "ALFWorld, strategies with reflections: what a failed trial adds to "
-            "the Ω window. sightings (no model call): each of the goal's objects the trial saw, "
-            "with the go to that reaches it, and no entry when it saw none, so the next prompt "
-            "stays as it was; reflection: the reflector model's reflection (the paper); facts "
-            "(no model call): where the goal's objects were seen or searched for in vain, the "
-            "refused commands and why; leads (no model call): the sightings, else the places "
-            "not looked into, quoting no refused command.",
+            "description": "ALFWorld: what a failed trial adds to the Ω window: sightings (where "
+            "it saw the goal's objects, no model call), reflection (the reflector's, the paper), "
+            "facts or leads (no model call). Each is detailed on the ALFWorld page.",
             "role": AFTER_FIRST_TRIAL,
             "acts": "reflections",
         },
@@ -115,11 +107,9 @@ class HouseholdContext(Context):
     alfworld_memory_place: MemoryPlace = field(
         default="task",
         metadata={
-            "description": "ALFWorld: where the actor reads the memory: after the task, before "
-            "the trial's turns (the paper); system: at the end of the system message, away "
-            "from the task and the few-shot games it follows; or think: the Ω window as the "
-            "trial's first think step, in the actor's own format, the task message as in "
-            "trial 1.",
+            "description": "ALFWorld: where the actor reads the memory: task (after the task, the "
+            "paper), system (at the end of the system message) or think (as the trial's first "
+            "think step).",
             "role": AFTER_FIRST_TRIAL,
             "acts": "reflections",
         },
@@ -127,13 +117,9 @@ class HouseholdContext(Context):
     alfworld_seeds: TurnSeeds = field(
         default="turn",
         metadata={
-            "description": "ALFWorld actor, on models that take a seed (the embedded and OpenAI "
-            "ones; a served model may ignore it): "
-            "turn: each turn's sampling seed is named by the game, the trial and the turn, so "
-            "a rerun draws the same, and strategies that fork the same trial 1 draw alike "
-            "until their prompts differ (a trial whose memory is empty then replays the "
-            "baseline's); process: one counter per process, so a run's draws depend on what "
-            "ran before it in that process.",
+            "description": "ALFWorld actor, on models that take a seed: turn seeds each turn by "
+            "the game, the trial and the turn, so a rerun draws the same; process uses one "
+            "counter per process.",
         },
     )
 

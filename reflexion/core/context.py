@@ -47,7 +47,7 @@ share their first trials (the benchmark harness forks them)."""
 
 _MODEL_HELP = (
     "A provider:model string: local:qwen2.5-coder-0.5b, local:smollm2-135m, "
-    "local:qwen2.5-coder-1.5b, local:/path/model.gguf, or e.g. openai:gpt-4o-mini."
+    "local:qwen2.5-coder-1.5b, local:/path/model.gguf, openai:gpt-4o-mini and the like."
 )
 Model = Annotated[str, {"__template_metadata__": {"kind": "llm"}}]
 """A model string; the marker lets Studio offer a model picker."""
@@ -187,11 +187,10 @@ class Context:
     evaluator: EvaluatorKind = field(
         default="exact_match",
         metadata={
-            "description": "exact_match (QA; needs the reference answer), llm (a judge model), "
-            "agreement (QA: the judge model answers the task itself without seeing the "
-            "attempt; success when the two answers match) or heuristic (ALFWorld: reflect "
-            "after repeated actions or too many actions). ALFWorld uses the heuristic unless "
-            "llm is chosen."
+            "description": "exact_match (QA, against the reference answer), llm (a judge model), "
+            "agreement (QA: the judge answers the task itself and success is the two answers "
+            "matching) or heuristic (ALFWorld: repeated or too many actions). ALFWorld uses the "
+            "heuristic unless llm is chosen."
         },
     )
     judge_threshold: Annotated[float, Field(ge=0.0, le=1.0)] | None = field(

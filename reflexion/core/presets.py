@@ -29,8 +29,8 @@ from reflexion.core.errors import ContextError
 
 Preset = Literal["default", "paper"]
 PRESET_HELP = (
-    "Settings to start from (the fields given beside it win): default (the measured best: the "
-    "paper's loop plus its additions) or paper (every addition off: the paper's loop). Not "
+    "Settings to start from (the fields given beside it win): default (the paper's loop plus "
+    "the additions chosen for small models) or paper (every addition off: the paper's loop). Not "
     "kept as a field: the context holds the values it set."
 )
 

@@ -64,10 +64,9 @@ class AnswerMemory(Context, abstract=True):
     memory_first: bool = field(
         default=True,
         metadata={
-            "description": "Question answering: the memory (last attempt, reflections, "
-            "rejected answers) goes before the context and the question, as in the paper's "
-            "prompts, so the question is what the model reads last. Off: after the question "
-            "(the prompt up to the question then stays the same across trials).",
+            "description": "Question answering: the memory goes before the context and the "
+            "question, as in the paper's prompts, so the question is read last. Off: after the "
+            "question, so the prompt up to the question stays the same across trials.",
             "role": AFTER_FIRST_TRIAL,
             "acts": "memory",
         },
@@ -99,16 +98,10 @@ class QAContext(AnswerMemory):
     answer_retry: AnswerRetry = field(
         default="fresh_first",
         metadata={
-            "description": "Chain-of-thought retries under a strategy with memory: "
-            "fresh_first: the retry is first drawn from trial 1's prompt, as the none "
-            "baseline draws it (the same seed under qa_seeds=retry), and kept unless its "
-            "answer was already judged incorrect; only then is it drawn with the memory in "
-            "the prompt (with the redraws and the correcting turn). memory: every draw has "
-            "the memory in the prompt (the paper). resample (the equal-budget baseline, "
-            "under any strategy): every draw is from trial 1's prompt, with no memory; one "
-            "whose answer was already judged incorrect is drawn again at temperature 0.8, as "
-            "often as a fresh-first retry may draw after its fresh draw (1 + "
-            "redraw_rejected, + 1 with correct_rejected).",
+            "description": "Chain-of-thought retries: fresh_first draws a retry from trial 1's "
+            "prompt and adds the memory only when that draw repeats a rejected answer; memory "
+            "draws every retry with the memory (the paper); resample never shows the memory (the "
+            "equal-budget baseline). Each is detailed on the question-answering page.",
             "role": AFTER_FIRST_TRIAL,
             "acts": "memory_or_resample",
         },
@@ -116,11 +109,9 @@ class QAContext(AnswerMemory):
     qa_seeds: RetrySeeds = field(
         default="retry",
         metadata={
-            "description": "Chain-of-thought actor, on models that take a seed (the embedded "
-            "and OpenAI ones; a served model may ignore it): retry: each draw of a retry is "
-            "seeded by the question, the trial and the draw, so a rerun draws the same and "
-            "strategies that fork the same trial 1 draw alike where their prompts agree; "
-            "process: one counter per process (the first trial always draws this way).",
+            "description": "Chain-of-thought actor, on models that take a seed: retry seeds each "
+            "retry's draw by the question, the trial and the draw, so a rerun draws the same; "
+            "process uses one counter per process.",
             "role": AFTER_FIRST_TRIAL,
         },
     )

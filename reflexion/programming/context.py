@@ -75,17 +75,10 @@ class CodeContext(Context):
     test_trust: TestTrust = field(
         default="held_out",
         metadata={
-            "description": "Programming: which internal tests decide. held_out: the trusted "
-            "tests (the prompt's examples, tests given in the input) decide alone when there "
-            "are any, and then no tests are written; otherwise self-written tests decide, "
-            "less any that every attempt so far has failed, and every second one is held "
-            "out: it decides, but the retries and the reflector never see it (only how many "
-            "of them passed), so an attempt tuned to the tests it was shown must also pass "
-            "some it was not. anchored: as held_out, with every self-written test shown. "
-            "checked: as held_out, and where the tests are the model's own, the reflection "
-            "must first check one failed (shown) test against the documentation (its input, "
-            "the expected value, the actual output) and the retry is told that the tests may "
-            "be wrong. all: every internal test decides (the paper).",
+            "description": "Programming: which internal tests decide. held_out: the prompt's "
+            "examples alone when there are any, otherwise the self-written tests with every "
+            "second one hidden from the retries; anchored: every test shown; checked: as "
+            "held_out, the reflection first checking a failed test; all: every test (the paper).",
             "first_trial_as": {"checked": "anchored", "held_out": "anchored"},
         },
     )
@@ -101,19 +94,12 @@ class CodeContext(Context):
     code_retry: CodeRetry = field(
         default="fresh_once",
         metadata={
-            "description": "Programming: what a retry starts from. fresh_once (default): the "
-            "first retry the model writes is fresh, every later one a resample (one retry "
-            "reads the failed tests and the reflection; the rest of the budget goes to "
-            "independent samples, and no reflection is written that no retry would read). "
-            "fresh: every retry is the task, the failed tests and the reflections, without "
-            "the previous code, sampled at temperature 0.8 (a small model otherwise edits its "
-            "wrong code in place). "
-            "repair: the previous implementation, its test results and the reflections "
-            "(the paper). auto: repair when the previous implementation did not compile "
-            "(the compiler's errors point into that code), fresh otherwise. resample: the "
-            "first trial's prompt again, at temperature 0.8, with no feedback and no "
-            "reflection (best-of-n by the evaluator: the equal-budget baseline). tree: the "
-            "tree search's own graph (reflexion_programming_tree), refused by this one.",
+            "description": "Programming: what a retry starts from: fresh_once (one retry reads "
+            "the failed tests and the reflection, later ones are blind redraws), fresh (every "
+            "retry reads them, without the previous code), repair (the previous code and its "
+            "feedback: the paper), auto (repair after a compile error, else fresh) or resample "
+            "(blind redraws: the equal-budget baseline). tree is the tree search's own graph, "
+            "refused by this one.",
             "role": AFTER_FIRST_TRIAL,
             "first_trial_as": {"fresh_once": "fresh"},
         },
@@ -121,11 +107,8 @@ class CodeContext(Context):
     compiler_fixes: bool = field(
         default=True,
         metadata={
-            "description": "Rust: when an attempt does not compile and rustc suggests fixes "
-            "for its errors (those it marks machine-applicable or maybe-incorrect: a "
-            "conversion, a borrow, a missing mut), the next attempt is that code with the "
-            "fixes applied, round after round until it compiles, with no model call; when "
-            "they do not make it compile, the retry is the model's as usual. false = off "
+            "description": "Rust: when an attempt does not compile and rustc suggests fixes, the "
+            "next attempt is that code with the fixes applied, with no model call. false = off "
             "(the paper).",
             "role": AFTER_FIRST_TRIAL,
         },
@@ -133,28 +116,18 @@ class CodeContext(Context):
     code_seeds: RetrySeeds = field(
         default="retry",
         metadata={
-            "description": "Programming actor, on models that take a seed (the embedded and "
-            "OpenAI ones; a served model may ignore it): retry: each draw of a retry is seeded "
-            "by the problem, the trial and the draw, so a rerun draws the same and variants "
-            "that fork the same first attempt draw alike until their prompts differ; "
-            "process: one counter per process (the first attempt always draws this way).",
+            "description": "Programming actor, on models that take a seed: retry seeds each "
+            "retry's draw by the problem, the trial and the draw, so a rerun draws the same; "
+            "process uses one counter per process.",
             "role": AFTER_FIRST_TRIAL,
         },
     )
     cross_check: Annotated[int, Field(ge=0, le=10)] = field(
         default=0,
         metadata={
-            "description": "Programming, where trusted tests decide (any test_trust but all): "
-            "when an attempt passes them, draw up to this many independent implementations "
-            "(temperature 0.8, the first trial's prompt) and run every one on probe tests "
-            "(Python: the examples with their inputs varied; Rust: written by the model), "
-            "comparing behaviour, not the probes' expected values. An attempt that two "
-            "or more agreeing implementations outnumber is no success, and its retry is told "
-            "where they differ. Where only self-written tests decide (no trusted test): "
-            "when an attempt fails some, draw up to this many independent implementations "
-            "once per problem and run them on those tests; a failed test then counts only "
-            "when more of them pass it than fail it as the attempt does (CodeT's agreement "
-            "between code and tests). 0 = off (the paper).",
+            "description": "Programming: draw up to this many independent implementations and "
+            "compare their behaviour with the attempt's, to catch an attempt that passes its "
+            "tests but disagrees with them (or a failed test they all pass). 0 = off (the paper).",
         },
     )
     test_timeout: Annotated[float, Field(gt=0)] = field(

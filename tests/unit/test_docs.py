@@ -10,6 +10,7 @@ import dataclasses
 import importlib.util
 import re
 import typing
+import unicodedata
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
@@ -134,6 +135,47 @@ def test_the_configuration_page_is_generated_not_written():
         hook.render("# Configuration\n")
 
 
+def sentences(text: str) -> list[str]:
+    """A description's sentences: split after a full stop, a question or an exclamation mark
+    followed by a space (a decimal point or ``a.b`` is not split)."""
+    return [s for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s]
+
+
+def test_sentences_are_counted_as_a_reader_counts_them():
+    assert len(sentences("One (the paper). Two: a 0.8 draw. Three.")) == 3
+    assert len(sentences("fresh_once, fresh or repair; auto as fresh.")) == 1
+
+
+def test_every_field_description_is_at_most_two_sentences():
+    """The configuration table stays readable: more goes on the page ``MORE`` links."""
+    hook = config_hook()
+    long = [row["field"] for row in hook.rows() if len(sentences(row["description"])) > 2]
+    assert not long, long
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor as Python-Markdown's toc makes it (ASCII, lower case, dashes)."""
+    text = unicodedata.normalize("NFKD", heading).encode("ascii", "ignore").decode()
+    return re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", text).strip().lower())
+
+
+def test_each_description_link_and_most_set_field_exists():
+    hook = config_hook()
+    fields = {row["field"] for row in hook.rows()}
+    for name, target in hook.MORE.items():
+        assert name in fields, name
+        page, _, anchor = target.partition("#")
+        headings = re.findall(r"^#+ (.+)$", (DOCS / page).read_text(), re.MULTILINE)
+        slugs = {slug(h) for h in headings}
+        assert anchor in slugs, target
+    schemas = hook.graph_schemas()
+    for graph, names in hook.COMMON.items():
+        assert set(names) <= schemas[graph], graph
+    rendered = hook.render((DOCS / hook.PAGE).read_text())
+    assert rendered.index("**`reflexion_programming`**") < rendered.index("## Fields")
+    assert "[More](../agents/programming.md#settings-in-detail)" in rendered
+
+
 def test_the_command_reference_is_generated_from_the_cli():
     spec = importlib.util.spec_from_file_location("cli_reference", DOCS / "hooks/cli_reference.py")
     assert spec is not None and spec.loader is not None
@@ -155,44 +197,6 @@ def test_the_command_reference_is_generated_from_the_cli():
 # ---- the README ----------------------------------------------------------------------------------
 
 
-def test_the_readme_is_short_and_in_the_newcomers_order():
-    lines = README.read_text().splitlines()
-    assert len(lines) <= 250
-    headings = [ln for ln in lines if ln.startswith("## ")]
-    order = [
-        "## The graph",
-        "## Install",
-        "## Run and test",
-        "## Embedding",
-        "## Studio and the server",
-        "## What it buys",
-        "## Documentation",
-    ]
-    found = [next(i for i, h in enumerate(headings) if h.startswith(o)) for o in order]
-    assert found == sorted(found), headings
-    assert lines.index(next(h for h in headings if h.startswith("## Install"))) < 60
-
-
-def prose_of(text: str) -> str:
-    """A page's text without its code blocks and tables."""
-    text = re.sub(r"^```.*?^```$", "", text, flags=re.MULTILINE | re.DOTALL)
-    return "\n".join(ln for ln in text.splitlines() if not ln.startswith("|"))
-
-
-def test_no_readme_sentence_or_table_cell_is_over_40_words():
-    text = README.read_text()
-    cells = [c for ln in text.splitlines() if ln.startswith("|") for c in ln.split("|")]
-    assert max(len(c.split()) for c in cells) <= 40
-    blocks = re.split(r"\n\s*\n|\n(?=- |#)", prose_of(text))  # paragraphs, items, headings
-    sentences = [
-        s
-        for block in blocks
-        for s in re.split(r"(?<=[.!?])\s+(?=[A-Z*`\[(])", " ".join(block.split()))
-    ]
-    long = [s for s in sentences if len(s.split()) > 40]
-    assert not long, long
-
-
 def test_the_readme_test_command_is_the_one_ci_runs():
     command = (ROOT / ".ci/run").read_text().rstrip("\n").splitlines()[-1]
     assert command.startswith("python3 -m venv .venv") and command.endswith("pytest")
@@ -204,7 +208,7 @@ def test_the_readme_table_is_small_and_every_row_links_its_results_page():
     text = README.read_text()
     section = text.split("## What it buys", 1)[1].split("\n## ", 1)[0]
     rows = [ln for ln in section.splitlines() if ln.startswith("| [")]
-    assert 1 <= len(rows) <= 12
+    assert rows
     for row in rows:
         link = re.match(r"\| \[[^]]+\]\((docs/results/[\w/-]+\.md)\)", row)
         assert link and (ROOT / link.group(1)).is_file(), row
@@ -263,14 +267,6 @@ def test_the_embedding_examples_run_as_written(doc, a, b, capsys):
     assert "('solve:" in out and "['evaluator']" in out and "['reflector']" in out
 
 
-def test_the_readme_example_is_about_ten_lines():
-    first = re.search(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
-    assert first is not None
-    code = [ln for ln in first.group(1).splitlines() if ln.strip()]
-    assert "from reflexion import Context, create_reflexion_graph" in code
-    assert len(code) <= 12
-
-
 # ---- names, paths and commands in the pages -------------------------------------------------------
 
 
@@ -323,10 +319,17 @@ def test_every_results_page_carries_the_commands_behind_its_figures(page):
     runnable = all(re.search(r"^(reflexion|bash|python) ", c, re.M) for c in commands)
     assert commands and runnable, page
     assert "|---|" in text, f"{page} has no table of figures"
-    # The noisy-evidence pages hold several measurements each, every one under its own heading.
-    headings = ("## Results", "## What it showed")
-    for heading in headings if page != "history.md" and not page.startswith("noisy-") else ():
-        assert heading in text, f"{page}: {heading}"
+    head = text.split("\n## ", 1)[0]
+    for fact in ("commit", "command", "kept files", "machine", "wall time"):
+        assert f"\n| {fact} | " in head, f"{page}: its header names no {fact}"
+    kept = re.search(r"\| kept files \| (\d+) in `runs/measured/`", head)
+    if kept:  # as many kept files as the page names, each of them there
+        named = {
+            f.removeprefix("runs/measured/")
+            for f in re.findall(r"[\w./=~+-]+\.jsonl", text)
+            if (ROOT / "runs/measured" / f.removeprefix("runs/measured/")).is_file()
+        }
+        assert int(kept.group(1)) == len(named), page
 
 
 NOISY = sorted(p.name for p in RESULTS.glob("noisy-*.md") if p.name != "noisy-evidence.md")
@@ -334,7 +337,6 @@ NOISY = sorted(p.name for p in RESULTS.glob("noisy-*.md") if p.name != "noisy-ev
 
 def test_the_noisy_evidence_pages_name_their_results_files_and_they_exist():
     text = (RESULTS / "noisy-evidence.md").read_text()
-    assert text.startswith("# Noisy evidence: self-written tests, resample and the decomposition")
     for page in NOISY:
         assert f"]({page})" in text, f"the overview does not link {page}"
         named = set(re.findall(r"runs/measured/[\w/.=~+-]+\.jsonl", (RESULTS / page).read_text()))

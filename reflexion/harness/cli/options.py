@@ -203,7 +203,8 @@ PresetOpt = Annotated[
     word_option(
         "--preset",
         "<name>",
-        help="Settings to start from: default (the measured best) or paper (every addition "
+        help="Settings to start from: default (the paper's loop plus the additions chosen "
+        "for small models) or paper (every addition "
         "off: the paper's loop); options given win.",
     ),
 ]

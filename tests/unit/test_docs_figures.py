@@ -1,0 +1,120 @@
+"""A headline figure quoted on two pages is the same figure.
+
+``HEADLINE`` is the registry: each headline row of the README's "What it buys" table, keyed by
+its benchmark and model, with its five figures. Every page whose table has the columns
+"one attempt", "blind redraws" and "the loop" (the README, the home page, the results
+overview) is read cell by cell: a row whose benchmark and model are in the registry must quote
+its figures, and no such table may hold a benchmark the registry lacks. Each registry row must
+be on every one of those pages, so a figure changed on one page and not the others fails."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGES = ["README.md", "docs/index.md", "docs/results/index.md"]
+"""The pages that quote the headline table."""
+
+COLUMNS = ("tasks", "one attempt", "blind redraws", "the loop", "loop against redraws")
+
+HEADLINE: dict[tuple[str, str], tuple[str, ...]] = {
+    # (benchmark, model): (tasks, one attempt, blind redraws, the loop, loop against redraws)
+    ("HumanEval, Python", "0.5B"): ("164", "94", "113", "111", "+1/−3, p = 0.63"),
+    ("HumanEval, Python", "1.5B"): ("164", "104", "121", "122", "+4/−3, p = 1.0"),
+    ("HumanEval, Python, own tests only", "0.5B"): ("164", "94", "105", "106", "+9/−8, p = 1.0"),
+    ("HumanEval, Python, own tests only", "1.5B"): ("164", "104", "113", "115", "+6/−4, p = 0.75"),
+    ("HumanEval-Rust", "0.5B"): ("156", "36", "51", "59", "+12/−4, p = 0.077"),
+    ("HumanEval-Rust", "1.5B"): ("156", "66", "95", "97", "+7/−5, p = 0.77"),
+    ("HotPotQA, CoT with the gold paragraphs", "0.5B"): (
+        "100",
+        "28",
+        "38",
+        "42",
+        "+4/−0, p = 0.125",
+    ),
+    ("HotPotQA, CoT with the gold paragraphs", "1.5B"): (
+        "100",
+        "51",
+        "66",
+        "74",
+        "+8/−0, p = 0.0078",
+    ),
+    ("ALFWorld, 24 games", "1.5B"): ("24", "0", "3", "6", "+5/−2, p = 0.45"),
+}
+"""The headline figures, as the README quotes them (bold marks the best of a row, and is
+ignored)."""
+
+PENDING = "to be filled"
+"""A row that names a run still under way quotes no figure yet."""
+
+
+def plain(cell: str) -> str:
+    """A cell's text without its link target, bold and surrounding space."""
+    cell = re.sub(r"\[([^]]*)\]\([^)]*\)", r"\1", cell)
+    return cell.replace("**", "").strip()
+
+
+def headline_tables(text: str) -> list[dict[str, str]]:
+    """Each row, as {column: plain cell}, of every table whose header has ``COLUMNS``."""
+    found: list[dict[str, str]] = []
+    header: list[str] | None = None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = [plain(c) for c in line.strip().strip("|").split(" | ")]
+        if header is None:
+            header = cells
+            continue
+        if set(line) <= set("|-: "):
+            continue
+        if all(c in header for c in COLUMNS):
+            found.append(dict(zip(header, cells, strict=False)))
+    return found
+
+
+def test_the_check_reads_a_page_that_disagrees():
+    """The check can fail: a page quoting a figure the registry does not hold is caught."""
+    page = (
+        (ROOT / "README.md")
+        .read_text()
+        .replace("| 104 | 121 | **122** |", "| 104 | 121 | **125** |")
+    )
+    assert disagreements("README.md", page)
+
+
+def disagreements(name: str, text: str) -> list[str]:
+    rows = headline_tables(text)
+    problems = []
+    seen = set()
+    for row in rows:
+        key = (row["benchmark"], row["model"])
+        if PENDING in row.values():
+            continue
+        if key not in HEADLINE:
+            problems.append(f"{name}: {key} is not a headline figure of the registry")
+            continue
+        seen.add(key)
+        quoted = tuple(row[c] for c in COLUMNS)
+        if quoted != HEADLINE[key]:
+            problems.append(f"{name}: {key} quotes {quoted}, the registry {HEADLINE[key]}")
+    problems += [f"{name}: {key} is missing" for key in HEADLINE if key not in seen]
+    return problems
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_quotes_the_headline_figures_as_the_registry_holds_them(name):
+    assert not disagreements(name, (ROOT / name).read_text())
+
+
+def test_no_other_page_holds_a_headline_table():
+    """A page that adds the headline table joins ``PAGES``, so its figures are checked too."""
+    holders = {
+        p.relative_to(ROOT).as_posix()
+        for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+        if headline_tables(p.read_text())
+    }
+    assert holders == set(PAGES)
