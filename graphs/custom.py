@@ -41,6 +41,7 @@ from reflexion.nodes.common import judge_llm, resolve_model
 from reflexion.nodes.evaluator import (
     CORRECT,
     INCORRECT,
+    JUDGE_VARIABLES,
     EvaluateFn,
     EvaluateSteps,
     Evaluation,
@@ -51,11 +52,14 @@ from reflexion.nodes.evaluator import (
     no_answer_evaluation,
 )
 from reflexion.nodes.memory import memory_block, with_lessons
-from reflexion.nodes.reflector import make_reflector
+from reflexion.nodes.reflector import REFLECTOR_VARIABLES, make_reflector
 from reflexion.prompts import render
 
 __all__ = [
     "ACTOR_VARIABLES",
+    "GENERIC_REFLECT_EXAMPLES",
+    "JUDGE_VARIABLES",
+    "REFLECTOR_VARIABLES",
     "Evaluation",
     "create_reflexion_graph",
     "make_actor",
@@ -70,6 +74,11 @@ ACTOR_VARIABLES = ("task", "passages", "reflections", "lessons", "memory", "tria
 this thread), the lessons recalled from other threads (``Context.lessons``), ``memory`` (all of
 that as prompt text with headings, empty on a first trial without recalled lessons) and the
 1-based number of this trial. The reference answer is never among them."""
+
+GENERIC_REFLECT_EXAMPLES = "common/generic_reflect_examples"
+"""The prompt file of our reflector's worked examples here and in the generic graph: tasks of
+no benchmark (a unit conversion, a word problem, a format instruction missed), each lesson
+naming the mistake, its cause and what to do differently."""
 
 STOP = ["\nTask:", "\n---"]
 """Stop sequences of the default actor prompt (a small model may invent a next task)."""
@@ -141,25 +150,47 @@ def _trial_update(
     }
 
 
-def _chat_prompt(prompt: ChatPromptTemplate | str) -> BasePromptTemplate[Any]:
-    """A user's prompt, checked: a template (or a string, made one user message) whose
-    variables are among :data:`ACTOR_VARIABLES` and include ``task``."""
+_WHERE = {"task": "the task", "trajectory": "the failed attempt", "answer": "the answer judged"}
+
+
+def user_template(
+    prompt: ChatPromptTemplate | str,
+    argument: str = "prompt",
+    variables: Sequence[str] = ACTOR_VARIABLES,
+    required: Sequence[str] = ("task",),
+) -> BasePromptTemplate[Any]:
+    """A user's prompt for one role, checked at build time: a template (or a string, made one
+    user message) whose variables are among ``variables`` and include every ``required`` one;
+    ``argument`` names it in the one-line error."""
     if isinstance(prompt, str):
-        template: BasePromptTemplate[Any] = ChatPromptTemplate.from_messages([("human", prompt)])
+        try:
+            template: BasePromptTemplate[Any] = ChatPromptTemplate.from_messages(
+                [("human", prompt)]
+            )
+        except ValueError as exc:
+            raise ReflexionError(
+                f"the {argument} is not a template ({' '.join(str(exc).split())}): "
+                "name variables as {task}, and write a literal brace as {{ or }}"
+            ) from None
     elif isinstance(prompt, BasePromptTemplate):
         template = prompt
     else:
         raise ReflexionError(
-            f"prompt is a {_kind(prompt)}: pass a ChatPromptTemplate or a template string"
+            f"{argument} is a {_kind(prompt)}: pass a ChatPromptTemplate or a template string"
         )
-    unknown = sorted(set(template.input_variables) - set(ACTOR_VARIABLES))
+    unknown = sorted(set(template.input_variables) - set(variables))
     if unknown:
         raise ReflexionError(
-            f"the prompt uses unknown variable(s) {', '.join(unknown)}: use only "
-            + ", ".join("{" + v + "}" for v in ACTOR_VARIABLES)
+            f"the {argument} uses unknown variable(s) {', '.join(unknown)}: use only "
+            + ", ".join("{" + v + "}" for v in variables)
+            + " (write a literal brace as {{ or }})"
         )
-    if "task" not in template.input_variables:
-        raise ReflexionError("the prompt never uses {task}: put {task} where the task belongs")
+    for name in required:
+        if name not in template.input_variables:
+            raise ReflexionError(
+                f"the {argument} never uses {{{name}}}: put {{{name}}} where "
+                f"{_WHERE.get(name, name)} belongs"
+            )
     return template
 
 
@@ -190,7 +221,7 @@ def make_chat_actor(
         raise ReflexionError(
             f"the actor model is a {_kind(model)}: pass a chat model or a provider:model string"
         )
-    template = _chat_prompt(prompt) if prompt is not None else None
+    template = user_template(prompt) if prompt is not None else None
 
     def actor(state: State, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime)
@@ -320,30 +351,55 @@ def _arity(fn: Callable[..., Any]) -> int:
     return sum(1 for p in params if p.kind in positional and p.default is p.empty)
 
 
-def _judge(model: BaseChatModel | None) -> Callable[[State, Context], Evaluation]:
+def _judge(
+    model: BaseChatModel | None, template: BasePromptTemplate[Any] | None
+) -> Callable[[State, Context], Evaluation]:
     def judge(state: State, ctx: Context) -> Evaluation:
-        return llm_judge_evaluation(judge_llm(model, ctx), state, ctx)
+        return llm_judge_evaluation(judge_llm(model, ctx), state, ctx, template)
 
     return judge
 
 
-def _judge_steps(model: BaseChatModel | None) -> EvaluateSteps:
+def _judge_steps(
+    model: BaseChatModel | None, template: BasePromptTemplate[Any] | None
+) -> EvaluateSteps:
     def judge(state: State, ctx: Context) -> Steps[Evaluation]:
-        return (yield from llm_judge_steps(judge_llm(model, ctx), state, ctx))
+        return (yield from llm_judge_steps(judge_llm(model, ctx), state, ctx, template))
 
     return judge
 
 
-def _evaluation(evaluator: EvaluatorSpec) -> EvaluateFn | EvaluateSteps:
+def _evaluation(
+    evaluator: EvaluatorSpec, prompt: ChatPromptTemplate | str | None = None
+) -> EvaluateFn | EvaluateSteps:
     """:func:`make_custom_evaluator`, the LLM judge as node steps (its async path awaits
     the model; a function of yours runs in a worker thread there)."""
+    template = _judge_template(evaluator, prompt)
     if isinstance(evaluator, BaseChatModel):
-        return _judge_steps(evaluator)
+        return _judge_steps(evaluator, template)
     if evaluator == "llm":
-        return _judge_steps(None)
+        return _judge_steps(None, template)
     if inspect.iscoroutinefunction(evaluator):
         return _awaited_evaluator(evaluator)
     return make_custom_evaluator(evaluator)
+
+
+def _judge_template(
+    evaluator: EvaluatorSpec, prompt: ChatPromptTemplate | str | None
+) -> BasePromptTemplate[Any] | None:
+    """``evaluator_prompt`` as the judge's template (variables among
+    :data:`~reflexion.nodes.evaluator.JUDGE_VARIABLES`, ``{task}`` and ``{answer}``
+    required); a one-line error when the evaluator is no LLM judge."""
+    if prompt is None:
+        return None
+    judged = isinstance(evaluator, BaseChatModel) or evaluator == "llm"
+    if not judged:
+        what = repr(evaluator) if isinstance(evaluator, str) else f"a {_kind(evaluator)}"
+        raise ReflexionError(
+            f"evaluator_prompt is only used by the LLM judge, and the evaluator is {what}: "
+            "pass evaluator='llm' or a chat model, or drop evaluator_prompt="
+        )
+    return user_template(prompt, "evaluator_prompt", JUDGE_VARIABLES, ("task", "answer"))
 
 
 def _awaited_evaluator(fn: Callable[..., Any]) -> EvaluateSteps:
@@ -355,27 +411,32 @@ def _awaited_evaluator(fn: Callable[..., Any]) -> EvaluateSteps:
 
     def evaluate(state: State, ctx: Context) -> Steps[Evaluation]:
         if arity > 1 and state.answer is None:
-            return no_answer_evaluation(state, default="no answer was given")
+            return no_answer_evaluation(state, default=render("common/no_answer_given"))
         args = (state,) if arity == 1 else (state.task, state.answer, state.reference)[:arity]
         return to_evaluation((yield Awaited(functools.partial(fn, *args))), ctx)
 
     return evaluate
 
 
-def make_custom_evaluator(evaluator: EvaluatorSpec) -> Callable[[State, Context], Evaluation]:
+def make_custom_evaluator(
+    evaluator: EvaluatorSpec, prompt: ChatPromptTemplate | str | None = None
+) -> Callable[[State, Context], Evaluation]:
     """The evaluator contract (``(state, ctx) -> Evaluation``) for any supported evaluator.
 
     ``"llm"`` is our LLM judge on ``Context.evaluator_model``, a chat model the judge on that
-    model; ``"exact_match"`` compares with the state's ``reference``. A function is told apart
+    model; ``prompt`` (variables among :data:`~reflexion.nodes.evaluator.JUDGE_VARIABLES`,
+    ``{task}`` and ``{answer}`` required) replaces the judge's prompt. ``"exact_match"``
+    compares with the state's ``reference``. A function is told apart
     by how many positional arguments it requires: one gets the state; two get
     ``(task, answer)``; three ``(task, answer, reference)``. The two- and three-argument forms
     are not called when the actor gave no answer: that trial fails.
     """
+    template = _judge_template(evaluator, prompt)
     if isinstance(evaluator, BaseChatModel):
-        return _judge(evaluator)
+        return _judge(evaluator, template)
     if isinstance(evaluator, str):
         if evaluator == "llm":
-            return _judge(None)
+            return _judge(None, template)
         if evaluator == "exact_match":
             return exact_match_evaluation
         raise ReflexionError(
@@ -410,15 +471,29 @@ def make_custom_evaluator(evaluator: EvaluatorSpec) -> Callable[[State, Context]
     )
 
 
-def _reflector(model: BaseChatModel | str | None, family: Family) -> Node:
-    """Our reflector node; a ``provider:model`` string replaces ``Context.reflector_model``."""
-    if model is None or isinstance(model, BaseChatModel):
-        return make_reflector(model, family=family)
-    if not isinstance(model, str):
+def _reflector(
+    model: BaseChatModel | str | None,
+    family: Family,
+    prompt: ChatPromptTemplate | str | None = None,
+) -> Node:
+    """Our reflector node; a ``provider:model`` string replaces ``Context.reflector_model``;
+    ``prompt`` (variables among :data:`~reflexion.nodes.reflector.REFLECTOR_VARIABLES`,
+    ``{task}`` and ``{trajectory}`` required) replaces its prompt."""
+    if model is not None and not isinstance(model, BaseChatModel | str):
         raise ReflexionError(
             f"reflector_model is a {_kind(model)}: pass a chat model or a provider:model string"
         )
-    node = make_reflector(None, family=family)
+    template = (
+        user_template(prompt, "reflector_prompt", REFLECTOR_VARIABLES, ("task", "trajectory"))
+        if prompt is not None
+        else None
+    )
+    override = model if isinstance(model, BaseChatModel) else None
+    node = make_reflector(
+        override, examples=GENERIC_REFLECT_EXAMPLES, family=family, template=template
+    )
+    if not isinstance(model, str):
+        return node
     spec = model
 
     def reflector(state: Any, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
@@ -435,6 +510,8 @@ def create_reflexion_graph(
     *,
     reflector_model: BaseChatModel | str | None = None,
     prompt: ChatPromptTemplate | str | None = None,
+    reflector_prompt: ChatPromptTemplate | str | None = None,
+    evaluator_prompt: ChatPromptTemplate | str | None = None,
     name: str = "reflexion",
     checkpointer: Checkpointer = None,
     store: BaseStore | None = None,
@@ -462,7 +539,16 @@ def create_reflexion_graph(
     default, or above) or an :class:`Evaluation`; or ``"llm"`` (our LLM judge on
     ``Context.evaluator_model``), a chat model (the judge on it), or ``"exact_match"``.
 
-    ``reflector_model`` overrides ``Context.reflector_model``. ``name`` names the compiled
+    ``reflector_model`` overrides ``Context.reflector_model``. Our reflector's worked examples
+    belong to no benchmark (``prompts/common/generic_reflect_examples.md``). ``reflector_prompt``
+    replaces its whole prompt, examples included: a ChatPromptTemplate or a string (one user
+    message) using ``{task}``, ``{trajectory}`` (the failed attempt's steps) and any of
+    ``{passages}``, ``{answer}``, ``{feedback}`` (the evaluator's) and ``{trial}``; the reply is
+    the lesson. ``evaluator_prompt`` replaces the LLM judge's prompt (``"llm"`` or a chat
+    model only), using ``{task}``, ``{answer}`` and any of ``{passages}``, ``{trajectory}`` and
+    ``{trial}``; the judge still replies with a verdict (structured output where the model has
+    it). Either prompt naming another variable, or missing a required one, is a one-line
+    error at build time. ``name`` names the compiled
     graph and is the task family of its lessons (``Context.lessons``; ``Context.lessons.family``
     overrides it). The graph's input is ``task``,
     ``passages``, ``reference`` (seen only by evaluators), ``task_id``; its output ``answer``,
@@ -474,7 +560,7 @@ def create_reflexion_graph(
     """
     return build_reflexion_graph(
         make_actor(actor, prompt, family=name),
-        make_evaluator(None, _evaluation(evaluator)),
-        _reflector(reflector_model, name),
+        make_evaluator(None, _evaluation(evaluator, evaluator_prompt)),
+        _reflector(reflector_model, name, reflector_prompt),
         family=name,
     ).compile(checkpointer=checkpointer, store=store, name=name)

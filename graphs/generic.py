@@ -6,19 +6,24 @@ a short ``Thought:``, then ``Answer:``. The evaluator: when the input has a ``re
 ``Context.evaluator`` is ``exact_match`` (the default), exact match against it (HotPotQA's
 normalisation); otherwise — no reference, or ``evaluator=llm`` — the LLM judge on
 ``Context.evaluator_model``; ``evaluator=agreement``: that model answers the task itself,
-blind, and the attempt must match. The reflector is ours on ``Context.reflector_model``. Compiled
-without a checkpointer: a LangGraph server brings its own.
+blind, and the attempt must match. The reflector is ours on ``Context.reflector_model``, with
+worked examples that belong to no benchmark (``prompts/common/generic_reflect_examples.md``: a unit
+conversion, a word problem, a format instruction missed); the QA graphs keep their HotPotQA
+ones. Compiled without a checkpointer: a LangGraph server brings its own.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.language_models import BaseChatModel
+from langgraph.graph import StateGraph
 
 from reflexion.core.context import Context
 from reflexion.core.state import State
 from reflexion.core.steps import Steps, drive
 from reflexion.graphs.builder import build_reflexion_graph
-from reflexion.graphs.custom import make_chat_actor
+from reflexion.graphs.custom import GENERIC_REFLECT_EXAMPLES, make_chat_actor
 from reflexion.nodes.common import judge_llm
 from reflexion.nodes.evaluator import (
     EvaluateFn,
@@ -54,10 +59,23 @@ def generic_steps(judge_model: BaseChatModel | None = None) -> EvaluateSteps:
     return evaluate
 
 
-graph = build_reflexion_graph(
-    make_chat_actor(None, family=GENERIC_FAMILY),
-    make_evaluator(None, generic_steps()),
-    make_reflector(None, family=GENERIC_FAMILY),
-    family=GENERIC_FAMILY,
-).compile(name="reflexion")
+def generic_builder(
+    examples: str = GENERIC_REFLECT_EXAMPLES,
+    *,
+    actor_model: BaseChatModel | None = None,
+    evaluator_model: BaseChatModel | None = None,
+    reflector_model: BaseChatModel | None = None,
+) -> StateGraph[Any, Any, Any, Any]:
+    """The generic loop, uncompiled; ``examples`` names the prompt file of the reflector's
+    worked examples (``.ci/reflector_examples.py`` measures one file against another). Models
+    given here override the context's model strings (tests pass scripted fakes)."""
+    return build_reflexion_graph(
+        make_chat_actor(actor_model, family=GENERIC_FAMILY),
+        make_evaluator(evaluator_model, generic_steps(evaluator_model)),
+        make_reflector(reflector_model, examples=examples, family=GENERIC_FAMILY),
+        family=GENERIC_FAMILY,
+    )
+
+
+graph = generic_builder().compile(name="reflexion")
 """Reflexion on any task: generic chat actor, exact match or LLM judge, our reflector."""

@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.prompts import BasePromptTemplate
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
@@ -77,7 +78,30 @@ class JudgeOutput(BaseModel):
     feedback: str = Field(description="One sentence on what is right or wrong.")
 
 
-def judge_messages(state: State) -> list[BaseMessage]:
+JUDGE_VARIABLES = ("task", "passages", "trajectory", "answer", "trial")
+"""What a judge prompt of your own may use (``create_reflexion_graph(evaluator_prompt=...)``):
+the task, its passages (empty when none), the attempt's steps as text, its final answer
+(``(none)`` when it gave none) and the 1-based number of the trial. Never the reference."""
+
+
+def judge_values(state: State) -> dict[str, Any]:
+    """The values of :data:`JUDGE_VARIABLES` for the trial just finished."""
+    return {
+        "task": state.task.strip(),
+        "passages": state.passages.strip(),
+        "trajectory": trajectory_text(state.trajectory),
+        "answer": state.answer if state.answer is not None else "(none)",
+        "trial": state.trial,
+    }
+
+
+def judge_messages(
+    state: State, template: BasePromptTemplate[Any] | None = None
+) -> list[BaseMessage]:
+    """The judge's prompt: ours (``prompts/common/judge_*.md``), or ``template`` rendered with
+    :func:`judge_values`."""
+    if template is not None:
+        return template.invoke(judge_values(state)).to_messages()
     context_block = f"Context: {state.passages.strip()}" if state.passages else ""
     user = render(
         "common/judge_task",
@@ -167,14 +191,26 @@ def verdict_to_evaluation(verdict: Verdict, ctx: Context) -> Evaluation:
     return Evaluation(score, success, f"{label}: {verdict.feedback}" if verdict.feedback else label)
 
 
-def llm_judge_evaluation(model: BaseChatModel, state: State, ctx: Context) -> Evaluation:
-    """The LLM judge's verdict on the trial (it never sees a reference answer)."""
-    return drive(llm_judge_steps(model, state, ctx))
+def llm_judge_evaluation(
+    model: BaseChatModel,
+    state: State,
+    ctx: Context,
+    template: BasePromptTemplate[Any] | None = None,
+) -> Evaluation:
+    """The LLM judge's verdict on the trial (it never sees a reference answer), asked with
+    our prompt or ``template`` (:func:`judge_messages`)."""
+    return drive(llm_judge_steps(model, state, ctx, template))
 
 
-def llm_judge_steps(model: BaseChatModel, state: State, ctx: Context) -> Steps[Evaluation]:
+def llm_judge_steps(
+    model: BaseChatModel,
+    state: State,
+    ctx: Context,
+    template: BasePromptTemplate[Any] | None = None,
+) -> Steps[Evaluation]:
     """:func:`llm_judge_evaluation` as node steps."""
-    return verdict_to_evaluation((yield from judge_steps(model, judge_messages(state))), ctx)
+    verdict = yield from judge_steps(model, judge_messages(state, template))
+    return verdict_to_evaluation(verdict, ctx)
 
 
 def builtin_evaluation(model: BaseChatModel | None = None) -> EvaluateFn:

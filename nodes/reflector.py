@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.prompts import BasePromptTemplate
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
@@ -38,6 +39,29 @@ from reflexion.nodes.common import resolve_model, trajectory_text
 from reflexion.prompts import few_shot, render
 
 STOP = ["\nTask:", "\n---", "\nPrevious attempt:"]
+
+
+REFLECTOR_VARIABLES = ("task", "passages", "trajectory", "answer", "feedback", "trial")
+"""What a reflector prompt of your own may use (``create_reflexion_graph(reflector_prompt=...)``):
+the task, its passages (empty when none), the failed attempt's steps as text, its final answer
+(``(none)`` when it gave none), the evaluator's feedback and the 1-based number of the trial
+that failed. Never the reference."""
+
+
+def reflector_values(state: Any) -> dict[str, Any]:
+    """The values of :data:`REFLECTOR_VARIABLES` for the trial that just failed."""
+    return {
+        "task": state.task.strip(),
+        "passages": state.passages.strip(),
+        "trajectory": trajectory_text(state.trajectory),
+        "answer": state.answer if state.answer is not None else "(none)",
+        "feedback": (
+            state.evaluations[-1]["feedback"]
+            if state.evaluations
+            else render("common/trial_failed")
+        ),
+        "trial": state.trial,
+    }
 
 
 def reflection_messages(
@@ -84,6 +108,7 @@ def make_reflector(
     family: Family,
     with_passages: bool = False,
     schema: type[Context] = Context,
+    template: BasePromptTemplate[Any] | None = None,
 ) -> Node:
     """The reflector node; ``model`` overrides ``Context.reflector_model``; ``examples`` names
     the prompt file of few-shot reflections (one per agent family); ``messages`` replaces the
@@ -91,8 +116,10 @@ def make_reflector(
     ``written`` gives a lesson that needs no model where the context asks for one (ALFWorld's
     facts), or None to ask the reflector model;
     ``family`` is the task family its lessons are saved under (``Context.lessons``);
-    ``with_passages`` shows it the task's passages, as its actor saw them; ``schema`` is the graph's
-    context class, which ``messages`` and ``written`` receive.
+    ``with_passages`` shows it the task's passages, as its actor saw them; ``schema`` is the
+    graph's context class, which ``messages`` and ``written`` receive; ``template`` (a prompt
+    of your own, rendered with :func:`reflector_values`) replaces the whole prompt, worked
+    examples included (``Context.reflection_examples`` does not apply to it).
 
     What it writes depends on the strategy: the previous trajectory (``last_attempt``), a new
     reflection appended to the Ω window (``reflexion``), both, or nothing (``none``). A new
@@ -107,6 +134,9 @@ def make_reflector(
 
     def ask_reflector(state: Any, ctx: Context) -> Steps[str]:
         llm = resolve_model(model, ctx.reflector_model, ctx, temperature=0.0, role="reflector")
+        if template is not None:
+            messages_in = template.invoke(reflector_values(state)).to_messages()
+            return clean_reflection((yield from ask(llm, messages_in, stop=STOP)).text)
         messages_in = prompt(state, ctx)
         if not ctx.reflection_examples:
             # every reflector prompt is: instructions, worked examples as turns, the trial
