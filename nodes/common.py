@@ -64,6 +64,20 @@ def trajectory_text(lines: list[str]) -> str:
     return "\n".join(lines) if lines else "(no steps)"
 
 
+def attempt_values(state: Any) -> dict[str, Any]:
+    """What a prompt of your own may read of the trial just finished (the judge's and the
+    reflector's, ``create_reflexion_graph``): the task, its passages (empty when none), the
+    attempt's steps as text, its final answer (``(none)`` when it gave none) and the 1-based
+    number of the trial. Never the reference."""
+    return {
+        "task": state.task.strip(),
+        "passages": state.passages.strip(),
+        "trajectory": trajectory_text(state.trajectory),
+        "answer": state.answer if state.answer is not None else "(none)",
+        "trial": state.trial,
+    }
+
+
 def prompt_tokens(llm: BaseChatModel, messages: list[BaseMessage]) -> int:
     """Tokens a prompt will take: exact for the embedded model (its own tokenizer), otherwise
     estimated at four characters per token (no tokenizer download needed)."""

@@ -26,7 +26,7 @@ from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import Verdict, parse_verdict
 from reflexion.core.state import State, TrialRecord
 from reflexion.core.steps import Node, Steps, ask, block, drive
-from reflexion.nodes.common import judge_llm, trajectory_text
+from reflexion.nodes.common import attempt_values, judge_llm, trajectory_text
 from reflexion.prompts import render
 
 
@@ -86,13 +86,7 @@ the task, its passages (empty when none), the attempt's steps as text, its final
 
 def judge_values(state: State) -> dict[str, Any]:
     """The values of :data:`JUDGE_VARIABLES` for the trial just finished."""
-    return {
-        "task": state.task.strip(),
-        "passages": state.passages.strip(),
-        "trajectory": trajectory_text(state.trajectory),
-        "answer": state.answer if state.answer is not None else "(none)",
-        "trial": state.trial,
-    }
+    return attempt_values(state)
 
 
 def judge_messages(

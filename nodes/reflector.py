@@ -35,7 +35,7 @@ from reflexion.core.parsing import clean_reflection
 from reflexion.core.progress import emit
 from reflexion.core.state import State
 from reflexion.core.steps import Node, Steps, ask, stored
-from reflexion.nodes.common import resolve_model, trajectory_text
+from reflexion.nodes.common import attempt_values, resolve_model, trajectory_text
 from reflexion.prompts import few_shot, render
 
 STOP = ["\nTask:", "\n---", "\nPrevious attempt:"]
@@ -50,18 +50,10 @@ that failed. Never the reference."""
 
 def reflector_values(state: Any) -> dict[str, Any]:
     """The values of :data:`REFLECTOR_VARIABLES` for the trial that just failed."""
-    return {
-        "task": state.task.strip(),
-        "passages": state.passages.strip(),
-        "trajectory": trajectory_text(state.trajectory),
-        "answer": state.answer if state.answer is not None else "(none)",
-        "feedback": (
-            state.evaluations[-1]["feedback"]
-            if state.evaluations
-            else render("common/trial_failed")
-        ),
-        "trial": state.trial,
-    }
+    feedback = (
+        state.evaluations[-1]["feedback"] if state.evaluations else render("common/trial_failed")
+    )
+    return {**attempt_values(state), "feedback": feedback}
 
 
 def reflection_messages(
