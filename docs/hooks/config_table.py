@@ -29,16 +29,17 @@ from reflexion.core.schema import Bound, field_bound
 SOURCES: list[str] = [
     "reflexion.core.context.Context",
     "reflexion.core.context.Lessons",
+    "reflexion.core.context.Budget",
     "reflexion.qa.context.AnswerMemory",
     "reflexion.qa.context.QAContext",
     "reflexion.qa.context.ReActContext",
     "reflexion.programming.context.CodeContext",
     "reflexion.alfworld.context.AlfworldContext",
 ]
-"""The context classes (dotted path), base first. ``Lessons`` is the nested ``lessons``
-field: its rows read ``lessons.<name>``."""
+"""The context classes (dotted path), base first. ``Lessons`` and ``Budget`` are the nested
+``lessons`` and ``budget`` fields: their rows read ``lessons.<name>`` and ``budget.<name>``."""
 
-NESTED = {"reflexion.core.context.Lessons": "lessons"}
+NESTED = {"reflexion.core.context.Lessons": "lessons", "reflexion.core.context.Budget": "budget"}
 """Classes that are a field of another, by the field's name."""
 
 GRAPHS = "langgraph.json"
@@ -75,6 +76,7 @@ MORE: dict[str, str] = {
     "memory_size": "concepts.md#the-memory-window",
     "select_answer": "concepts.md#which-answer-a-thread-returns",
     "lessons": "concepts.md#long-term-lessons-beyond-the-paper",
+    "budget": "guide/embedding.md#budgets-and-a-plateau-stop",
     "memory_first": "agents/qa.md#settings-in-detail",
     "answer_retry": "agents/qa.md#settings-in-detail",
     "qa_seeds": "agents/qa.md#settings-in-detail",

@@ -7,7 +7,7 @@ provider's ``token_usage``), its cost and the node's wall time are added to the 
 and a resumed thread goes on counting from what it had spent (a node that did not finish, cut
 by a crash, counts nothing). A model call's cost is what its provider reports with the reply
 (``response_metadata["cost"]`` or ``token_usage["cost"]``, as OpenRouter's does), else its
-tokens at ``Context.prompt_price`` and ``Context.completion_price`` (US dollars per million
+tokens at ``Context.budget.prompt_price`` and ``.completion_price`` (US dollars per million
 tokens). Time is the nodes' running time summed, from the thread's first trial on: time while
 the thread is paused (a review, a kill before the resume) does not count.
 
@@ -49,8 +49,8 @@ StopReason = Literal[
 """Why a thread ended (``OutputState.stopped``): ``solved``, the last trial succeeded;
 ``nothing_to_learn``, the evaluator said another trial could learn nothing (e.g. no tests to
 run); ``max_trials``, the trial limit; ``token_budget``, ``cost_budget``, ``time_budget``, what
-the thread had spent reached ``Context.token_budget``, ``Context.cost_budget`` or
-``Context.time_budget``; ``plateau``, ``Context.plateau_trials`` trials in a row scored no
+the thread had spent reached ``Context.budget.tokens``, ``.cost`` or
+``.seconds``; ``plateau``, ``Context.budget.plateau_trials`` trials in a row scored no
 better than the best before them. When two hold at once, the first in this order is given."""
 
 BUDGET_STOPS: frozenset[str] = frozenset({"token_budget", "cost_budget", "time_budget", "plateau"})
@@ -144,7 +144,7 @@ def _prices() -> tuple[float, float]:
         ctx = get_context(get_runtime())
     except RuntimeError:  # outside a graph run
         return (0.0, 0.0)
-    return (ctx.prompt_price or 0.0, ctx.completion_price or 0.0)
+    return (ctx.budget.prompt_price or 0.0, ctx.budget.completion_price or 0.0)
 
 
 def _with_spent(update: Any, meter: _Meter, started: float) -> Any:
@@ -246,13 +246,14 @@ def stop_reason(
     if trial >= ctx.max_trials:
         return "max_trials"
     spent = spent or {}
-    if ctx.token_budget is not None and spent_tokens(spent) >= ctx.token_budget:
+    limits = ctx.budget
+    if limits.tokens is not None and spent_tokens(spent) >= limits.tokens:
         return "token_budget"
-    if ctx.cost_budget is not None and float(spent.get("cost", 0.0)) >= ctx.cost_budget:
+    if limits.cost is not None and float(spent.get("cost", 0.0)) >= limits.cost:
         return "cost_budget"
-    if ctx.time_budget is not None and float(spent.get("seconds", 0.0)) >= ctx.time_budget:
+    if limits.seconds is not None and float(spent.get("seconds", 0.0)) >= limits.seconds:
         return "time_budget"
-    if ctx.plateau_trials is not None and plateaued(records, ctx.plateau_trials):
+    if limits.plateau_trials is not None and plateaued(records, limits.plateau_trials):
         return "plateau"
     return None
 

@@ -131,9 +131,63 @@ class Lessons:
         return self.enabled
 
 
+@settings_class
+class Budget:
+    """What a thread may spend: it stops, with its best attempt so far, once one limit is
+    reached (checked after each evaluated trial; see :mod:`reflexion.core.budget`)."""
+
+    tokens: Annotated[int, Field(ge=1)] | None = field(
+        default=None,
+        metadata={
+            "description": "Most tokens (prompt and completion, as the models report them) "
+            "the thread's model calls may spend."
+        },
+    )
+    cost: Annotated[float, Field(gt=0.0)] | None = field(
+        default=None,
+        metadata={
+            "description": "Most US dollars the thread's model calls may cost: what a provider "
+            "reports with a reply, else the tokens at prompt_price and completion_price."
+        },
+    )
+    prompt_price: Annotated[float, Field(ge=0.0)] | None = field(
+        default=None,
+        metadata={"description": "US dollars per million prompt tokens (for cost)."},
+    )
+    completion_price: Annotated[float, Field(ge=0.0)] | None = field(
+        default=None,
+        metadata={"description": "US dollars per million completion tokens (for cost)."},
+    )
+    seconds: Annotated[float, Field(gt=0.0)] | None = field(
+        default=None,
+        metadata={
+            "description": "Most seconds the thread's nodes may run from its first trial on "
+            "(a pause for a review, or between a kill and the resume, does not count)."
+        },
+    )
+    plateau_trials: Annotated[int, Field(ge=1, le=100)] | None = field(
+        default=None,
+        metadata={
+            "description": "Stop after this many trials in a row that scored no better "
+            "(success, then score) than the best trial before them."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        if self.cost is not None and (self.prompt_price is None or self.completion_price is None):
+            raise ContextError(
+                "cost is set but prompt_price or completion_price is not: give both "
+                "(US dollars per million tokens), or leave cost unset"
+            )
+
+    def __bool__(self) -> bool:
+        return any(getattr(self, f.name) is not None for f in fields(self))
+
+
 def _lessons(own: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``lessons`` as given by a server's JSON or a caller: ``true``/``false`` is short for
-    enabled (or not) with the defaults, an object gives :class:`Lessons`' fields."""
+    """``lessons`` and ``budget`` as given by a server's JSON or a caller: for ``lessons``,
+    ``true``/``false`` is short for enabled (or not) with the defaults, an object gives
+    :class:`Lessons`' fields; an object gives :class:`Budget`'s."""
     values = dict(values)
     lessons = values.get("lessons")
     if isinstance(lessons, bool):
@@ -148,6 +202,17 @@ def _lessons(own: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[st
             values["lessons"] = Lessons(**lessons)
         except ContextError as exc:
             raise ContextError(f"lessons.{exc}") from None
+    budget = values.get("budget")
+    if budget is not None and not isinstance(budget, dict | Budget):
+        raise ContextError(
+            f"budget is {budget!r}: give an object of tokens, cost, prompt_price, "
+            "completion_price, seconds, plateau_trials"
+        )
+    if isinstance(budget, dict):
+        try:
+            values["budget"] = Budget(**budget)
+        except ContextError as exc:
+            raise ContextError(f"budget.{exc}") from None
     return values, {}
 
 
@@ -274,55 +339,12 @@ class Context:
         },
     )
 
-    token_budget: Annotated[int, Field(ge=1)] | None = field(
-        default=None,
+    budget: Budget = field(
+        default_factory=Budget,
         metadata={
-            "description": "Stop the thread once its model calls have spent this many tokens "
-            "(prompt and completion, as the models report them), checked after each evaluated "
-            "trial; the thread then returns its best attempt so far. Empty: no limit.",
-            "role": AFTER_FIRST_TRIAL,
-        },
-    )
-    cost_budget: Annotated[float, Field(gt=0.0)] | None = field(
-        default=None,
-        metadata={
-            "description": "Stop the thread once its model calls have cost this many US "
-            "dollars (what a provider reports with a reply, else the tokens at prompt_price "
-            "and completion_price, which it needs), like token_budget. Empty: no limit.",
-            "role": AFTER_FIRST_TRIAL,
-        },
-    )
-    prompt_price: Annotated[float, Field(ge=0.0)] | None = field(
-        default=None,
-        metadata={
-            "description": "US dollars per million prompt tokens, for cost_budget and the "
-            "thread's spent cost where a provider reports none.",
-            "role": AFTER_FIRST_TRIAL,
-        },
-    )
-    completion_price: Annotated[float, Field(ge=0.0)] | None = field(
-        default=None,
-        metadata={
-            "description": "US dollars per million completion tokens, for cost_budget and the "
-            "thread's spent cost where a provider reports none.",
-            "role": AFTER_FIRST_TRIAL,
-        },
-    )
-    time_budget: Annotated[float, Field(gt=0.0)] | None = field(
-        default=None,
-        metadata={
-            "description": "Stop the thread once its nodes have run this many seconds since "
-            "its first trial began (time paused for a review or between a kill and the resume "
-            "does not count), like token_budget. Empty: no limit.",
-            "role": AFTER_FIRST_TRIAL,
-        },
-    )
-    plateau_trials: Annotated[int, Field(ge=1, le=100)] | None = field(
-        default=None,
-        metadata={
-            "description": "Stop the thread after this many trials in a row that scored no "
-            "better (success, then score) than the best trial before them; it returns its "
-            "best attempt. Empty: only success and max_trials stop it.",
+            "description": "What a thread may spend before it stops with its best attempt: "
+            "{tokens, cost, prompt_price, completion_price, seconds, plateau_trials}, each "
+            "empty for no limit.",
             "role": AFTER_FIRST_TRIAL,
         },
     )
@@ -335,15 +357,7 @@ class Context:
         super().__init_subclass__(**kwargs)
 
     def __post_init__(self, preset: Preset | None) -> None:
-        """A cost budget needs the token prices (a provider's reported cost is used where a
-        reply carries one, the prices elsewhere)."""
-        if self.cost_budget is not None and (
-            self.prompt_price is None or self.completion_price is None
-        ):
-            raise ContextError(
-                "cost_budget is set but prompt_price or completion_price is not: give both "
-                "(US dollars per million tokens), or leave cost_budget unset"
-            )
+        """Nothing to check beyond the fields' own constraints (pydantic's)."""
 
     @classmethod
     def paper(cls: type[C], **overrides: Any) -> C:

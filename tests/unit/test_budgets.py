@@ -1,4 +1,4 @@
-"""Budgets and a plateau stop (``Context.token_budget``, ``cost_budget``, ``time_budget``,
+"""Budgets and a plateau stop (``Context.budget``: ``tokens``, ``cost``, ``seconds``,
 ``plateau_trials``): each reason with scripted models whose usage is known (10 prompt and 5
 completion tokens a call), the answer a cut thread returns (its best attempt so far), the
 spending kept across a resume, and the reason in the output and on the custom stream."""
@@ -75,7 +75,7 @@ def test_a_token_budget_ends_the_thread_after_the_trial_that_reached_it(policy):
     2 run to its verdict and ends the thread there, with the best attempt so far (the
     earliest of equals: trial 1's), whatever ``select_answer`` says."""
     graph, actor, reflector = qa()
-    out = run(graph, QAContext(max_trials=5, token_budget=40, select_answer=policy))
+    out = run(graph, QAContext(max_trials=5, budget={"tokens": 40}, select_answer=policy))
     assert (out["stopped"], out["trial"]) == ("token_budget", 2)
     assert out["spent"]["prompt_tokens"] + out["spent"]["completion_tokens"] == 3 * PER_CALL
     assert calls(actor, reflector) == 3
@@ -86,7 +86,9 @@ def test_a_cost_budget_counts_tokens_at_the_given_prices():
     """At $1000 and $2000 per million prompt and completion tokens a call costs $0.02: a
     budget of $0.05 ends the thread after trial 2 ($0.06)."""
     graph, _actor, _reflector = qa()
-    ctx = QAContext(max_trials=5, cost_budget=0.05, prompt_price=1000.0, completion_price=2000.0)
+    ctx = QAContext(
+        max_trials=5, budget={"cost": 0.05, "prompt_price": 1000.0, "completion_price": 2000.0}
+    )
     out = run(graph, ctx)
     assert (out["stopped"], out["trial"]) == ("cost_budget", 2)
     assert out["spent"]["cost"] == pytest.approx(3 * 0.02)
@@ -94,17 +96,19 @@ def test_a_cost_budget_counts_tokens_at_the_given_prices():
 
 def test_a_cost_the_provider_reports_is_taken_over_the_prices():
     graph, _actor, _reflector = qa(cost=0.5)
-    ctx = QAContext(max_trials=5, cost_budget=1.0, prompt_price=0.0, completion_price=0.0)
+    ctx = QAContext(
+        max_trials=5, budget={"cost": 1.0, "prompt_price": 0.0, "completion_price": 0.0}
+    )
     out = run(graph, ctx)
     assert (out["stopped"], out["trial"]) == ("cost_budget", 2)  # 0.5, then 1.5
     assert out["spent"]["cost"] == pytest.approx(1.5)
 
 
 def test_a_cost_budget_without_prices_is_refused_in_one_line():
-    with pytest.raises(ReflexionError, match=r"^cost_budget is set but prompt_price"):
-        Context(cost_budget=1.0)
-    with pytest.raises(ReflexionError, match=r"^token_budget is 0: use 1 or more"):
-        Context(token_budget=0)
+    with pytest.raises(ReflexionError, match=r"^budget.cost is set but prompt_price"):
+        Context(budget={"cost": 1.0})
+    with pytest.raises(ReflexionError, match=r"^budget.tokens is 0: use 1 or more"):
+        Context(budget={"tokens": 0})
 
 
 def test_a_time_budget_counts_the_nodes_running_time():
@@ -120,7 +124,7 @@ def test_a_time_budget_counts_the_nodes_running_time():
         reflector_model=ScriptedChatModel(replies=["Reflection: guess better."]),
         checkpointer=InMemorySaver(),
     )
-    out = run(graph, Context(max_trials=5, time_budget=0.8))
+    out = run(graph, Context(max_trials=5, budget={"seconds": 0.8}))
     assert (out["stopped"], out["trial"]) == ("time_budget", 2)
     assert 1.0 <= out["spent"]["seconds"] < 5.0
 
@@ -134,7 +138,7 @@ def test_a_plateau_ends_the_thread_after_k_trials_without_a_better_score():
         reflector_model=ScriptedChatModel(replies=["Reflection: aim higher."]),
         checkpointer=InMemorySaver(),
     )
-    out = run(graph, Context(max_trials=5, plateau_trials=2, select_answer="last"))
+    out = run(graph, Context(max_trials=5, budget={"plateau_trials": 2}, select_answer="last"))
     # b improved on a; c and d did not improve on b (a tie is no improvement)
     assert (out["stopped"], out["trial"]) == ("plateau", 4)
     assert out["answer"] == "b"  # the best attempt so far, under select_answer=last too
@@ -150,7 +154,7 @@ def test_plateau_rule():
     assert not plateaued(records(0.2, 0.1, 0.3), 2)
     assert plateaued(records(0.5, 0.1, 0.3), 2)
     # the trial limit is named before a budget that ran out on the same trial
-    ctx = Context(max_trials=2, token_budget=1, plateau_trials=1)
+    ctx = Context(max_trials=2, budget={"tokens": 1, "plateau_trials": 1})
     assert stop_reason(records(0.1, 0.1), 2, {"prompt_tokens": 9}, ctx) == "max_trials"
     assert stop_reason(records(0.1), 1, {"prompt_tokens": 9}, ctx) == "token_budget"
     assert stop_reason(records(0.1), 1, {}, ctx) is None
@@ -165,7 +169,7 @@ def test_the_spending_survives_a_resume_from_the_checkpoint():
         checkpointer=InMemorySaver(), interrupt_before=["reflector"]
     )
     config = {"configurable": {"thread_id": "resumed"}}
-    ctx = QAContext(max_trials=5, token_budget=40)
+    ctx = QAContext(max_trials=5, budget={"tokens": 40})
     graph.invoke(TASK, config, context=ctx)
     assert graph.get_state(config).values["spent"]["prompt_tokens"] == 10
     graph.invoke(None, config, context=ctx)  # reflector, trial 2: 45 tokens in all
@@ -201,7 +205,7 @@ def test_a_subgraph_actor_s_model_calls_count(tmp_path):
 def test_the_stop_reason_is_on_the_custom_stream():
     graph, _actor, _reflector = qa()
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    ctx = QAContext(max_trials=5, token_budget=40)
+    ctx = QAContext(max_trials=5, budget={"tokens": 40})
     found = [
         event_of(chunk) for chunk in graph.stream(TASK, config, context=ctx, stream_mode="custom")
     ]

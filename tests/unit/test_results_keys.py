@@ -59,8 +59,9 @@ def test_a_measured_files_settings_name_it_again(path: Path):
     cls = graph_of(settings)
     own = {f.name for f in fields(cls)}
     values = {k: v for k, v in completed(settings).items() if k in own}
-    if values.get("lessons") is None:  # the reference: lessons off
-        values.pop("lessons", None)
+    for nested in ("lessons", "budget"):  # the reference: lessons off, no budget
+        if values.get(nested) is None:
+            values.pop(nested, None)
     values |= {k: settings[k] for k in ROLE_MODELS if k in settings}
     ctx = context_from(values, cls)
     again = {k: settings[k] for k in (*BENCH_KEYS, *ADDED) if k in settings}

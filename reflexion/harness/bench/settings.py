@@ -68,9 +68,12 @@ feedback (``resample``) runs, and is named, as the value it maps to."""
 
 
 def result_settings(ctx: Context) -> dict[str, Any]:
-    """The settings of a run of ``ctx``: its fields (``lessons`` only when on, ``base_url`` only
-    when set), without those that cannot act in it."""
+    """The settings of a run of ``ctx``: its fields (``lessons`` only when on, ``budget`` and
+    ``base_url`` only when set), without those that cannot act in it."""
     values = asdict(ctx)
+    budget = values.pop("budget")
+    if ctx.budget:
+        values["budget"] = {k: v for k, v in budget.items() if v is not None}
     lessons = values.pop("lessons")
     if ctx.lessons:
         values["lessons"] = {
