@@ -229,5 +229,5 @@ def test_the_readme_example_offline_gives_what_the_readme_says(capsys):
     out = capsys.readouterr().out
     for trial in (1, 2, 3):
         assert f"trial {trial}: '1011' success=False" in out, out
-    assert "The correct answer is 1011" in out and "1011 False 3" in out, out
-    assert "`'1011'` in all three trials" in readme and '"The correct answer is 1011"' in readme
+    assert "23 * 47 is 1011, not 1011" in out and "1011 False 3" in out, out
+    assert "`'1011'` in all three trials" in readme and '"23 * 47 is 1011, not 1011"' in readme
