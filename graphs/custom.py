@@ -35,7 +35,7 @@ from reflexion.core.lessons import Family, recalled_steps
 from reflexion.core.memory import reflection_window
 from reflexion.core.progress import emit
 from reflexion.core.state import State
-from reflexion.core.steps import Awaited, Node, Steps, ask, steps_of
+from reflexion.core.steps import Awaited, Node, Steps, ask, block, steps_of
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.nodes.common import judge_llm, resolve_model
 from reflexion.nodes.evaluator import (
@@ -228,7 +228,9 @@ def make_chat_actor(
         state, recalled, inputs = yield from _begin_trial(state, runtime, family)
         override = model if isinstance(model, BaseChatModel) else None
         spec = model if isinstance(model, str) else ctx.actor_model
-        llm = resolve_model(override, spec, ctx, temperature=ctx.temperature, role="actor")
+        llm = yield from block(
+            resolve_model, override, spec, ctx, temperature=ctx.temperature, role="actor"
+        )
         if template is None:
             reply = yield from ask(llm, default_actor_messages(state, ctx), stop=STOP)
         else:
@@ -364,7 +366,8 @@ def _judge_steps(
     model: BaseChatModel | None, template: BasePromptTemplate[Any] | None
 ) -> EvaluateSteps:
     def judge(state: State, ctx: Context) -> Steps[Evaluation]:
-        return (yield from llm_judge_steps(judge_llm(model, ctx), state, ctx, template))
+        judge = yield from block(judge_llm, model, ctx)
+        return (yield from llm_judge_steps(judge, state, ctx, template))
 
     return judge
 

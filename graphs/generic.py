@@ -21,7 +21,7 @@ from langgraph.graph import StateGraph
 
 from reflexion.core.context import Context
 from reflexion.core.state import State
-from reflexion.core.steps import Steps, drive
+from reflexion.core.steps import Steps, block, drive
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.graphs.custom import GENERIC_REFLECT_EXAMPLES, make_chat_actor
 from reflexion.nodes.common import judge_llm
@@ -53,7 +53,8 @@ def generic_steps(judge_model: BaseChatModel | None = None) -> EvaluateSteps:
 
     def evaluate(state: State, ctx: Context) -> Steps[Evaluation]:
         if ctx.evaluator == "exact_match" and state.reference is None:
-            return (yield from llm_judge_steps(judge_llm(judge_model, ctx), state, ctx))
+            judge = yield from block(judge_llm, judge_model, ctx)
+            return (yield from llm_judge_steps(judge, state, ctx))
         return (yield from builtin(state, ctx))
 
     return evaluate

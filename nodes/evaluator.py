@@ -220,9 +220,11 @@ def builtin_steps(model: BaseChatModel | None = None) -> EvaluateSteps:
 
     def evaluate(state: State, ctx: Context) -> Steps[Evaluation]:
         if ctx.evaluator == "llm":
-            return (yield from llm_judge_steps(judge_llm(model, ctx), state, ctx))
+            judge = yield from block(judge_llm, model, ctx)
+            return (yield from llm_judge_steps(judge, state, ctx))
         if ctx.evaluator == "agreement":
-            return (yield from agreement_steps(judge_llm(model, ctx), state))
+            judge = yield from block(judge_llm, model, ctx)
+            return (yield from agreement_steps(judge, state))
         if ctx.evaluator == "heuristic":
             raise ReflexionError(
                 "the heuristic evaluator is for ALFWorld: use exact_match, llm or agreement here"

@@ -34,7 +34,7 @@ from reflexion.core.memory import update_window
 from reflexion.core.parsing import clean_reflection
 from reflexion.core.progress import emit
 from reflexion.core.state import State
-from reflexion.core.steps import Node, Steps, ask, stored
+from reflexion.core.steps import Node, Steps, ask, block, stored
 from reflexion.nodes.common import attempt_values, resolve_model, trajectory_text
 from reflexion.prompts import few_shot, render
 
@@ -125,7 +125,9 @@ def make_reflector(
         return reflection_messages(state, examples, with_passages=with_passages)
 
     def ask_reflector(state: Any, ctx: Context) -> Steps[str]:
-        llm = resolve_model(model, ctx.reflector_model, ctx, temperature=0.0, role="reflector")
+        llm = yield from block(
+            resolve_model, model, ctx.reflector_model, ctx, temperature=0.0, role="reflector"
+        )
         if template is not None:
             messages_in = template.invoke(reflector_values(state)).to_messages()
             return clean_reflection((yield from ask(llm, messages_in, stop=STOP)).text)

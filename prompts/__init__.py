@@ -31,9 +31,18 @@ def _file(name: str) -> Traversable:
 
 
 @functools.cache
+def _texts() -> dict[str, str]:
+    """Every prompt file's text by name, read once: a node running on a server's event loop
+    then reads no file (a blocking call there)."""
+    return {name: _file(name).read_text(encoding="utf-8") for name in prompt_names()}
+
+
 def load_prompt(name: str) -> str:
     """The text of ``prompts/<name>.md`` (``name`` with its folder: ``qa/cot_system``)."""
-    return _file(name).read_text(encoding="utf-8")
+    texts = _texts()
+    if name not in texts:  # a name no folder holds: the file's own error
+        return _file(name).read_text(encoding="utf-8")
+    return texts[name]
 
 
 @functools.cache
@@ -63,3 +72,6 @@ def prompt_names() -> list[str]:
         for entry in root.joinpath(folder).iterdir()
         if entry.name.endswith(".md")
     )
+
+
+_texts()  # at import, not at a node's first call

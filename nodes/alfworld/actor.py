@@ -204,7 +204,7 @@ def make_alfworld_actor(
 
     def begin(state: PlayState, runtime: Runtime[AlfworldContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, AlfworldContext)
-        game = game_of(state, ctx)
+        game = yield from block(game_of, state, ctx)
         emit("trial_started", trial=state.trial + 1)
         observation = yield from block(live.start, thread_key(get_config()), game)
         started = replace(state, task=observation, kind=game.kind)
@@ -225,9 +225,9 @@ def make_alfworld_actor(
 
     def turn(state: PlayState, runtime: Runtime[AlfworldContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, AlfworldContext)
-        game = game_of(state, ctx)
+        game = yield from block(game_of, state, ctx)
         key = thread_key(get_config())
-        llm = actor_llm(model, ctx)
+        llm = yield from block(actor_llm, model, ctx)
         messages = alfworld_messages(state, ctx, game.kind, state.turns)
         used = prompt_tokens(llm, messages)
         if used + ctx.max_tokens > ctx.context_budget:

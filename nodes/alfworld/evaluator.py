@@ -14,7 +14,7 @@ from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.state import AlfworldState, lesson_family
 from reflexion.core.context import get_context
 from reflexion.core.state import TrialRecord
-from reflexion.core.steps import Node, Steps
+from reflexion.core.steps import Node, Steps, block
 from reflexion.nodes.common import (
     judge_llm,
     trajectory_text,
@@ -55,7 +55,7 @@ def make_alfworld_evaluator(
     def evaluator(state: AlfworldState, runtime: Runtime[AlfworldContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, AlfworldContext)
         if ctx.evaluator == "llm":
-            llm = judge_llm(model, ctx)
+            llm = yield from block(judge_llm, model, ctx)
             verdict = yield from judge_steps(llm, judge_messages(state), AlfworldVerdict)
             success = bool(verdict.success)
             label = "complete" if success else "not complete"

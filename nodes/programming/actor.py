@@ -24,7 +24,7 @@ from reflexion.core.errors import ContextError
 from reflexion.core.lessons import Family, recalled_steps
 from reflexion.core.memory import reflection_window
 from reflexion.core.progress import emit
-from reflexion.core.steps import Node, Steps, ask
+from reflexion.core.steps import Node, Steps, ask, block
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import with_lessons
 from reflexion.nodes.programming.common import (
@@ -151,7 +151,7 @@ def draw_attempt(
     reply kept when no redraw gives code."""
     problem = problem_of(state)
     tried = tried_keys(state, problem)
-    llm = actor_llm(model, ctx, hot=fresh)
+    llm = yield from block(actor_llm, model, ctx, hot=fresh)
     draws = 0
 
     def draw(chat: BaseChatModel) -> Steps[tuple[BaseMessage, CodeParse]]:
@@ -170,7 +170,7 @@ def draw_attempt(
         if parsed.code is not None and code_key(parsed.code, problem.language) not in tried:
             break
         if hot is None:
-            hot = actor_llm(model, ctx, hot=True)
+            hot = yield from block(actor_llm, model, ctx, hot=True)
         reply, parsed = yield from draw(hot)
     if parsed.code is None:  # no resample gave code: keep the first reply
         reply, parsed = first

@@ -122,7 +122,7 @@ def make_test_writer(
             probes = mutated_probes(trusted, problem.entry_point, ctx.max_tests, problem.task_id)
             if probes:
                 return {"tests": trusted, "probe_tests": probes}
-        llm = judge_llm(model, ctx)
+        llm = yield from block(judge_llm, model, ctx)
         count = ctx.max_tests + 2
         system = "programming/probes_system" if anchored else "programming/tests_system"
         messages = test_messages(problem, count, system)

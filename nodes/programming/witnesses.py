@@ -46,7 +46,7 @@ def _independent_code(
     """An implementation drawn from the first trial's prompt at the redraw temperature, its
     seed named by the problem, ``kind`` (witness or voter) and ``number``; ``None`` when the
     reply holds no code."""
-    llm = actor_llm(model, ctx, hot=True)
+    llm = yield from block(actor_llm, model, ctx, hot=True)
     messages = code_messages(replace(state, trial=0, evaluations=[]), ctx)
     seed = named_seed(llm, problem.task_id, kind, number)
     reply = yield from ask(llm, messages, stop=STOPS[problem.language], **seed)

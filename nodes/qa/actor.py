@@ -24,7 +24,7 @@ from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.progress import emit
 from reflexion.core.state import State
-from reflexion.core.steps import Node, Steps, ask
+from reflexion.core.steps import Node, Steps, ask, block
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import memory_block, with_lessons
 from reflexion.nodes.qa.retry_memory import judged_wrong, rejected_keys, with_memory
@@ -146,7 +146,7 @@ def _resample(
     for draw in range(1, 2 + ctx.redraw_rejected + ctx.correct_rejected):
         if parsed.answer is not None and normalize_answer(parsed.answer) not in wrong:
             break
-        hot = hot or actor_llm(model, ctx, hot=True)
+        hot = hot or (yield from block(actor_llm, model, ctx, hot=True))
         parsed, text = yield from _attempt(hot, prompt, options, seed, draw)
     return parsed, text
 
@@ -181,7 +181,7 @@ def make_cot_actor(
             raise ReflexionError("the task is empty: give the question to answer")
         emit("trial_started", trial=state.trial + 1)
         state, recalled = yield from recalled_steps(state, runtime, family)
-        llm = actor_llm(model, ctx)
+        llm = yield from block(actor_llm, model, ctx)
         seed = draw_seeds(llm, state, ctx)
         options: dict[str, Any] = (
             {"gbnf": COT_GRAMMAR} if isinstance(llm, EmbeddedChatModel) else {}
@@ -209,7 +209,7 @@ def make_cot_actor(
                 draw += 1
                 parsed, text = yield from _attempt(llm, messages, options, seed, draw)
         if parsed.answer is not None and normalize_answer(parsed.answer) in rejected:
-            hot = actor_llm(model, ctx, hot=True)
+            hot = yield from block(actor_llm, model, ctx, hot=True)
             for _ in range(ctx.redraw_rejected):
                 draw += 1
                 again, again_text = yield from _attempt(hot, messages, options, seed, draw)

@@ -221,7 +221,7 @@ def make_react_actor(
 
     def think(state: ReactState, runtime: Runtime[ReActContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, ReActContext)
-        llm = actor_llm(model, ctx)
+        llm = yield from block(actor_llm, model, ctx)
         messages = react_messages(state, ctx)
         used = prompt_tokens(llm, messages)
         if used + ctx.max_tokens > ctx.context_budget:
@@ -240,7 +240,7 @@ def make_react_actor(
         rejected = rejected_keys(state, ctx)
         if redraws := _redraws(parsed, state, ctx, rejected):
             # a repeated search or a rejected answer: the same prompt, drawn hotter
-            hot = actor_llm(model, ctx, hot=True)
+            hot = yield from block(actor_llm, model, ctx, hot=True)
             for _ in range(redraws):
                 again = (yield from ask(hot, messages, stop=STOP, **options)).text
                 again_parsed = parse_react_step(again)
