@@ -32,10 +32,10 @@ from langgraph.types import Checkpointer
 from reflexion.core.context import Context, get_context, with_fields
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, recalled_steps
-from reflexion.core.memory import reflection_window
 from reflexion.core.progress import emit
 from reflexion.core.state import State
 from reflexion.core.steps import Awaited, Node, Steps, ask, block, steps_of
+from reflexion.core.window import reflection_window
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.nodes.common import judge_llm, resolve_model
 from reflexion.nodes.evaluator import (

@@ -13,8 +13,8 @@ from typing import Protocol
 from langchain_core.messages import SystemMessage
 
 from reflexion.core.context import Context
-from reflexion.core.memory import reflection_window
 from reflexion.core.state import TrialRecord
+from reflexion.core.window import reflection_window
 from reflexion.nodes.common import trajectory_text
 from reflexion.prompts import render
 

@@ -30,11 +30,11 @@ from reflexion.core.lessons import (
     saving,
     store_of,
 )
-from reflexion.core.memory import update_window
 from reflexion.core.parsing import clean_reflection
 from reflexion.core.progress import emit
 from reflexion.core.state import State
 from reflexion.core.steps import Node, Steps, ask, block, stored
+from reflexion.core.window import update_window
 from reflexion.nodes.common import attempt_values, resolve_model, trajectory_text
 from reflexion.prompts import few_shot, render
 

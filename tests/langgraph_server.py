@@ -6,25 +6,17 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
+from tests.processes import free_port, serving
+
+__all__ = ["ROOT", "absolute_paths", "free_port", "langgraph_dev"]
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def absolute_paths(value: Any) -> Any:
@@ -54,54 +46,22 @@ def langgraph_dev(
     port = free_port()
     config = workdir / "langgraph.json"
     config.write_text(json.dumps(absolute_paths(json.loads((ROOT / "langgraph.json").read_text()))))
-    log_path = workdir / "langgraph-dev.log"
-    log = log_path.open("wb")
     cli = Path(python or sys.executable).with_name("langgraph")
-    proc = subprocess.Popen(
-        [
-            str(cli),
-            "dev",
-            "--no-browser",
-            "--no-reload",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n-jobs-per-worker",
-            str(jobs_per_worker),
-            "--config",
-            str(config),
-        ],
-        cwd=workdir,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={
-            **os.environ,
-            "LANGSMITH_TRACING": "false",
-            "LANGGRAPH_NO_BROWSER": "1",
-            **(env or {}),
-        },
-        start_new_session=True,
-    )
+    command = [
+        str(cli), "dev", "--no-browser", "--no-reload", "--host", "127.0.0.1",
+        "--port", str(port), "--n-jobs-per-worker", str(jobs_per_worker), "--config", str(config),
+    ]  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + start_timeout
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError("langgraph dev exited: " + log_path.read_text()[-2000:])
-            try:
-                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        else:
-            raise RuntimeError(f"langgraph dev did not start within {start_timeout:.0f} s")
+    server_env = {
+        **os.environ, "LANGSMITH_TRACING": "false", "LANGGRAPH_NO_BROWSER": "1", **(env or {})
+    }  # fmt: skip
+    with serving(
+        command,
+        f"{url}/ok",
+        workdir / "langgraph-dev.log",
+        name="langgraph dev",
+        timeout=start_timeout,
+        cwd=workdir,
+        env=server_env,
+    ):
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        log.close()

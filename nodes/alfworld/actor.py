@@ -44,10 +44,10 @@ from reflexion.alfworld.turns import (
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, recall_steps
-from reflexion.core.memory import reflection_window
 from reflexion.core.progress import emit
 from reflexion.core.state import TrialInput
 from reflexion.core.steps import Node, Steps, ask, block
+from reflexion.core.window import reflection_window
 from reflexion.nodes.common import (
     actor_llm,
     named_seed,

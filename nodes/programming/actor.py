@@ -22,9 +22,9 @@ from langgraph.runtime import Runtime
 from reflexion.core.context import get_context
 from reflexion.core.errors import ContextError
 from reflexion.core.lessons import Family, recalled_steps
-from reflexion.core.memory import reflection_window
 from reflexion.core.progress import emit
 from reflexion.core.steps import Node, Steps, ask, block
+from reflexion.core.window import reflection_window
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import with_lessons
 from reflexion.nodes.programming.common import (

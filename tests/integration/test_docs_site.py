@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from reflexion.core.context import Context
-from tests.langgraph_server import free_port
+from tests.processes import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.enable_socket]
 

@@ -5,16 +5,11 @@ one thread at a time and four at once."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import httpx
 import pytest
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
@@ -23,7 +18,7 @@ from reflexion import Context, create_reflexion_graph
 from reflexion.core.models import TEST_MODEL, resolve_preset
 from reflexion.core.transport import Transport, using_transport
 from reflexion.core.usage import UsageRecorder, totals
-from tests.langgraph_server import free_port
+from tests.processes import free_port, serving
 
 pytestmark = [pytest.mark.integration, pytest.mark.enable_socket]
 
@@ -53,32 +48,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", ALIAS,
         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--verbose", "false",
     ]  # fmt: skip
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-        )
     url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError("llama_cpp.server exited: " + log_path.read_text()[-2000:])
-            try:
-                if httpx.get(f"{url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("llama_cpp.server did not answer within 120 s")
-            time.sleep(0.2)
+    with serving(command, f"{url}/models", log_path, name="llama_cpp.server"):
         yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 def run_tasks(url: str, concurrency: int) -> list[dict[str, Any]]:

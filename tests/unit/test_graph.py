@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reflexion.core.context import Context
-from reflexion.core.memory import update_window
+from reflexion.core.window import update_window
 from reflexion.graphs.qa import qa_builder
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
