@@ -39,6 +39,35 @@ from reflexion.core.presets import preset_values
 
 T = TypeVar("T")
 
+RENAMED = {
+    "judge_mode": "judge_threshold: a score threshold, empty for a yes/no verdict",
+    "recall_k": "lessons.recall_k",
+    "lesson_filter": "lessons.filter",
+    "task_family": "lessons.family",
+    "base_url": "the transport (REFLEXION_BASE_URL)",
+    "max_retries": "the transport (REFLEXION_MAX_RETRIES)",
+    "request_timeout": "the transport (REFLEXION_REQUEST_TIMEOUT)",
+    "retry_backoff": "the transport (REFLEXION_RETRY_BACKOFF)",
+}
+"""Context keys of the last release that are gone, and what replaced each: an unknown key's
+warning names the replacement."""
+
+
+def unknown_key_hint(key: str, own: type) -> str:
+    """What to write instead of ``key``, which is no field of context class ``own``: its
+    replacement where it was renamed, the context classes that have it where it belongs to
+    another graph's context, or nothing."""
+    if key in RENAMED:
+        return f"{key} is now {RENAMED[key]}"
+    root = next((k for k in reversed(own.__mro__) if hasattr(k, "__pydantic_fields__")), own)
+    pending, holders = [root], set()
+    while pending:
+        klass = pending.pop()
+        pending += klass.__subclasses__()
+        if key in getattr(klass, "__pydantic_fields__", {}):
+            holders.add(klass.__name__)
+    return f"{key} is a field of {', '.join(sorted(holders))}" if holders else ""
+
 CONFIG = ConfigDict(strict=True, arbitrary_types_allowed=False)
 """Strict: a string or a bool where a number belongs is an error, not a quiet conversion
 (a server's JSON context and an embedding app can both hand over either)."""
@@ -89,9 +118,11 @@ def settings_class(cls: type[T] | None = None, /, *, normalize: Normalize | None
                 values, extras = normalizing(own, values)
             unknown = sorted(str(k) for k in values if k not in names)
             if unknown:
+                hints = [unknown_key_hint(k, own) for k in unknown]
+                advice = [h for h in hints if h] + ["check the spelling"] * (not all(hints))
                 warnings.warn(
                     f"context key(s) {', '.join(unknown)} are not fields of {own.__name__} and "
-                    "are ignored (check the spelling; the configuration reference lists each "
+                    f"are ignored ({'; '.join(advice)}; the configuration reference lists each "
                     "graph's fields)",
                     UserWarning,
                     stacklevel=2,

@@ -20,7 +20,7 @@ from reflexion.nodes.programming.feedback import retry_reads_feedback
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem
 from reflexion.programming.state import CodeState
-from reflexion.qa.context import ReActContext
+from reflexion.qa.context import QAContext, ReActContext
 from reflexion.testing import ScriptedChatModel
 
 TWO_EXAMPLES = (
@@ -337,6 +337,21 @@ def test_unknown_context_keys_warn_and_known_ones_apply():
     with pytest.warns(UserWarning, match="max_trails, strategi are not fields of Context"):
         ctx = get_context(runtime)  # type: ignore[arg-type]
     assert ctx.max_trials == 2 and ctx.strategy == Context().strategy
+
+
+def test_an_unknown_key_s_warning_names_what_to_write_instead():
+    """A name of the last release names its replacement; a field of another graph's context
+    names that context; a typo asks for the spelling to be checked."""
+    with pytest.warns(UserWarning) as caught:
+        Context(judge_mode="score", recall_k=2)  # type: ignore[call-arg]
+    message = str(caught[0].message)
+    assert "judge_mode is now judge_threshold" in message
+    assert "recall_k is now lessons.recall_k" in message
+    assert "check the spelling" not in message
+    with pytest.warns(UserWarning, match="max_tests is a field of CodeContext, TreeContext"):
+        QAContext(max_tests=3)  # type: ignore[call-arg]
+    with pytest.warns(UserWarning, match=r"\(check the spelling;"):
+        CodeContext(max_tset=3)  # type: ignore[call-arg]
 
 
 # ---- paired significance ----------------------------------------------------------------------

@@ -5,12 +5,14 @@ by field, the reflexion variant of each command against the graph ``langgraph.js
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reflexion.alfworld.context import AlfworldContext
 from reflexion.graphs.agents import AGENTS
+from reflexion.harness.bench.own_tasks import SERVED, load_graph
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
 from tests.unit.test_presets import _workdir as _workdir  # a fixture
@@ -50,3 +52,20 @@ def test_a_bench_command_without_options_runs_the_served_graph_s_defaults(
     if command == ["bench", "programming"]:  # Python: rustc's fixes cannot act
         assert found.pop("compiler_fixes", None) in (None, (False, True))
     assert found == {}
+
+
+TASKS = Path(__file__).resolve().parents[2] / "docs" / "examples" / "word-problems.jsonl"
+
+
+@pytest.mark.usefixtures("_workdir")
+@pytest.mark.parametrize("graph", sorted(SERVED))
+def test_bench_tasks_without_options_runs_the_chosen_graph_s_defaults(monkeypatch, capsys, graph):
+    """``bench tasks --graph ID`` measures the graph as it is served: its context's defaults,
+    not the generic graph's."""
+    schema = load_graph(graph)().context_schema
+    contexts = captured_contexts(
+        monkeypatch, capsys, "bench", "tasks", str(TASKS), "--graph", graph
+    )
+    ran = next(c for c in contexts if c.strategy == "reflexion")
+    assert type(ran) is schema
+    assert differences(ran, schema()) == {}

@@ -30,6 +30,8 @@ from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, one_model_context
 
+GRAPH_DEFAULT = "Default: the graph's own (its context's default)."
+
 STRATEGIES = {"resample": "none", "reflexion": "reflexion"}
 """The two runs, by label, with the ``Context.strategy`` each runs (``none`` with more than one
 trial draws every retry blind, from the first trial's prompt)."""
@@ -130,10 +132,17 @@ def bench_tasks(
         ),
     ] = "reflexion",
     model: opt.ModelOpt = DEFAULT_MODEL,
-    trials: opt.TrialsOpt = opt.DEFAULTS.max_trials,
-    memory: opt.MemoryOpt = opt.DEFAULTS.memory_size,
-    evaluator: opt.EvaluatorOpt = opt.DEFAULTS.evaluator,
-    temperature: opt.TempOpt = opt.DEFAULTS.temperature,
+    trials: Annotated[int | None, opt.count_option("--trials", "-t", help=GRAPH_DEFAULT)] = None,
+    memory: Annotated[
+        int | None, opt.count_option("--memory", "-k", min=0, help="Ω. " + GRAPH_DEFAULT)
+    ] = None,
+    evaluator: Annotated[
+        str | None,
+        typer.Option("--evaluator", help="exact_match | llm | agreement. " + GRAPH_DEFAULT),
+    ] = None,
+    temperature: Annotated[
+        float | None, typer.Option("--temperature", metavar="T", help=GRAPH_DEFAULT)
+    ] = None,
     base_url: opt.BaseUrlOpt = None,
     limit: Annotated[
         int | None, opt.count_option("--limit", "-n", help="How many tasks (default: all).")
@@ -146,17 +155,19 @@ def bench_tasks(
 ) -> None:
     """Compare none, resample and reflexion on your own tasks: solved, +/- against none and
     against resample with the exact McNemar p, and tokens and seconds per solved task."""
-    opt.check_memory(memory, trials, given=opt.given(cli, "memory"))
     schema = load_graph(graph)().context_schema or Context
-    ctx = one_model_context(
-        schema,
-        model,
-        base_url,
-        max_trials=trials,
-        memory_size=memory,
-        evaluator=evaluator,
-        temperature=temperature,
-    )
+    given = {
+        name: value
+        for name, value in (
+            ("max_trials", trials),
+            ("memory_size", memory),
+            ("evaluator", evaluator),
+            ("temperature", temperature),
+        )
+        if value is not None
+    }
+    ctx = one_model_context(schema, model, base_url, **given)
+    opt.check_memory(ctx.memory_size, ctx.max_trials, given=memory is not None)
     measured = measure_loop(
         tasks,
         graph,
