@@ -56,6 +56,7 @@ COMMON_MARKER = "<!-- the fields most users set: generated from the context clas
 COMMON: dict[str, list[str]] = {
     "reflexion": ["actor_model", "max_trials", "memory_size", "evaluator", "temperature"],
     "reflexion_qa": ["actor_model", "max_trials", "memory_size", "strategy", "answer_retry"],
+    "reflexion_qa_cot": ["actor_model", "max_trials", "memory_size", "strategy", "answer_retry"],
     "reflexion_react": ["actor_model", "max_trials", "max_steps", "wiki", "memory_size"],
     "reflexion_programming": [
         "actor_model",
@@ -65,6 +66,7 @@ COMMON: dict[str, list[str]] = {
         "test_trust",
         "temperature",
     ],
+    "reflexion_programming_tree": ["actor_model", "max_trials", "memory_size", "test_trust"],
     "reflexion_alfworld": ["actor_model", "max_trials", "evaluator", "alfworld_memory", "games"],
 }
 """Per graph, the handful of fields most users set, in the order the page lists them; the
@@ -92,6 +94,21 @@ MORE: dict[str, str] = {
     "alfworld_memory_place": "agents/alfworld.md#settings-in-detail",
     "alfworld_seeds": "agents/alfworld.md#settings-in-detail",
     "preset": "concepts.md#presets",
+    "max_trials": "concepts.md#the-loop",
+    "actor_model": "reference/models.md#hosted-and-served-models",
+    "evaluator_model": "reference/models.md#hosted-and-served-models",
+    "reflector_model": "reference/models.md#hosted-and-served-models",
+    "temperature": "guide/embedding.md#the-arguments",
+    "max_tokens": "guide/embedding.md#the-arguments",
+    "redraw_rejected": "agents/qa.md#retries-beyond-the-paper",
+    "correct_rejected": "agents/qa.md#retries-beyond-the-paper",
+    "show_rejected": "agents/qa.md#retries-beyond-the-paper",
+    "max_steps": "agents/qa.md#the-three-agents",
+    "max_tests": "agents/programming.md#1-tests-once-per-problem",
+    "generate_tests": "agents/programming.md#1-tests-once-per-problem",
+    "example_tests": "agents/programming.md#1-tests-once-per-problem",
+    "resample_repeats": "agents/programming.md#2-actor",
+    "games": "agents/alfworld.md#games-and-the-engine",
 }
 """Where a field's description continues (a page under docs/ and its anchor): the table links
 it after the description, which stays within two sentences."""

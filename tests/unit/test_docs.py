@@ -186,6 +186,7 @@ def test_each_description_link_and_most_set_field_exists():
         slugs = {slug(h) for h in headings}
         assert anchor in slugs, target
     schemas = hook.graph_schemas()
+    assert set(hook.COMMON) == set(schemas)  # every served graph opens with its own
     for graph, names in hook.COMMON.items():
         assert set(names) <= schemas[graph], graph
     rendered = hook.render((DOCS / hook.PAGE).read_text())
