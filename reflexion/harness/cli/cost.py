@@ -48,6 +48,17 @@ def benchmark_of(settings: dict[str, Any], path: Path) -> str:
     raise ReflexionError(f"{path} is not a results file of `reflexion bench` (no bench named)")
 
 
+def strategy_of(settings: dict[str, Any], path: Path) -> str:
+    """The run's label: the bench's name for it, else its strategy (``resample`` for a
+    question run whose retries are blind redraws, though its ``Context.strategy`` is
+    ``none``), else the file's name."""
+    if settings.get("strategy_name"):
+        return str(settings["strategy_name"])
+    if settings.get("answer_retry") == "resample":
+        return "resample"
+    return str(settings.get("strategy") or path.stem)
+
+
 def run_cost(path: Path) -> RunCost | None:
     """The run's point, or ``None`` for a file with no finished task or a task whose usage was
     not recorded (older runs; an empty record too: every task calls a model)."""
@@ -60,7 +71,7 @@ def run_cost(path: Path) -> RunCost | None:
     return RunCost(
         benchmark=benchmark_of(settings, path),
         model=model,
-        strategy=str(settings.get("strategy_name") or settings.get("strategy") or path.stem),
+        strategy=strategy_of(settings, path),
         tasks=len(finals),
         solved=sum(outcome(f) for f in finals) / len(finals),
         tokens=(used["prompt_tokens"] + used["completion_tokens"]) / len(finals),
