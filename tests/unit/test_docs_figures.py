@@ -6,8 +6,9 @@ its benchmark and model, with its five figures. Every page whose table has the c
 overview) is read cell by cell: a row whose benchmark and model are in the registry must quote
 its figures, and no such table may hold a benchmark the registry lacks. Each registry row must
 be on every one of those pages, so a figure changed on one page and not the others fails.
-``choosing a loop`` quotes some of the rows beside figures of its own (``OTHER``): each of its
-rows must be in one registry or the other and quote it."""
+``OTHER`` holds figures in the same columns that are not headline rows (the LLM judge's, the
+paper's loop): a page may quote them beside the headline rows. ``choosing a loop`` quotes some
+of the headline rows: each of its rows must be in a registry and quote it."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ OTHER: dict[tuple[str, str], tuple[str, ...]] = {
         "+0/−1, p = 1.0",
     ),
 }
-"""Figures in the same columns that are not headline rows (the choosing page's)."""
+"""Figures in the same columns that are not headline rows."""
 
 PENDING = "to be filled"
 """A row that names a run still under way quotes no figure yet."""
@@ -109,9 +110,9 @@ def test_the_check_reads_a_page_that_disagrees():
 
 
 def disagreements(name: str, text: str, *, partial: bool = False) -> list[str]:
-    """What a page quotes differently from the registry; a ``partial`` page may also quote
-    ``OTHER`` and need not hold every headline row."""
-    registry = {**HEADLINE, **OTHER} if partial else HEADLINE
+    """What a page quotes differently from the registries (a row of ``OTHER`` may stand beside
+    the headline rows); a ``partial`` page need not hold every headline row."""
+    registry = {**HEADLINE, **OTHER}
     rows = headline_tables(text)
     problems = []
     seen = set()
