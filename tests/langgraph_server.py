@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.processes import free_port, serving
+from reflexion.harness.processes import free_port, serving
 
 __all__ = ["ROOT", "absolute_paths", "free_port", "langgraph_dev"]
 

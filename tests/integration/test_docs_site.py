@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from reflexion.core.context import Context
-from tests.processes import free_port
+from reflexion.harness.processes import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.enable_socket]
 

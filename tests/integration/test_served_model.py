@@ -18,7 +18,7 @@ from reflexion import Context, create_reflexion_graph
 from reflexion.core.models import TEST_MODEL, resolve_preset
 from reflexion.core.transport import Transport, using_transport
 from reflexion.core.usage import UsageRecorder, totals
-from tests.processes import free_port, serving
+from reflexion.harness.processes import free_port, serving
 
 pytestmark = [pytest.mark.integration, pytest.mark.enable_socket]
 

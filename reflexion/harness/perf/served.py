@@ -15,8 +15,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,7 +23,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import typer
 from langgraph_sdk import get_client
 from rich.table import Table
@@ -33,6 +30,7 @@ from rich.table import Table
 from reflexion.core.errors import ReflexionError
 from reflexion.harness.perf.concurrency import FakeOpenAIServer
 from reflexion.harness.perf.machine import JsonOpt, report
+from reflexion.harness.processes import free_port, serving
 from reflexion.qa.questions import load_hotpotqa
 
 GRAPH_ID = "reflexion_qa"
@@ -53,12 +51,6 @@ CONTEXT: dict[str, Any] = {
 
 LANGGRAPH_CLI = "import sys; from langgraph_cli.cli import cli; sys.argv[0] = 'langgraph'; cli()"
 """The ``langgraph`` command, run by an interpreter (an environment's scripts may be absent)."""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _graph_file(python: str) -> str:
@@ -84,8 +76,7 @@ def served(python: str, graph_file: str, jobs: int, base_url: str, work: Path) -
     config = work / "langgraph.json"
     graphs = {GRAPH_ID: f"{graph_file}:graph"}
     config.write_text(json.dumps({"dependencies": ["."], "graphs": graphs}))
-    port = _free_port()
-    log_path = work / "langgraph-dev.log"
+    port = free_port()
     env = {
         **os.environ,
         "REFLEXION_BASE_URL": base_url,
@@ -93,32 +84,13 @@ def served(python: str, graph_file: str, jobs: int, base_url: str, work: Path) -
         "LANGSMITH_TRACING": "false",
         "LANGGRAPH_NO_BROWSER": "1",
     }
-    with log_path.open("wb") as log:
-        argv = [python, "-c", LANGGRAPH_CLI, "dev", "--no-browser", "--no-reload"]
-        argv += ["--host", "127.0.0.1"]
-        argv += ["--port", str(port), "--n-jobs-per-worker", str(jobs), "--config", str(config)]
-        proc = subprocess.Popen(
-            argv, cwd=work, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 180
-            while True:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    tail = log_path.read_text(errors="replace")[-1500:]
-                    raise ReflexionError(f"langgraph dev did not start: {tail}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
-                        break
-                time.sleep(0.3)
-            yield url
-        finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+    argv = [python, "-c", LANGGRAPH_CLI, "dev", "--no-browser", "--no-reload"]
+    argv += ["--host", "127.0.0.1"]
+    argv += ["--port", str(port), "--n-jobs-per-worker", str(jobs), "--config", str(config)]
+    url = f"http://127.0.0.1:{port}"
+    log_path = work / "langgraph-dev.log"
+    with serving(argv, f"{url}/ok", log_path, name="langgraph dev", timeout=180, cwd=work, env=env):
+        yield url
 
 
 def _inputs(runs: int) -> list[dict[str, Any]]:

@@ -1,7 +1,7 @@
-"""A server process for the integration tests: started in its own session (process group), ready
-once a URL answers 200, and stopped with its whole group (SIGTERM, then SIGKILL) however the test
-ends. ``langgraph dev`` (:mod:`tests.langgraph_server`) and the served model
-(``tests/integration/test_served_model.py``) both run through here."""
+"""A server process the harness or a test starts: in its own session (process group), ready once a
+URL answers 200, and stopped with its whole group (SIGTERM, then SIGKILL) however the caller
+ends. ``reflexion perf served``'s ``langgraph dev``, the tests' ``langgraph dev``
+(``tests/langgraph_server.py``) and their served model all run through here."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+
+from reflexion.core.errors import ReflexionError
 
 
 def free_port() -> int:
@@ -36,9 +38,9 @@ def serving(
     env: Mapping[str, str] | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """Run ``command`` (its output in ``log_path``) and yield it once ``ready_url`` answers
-    200 within ``timeout`` seconds; a process that exits first, or never answers, raises with
-    ``name`` and the log's tail. The process group is stopped at the end: SIGTERM, and SIGKILL
-    after 20 s."""
+    200 within ``timeout`` seconds; a process that exits first, or never answers, is a
+    :class:`ReflexionError` with ``name`` and the log's tail. The process group is stopped
+    at the end: SIGTERM, and SIGKILL after 20 s."""
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             list(command),
@@ -52,16 +54,15 @@ def serving(
         deadline = time.monotonic() + timeout
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"{name} exited: " + log_path.read_text()[-2000:])
+                raise ReflexionError(f"{name} exited: " + log_path.read_text()[-2000:])
             try:
                 if httpx.get(ready_url, timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"{name} did not answer within {timeout:.0f} s: "
-                    + log_path.read_text()[-2000:]
+                raise ReflexionError(
+                    f"{name} did not answer within {timeout:.0f} s: " + log_path.read_text()[-2000:]
                 )
             time.sleep(0.2)
         yield proc
