@@ -68,6 +68,7 @@ def unknown_key_hint(key: str, own: type) -> str:
             holders.add(klass.__name__)
     return f"{key} is a field of {', '.join(sorted(holders))}" if holders else ""
 
+
 CONFIG = ConfigDict(strict=True, arbitrary_types_allowed=False)
 """Strict: a string or a bool where a number belongs is an error, not a quiet conversion
 (a server's JSON context and an embedding app can both hand over either)."""

@@ -80,3 +80,23 @@ def test_a_missing_path_or_nothing_to_plot_is_one_line(tmp_path, monkeypatch, ca
     code, out = cost(monkeypatch, capsys, str(empty), "-o", str(tmp_path / "x.png"))
     assert code != 0 and "no finished run with recorded usage" in out
     assert not (tmp_path / "x.png").exists()
+
+
+def test_a_programming_loop_is_labelled_with_its_retry(tmp_path, monkeypatch, capsys):
+    """A loop the bench named plainly ``reflexion`` (``--preset paper``) says how it retried,
+    so it is not taken for another loop's point; a name that already says so is kept."""
+    code_run = {"bench": "programming", "dataset": "humaneval", "actor_model": "m"}
+    results(
+        tmp_path / "paper.jsonl",
+        {**code_run, "strategy_name": "reflexion", "code_retry": "repair"},
+        "10",
+    )
+    results(
+        tmp_path / "default.jsonl",
+        {**code_run, "strategy_name": "reflexion-fresh_once", "code_retry": "fresh_once"},
+        "11",
+    )
+    code, out = cost(monkeypatch, capsys, str(tmp_path), "-o", str(tmp_path / "c.png"))
+    assert code == 0, out
+    assert "HumanEval · m · reflexion-repair: 0.500 solved of 2" in out
+    assert "HumanEval · m · reflexion-fresh_once: 1.000 solved of 2" in out

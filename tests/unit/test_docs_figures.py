@@ -67,11 +67,12 @@ OTHER: dict[tuple[str, str], tuple[str, ...]] = {
         "46",
         "+0/−1, p = 1.0",
     ),
+    (
+        "the paper's loop on our models (`--preset paper`, whole HumanEval, default model)",
+        "0.5B",
+    ): ("164", "94", "105", "89", "+1/−17, p = 0.00015"),
 }
 """Figures in the same columns that are not headline rows."""
-
-PENDING = "to be filled"
-"""A row that names a run still under way quotes no figure yet."""
 
 
 def plain(cell: str) -> str:
@@ -118,8 +119,6 @@ def disagreements(name: str, text: str, *, partial: bool = False) -> list[str]:
     seen = set()
     for row in rows:
         key = (row["benchmark"], row["model"])
-        if PENDING in row.values():
-            continue
         if key not in registry:
             problems.append(f"{name}: {key} is not a headline figure of the registry")
             continue

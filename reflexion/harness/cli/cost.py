@@ -51,9 +51,15 @@ def benchmark_of(settings: dict[str, Any], path: Path) -> str:
 def strategy_of(settings: dict[str, Any], path: Path) -> str:
     """The run's label: the bench's name for it, else its strategy (``resample`` for a
     question run whose retries are blind redraws, though its ``Context.strategy`` is
-    ``none``), else the file's name."""
+    ``none``), else the file's name. A programming loop's label names its retry where the
+    bench's name does not (a run of ``--preset paper`` is named ``reflexion``, its retries
+    ``repair``), so runs with different retries are told apart."""
     if settings.get("strategy_name"):
-        return str(settings["strategy_name"])
+        name = str(settings["strategy_name"])
+        retry = settings.get("code_retry")
+        if name == "reflexion" and retry and settings.get("bench") == "programming":
+            return f"{name}-{retry}"
+        return name
     if settings.get("answer_retry") == "resample":
         return "resample"
     return str(settings.get("strategy") or path.stem)
