@@ -8,7 +8,9 @@ its figures, and no such table may hold a benchmark the registry lacks. Each reg
 be on every one of those pages, so a figure changed on one page and not the others fails.
 ``OTHER`` holds figures in the same columns that are not headline rows (the LLM judge's, the
 paper's loop): a page may quote them beside the headline rows. ``choosing a loop`` quotes some
-of the headline rows: each of its rows must be in a registry and quote it."""
+of the headline rows: each of its rows must be in a registry and quote it. The results page
+that each row of the results overview links to (where the figure was measured) must quote the
+row's figures too."""
 
 from __future__ import annotations
 
@@ -157,3 +159,42 @@ def test_no_other_page_holds_a_headline_table():
         if headline_tables(p.read_text())
     }
     assert holders == set(PAGES) | set(PARTIAL)
+
+
+def source_pages() -> dict[tuple[str, str], Path]:
+    """The results page each row of the results overview's headline table links to, by its
+    (benchmark, model) key."""
+    text = (ROOT / "docs/results/index.md").read_text()
+    found = {}
+    for line in text.splitlines():
+        link = re.match(r"\| \[([^]]*)\]\(([^)#]+)[^)]*\) \| ([^|]+) \|", line)
+        if link and (link.group(1), link.group(3).strip()) in {**HEADLINE, **OTHER}:
+            found[(link.group(1), link.group(3).strip())] = ROOT / "docs/results" / link.group(2)
+    return found
+
+
+def unquoted(key: tuple[str, str], page_text: str) -> list[str]:
+    """The figures of a registry row (one attempt, blind redraws, the loop, and the +/− of the
+    loop against redraws) that its source page does not quote anywhere."""
+    figures = {**HEADLINE, **OTHER}[key]
+    wanted = [*figures[1:4], figures[4].split(",")[0]]
+    return [
+        f for f in wanted if not re.search(rf"(?<![\d.+−/]){re.escape(f)}(?![\d./])", page_text)
+    ]
+
+
+def test_every_registry_row_links_its_source_page():
+    assert set(source_pages()) >= set(HEADLINE)
+
+
+@pytest.mark.parametrize("key", sorted(source_pages()), ids=lambda k: f"{k[0]} {k[1]}")
+def test_each_rows_source_page_quotes_its_figures(key):
+    """The page a headline figure comes from holds it: a remeasured page that changes a figure
+    without the overview (or the reverse) fails."""
+    assert unquoted(key, source_pages()[key].read_text()) == []
+
+
+def test_the_source_check_reads_a_page_that_lost_a_figure():
+    key = ("HumanEval-Rust", "0.5B")
+    text = source_pages()[key].read_text().replace("59", "60").replace("+12/−4", "+13/−4")
+    assert unquoted(key, text) == ["59", "+12/−4"]
