@@ -100,3 +100,13 @@ def test_a_programming_loop_is_labelled_with_its_retry(tmp_path, monkeypatch, ca
     assert code == 0, out
     assert "HumanEval · m · reflexion-repair: 0.500 solved of 2" in out
     assert "HumanEval · m · reflexion-fresh_once: 1.000 solved of 2" in out
+
+
+def test_a_question_run_judged_by_a_model_names_its_judge(tmp_path, monkeypatch, capsys):
+    """Exact match is the default evidence and goes unnamed; an LLM judge is named."""
+    results(tmp_path / "gold.jsonl", {**QA, "strategy": "none", "evaluator": "exact_match"}, "10")
+    results(tmp_path / "judge.jsonl", {**QA, "strategy": "none", "evaluator": "agreement"}, "11")
+    code, out = cost(monkeypatch, capsys, str(tmp_path), "-o", str(tmp_path / "c.png"))
+    assert code == 0, out
+    assert "· none: 0.500 solved of 2" in out
+    assert "· none (agreement judge): 1.000 solved of 2" in out

@@ -53,7 +53,8 @@ def strategy_of(settings: dict[str, Any], path: Path) -> str:
     question run whose retries are blind redraws, though its ``Context.strategy`` is
     ``none``), else the file's name. A programming loop's label names its retry where the
     bench's name does not (a run of ``--preset paper`` is named ``reflexion``, its retries
-    ``repair``), so runs with different retries are told apart."""
+    ``repair``), and a question run judged by a model names its judge, so runs with different
+    retries or evaluators are told apart."""
     if settings.get("strategy_name"):
         name = str(settings["strategy_name"])
         retry = settings.get("code_retry")
@@ -61,8 +62,13 @@ def strategy_of(settings: dict[str, Any], path: Path) -> str:
             return f"{name}-{retry}"
         return name
     if settings.get("answer_retry") == "resample":
-        return "resample"
-    return str(settings.get("strategy") or path.stem)
+        name = "resample"
+    else:
+        name = str(settings.get("strategy") or path.stem)
+    judge = settings.get("evaluator")
+    if settings.get("bench") == "hotpotqa" and judge not in (None, "exact_match"):
+        return f"{name} ({judge} judge)"
+    return name
 
 
 def run_cost(path: Path) -> RunCost | None:
