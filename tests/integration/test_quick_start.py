@@ -3,7 +3,6 @@ what the README says it solves (one attempt, then the default loop, on HumanEval
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -11,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from reflexion.harness.bench.ledger import load_finals
+from reflexion.harness.bench.reports import outcome
+from reflexion.harness.cli.cost import results_files
 from tests.clikit import reflexion
 
 pytestmark = pytest.mark.integration
@@ -45,13 +47,8 @@ def claimed() -> tuple[int, int]:
 
 def solved(runs: Path, strategy: str) -> int:
     """Problems solved in the one results file of ``strategy`` under ``runs``."""
-    (path,) = [
-        p
-        for p in runs.glob(f"programming-py-{strategy}*.jsonl")
-        if not p.stem.endswith(("-samples", "-problems"))
-    ]
-    finals = [json.loads(line) for line in path.read_text().splitlines()]
-    return sum(bool(f.get("hidden_pass")) for f in finals if f.get("type") == "final")
+    (path,) = [p for p in results_files([runs]) if p.name.startswith(f"programming-py-{strategy}")]
+    return sum(outcome(f) for f in load_finals(path))
 
 
 def test_the_readme_run_command_solves_what_the_readme_says(tmp_path, monkeypatch):

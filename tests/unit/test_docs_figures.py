@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+LINK = "link"
+"""The key under which :func:`headline_tables` keeps a row's link target."""
 PAGES = ["README.md", "docs/index.md", "docs/results/index.md"]
 """The pages that quote the headline table."""
 PARTIAL = ["docs/guide/choosing.md"]
@@ -76,6 +78,9 @@ OTHER: dict[tuple[str, str], tuple[str, ...]] = {
 }
 """Figures in the same columns that are not headline rows."""
 
+REGISTRY = {**HEADLINE, **OTHER}
+"""Every row a page may quote in the headline columns."""
+
 
 def plain(cell: str) -> str:
     """A cell's text without its link target, bold and surrounding space."""
@@ -84,7 +89,8 @@ def plain(cell: str) -> str:
 
 
 def headline_tables(text: str) -> list[dict[str, str]]:
-    """Each row, as {column: plain cell}, of every table whose header has ``COLUMNS``."""
+    """Each row, as {column: plain cell}, of every table whose header has ``COLUMNS``; its
+    first cell's link target, if any, under ``LINK``."""
     found: list[dict[str, str]] = []
     header: list[str] | None = None
     for line in text.splitlines():
@@ -98,7 +104,10 @@ def headline_tables(text: str) -> list[dict[str, str]]:
         if set(line) <= set("|-: "):
             continue
         if all(c in header for c in COLUMNS):
-            found.append(dict(zip(header, cells, strict=False)))
+            row = dict(zip(header, cells, strict=False))
+            link = re.match(r"\| \[[^]]*\]\(([^)#]+)", line)
+            row[LINK] = link.group(1) if link else ""
+            found.append(row)
     return found
 
 
@@ -115,19 +124,18 @@ def test_the_check_reads_a_page_that_disagrees():
 def disagreements(name: str, text: str, *, partial: bool = False) -> list[str]:
     """What a page quotes differently from the registries (a row of ``OTHER`` may stand beside
     the headline rows); a ``partial`` page need not hold every headline row."""
-    registry = {**HEADLINE, **OTHER}
     rows = headline_tables(text)
     problems = []
     seen = set()
     for row in rows:
         key = (row["benchmark"], row["model"])
-        if key not in registry:
+        if key not in REGISTRY:
             problems.append(f"{name}: {key} is not a headline figure of the registry")
             continue
         seen.add(key)
         quoted = tuple(row[c] for c in COLUMNS)
-        if quoted != registry[key]:
-            problems.append(f"{name}: {key} quotes {quoted}, the registry {registry[key]}")
+        if quoted != REGISTRY[key]:
+            problems.append(f"{name}: {key} quotes {quoted}, the registry {REGISTRY[key]}")
     if not partial:
         problems += [f"{name}: {key} is missing" for key in HEADLINE if key not in seen]
     elif not seen:
@@ -164,19 +172,18 @@ def test_no_other_page_holds_a_headline_table():
 def source_pages() -> dict[tuple[str, str], Path]:
     """The results page each row of the results overview's headline table links to, by its
     (benchmark, model) key."""
-    text = (ROOT / "docs/results/index.md").read_text()
-    found = {}
-    for line in text.splitlines():
-        link = re.match(r"\| \[([^]]*)\]\(([^)#]+)[^)]*\) \| ([^|]+) \|", line)
-        if link and (link.group(1), link.group(3).strip()) in {**HEADLINE, **OTHER}:
-            found[(link.group(1), link.group(3).strip())] = ROOT / "docs/results" / link.group(2)
-    return found
+    rows = headline_tables((ROOT / "docs/results/index.md").read_text())
+    return {
+        (row["benchmark"], row["model"]): ROOT / "docs/results" / row[LINK]
+        for row in rows
+        if (row["benchmark"], row["model"]) in REGISTRY and row[LINK]
+    }
 
 
 def unquoted(key: tuple[str, str], page_text: str) -> list[str]:
     """The figures of a registry row (one attempt, blind redraws, the loop, and the +/− of the
     loop against redraws) that its source page does not quote anywhere."""
-    figures = {**HEADLINE, **OTHER}[key]
+    figures = REGISTRY[key]
     wanted = [*figures[1:4], figures[4].split(",")[0]]
     return [
         f for f in wanted if not re.search(rf"(?<![\d.+−/]){re.escape(f)}(?![\d./])", page_text)
