@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import re
 from collections.abc import Callable, Mapping, Sequence
 from math import isfinite
 from typing import Any, Literal
@@ -32,6 +31,7 @@ from langgraph.types import Checkpointer
 from reflexion.core.context import Context, get_context, with_fields
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, recalled_steps
+from reflexion.core.parsing import read_answer
 from reflexion.core.progress import emit
 from reflexion.core.state import State
 from reflexion.core.steps import Awaited, Node, Steps, ask, block, steps_of
@@ -83,10 +83,6 @@ naming the mistake, its cause and what to do differently."""
 STOP = ["\nTask:", "\n---"]
 """Stop sequences of the default actor prompt (a small model may invent a next task)."""
 
-_ANSWER_LINE = re.compile(
-    r"^[ \t]*[*_]*answer[*_]*[ \t]*:[*_]*[ \t]*", re.IGNORECASE | re.MULTILINE
-)
-
 ActorFn = Node
 EvaluatorSpec = Literal["llm", "exact_match"] | BaseChatModel | Callable[..., Any]
 ActorSpec = BaseChatModel | str | Runnable[Any, Any] | Callable[[dict[str, Any]], Any]
@@ -100,20 +96,16 @@ def _kind(value: object) -> str:
 def read_reply(text: str) -> tuple[str | None, list[str]]:
     """The answer and trajectory in a free-text reply.
 
-    When a line starts with ``Answer:``, the text after the last such marker (to the end of
-    the reply, so an answer may span lines) is the answer and the lines before it are the
-    reasoning; otherwise the whole reply is the answer. The trajectory is the reasoning lines
-    followed by ``Answer: <answer>``; ``None`` (no answer) for an empty reply.
+    The answer is the text after the reply's last ``Answer:`` marker, at the start of a line or
+    after a space within one (:func:`~reflexion.core.parsing.read_answer` says which markers
+    count), to the end of the reply, so an answer may span lines; the reasoning is the text
+    before it, one step per line. Without a marker the whole reply is the answer. The
+    trajectory is the reasoning lines followed by ``Answer: <answer>``; ``None`` (no answer)
+    for an empty reply.
     """
-    text = (text or "").strip()
-    markers = list(_ANSWER_LINE.finditer(text))
-    if markers:
-        last = markers[-1]
-        answer = text[last.end() :].strip()
-        reasoning = [ln.strip() for ln in text[: last.start()].splitlines() if ln.strip()]
-    else:
-        answer, reasoning = text, []
-    if not answer:
+    answer, before = read_answer(text)
+    reasoning = [ln.strip() for ln in before.splitlines() if ln.strip()]
+    if answer is None:
         return None, [*reasoning, "Answer: (none)"]
     return answer, [*reasoning, f"Answer: {answer}"]
 
@@ -529,7 +521,7 @@ def create_reflexion_graph(
       ``{lessons}`` (lessons recalled from other threads, likewise), ``{memory}`` (both, and
       the last attempt under the ``last_attempt`` strategies, with headings) and ``{trial}``
       — or, without one, our generic actor prompt. Its reply is read by
-      :func:`read_reply` (the text after a final ``Answer:`` line, else the whole reply);
+      :func:`read_reply` (the text after the last ``Answer:`` marker, else the whole reply);
     - any Runnable (``prompt | model | parser``, an agent) or function: called with a dict of
       ``task``, ``passages``, ``reflections``, ``lessons`` (lists of str), ``memory`` and
       ``trial``; it

@@ -23,7 +23,7 @@ from reflexion.core.answers import exact_match
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ProviderError, ReflexionError
 from reflexion.core.models import EmbeddedChatModel
-from reflexion.core.parsing import Verdict, parse_verdict
+from reflexion.core.parsing import Verdict, parse_verdict, read_answer
 from reflexion.core.state import State, TrialRecord
 from reflexion.core.steps import Node, Steps, ask, block, drive
 from reflexion.nodes.common import attempt_values, judge_llm, trajectory_text
@@ -124,13 +124,16 @@ def agreement_steps(model: BaseChatModel, state: State) -> Steps[Evaluation]:
 
     The judge answers the task itself, without seeing the attempt, and the attempt succeeds
     when the two answers match (:func:`~reflexion.core.answers.exact_match`). The judge's
-    answer is never shown: a retry that reaches it again is a second, independent draw of it.
+    answer is the first line of its reply, read as an actor's reply is (the text after its
+    last ``Answer:`` marker, if it has one: :func:`~reflexion.core.parsing.read_answer`). It
+    is never shown: a retry that reaches it again is a second, independent draw of it.
     In the loop on HotPotQA CoT (GT) it agreed with gold 0.77 (0.5B) and 0.64 (1.5B) of the
     time, the yes/no judge 0.35 and 0.50 (docs/results/noisy-evidence.md)."""
     if state.answer is None:
         return no_answer_evaluation(state)
     reply = yield from ask(model, agreement_messages(state), stop=["\n\n"])
-    own = next((line.strip() for line in reply.text.splitlines() if line.strip()), "")
+    first = next((line.strip() for line in reply.text.splitlines() if line.strip()), "")
+    own, _ = read_answer(first)
     if own and exact_match(state.answer, own):
         return Evaluation(1.0, True, render("common/agreement_correct"))
     return Evaluation(0.0, False, render("common/agreement_incorrect"))

@@ -70,6 +70,32 @@ def parse_finish(reply: str) -> FinishParse:
     return FinishParse(thought=thought, answer=answer)
 
 
+_ANSWER_MARKER = re.compile(
+    r"(?:^[ \t]*[*_]*(?i:final[ \t]+)?(?i:answer)"  # at a line's start, in any case
+    r"|(?<=\s)[*_]*(?:(?i:final[ \t]+answer)|Answer|ANSWER))"  # after a space: not `f(answer:`
+    r"[*_]*[ \t]*:[*_]*[ \t]*",
+    re.MULTILINE,
+)
+
+
+def read_answer(text: str) -> tuple[str | None, str]:
+    """The answer marked ``Answer:`` in a free-text reply, and the reasoning before it.
+
+    A marker is ``Answer:`` (or ``Final answer:``, bold or not) at the start of a line, in any
+    case, or ``Answer:``/``ANSWER:``/``final answer:`` after a space anywhere in a line
+    ("… so it is Sydney. Answer: Sydney"). A lower-case ``answer:`` inside a line is no marker,
+    so code such as ``lambda answer: answer`` is left whole. The last marker wins: the answer is
+    the text after it, to the end of the reply (it may span lines), and the reasoning is the
+    text before it. Without a marker the whole reply is the answer and the reasoning is empty.
+    The answer is ``None`` when that text is empty."""
+    text = (text or "").strip()
+    markers = list(_ANSWER_MARKER.finditer(text))
+    if not markers:
+        return text or None, ""
+    last = markers[-1]
+    return text[last.end() :].strip() or None, text[: last.start()].strip()
+
+
 @dataclass(frozen=True)
 class Verdict:
     """A judge's verdict read from model output."""

@@ -349,6 +349,45 @@ def test_read_reply_finds_the_last_answer_line():
     assert read_reply("") == (None, ["Answer: (none)"])
 
 
+@pytest.mark.parametrize(
+    ("reply", "answer", "reasoning"),
+    [
+        (
+            "Thought: Australia's best-known city. The capital of Australia is Sydney. Answer: Sydney",
+            "Sydney",
+            ["Thought: Australia's best-known city. The capital of Australia is Sydney."],
+        ),
+        ("Answer: Canberra\nOn second thought, Answer: Sydney", "Sydney", ["Answer: Canberra", "On second thought,"]),
+        ("I would say ANSWER: 42 then. Final answer: 43", "43", ["I would say ANSWER: 42 then."]),
+        ("**Answer:** x", "x", []),
+    ],
+)
+def test_read_reply_finds_a_marker_anywhere_and_the_last_wins(reply, answer, reasoning):
+    assert read_reply(reply) == (answer, [*reasoning, f"Answer: {answer}"])
+
+
+def test_read_reply_leaves_a_lower_case_answer_inside_code_whole():
+    """Inside a line only ``Answer:`` (or ``ANSWER:``, ``final answer:``) after a space is a
+    marker: a parameter called answer is code, not a marker."""
+    code = "def f(answer: int) -> int:\n    return (lambda answer: answer)(answer)"
+    assert read_reply(f"Answer: {code}") == (code, [f"Answer: {code}"])
+    assert read_reply("the answer: no") == ("the answer: no", ["Answer: the answer: no"])
+
+
+def test_the_chat_actor_scores_the_answer_after_an_inline_marker():
+    """The generic actor's reply "… Sydney. Answer: Sydney" is the answer Sydney, so exact
+    match against the reference accepts it."""
+    graph = create_reflexion_graph(
+        ScriptedChatModel(replies=["The capital of Australia is Canberra. Answer: Canberra"]),
+        "exact_match",
+    )
+    out = graph.invoke(
+        {"task": "What is the capital of Australia?", "reference": "Canberra"},
+        context=Context(max_trials=1),
+    )
+    assert (out["answer"], out["solved"]) == ("Canberra", True)
+
+
 def four(a: Any, b: Any, c: Any, d: Any) -> bool:
     return True
 

@@ -99,6 +99,13 @@ def test_agreement_judge_rejects_a_different_answer_without_revealing_its_own():
     assert out["answer"] == "Vltava"
 
 
+def test_agreement_reads_the_judges_answer_after_an_inline_marker():
+    """The judge's first line is read as an actor's reply: "… Answer: X" is X."""
+    ctx = Context(evaluator="agreement", max_trials=1)
+    out = run_with_judge(["It is on the Vltava. Answer: Vltava"], ctx, actor=[answer("Vltava")])
+    assert out["solved"] is True
+
+
 def test_agreement_with_an_empty_reply_is_no_success():
     out = run_with_judge(["", ""], Context(evaluator="agreement", max_trials=1))
     assert out["solved"] is False
