@@ -61,6 +61,7 @@ __all__ = [
     "JUDGE_VARIABLES",
     "REFLECTOR_VARIABLES",
     "Evaluation",
+    "answering_model",
     "create_reflexion_graph",
     "make_actor",
     "make_chat_actor",
@@ -236,7 +237,8 @@ def make_chat_actor(
         update = _trial_update(state, answer, trajectory, render("common/no_answer_in_reply"))
         return {**recalled, **update}
 
-    return Node(actor, role="actor", family=family, acts=True, name="chat_actor")
+    named = model if isinstance(model, str) else model_label(model) if model else None
+    return Node(actor, role="actor", family=family, acts=True, name="chat_actor", model=named)
 
 
 def _read_actor_output(out: object) -> tuple[str | None, list[str]]:
@@ -290,12 +292,15 @@ def make_actor(
     call: Callable[[dict[str, Any]], Steps[Any]]
     if isinstance(actor, Runnable):
         runnable: Runnable[Any, Any] = actor
+        inside = _chat_model_in(actor)
+        named = model_label(inside) if inside is not None else actor.get_name()
 
         def call(inputs: dict[str, Any]) -> Steps[Any]:
             return ask(runnable, inputs)
 
     elif callable(actor):
         call = steps_of(actor)
+        named = getattr(actor, "__qualname__", None) or _kind(actor)
     else:
         raise ReflexionError(
             f"the actor is a {_kind(actor)}: pass a chat model, a Runnable, or a function "
@@ -307,7 +312,40 @@ def make_actor(
         answer, trajectory = _read_actor_output((yield from call(inputs)))
         return {**recalled, **_trial_update(state, answer, trajectory, None)}
 
-    return Node(custom_actor, role="actor", family=family, acts=True)
+    return Node(custom_actor, role="actor", family=family, acts=True, model=named)
+
+
+def model_label(model: BaseChatModel) -> str:
+    """A chat model object's name, as a results file or a message shows it: its
+    ``model_name`` or ``model`` field (``gpt-4o-mini``), else its class name."""
+    for attribute in ("model_name", "model"):
+        value = getattr(model, attribute, None)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return _kind(model)
+
+
+def _chat_model_in(runnable: Runnable[Any, Any]) -> BaseChatModel | None:
+    """The chat model a ``prompt | model | parser`` chain calls (the first), if it has one."""
+    steps = getattr(runnable, "steps", None) or [runnable]
+    for step in steps:
+        bound = getattr(step, "bound", step)  # a model with .bind(...) or .with_config(...)
+        if isinstance(bound, BaseChatModel):
+            return bound
+    return None
+
+
+def answering_model(graph: Any) -> str | None:
+    """The model that answers in ``graph`` (a graph of :func:`create_reflexion_graph`, compiled
+    or its builder) where its actor brings its own: a chat model's name, a ``provider:model``
+    string as given, a Runnable's chat model or name, a function's name. ``None`` where the
+    actor reads ``Context.actor_model`` (the served graphs, an actor given no model)."""
+    builder = getattr(graph, "builder", graph)
+    spec = getattr(builder, "nodes", {}).get("actor")
+    node = getattr(spec, "runnable", None)
+    node = getattr(node, "__wrapped__", node)  # metered (reflexion.core.budget)
+    model = getattr(node, "model", None) if isinstance(node, Node) else None
+    return model if isinstance(model, str) else None
 
 
 def to_evaluation(result: object, ctx: Context) -> Evaluation:

@@ -190,7 +190,9 @@ def metered(node: Any) -> Any:
                 _METER.reset(reset)
             return _with_spent(update, meter, started)
 
-        return RunnableLambda(call, afunc=acall, name=getattr(node, "name", None))
+        wrapped = RunnableLambda(call, afunc=acall, name=getattr(node, "name", None))
+        wrapped.__wrapped__ = node  # type: ignore[attr-defined]  # what it meters, as wraps says
+        return wrapped
 
     if inspect.iscoroutinefunction(node):
 

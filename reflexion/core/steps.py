@@ -156,6 +156,7 @@ class Node(RunnableCallable):
         family: Any = None,
         acts: bool = False,
         name: str | None = None,
+        model: str | None = None,
     ) -> None:
         labels = Labels(role=role, family=family, acts=acts)
 
@@ -172,6 +173,7 @@ class Node(RunnableCallable):
         super().__init__(sync, async_, name=name or core.__name__, trace=False)
         self.core = core
         self.labels = labels
+        self.model = model
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The sync path, called as a plain node function is."""

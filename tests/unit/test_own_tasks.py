@@ -137,6 +137,83 @@ def test_the_command_prints_the_paired_table(server, tmp_path, monkeypatch, caps
         main()
     text = capsys.readouterr().out  # the table is on stdout, which clikit.cli does not keep
     assert exc.value.code in (0, None), text
-    assert re.search(r"none\s+1/3", text) and re.search(r"reflexion\s+3/3\s+\+2/−0", text), text
+    assert re.search(r"none\s+1/3\s+1/3", text), text  # solved, then what the evaluator accepted
+    assert re.search(r"reflexion\s+3/3\s+3/3\s+\+2/−0", text), text
     code, err = cli(monkeypatch, capsys, *args[:2], str(tmp_path / "missing.jsonl"), *args[3:])
     one_line_error(code, err, "does not exist")
+
+
+def test_the_help_names_the_loaders_keys_and_the_real_defaults(monkeypatch, capsys):
+    """The task file's keys in --help are the loader's (passages, not context), and --db's
+    default is where the command keeps its threads."""
+    from typer.testing import CliRunner
+
+    from reflexion.harness.bench.own_tasks import KEYS
+    from reflexion.harness.cli.app import app
+    from reflexion.harness.cli.own import DB
+
+    text = " ".join(
+        CliRunner().invoke(app, ["bench", "tasks", "--help"], env={"COLUMNS": "300"}).output.split()
+    )
+    for key in KEYS:
+        assert key in text
+    assert "context" not in text.replace("context's", "")
+    assert f"[default: {DB}]" in text
+    assert ".reflexion" not in text
+
+
+OWN_GRAPH = """
+from reflexion import create_reflexion_graph
+from reflexion.testing import RuleChatModel
+
+
+class Named(RuleChatModel):
+    model_name: str = "my-own-model"
+
+
+def answer(messages):
+    return "Thought: easy. Answer: 1" if "Say one." in messages[-1].content else "Answer: no"
+
+
+graph = create_reflexion_graph(
+    Named(rule=answer),
+    lambda task, answer: True,  # says yes to anything
+    reflector_model=Named(rule=lambda messages: "Reflection: say the number."),
+)
+"""
+
+
+def test_own_graph_names_the_files_after_its_model_and_is_scored_on_the_reference(
+    server, tmp_path, monkeypatch
+):
+    """A graph that brings its own actor model names the results files after it, not after
+    the context's actor_model; a task's reference scores every strategy although the graph's
+    evaluator accepts anything, and what the evaluator accepted is kept beside."""
+    (tmp_path / "own.py").write_text(OWN_GRAPH)
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in TASKS[:2]))
+    monkeypatch.setenv("REFLEXION_BASE_URL", server.base_url)
+    model = "openai:any-name"
+    ctx = Context(max_trials=2, actor_model=model, reflector_model=model, evaluator_model=model)
+    measured = measure_loop(
+        path,
+        f"{tmp_path}/own.py:graph",
+        context=ctx,
+        db=str(tmp_path / "t.sqlite"),
+        output_dir=tmp_path / "runs",
+    )
+    assert not server.requests  # the graph's own models answered
+    for label, file in measured.files.items():  # stem, data set, then the model that answered
+        assert file.name.startswith(f"tasks-{label}__tasks__my-own-model__"), file.name
+    rows = {r.strategy: r for r in measured.rows}
+    for strategy in ("none", "resample", "reflexion"):
+        assert (rows[strategy].solved, rows[strategy].accepted) == (1, 2), strategy
+    finals = [
+        json.loads(line)
+        for line in measured.files["reflexion"].read_text().splitlines()
+        if json.loads(line).get("type") == "final"
+    ]
+    assert {(f["task_id"], f["solved"], f["gold_final"]) for f in finals} == {
+        ("one", True, True),
+        ("two", True, False),
+    }

@@ -11,6 +11,11 @@ whose input takes ``task`` and whose state keeps ``evaluations``, one record per
 
 ``none`` is no run of its own: it is the first attempt the other two share (each forks every
 task's first trial), so the three differ only in what happens after it.
+
+A task with a ``reference`` is solved when its answer matches the reference (HotPotQA's exact
+match), whatever the graph's evaluator is: the evaluator decides when a thread stops and which
+answer it returns, and its own verdict is kept beside (``solved`` in a results file,
+:attr:`Row.accepted`). A task without one is solved when the evaluator says so.
 """
 
 from __future__ import annotations
@@ -27,7 +32,6 @@ from typing import Any
 
 from langgraph.graph import StateGraph
 
-from reflexion.core.answers import exact_match
 from reflexion.core.errors import ReflexionError
 from reflexion.core.usage import merge, totals
 from reflexion.harness.bench.ledger import read_results
@@ -135,8 +139,8 @@ def load_graph(spec: str) -> Callable[[], StateGraph[Any, Any, Any, Any]]:
 
 
 def solved(final: dict[str, Any]) -> bool:
-    """A finished task's outcome: the gold answer where the task gave one and another
-    evaluator judged, else the evaluator's verdict."""
+    """A finished task's outcome: its final answer matched to the task's reference where it
+    has one (``gold_final``), whatever the evaluator said; else the evaluator's verdict."""
     if "gold_final" in final:
         return bool(final["gold_final"])
     return bool(final.get("solved"))
@@ -144,24 +148,20 @@ def solved(final: dict[str, Any]) -> bool:
 
 def first_solved(final: dict[str, Any]) -> bool:
     """What ``none`` (the shared first attempt) solved, judged as :func:`solved` judges."""
-    evaluations = final.get("evaluations") or [{}]
     if "gold" in final:
         return bool((final["gold"] or [False])[0])
+    return first_accepted(final)
+
+
+def accepted(final: dict[str, Any]) -> bool:
+    """What the graph's evaluator said of a finished task: its verdict on the final answer."""
+    return bool(final.get("solved"))
+
+
+def first_accepted(final: dict[str, Any]) -> bool:
+    """What the graph's evaluator said of the shared first attempt."""
+    evaluations = final.get("evaluations") or [{}]
     return bool(evaluations[0].get("success"))
-
-
-def gold_scorer(evaluator: str) -> Callable[..., dict[str, Any]] | None:
-    """Where the evaluator is not exact match, each answer of a task that has a reference is
-    scored on it afterwards (the evaluator never sees it)."""
-
-    def finalize(task: Any, state: dict[str, Any]) -> dict[str, Any]:
-        gold = str(task.meta.get("reference") or "")
-        if not gold:
-            return {}
-        trials = [exact_match(e.get("answer"), gold) for e in state.get("evaluations", [])]
-        return {"gold": trials, "gold_final": exact_match(state.get("answer"), gold)}
-
-    return finalize if evaluator != "exact_match" else None
 
 
 @dataclass(frozen=True)
@@ -177,6 +177,9 @@ class Row:
     """Model tokens over all tasks (``None`` where not recorded)."""
     seconds: float | None
     """Wall seconds over the tasks run whole."""
+    accepted: int = 0
+    """Tasks whose answer the graph's evaluator accepted. ``solved`` counts the reference
+    where a task has one, so the two differ where the evaluator was wrong."""
 
     def per_solved(self, total: float | None) -> float | None:
         return None if total is None or not self.solved else total / self.solved
@@ -206,7 +209,8 @@ def comparison(results: dict[str, list[dict[str, Any]]], files: dict[str, Path])
     order = sorted(common)
     none = [first_solved(any_run[t]) for t in order]
     tokens, seconds = _first_trial_usage(files[next(iter(files))])
-    rows = [Row("none", len(order), sum(none), None, None, tokens, seconds)]
+    said = sum(first_accepted(any_run[t]) for t in order)
+    rows = [Row("none", len(order), sum(none), None, None, tokens, seconds, said)]
     outcome = {label: [solved(runs[t]) for t in order] for label, runs in by_task.items()}
     for label, runs in by_task.items():
         used = totals(merge(*(runs[t].get("usage") for t in order)))
@@ -222,6 +226,7 @@ def comparison(results: dict[str, list[dict[str, Any]]], files: dict[str, Path])
                 else None,
                 used["prompt_tokens"] + used["completion_tokens"] if used["calls"] else None,
                 sum(whole) if len(whole) == len(order) else None,
+                sum(accepted(runs[t]) for t in order),
             )
         )
     return rows

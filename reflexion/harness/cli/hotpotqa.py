@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from reflexion.core.answers import exact_match
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
-from reflexion.harness.bench.driver import Finalize
 from reflexion.harness.bench.family_tables import judge_table, qa_paired, truth_curve
-from reflexion.harness.bench.ledger import BenchTask
 from reflexion.harness.bench.plots import learning_curve
 from reflexion.harness.bench.reports import outcome_table, summarize
 from reflexion.harness.bench.settings import result_settings
 from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, qa_context
+from reflexion.harness.scoring.reference import gold_scorer
 from reflexion.qa.questions import load_hotpotqa
 
 
@@ -221,16 +219,3 @@ def bench_hotpotqa(
         learning_curve(curves, plot, title=f"HotPotQA {agent}: proportion solved by trial")
     files = ", ".join(str(f) for f in outcome.files.values())
     console.print(f"results in {files} · learning curve {plot}")
-
-
-def gold_scorer() -> Finalize:
-    """For a run judged by the LLM (which never sees the reference): each trial's answer and
-    the thread's final answer scored on the gold answer afterwards, so the judge's agreement
-    with gold and the strategies' accuracy without an oracle can be told apart."""
-
-    def finalize(task: BenchTask, state: dict[str, Any]) -> dict[str, Any]:
-        reference = str(task.meta["reference"])
-        trials = [exact_match(e.get("answer"), reference) for e in state.get("evaluations", [])]
-        return {"gold": trials, "gold_final": exact_match(state.get("answer"), reference)}
-
-    return finalize

@@ -15,22 +15,25 @@ from rich.table import Table
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
+from reflexion.graphs.custom import answering_model
 from reflexion.harness.bench.naming import thread_key
-from reflexion.harness.bench.own_tasks import (
-    SERVED,
-    Row,
-    comparison,
-    gold_scorer,
-    load_graph,
-    load_tasks,
-)
+from reflexion.harness.bench.own_tasks import SERVED, Row, comparison, load_graph, load_tasks
 from reflexion.harness.bench.reports import compact, table
 from reflexion.harness.bench.settings import result_settings
 from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, one_model_context
+from reflexion.harness.scoring.reference import gold_scorer
 
 GRAPH_DEFAULT = "Default: the graph's own (its context's default)."
+
+DB = "runs/tasks.sqlite"
+"""Where ``bench tasks`` keeps its threads by default."""
+
+TASKS_HELP = (
+    "JSONL, one task per line: task (required), passages, reference and task_id (optional). "
+    "A task with a reference is scored on it, whatever the graph's evaluator."
+)
 
 STRATEGIES = {"resample": "none", "reflexion": "reflexion"}
 """The two runs, by label, with the ``Context.strategy`` each runs (``none`` with more than one
@@ -51,7 +54,7 @@ def measure_loop(
     graph: str = "reflexion",
     *,
     context: Context | None = None,
-    db: str = "runs/tasks.sqlite",
+    db: str = DB,
     output_dir: Path | str = "runs",
     concurrency: int = 1,
     limit: int | None = None,
@@ -64,12 +67,17 @@ def measure_loop(
     its state contract). ``context`` gives the budget and the models (``max_trials``, at
     least 2, ``actor_model``…; the graph's defaults otherwise); its ``strategy`` is set per
     run. The threads are kept in ``db`` and the results files in ``output_dir``, so a second
-    call with the same arguments resumes where the first stopped."""
+    call with the same arguments resumes where the first stopped. The files are named after the
+    model that answers: the graph's own where its actor brings one
+    (:func:`~reflexion.graphs.custom.answering_model`), else ``actor_model``. A task with a
+    ``reference`` is solved when its answer matches it, whatever the evaluator; the
+    evaluator's verdict is kept beside (``solved`` in the files, ``Row.accepted``)."""
     path = Path(tasks)
     loaded = load_tasks(path)[:limit]
     build = load_graph(graph)
     schema = build().context_schema or Context
     base = context if context is not None else schema()
+    answered = answering_model(build()) or base.actor_model
     if base.max_trials < 2:
         raise ReflexionError("max_trials is 1: give 2 or more, so resample and reflexion retry")
     key = thread_key(f"{graph}\n{path.resolve()}")
@@ -81,6 +89,7 @@ def measure_loop(
             "graph": graph,
             "strategy_name": label,
             **result_settings(ctx),
+            "actor_model": answered,
             "dataset": str(path),
         }
         variants.append(
@@ -90,9 +99,9 @@ def measure_loop(
                 ctx,
                 settings,
                 f"tasks-{label}",
-                f"{path.name} · {label} · trials={ctx.max_trials} · model={ctx.actor_model} · "
+                f"{path.name} · {label} · trials={ctx.max_trials} · model={answered} · "
                 f"{len(loaded)} task(s)",
-                finalize=gold_scorer(ctx.evaluator),
+                finalize=gold_scorer(),
                 build=build,
             )
         )
@@ -119,9 +128,7 @@ def measure_loop(
 
 def bench_tasks(
     cli: typer.Context,
-    tasks: Annotated[
-        Path, typer.Argument(help="JSONL, one task per line: task, context, reference, task_id.")
-    ],
+    tasks: Annotated[Path, typer.Argument(help=TASKS_HELP, show_default=False)],
     graph: Annotated[
         str,
         typer.Option(
@@ -131,7 +138,17 @@ def bench_tasks(
             "(create_reflexion_graph, or any graph with its state contract).",
         ),
     ] = "reflexion",
-    model: opt.ModelOpt = DEFAULT_MODEL,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model",
+            "-m",
+            show_default=False,
+            help="provider:model for actor, evaluator and reflector (default: the embedded "
+            "0.5B model). A graph of --graph whose actor brings its own model keeps it for the "
+            "actor, and the results files are named after that model.",
+        ),
+    ] = DEFAULT_MODEL,
     trials: Annotated[int | None, opt.count_option("--trials", "-t", help=GRAPH_DEFAULT)] = None,
     memory: Annotated[
         int | None, opt.count_option("--memory", "-k", min=0, help="Ω. " + GRAPH_DEFAULT)
@@ -147,14 +164,23 @@ def bench_tasks(
     limit: Annotated[
         int | None, opt.count_option("--limit", "-n", help="How many tasks (default: all).")
     ] = None,
-    db: opt.DbOpt = "runs/tasks.sqlite",
+    db: Annotated[
+        str,
+        typer.Option(
+            "--db",
+            help="Where threads are kept: a SQLite file, a postgresql:// connection string "
+            "(postgres extra), or :memory: to keep them in this process only.",
+        ),
+    ] = DB,
     output_dir: Annotated[
-        Path, typer.Option("--output-dir", help="Where the two results files go.")
+        Path,
+        typer.Option("--output-dir", help="Where the two results files go (resample, reflexion)."),
     ] = Path("runs"),
     concurrency: opt.ConcurrencyOpt = 1,
 ) -> None:
-    """Compare none, resample and reflexion on your own tasks: solved, +/- against none and
-    against resample with the exact McNemar p, and tokens and seconds per solved task."""
+    """Compare none, resample and reflexion on your own tasks: solved (on the reference where a
+    task has one), what the evaluator accepted, +/- against none and against resample with the
+    exact McNemar p, and tokens and seconds per solved task."""
     schema = load_graph(graph)().context_schema or Context
     given = {
         name: value
@@ -198,18 +224,21 @@ def comparison_table(rows: list[Row]) -> Table:
     out = table(
         "strategy",
         "solved",
+        "evaluator\naccepted",
         "vs none\n+/− (p)",
         "vs resample\n+/− (p)",
         "tokens per\nsolved",
         "seconds per\nsolved",
         title="paired on every task's first attempt: none is that attempt alone, resample "
         "redraws blind and keeps what the evaluator accepts, reflexion retries with its "
-        "reflections. +/−: tasks one solved and the other did not; p: exact McNemar",
+        "reflections. solved: on the reference where a task has one, else the evaluator's "
+        "verdict. +/−: tasks one solved and the other did not; p: exact McNemar",
     )
     for row in rows:
         out.add_row(
             row.strategy,
             f"{row.solved}/{row.tasks}",
+            f"{row.accepted}/{row.tasks}",
             _vs(row.against_none),
             _vs(row.against_resample),
             _per(row.tokens, row, "tokens"),
