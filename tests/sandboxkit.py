@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,8 +22,11 @@ def details(result: SuiteResult) -> list[str]:
     return [o.detail for o in result.outcomes]
 
 
-def processes(uid: int | None = None, marker: bytes | None = None) -> list[int]:
-    """Live processes with that real uid and/or that marker in their command line."""
+def processes(
+    uid: int | None = None, marker: bytes | None = None, *, zombies: bool = False
+) -> list[int]:
+    """Live processes (and, with ``zombies``, dead ones not yet reaped) with that real uid
+    and/or that marker in their command line."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -34,7 +38,7 @@ def processes(uid: int | None = None, marker: bytes | None = None) -> list[int]:
             continue
         state = re.search(r"^State:\s*(\S)", status, re.M)
         real_uid = re.search(r"^Uid:\s*(\d+)", status, re.M)
-        if state is None or real_uid is None or state.group(1) in "ZX":
+        if state is None or real_uid is None or (state.group(1) in "ZX" and not zombies):
             continue
         if uid is not None and int(real_uid.group(1)) != uid:
             continue
@@ -44,9 +48,15 @@ def processes(uid: int | None = None, marker: bytes | None = None) -> list[int]:
     return found
 
 
-def assert_cleaned_up(uid: int, workdir: Path) -> None:
-    """The sandbox directory is gone and, when a dedicated uid was used, none of its
-    processes survive."""
-    assert not workdir.parent.exists()
+def sandbox_dirs() -> set[Path]:
+    """The suites' directories that exist now."""
+    return set(Path(tempfile.gettempdir()).glob("reflexion-sandbox-*"))
+
+
+def assert_cleaned_up(uid: int, before: set[Path] | None = None) -> None:
+    """No process of the run's uid is left, not even a zombie, and (given the directories
+    that existed ``before``) no suite's directory is left."""
     if os.geteuid() == 0 and uid != 0:
-        assert processes(uid=uid) == []
+        assert processes(uid=uid, zombies=True) == []
+    if before is not None:
+        assert sandbox_dirs() <= before

@@ -387,7 +387,7 @@ def _user_namespaces() -> bool:
 
 
 @needs_rustc
-def test_the_launcher_and_a_judge_are_compiled_once_and_kept_by_the_caller() -> None:
+def test_a_judge_is_compiled_once_and_kept_by_the_caller() -> None:
     """The kept binaries spare the compiles their time (``reflexion perf sandbox``): a second
     suite with the same tests and signature compiles the candidate only."""
     test = f"assert_eq!(candidate({secrets.randbelow(10**6)}), String::new());"
@@ -400,13 +400,12 @@ def test_the_launcher_and_a_judge_are_compiled_once_and_kept_by_the_caller() -> 
         sig = entry_signature(code, "f")
         sources = {"solution": candidate_server(code, sig), "judge": judge_suite(tests, sig)}
         assert box.compile_rust(str(rustc_path()), sources) is None
-        assert box.launcher is not None
         assert os.stat(Path(box.root) / "judge").st_mode & 0o777 in (
             0o100,
             0o711,
         )  # its uid alone, as root
         left = set(os.listdir(box.root))  # no compile directory, no source, judge's or other
-        assert left - {"judge-work"} == {"judge", "launcher", "solution", "toolchain", "work"}
+        assert left == {"judge", "solution", "toolchain"}
     assert set(KEPT.binaries) == kept  # both taken from memory, nothing new compiled
 
 

@@ -6,49 +6,39 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
 from reflexion.programming.sandbox.builds import KEPT, MODES, Build, take
-from reflexion.programming.sandbox.child import (
-    REPORT_ENV,
-    reachable_by_others,
-)
+from reflexion.programming.sandbox.child import REPORT_ENV, reachable_by_others
+from reflexion.programming.sandbox.jail import HOME
 from reflexion.programming.sandbox.plain import CHANNEL_ENV
 from reflexion.programming.sandbox.processes import (
     PYTHON_FLAGS,
     ForkedProcess,
     ForkServer,
     Started,
+    claim_uid,
     drain,
-    kill_group,
-    kill_uid,
     python_env,
     read_head,
-    remove_owned_files,
+    release_uid,
     remove_tree,
     rlimits,
     sandbox_env,
     site_packages,
-    unused_uid,
+    stop,
     user_task_count,
     wait_exit,
     write_text,
 )
 from reflexion.programming.sandbox.results import Limits
-from reflexion.programming.sandbox.rust import (
-    RUSTC_FLAGS,
-    judge_errors,
-    launcher_source,
-    rustc_errors,
-)
+from reflexion.programming.sandbox.rust import judge_errors, rustc_errors, rustc_flags
 from reflexion.programming.sandbox.toolchain import (
     Toolchain,
     compile_env,
@@ -69,7 +59,9 @@ _PROCESS_HEADROOM = 32  # ... or above the current count when not root
 _COMPILE_FILE_BYTES = 256 * 1024 * 1024
 _COMPILE_MEMORY_MB = 4096
 _COMPILE_CAPTURE = 64 * 1024  # bytes of rustc's stderr read back
-_NOBODY = 65534
+AUDIT_HOOK_ENV = "REFLEXION_SANDBOX_AUDIT_HOOK"
+"""``0`` runs Python code without the audit hook: what the sandbox's tests use to show that the
+namespaces, the uid and the limits hold on their own."""
 
 
 def _python() -> str:
@@ -78,58 +70,41 @@ def _python() -> str:
 
 
 class Sandbox:
-    """One suite's temporary directory and, as root, its unprivileged uid.
+    """One suite's temporary directory and, as root, its two unprivileged uids (the code's and
+    the judge's).
 
-    Layout: the directory itself (owned by the caller, mode 0755) holds the generated files
-    (configuration, Rust source and binary, captured output); ``work/`` (owned by the sandbox
-    uid) is the child's working, home and temp directory and the only place it may write.
+    The directory (owned by the caller, mode 0711) holds the generated files: configurations,
+    Rust sources and binaries, captured output, each readable by the caller alone (the judge
+    binary is execute-only for the judge's uid). No sandboxed process sees it: each runs in
+    namespaces of its own (see :mod:`.jail`), where the directory is covered by an empty
+    file system, and works in a private ``/tmp``. A compile sees its own directory only.
     """
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         base = tempfile.gettempdir()
         if os.geteuid() == 0 and not reachable_by_others(base) and reachable_by_others("/tmp"):
-            base = "/tmp"  # the sandbox uid must be able to reach its directory
+            base = "/tmp"  # a compile's uid must be able to reach its directory
         self.root = os.path.realpath(tempfile.mkdtemp(prefix="reflexion-sandbox-", dir=base))
-        self.work = os.path.join(self.root, "work")
         self.binary_path = os.path.join(self.root, "solution")
         self.uid: int | None = None
-        self.fresh_uid = False
-        """Whether ``uid`` is this suite's own: only then are all its processes killed and its
-        files in /tmp removed (never for the shared ``nobody``)."""
         self.nproc: int | None = _PROCESSES
         self._server: ForkServer | None = None
         self._fork_failed = False
-        self.launcher: str | None = None
-        """The native launcher binaries start through, once compiled (else ``child.py``)."""
         self._runs = 0
         self._judge_uid: int | None = None
-        """The second fresh uid the judge compiles under (see :meth:`_compile_uid`)."""
+        """The second fresh uid the judge compiles and runs under (see :meth:`_judge_identity`)."""
         try:
-            os.chmod(self.root, 0o755)
-            os.mkdir(self.work, 0o700)
+            os.chmod(self.root, 0o711)
             if os.geteuid() == 0:
-                self._claim_uid()
+                if reachable_by_others(os.path.dirname(self.root)):
+                    self.uid = claim_uid()
             else:
                 count = user_task_count(os.getuid())
                 self.nproc = None if count is None else count + _PROCESS_HEADROOM
         except BaseException:
             remove_tree(self.root)
             raise
-
-    def _claim_uid(self) -> None:
-        if not reachable_by_others(os.path.dirname(self.root)):
-            return  # an unprivileged uid could not reach the directory: keep the caller's
-        fresh = unused_uid()
-        for uid in (fresh, _NOBODY):
-            if uid is None:
-                continue
-            try:
-                os.chown(self.work, uid, uid)
-            except OSError:
-                continue
-            self.uid, self.fresh_uid = uid, uid == fresh
-            return
 
     def __enter__(self) -> Sandbox:
         return self
@@ -143,26 +118,24 @@ class Sandbox:
         self.close()
 
     def close(self) -> None:
-        """Kill whatever the sandbox uid still runs, end the fork server, remove the sandbox
-        uid's files and the directory."""
+        """End the fork server, give the uids back, remove the directory. Nothing of a run is
+        left to kill: every process ended with its namespace before its run returned."""
         if self._server is not None:
             self._server.close()
             self._server = None
-        if self.uid is not None and self.fresh_uid:
-            kill_uid(self.uid)
-            remove_owned_files(self.uid)
-        if self._judge_uid not in (None, self.uid, _NOBODY):
-            assert self._judge_uid is not None
-            kill_uid(self._judge_uid)
-            remove_owned_files(self._judge_uid)
+        release_uid(self.uid)
+        release_uid(self._judge_uid)
         remove_tree(self.root)
 
     # -- what runs in it ----------------------------------------------------------------------
 
     def python(self, mode: str, code: str, timeout: float) -> Run:
-        """Run the Python runner: ``program`` (a whole program) or ``check`` (compile only)."""
+        """Run the Python runner: ``program`` (a whole program, witnessed: see
+        :func:`.jail.confine`) or ``check`` (compile only)."""
         config = self._config(mode, timeout)
         config.update(code=code, output_bytes=self.limits.output_bytes)
+        if mode == "program":
+            config["witness"] = True
         return self._spawn(config, [], timeout)
 
     def python_check(self, code: str, timeout: float) -> tuple[str, str]:
@@ -171,8 +144,9 @@ class Sandbox:
         return python_verdict(run, timeout, None)
 
     def binary(self, args: list[str], timeout: float) -> Run:
-        """Run the compiled Rust binary with ``args`` under the sandbox's limits."""
-        config = {**self._config("exec", timeout), "native": True}
+        """Run the compiled Rust binary (a whole program, witnessed: see :func:`.jail.confine`)
+        with ``args`` under the sandbox's limits."""
+        config = {**self._config("exec", timeout), "witness": True}
         return self._spawn(config, [self.binary_path, *args], timeout)
 
     def compile_rust(self, rustc: str, sources: dict[str, str]) -> str | None:
@@ -182,13 +156,12 @@ class Sandbox:
         Each compile runs apart (see :meth:`_compiler`): the candidate's under the suite's
         uid, the judge's under a second fresh uid, each in a directory of its own that holds
         only its source and that the other compile cannot see, so no test or expected value
-        is within reach of the candidate's compile. The judge binary is execute-only for
-        others, so the kernel keeps it undumpable under the sandbox uid. The judge, and the
-        native launcher the binaries then start through (``launcher.rs``), are kept in this
-        process's memory, where no sandboxed code can reach them, and taken from there when
+        is within reach of the candidate's compile. The judge binary is the judge uid's alone
+        and execute-only, so the kernel keeps its process undumpable. The judge is kept in
+        this process's memory, where no sandboxed code can reach it, and taken from there when
         the same source comes again (the same tests, the same signature)."""
         toolchain = resolve(rustc)
-        wanted = {**sources, "launcher": launcher_source()}
+        wanted = dict(sources)
         builds: dict[str, Build] = {}
         for name, source in wanted.items():
             path = os.path.join(self.root, name)
@@ -198,7 +171,7 @@ class Sandbox:
         started = []
         for name, build in builds.items():
             others = [b.directory for b in builds.values() if b is not build]
-            args = [*RUSTC_FLAGS, "-o", build.output, f"{name}.rs"]
+            args = [*rustc_flags(name), "-o", build.output, f"{name}.rs"]
             config, command, env = self._compiler(toolchain, build, args, others)
             started.append((name, self._start(config, command, env=env)))
         timeout = self.limits.compile_timeout_s
@@ -212,19 +185,14 @@ class Sandbox:
                 try:
                     timed_out = wait_exit(begun.proc, max(0.0, deadline - time.monotonic()))
                 finally:
-                    self._stop(begun.proc, trusted=True)
+                    self._stop(begun.proc)
                 runs[name] = self._collect(begun, timed_out, _COMPILE_CAPTURE)
-            self._end_compiles(builds.values())
             for name, build in builds.items():
                 if runs[name].returncode == 0 and not runs[name].timed_out:
                     take(build.output, os.path.join(self.root, name), MODES.get(name, 0o755))
         finally:
             for build in builds.values():
                 remove_tree(build.directory)
-        launcher = os.path.join(self.root, "launcher")
-        built = runs.pop("launcher", Run(0, False, "", "", ""))
-        if built.returncode == 0 and not built.timed_out and os.path.isfile(launcher):
-            self.launcher = launcher  # else the binaries start through child.py
         for name in builds:
             path = os.path.join(self.root, name)
             if name in MODES and os.path.isfile(path):  # only a compile that succeeded
@@ -258,11 +226,8 @@ class Sandbox:
         config, command, env = self._compiler(resolve(rustc), build, args, [])
         timeout = self.limits.compile_timeout_s
         try:
-            return self._spawn(
-                config, command, timeout, env=env, trusted=True, capture=4 * 1024 * 1024
-            )
+            return self._spawn(config, command, timeout, env=env, capture=4 * 1024 * 1024)
         finally:
-            self._end_compiles([build])
             remove_tree(build.directory)
 
     def _build(self, name: str, uid: int | None, source: str) -> Build:
@@ -279,46 +244,31 @@ class Sandbox:
 
     def _compile_uid(self, name: str) -> int | None:
         """Who compiles ``name``: the candidate's server under the suite's uid, the judge
-        under the judge's own uid, the launcher (our own source, which then runs before the
-        uid change) as the caller."""
-        if name == "launcher" or self.uid is None:
+        under the judge's own uid."""
+        if self.uid is None:
             return None
         return self._judge_identity() if name == "judge" else self.uid
 
     def _judge_identity(self) -> int | None:
-        """The judge's own uid, a second fresh one (claimed on first use; the suite's uid when
-        there is none to claim): its compile and every run of its binary use it, so the
-        candidate can neither read the judge's source nor run, trace or read its binary."""
+        """The judge's own uid, a second fresh one (claimed on first use): its compile and
+        every run of a judge use it, so the candidate can neither read the judge's source nor
+        run, trace or read its binary."""
         if self.uid is None:
             return None
         if self._judge_uid is None:
-            fresh = unused_uid()
-            self._judge_uid = fresh if fresh is not None and fresh != self.uid else self.uid
-        return self._judge_uid
-
-    def _judge_apart(self) -> bool:
-        return self._judge_identity() not in (None, self.uid, _NOBODY)
+            self._judge_uid = claim_uid()
+        return self._judge_uid if self._judge_uid is not None else self.uid
 
     def _seal_judge(self) -> None:
-        """The compiled judge, for the judge's uid alone and execute-only (so the kernel keeps
-        its process undumpable): the candidate's uid cannot run it as an oracle of the tests'
-        expected values. Without a uid of its own it stays execute-only for everyone."""
+        """The compiled judge, the judge uid's alone and execute-only (so the kernel keeps its
+        process undumpable): even a code that could reach it could not run it as an oracle
+        of the tests' expected values."""
         path = os.path.join(self.root, "judge")
         uid = self._judge_identity()
-        if not os.path.isfile(path) or uid is None or not self._judge_apart():
+        if not os.path.isfile(path) or uid is None:
             return
         os.chown(path, uid, uid)
         os.chmod(path, 0o100)
-        work = os.path.join(self.root, "judge-work")
-        if not os.path.isdir(work):
-            os.mkdir(work, 0o700)
-            os.chown(work, uid, uid)
-
-    def _end_compiles(self, builds: Iterable[Build]) -> None:
-        """Kill whatever the compiles' fresh uids still run (nothing should)."""
-        for uid in {b.uid for b in builds}:
-            if uid is not None and uid != _NOBODY and (uid != self.uid or self.fresh_uid):
-                kill_uid(uid)
 
     def _mountpoint(self) -> str:
         """The empty directory the toolchain is bound at in a compile's view."""
@@ -360,9 +310,8 @@ class Sandbox:
         return {
             "mode": mode,
             "uid": self.uid,
-            "isolate_network": True,
-            "cwd": self.work,
-            "root": self.root,
+            "conceal": [self.root],
+            "audit_hook": os.environ.get(AUDIT_HOOK_ENV, "1") != "0",
             "token": os.urandom(16).hex(),
             "site_packages": site_packages(),
             "rlimits": rlimits(
@@ -381,7 +330,6 @@ class Sandbox:
         timeout: float,
         *,
         env: dict[str, str] | None = None,
-        trusted: bool = False,
         capture: int | None = None,
     ) -> Run:
         """Start ``child.py`` as a child that enters the sandbox described by ``config`` and
@@ -392,7 +340,7 @@ class Sandbox:
         try:
             timed_out = wait_exit(started.proc, timeout)
         finally:
-            self._stop(started.proc, trusted=trusted)
+            self._stop(started.proc)
         return self._collect(started, timed_out, capture)
 
     def judged(
@@ -402,9 +350,10 @@ class Sandbox:
 
         The candidate process runs the code and answers calls over a pipe with plain data
         only; the judge process binds the candidate's functions to proxies that make those
-        calls, runs the test and reports its verdict. The judge is not dumpable, so the
-        candidate cannot read its memory or descriptors, and it alone holds the report pipe
-        and the token: nothing the candidate runs can write a verdict.
+        calls, runs the test and reports its verdict. The two run in namespaces of their own,
+        the judge under its own uid: the candidate cannot see the judge's process, memory,
+        descriptors or files, and the judge alone holds the report pipe and the token, so
+        nothing the candidate runs can write a verdict.
         ``prelude`` (trusted code, e.g. the benchmark's prompt) runs in the judge first; its
         names win over the candidate's, except ``entry_point``. Returns (judge, candidate).
         """
@@ -412,6 +361,7 @@ class Sandbox:
         serve.update(code=code, output_bytes=self.limits.output_bytes)
         judge = self._config("judge", timeout)
         judge.update(
+            uid=self._judge_identity(),
             test=test,
             prelude=prelude,
             entry_point=entry_point,
@@ -422,11 +372,9 @@ class Sandbox:
     def judged_binary(self, args: list[str], timeout: float) -> tuple[Run, Run]:
         """Run the compiled judge with ``args`` against the compiled candidate, which serves
         the judge's calls (see :meth:`judged`). Returns (judge, candidate)."""
-        config = {**self._config("exec", timeout), "native": True}
-        if self._judge_apart():  # under its own uid, in its own directory (see _seal_judge)
-            config.update(uid=self._judge_identity(), cwd=os.path.join(self.root, "judge-work"))
+        config = {**self._config("exec", timeout), "uid": self._judge_identity()}
         judge = (config, [self.root + "/judge", *args])
-        candidate = ({**self._config("exec", timeout), "native": True}, [self.binary_path])
+        candidate = (self._config("exec", timeout), [self.binary_path])
         return self._pair(judge, candidate, timeout)
 
     def _pair(
@@ -481,19 +429,25 @@ class Sandbox:
         config_path = os.path.join(self.root, f"config-{n}.json")
         out_path = os.path.join(self.root, f"stdout-{n}")
         err_path = os.path.join(self.root, f"stderr-{n}")
+        token = str(config.get("token", ""))
+        token_path = os.path.join(self.root, f"token-{n}")
+        if config.get("witness"):  # the token for the init alone (see .jail.confine)
+            config = {**config, "token": "", "token_file": token_path}
+            with _private(token_path) as handle:
+                handle.write(token.encode())
         argv = self._argv(config, command, config_path)
         read_end, write_end = os.pipe()
-        child_env = python_env(env if env is not None else sandbox_env(self.work))
+        child_env = python_env(env if env is not None else sandbox_env(HOME))
         child_env[REPORT_ENV] = str(write_end)
         passed = [write_end]
         if channel is not None:
             child_env[CHANNEL_ENV] = f"{channel[0]},{channel[1]}"
             passed.extend(channel)
         try:
-            with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            with _private(out_path) as out, _private(err_path) as err:
                 fds = [out.fileno(), err.fileno(), *passed]
                 proc: subprocess.Popen[bytes] | ForkedProcess | None
-                proc = self._fork(config, config_path, child_env, fds)
+                proc = self._fork(command, config_path, child_env, fds)
                 if proc is None:
                     proc = subprocess.Popen(
                         argv,
@@ -506,27 +460,16 @@ class Sandbox:
                         start_new_session=True,
                     )
         except OSError as exc:
-            self._cleanup(read_end, config_path, out_path, err_path)
+            self._cleanup(read_end, config_path, out_path, err_path, token_path)
             return Run(None, False, "", "", f"could not start: {exc}")
         finally:
             os.close(write_end)
-        token = str(config.get("token", ""))
         assert proc is not None
-        return Started(proc, read_end, config_path, out_path, err_path, token)
+        return Started(proc, read_end, config_path, out_path, err_path, token, token_path)
 
     def _argv(self, config: dict[str, Any], command: list[str], config_path: str) -> list[str]:
-        """How the child starts: a binary marked ``native`` through the launcher, once there
-        is one (the same steps as child.py's, without an interpreter's start); anything else
-        through child.py, which reads the configuration from ``config_path``."""
-        if config.get("native") and self.launcher is not None:
-            argv = [self.launcher, "--cwd", config["cwd"]]
-            if config["isolate_network"]:
-                argv.append("--net")
-            if config["uid"] is not None:
-                argv += ["--uid", str(config["uid"])]
-            for name, (soft, hard) in config["rlimits"].items():
-                argv += ["--rlimit", f"{getattr(resource, name)}:{soft}:{hard}"]
-            return [*argv, "--", *command]
+        """How the child starts without the fork server: ``child.py``, which reads the
+        configuration from ``config_path`` (the caller's alone)."""
         descriptor = os.open(config_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             json.dump(config, handle)
@@ -537,33 +480,27 @@ class Sandbox:
         return [python, *PYTHON_FLAGS, _CHILD, config_path, *command]
 
     def _fork(
-        self, config: dict[str, Any], config_path: str, env: dict[str, str], fds: list[int]
+        self, command: list[str], config_path: str, env: dict[str, str], fds: list[int]
     ) -> ForkedProcess | None:
-        """Start a Python child (any mode but ``exec``) through the suite's fork server
-        (started on first use); ``None`` for a command, or when there is no working server."""
-        if config["mode"] == "exec" or self._fork_failed or not ForkServer.usable():
+        """Start a child through the suite's fork server (started on first use); ``None`` when
+        there is no working server."""
+        if self._fork_failed or not ForkServer.usable():
             return None
         try:
             if self._server is None:
                 self._server = ForkServer(_python(), _FORK_SERVER, self.root)
-            return self._server.spawn(config_path, self.root, env, fds)
+            return self._server.spawn(config_path, command, self.root, env, fds)
         except (OSError, ValueError, KeyError):
             if self._server is not None:
                 self._server.close()
             self._server, self._fork_failed = None, True
             return None
 
-    def _stop(self, *procs: subprocess.Popen[bytes] | ForkedProcess, trusted: bool = False) -> None:
-        """Kill each child's process group and, with fresh uids, every process of the suite's
-        uid and the judge's."""
+    @staticmethod
+    def _stop(*procs: subprocess.Popen[bytes] | ForkedProcess) -> None:
+        """End each child's namespace (see :func:`.processes.stop`) and reap the child."""
         for proc in procs:
-            kill_group(proc)
-        if self.uid is not None and self.fresh_uid and not trusted:
-            if self._judge_apart():
-                assert self._judge_uid is not None
-                kill_uid(self.uid, self._judge_uid)
-            else:
-                kill_uid(self.uid)
+            stop(proc)
 
     def _collect(self, started: Started, timed_out: bool, capture: int | None) -> Run:
         """Reap the child and read its report and captured output; remove its files."""
@@ -580,7 +517,9 @@ class Sandbox:
                 started.token,
             )
         finally:
-            self._cleanup(started.report, started.config, started.stdout, started.stderr)
+            self._cleanup(
+                started.report, started.config, started.stdout, started.stderr, started.token_file
+            )
 
     @staticmethod
     def _cleanup(report: int, *paths: str) -> None:
@@ -588,3 +527,8 @@ class Sandbox:
         for path in paths:
             with contextlib.suppress(OSError):
                 os.unlink(path)
+
+
+def _private(path: str) -> Any:
+    """A new file for a child's output, readable by the caller alone."""
+    return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")

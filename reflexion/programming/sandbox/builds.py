@@ -1,6 +1,6 @@
 """What a suite's compiles leave and keep: each compile's own directory (:class:`Build`), its
-output copied out of it (:func:`take`), and the compiled judges and launcher kept in the
-caller's memory between suites (:data:`KEPT`), where no sandboxed code can reach them."""
+output copied out of it (:func:`take`), and the compiled judges kept in the caller's memory
+between suites (:data:`KEPT`), where no sandboxed code can reach them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from reflexion.programming.sandbox.rust import RUSTC_FLAGS
+from reflexion.programming.sandbox.rust import rustc_flags
 
 
 class Binaries:
@@ -24,7 +24,8 @@ class Binaries:
 
     @staticmethod
     def _key(rustc: str, source: str) -> str:
-        return hashlib.sha256("\0".join((rustc, *RUSTC_FLAGS, source)).encode()).hexdigest()
+        flags = rustc_flags("judge")
+        return hashlib.sha256("\0".join((rustc, *flags, source)).encode()).hexdigest()
 
     def restore(self, rustc: str, source: str, path: str, mode: int) -> bool:
         """Write the binary compiled from ``source`` to ``path``; False if there is none."""
@@ -50,10 +51,9 @@ class Binaries:
 
 
 KEPT = Binaries(32)
-MODES = {"judge": 0o711, "launcher": 0o700}
-"""Binaries kept between suites, and their modes: the judge execute-only for others (see
-:meth:`Sandbox.compile_rust`), the launcher the caller's alone (it runs before the uid
-change)."""
+MODES = {"judge": 0o711}
+"""Binaries kept between suites, and their modes: the judge execute-only (see
+:meth:`Sandbox.compile_rust`)."""
 
 
 @dataclass(frozen=True)

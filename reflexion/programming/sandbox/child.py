@@ -1,10 +1,10 @@
 """The sandbox's child side: this file runs as a script (``python -P -s -B -S child.py``) in
 every sandboxed process, so it imports the standard library only.
 
-It enters the sandbox (a new network namespace, resource limits, no new privileges, then the
-fresh uid the parent chose), installs the audit hook and runs one test or program, writing
-its verdict to the report pipe that the parent handed over. Whatever the candidate prints
-goes to files the parent reads only as text.
+It enters the sandbox (namespaces of its own, see :mod:`.jail`; resource limits, no new
+privileges, then the fresh uid the parent chose), installs the audit hook and runs one test or
+program, writing its verdict to the report pipe that the parent handed over. Whatever the
+candidate prints goes to files the parent reads only as text.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import ast
 
 if __package__:  # imported by the caller side
-    from reflexion.programming.sandbox import namespaces, plain
+    from reflexion.programming.sandbox import jail, plain
 else:  # run as a script (python -P -s child.py, outside the package): load the siblings by path
 
     def _sibling(name: str) -> types.ModuleType:
@@ -42,7 +42,7 @@ else:  # run as a script (python -P -s child.py, outside the package): load the 
         return module
 
     plain = _sibling("plain")
-    namespaces = _sibling("namespaces")
+    jail = _sibling("jail")
 
 
 DETAIL_CHARS = 300
@@ -72,13 +72,19 @@ def _child_main(argv: list[str]) -> NoReturn:
             config: dict[str, Any] = json.load(handle)
         os.unlink(argv[0])
         report_fd = int(os.environ.pop(REPORT_ENV, "-1"))
+        command = argv[1:]
+        if config["mode"] == "exec" and config.get("view") is None and command:
+            # A binary of the suite's: opened now, run by descriptor, since its directory is
+            # concealed in the run's view.
+            config["exec_fd"] = os.open(command[0], os.O_PATH | os.O_CLOEXEC)
+        report_fd = jail.confine(config, report_fd)
         _enter_sandbox(config)
     except BaseException as exc:  # before any candidate code: report it as a setup failure
         with contextlib.suppress(BaseException):
             os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
         os._exit(SETUP_FAILED)
     if config["mode"] == "exec":
-        _exec_command(namespaces.in_view(config, argv[1:]), report_fd, config.get("env"))
+        _exec_command(command, report_fd, config.get("env"), config.get("exec_fd"))
     if config["mode"] == "serve":
         _serve(config)
     if config["mode"] == "judge":
@@ -87,14 +93,10 @@ def _child_main(argv: list[str]) -> NoReturn:
 
 
 def _enter_sandbox(config: dict[str, Any]) -> None:
-    """Network namespace (and, for a compile, its private file-system view), resource limits,
-    no new privileges, then the unprivileged uid."""
+    """In the code's process (see :func:`.jail.confine`): resource limits, no new privileges,
+    then the unprivileged uid, and the working directory (the run's private ``/tmp``, or a
+    compile's own directory)."""
     uid = config["uid"]
-    view = config.get("view")
-    if view is not None:
-        config["view_applied"] = namespaces.enter_view(view)
-    elif config["isolate_network"]:
-        namespaces.isolate_network()
     for name, (soft, hard) in config["rlimits"].items():
         _set_rlimit(getattr(resource, name), soft, hard)
     with contextlib.suppress(Exception):
@@ -107,7 +109,7 @@ def _enter_sandbox(config: dict[str, Any]) -> None:
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
-    os.chdir(config["cwd"])
+    os.chdir(config["cwd"] if config.get("view") is not None else jail.HOME)
 
 
 def _set_rlimit(which: int, soft: int, hard: int) -> None:
@@ -164,10 +166,14 @@ def _keep_imports_reachable() -> None:
 
 
 def _exec_command(
-    command: list[str], report_fd: int, env: dict[str, str] | None = None
+    command: list[str],
+    report_fd: int,
+    env: dict[str, str] | None = None,
+    exec_fd: int | None = None,
 ) -> NoReturn:
-    """Replace the child by ``command`` (a Rust binary or rustc) with default signal handling,
-    in ``env`` exactly when given (a compile's), else the child's (plus the report pipe)."""
+    """Replace the child by ``command`` (a Rust binary, by its descriptor ``exec_fd``, or
+    rustc) with default signal handling, in ``env`` exactly when given (a compile's), else the
+    child's (plus the report pipe)."""
     for number in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(number, signal.SIG_DFL)
     if env is not None:  # a compile: nothing of the caller's, not even the report pipe
@@ -179,7 +185,7 @@ def _exec_command(
         if report_fd >= 0:
             env[REPORT_ENV] = str(report_fd)
     try:
-        os.execve(command[0], command, env)
+        os.execve(command[0] if exec_fd is None else exec_fd, command, env)
     except OSError as exc:
         os.write(2, f"sandbox setup failed: cannot run {command[0]}: {exc}\n".encode())
     os._exit(SETUP_FAILED)
@@ -253,10 +259,15 @@ _PATH_EVENTS: dict[str, tuple[int, ...]] = {
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
-def _install_audit_hook(root: str) -> None:
-    """Make writes outside ``root``, network use, new processes and ctypes raise
-    ``PermissionError`` in this interpreter."""
-    allowed = os.path.realpath(root)
+def _install_audit_hook(config: dict[str, Any]) -> None:
+    """Make writes outside the run's private ``/tmp``, network use, new processes and ctypes
+    raise ``PermissionError`` in this interpreter: a readable reason for the common cases.
+    It is defence in depth only (the code can switch it off from inside): the namespaces, the
+    uid and the limits are what contain a process, and the tests hold them with the hook off
+    (``audit_hook: false`` in the configuration)."""
+    if not config.get("audit_hook", True):
+        return
+    allowed = os.path.realpath(jail.HOME)
 
     def outside(path: Any) -> bool:
         if isinstance(path, int) or path is None:
@@ -295,7 +306,7 @@ def _run_python_child(config: dict[str, Any], report_fd: int) -> NoReturn:
     cap = int(config["output_bytes"])
     stdout, stderr = _capped_stream(1, cap), _capped_stream(2, cap)
     sys.stdout, sys.stderr = stdout, stderr
-    _install_audit_hook(config["root"])
+    _install_audit_hook(config)
     try:
         status, detail = _python_attempt(config)
     except BaseException as exc:  # e.g. a MemoryError while describing another error
@@ -362,7 +373,7 @@ def _serve(config: dict[str, Any]) -> NoReturn:
     cap = int(config["output_bytes"])
     sys.stdout, sys.stderr = _capped_stream(1, cap), _capped_stream(2, cap)
     channel = plain.Channel()
-    _install_audit_hook(config["root"])
+    _install_audit_hook(config)
     source = str(config["code"])
     try:
         compiled = compile(source, "<solution>", "exec", dont_inherit=True)
@@ -402,7 +413,7 @@ def _judge(config: dict[str, Any], report_fd: int) -> NoReturn:
     stdout, stderr = _capped_stream(1, cap), _capped_stream(2, cap)
     sys.stdout, sys.stderr = stdout, stderr
     channel = plain.Channel()
-    _install_audit_hook(config["root"])
+    _install_audit_hook(config)
     try:
         status, detail = _judgement(config, channel)
     except plain.CandidateGone:
@@ -433,7 +444,12 @@ def _judgement(config: dict[str, Any], channel: plain.Channel) -> tuple[str, str
     names = hello.get("names")
     entry = str(config.get("entry_point") or "")
     for name, spec in (names if type(names) is dict else {}).items():
-        if not isinstance(name, str) or (name in namespace and name != entry):
+        # The candidate contributes its own names only: never one of the builtins a test
+        # computes with (``abs``, ``range``, ``len``, ``all``, ``sorted``, ``isinstance``, an
+        # exception type...), nor one the trusted prelude defines, bar the entry point.
+        if type(name) is not str or not name.isidentifier() or name.startswith("__"):
+            continue
+        if name != entry and (name in namespace or hasattr(builtins, name)):
             continue
         if spec is None:
             namespace[name] = plain.Proxy(name, channel)

@@ -12,7 +12,8 @@ would be (child.py reads its configuration, enters the sandbox and runs). The se
 child only when the caller asks, after the caller has killed its process group, so the group
 id cannot be reused in between.
 
-Requests are JSON datagrams: ``{"config": PATH, "cwd": DIR, "env": {...}}`` with the
+Requests are JSON datagrams: ``{"config": PATH, "command": [...], "cwd": DIR, "env": {...}}``
+with the
 descriptors (stdout, stderr, report, then the channel's two ends, if any) attached, answered
 ``{"pid": N}``; and ``{"reap": N}``, answered ``{"code": C}`` (a negative C: killed by that
 signal; ``null``: no such child).
@@ -99,7 +100,7 @@ def _become(child: Any, sock: socket.socket, request: dict[str, Any], fds: list[
         os.chdir(request["cwd"])
     except BaseException:
         os._exit(child.SETUP_FAILED)
-    child._child_main([str(request["config"])])
+    child._child_main([str(request["config"]), *map(str, request.get("command", []))])
     os._exit(child.SETUP_FAILED)  # not reached: the entry exits
 
 

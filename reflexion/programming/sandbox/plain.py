@@ -151,15 +151,24 @@ class CandidateGone(Exception):
     """The candidate process ended or broke the channel: the parent gives the reason."""
 
 
+_STEERING = (StopIteration, StopAsyncIteration, GeneratorExit)
+"""Exceptions that steer the control flow of the code that catches them (an iterator's end):
+one of these from the candidate's call would end the test's ``all(map(...))`` early, so it
+reaches the test as a ``RuntimeError`` instead, as PEP 479 does for generators."""
+
+
 def rebuild(outcome: Any) -> BaseException:
-    """The judge's exception for a candidate's one: a builtin exception type by name (so a
-    test can catch ``ValueError``), else an exception class of that name."""
+    """The judge's exception for a candidate's one: a builtin ``Exception`` type by name (so a
+    test can catch ``ValueError``), a ``RuntimeError`` for one that would steer the test's
+    iteration (:data:`_STEERING`), else an exception class of that name."""
     if type(outcome) is not dict:
         return CandidateGone()
     if "exit" in outcome:
         return SystemExit(outcome["exit"] if type(outcome["exit"]) is int else 1)
     name, message = str(outcome.get("type", "Exception")), str(outcome.get("message", ""))
     found = getattr(builtins, name, None)
+    if isinstance(found, type) and issubclass(found, _STEERING):
+        return RuntimeError(f"the candidate raised {name}: {message}"[:2000])
     if (
         isinstance(found, type)
         and issubclass(found, Exception)

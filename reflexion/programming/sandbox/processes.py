@@ -1,6 +1,6 @@
-"""The caller side's process housekeeping: resource limits, waiting and killing (a process
-group, or every process of a sandbox uid), a fresh unused uid, and reading back what a
-process wrote without letting it fill the caller's memory."""
+"""The caller side's process housekeeping: resource limits, waiting for and stopping a
+sandboxed child, fresh unused uids, the fork server, and reading back what a process wrote
+without letting it fill the caller's memory."""
 
 from __future__ import annotations
 
@@ -18,16 +18,13 @@ import site
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 _REPORT_BYTES = 64 * 1024
 _TAIL_BYTES = 4096
-_SHARED_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 PYTHON_FLAGS = ("-P", "-s", "-B", "-S")
 """How a sandboxed interpreter starts: no script directory (-P) and no user site (-s) on
 ``sys.path``, no bytecode files (-B), no site import (-S). Not ``-I``, which would also ignore
@@ -91,23 +88,53 @@ def wait_exit(proc: subprocess.Popen[bytes] | ForkedProcess, timeout: float) -> 
         os.close(pidfd)
 
 
-def unused_uid() -> int | None:
-    """A random uid from a high range that no user, group or process has (or ``None``)."""
-    for _ in range(8):
+_CLAIMED: set[int] = set()
+_CLAIMED_LOCK = threading.Lock()
+
+
+def claim_uid() -> int | None:
+    """A random uid from a high range that no user, group or process has and that no suite of
+    this process holds (or ``None``); it stays claimed until :func:`release_uid`. Suites that
+    run at once in threads therefore never share a uid, and a uid is only reused once its
+    suite has ended, that is, once every process of it has ended with its namespace."""
+    for _ in range(16):
         uid = UID_BASE + int.from_bytes(os.urandom(4), "big") % UID_SPAN
+        with _CLAIMED_LOCK:
+            if uid in _CLAIMED:
+                continue
+            _CLAIMED.add(uid)
         try:
             pwd.getpwuid(uid)
-            continue
         except KeyError:
-            pass
-        try:
-            grp.getgrgid(uid)
-            continue
-        except KeyError:
-            pass
-        if not _processes_of(uid):
-            return uid
+            try:
+                grp.getgrgid(uid)
+            except KeyError:
+                if not _processes_of(uid):
+                    return uid
+        release_uid(uid)
     return None
+
+
+def release_uid(uid: int | None) -> None:
+    """Give back a uid of :func:`claim_uid`'s."""
+    if uid is not None:
+        with _CLAIMED_LOCK:
+            _CLAIMED.discard(uid)
+
+
+def stop(proc: subprocess.Popen[bytes] | ForkedProcess) -> None:
+    """End a sandboxed child and reap it. ``SIGTERM`` asks its supervisor (see
+    :mod:`.jail`) to kill the init of the child's PID namespace; the supervisor exits once
+    the namespace is empty, so when this returns no process of the run is left. Should the
+    supervisor not end within 10 s, ``SIGKILL`` (its init then dies with it)."""
+    if proc.returncode is None:
+        with contextlib.suppress(OSError):
+            os.kill(proc.pid, signal.SIGTERM)
+        if wait_exit(proc, 10):
+            with contextlib.suppress(OSError):
+                os.kill(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
 
 
 def kill_group(proc: subprocess.Popen[bytes] | ForkedProcess) -> None:
@@ -140,26 +167,8 @@ def _uid_of(status: str) -> int | None:
 
 
 def _processes_of(*uids: int) -> list[int]:
-    """Live (non-zombie) processes whose real uid is one of ``uids``."""
-    found: list[int] = []
-    for pid, status in _proc_statuses():
-        state = re.search(r"^State:\s*(\S)", status, re.M)
-        if _uid_of(status) in uids and not (state and state.group(1) in "ZX"):
-            found.append(pid)
-    return found
-
-
-def kill_uid(*uids: int) -> None:
-    """Kill every process of the sandbox's uids, also those that left the process group (one
-    walk of ``/proc`` per round for all of them)."""
-    for _ in range(100):
-        victims = _processes_of(*uids)
-        if not victims:
-            return
-        for pid in victims:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.005)
+    """Processes (zombies included) whose real uid is one of ``uids``."""
+    return [pid for pid, status in _proc_statuses() if _uid_of(status) in uids]
 
 
 def user_task_count(uid: int) -> int | None:
@@ -172,25 +181,6 @@ def user_task_count(uid: int) -> int | None:
             threads = re.search(r"^Threads:\s*(\d+)", status, re.M)
             total += int(threads.group(1)) if threads else 1
     return total
-
-
-def remove_owned_files(uid: int) -> None:
-    """Remove what the sandbox uid left in world-writable directories such as /tmp."""
-    for directory in {*_SHARED_WRITABLE_DIRS, tempfile.gettempdir()}:
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    remove_tree(entry.path)
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                continue
 
 
 def remove_tree(path: str) -> None:
@@ -317,10 +307,13 @@ class ForkServer:
         answer: dict[str, Any] = json.loads(reply)
         return answer
 
-    def spawn(self, config: str, cwd: str, env: dict[str, str], fds: list[int]) -> ForkedProcess:
-        """Fork a child that runs child.py with ``config``; ``fds``: stdout, stderr, report
-        and the channel's ends."""
-        pid = int(self._ask({"config": config, "cwd": cwd, "env": env}, fds)["pid"])
+    def spawn(
+        self, config: str, command: list[str], cwd: str, env: dict[str, str], fds: list[int]
+    ) -> ForkedProcess:
+        """Fork a child that runs child.py with ``config`` (and ``command``, in ``exec``
+        mode); ``fds``: stdout, stderr, report and the channel's ends."""
+        request: dict[str, object] = {"config": config, "command": command, "cwd": cwd, "env": env}
+        pid = int(self._ask(request, fds)["pid"])
         return ForkedProcess(self, pid)
 
     def reap(self, pid: int) -> int | None:
@@ -365,3 +358,5 @@ class Started:
     stdout: str
     stderr: str
     token: str
+    token_file: str
+    """Where a witnessed run's token waits for its init (removed by then, normally)."""

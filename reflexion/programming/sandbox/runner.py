@@ -88,6 +88,7 @@ from reflexion.programming.sandbox.verdicts import (
     clip_block,
     judged_verdict,
     python_verdict,
+    reported,
     suite_timeout,
 )
 
@@ -286,8 +287,13 @@ def run_rust_program(
         if error is not None:
             return ProgramResult(False, _compile_detail(error))
         run = box.binary([], timeout)
-    if run.returncode == 0 and not run.timed_out and (run.report.startswith("ok") or not wrapped):
+    ended = reported(run, frozenset({"pass"})) is not None
+    if run.returncode == 0 and not run.timed_out and ended:
         return ProgramResult(True, "")
+    if not wrapped and run.returncode == 0 and not run.timed_out:
+        # No single top-level `fn main` to wrap (one made by a macro, say): whether it
+        # returned cannot be told, so it does not count.
+        return ProgramResult(False, "no top-level fn main whose return could be seen")
     if run.returncode == 0 and not run.timed_out:
         return ProgramResult(False, "exited with code 0 before main returned")
     return ProgramResult(False, rust_failure(run, timeout, None))

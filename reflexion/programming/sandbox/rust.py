@@ -16,7 +16,7 @@ from typing import Any
 
 from reflexion.programming.sandbox.child import DETAIL_CHARS, OUTPUT_CHARS, clip
 from reflexion.programming.sandbox.results import Limits
-from reflexion.programming.sandbox.signature import Signature
+from reflexion.programming.sandbox.signature import Signature, blank, depth
 from reflexion.programming.sandbox.verdicts import Run, clip_block, process_reason, timeout_reason
 
 COMPILE_ERROR_CHARS = 1500
@@ -35,9 +35,17 @@ RUSTC_FLAGS = (
     "debug-assertions=on",
     "-C",
     "strip=debuginfo",  # a tenth of the size; panic messages keep their locations
-    "--cap-lints=allow",
     "--color=never",
 )
+"""The flags every compile shares."""
+
+
+def rustc_flags(name: str) -> tuple[str, ...]:
+    """The flags for ``name``'s compile: the judge (the tests) as rustc compiles any crate, so
+    a deny-by-default lint such as ``overflowing_literals`` stays an error (``256`` is no
+    ``u8``); the candidate's code and the server around it with lints capped, as before."""
+    return RUSTC_FLAGS if name == "judge" else (*RUSTC_FLAGS, "--cap-lints=allow")
+
 
 _RUST_PROGRAM_MAIN = re.compile(r"(?m)^(?:pub[ \t]+)?fn[ \t]+main[ \t]*\(")
 
@@ -128,12 +136,6 @@ _GARBLED = "reflexion-judge: the candidate's reply is not a"
 def _wire() -> str:
     """The Rust module both binaries of a judged test carry (``wire.rs``)."""
     return Path(__file__).with_name("wire.rs").read_text(encoding="utf-8")
-
-
-@functools.cache
-def launcher_source() -> str:
-    """The native launcher that starts a compiled binary in the sandbox (``launcher.rs``)."""
-    return Path(__file__).with_name("launcher.rs").read_text(encoding="utf-8")
 
 
 def require_rustc() -> str:
@@ -252,10 +254,12 @@ def rust_program_harness(source: str, first: str = "") -> tuple[str, bool]:
     """The program with its ``main`` wrapped so that returning from it is reported (after
     ``first``, a statement run before it); unchanged (and ``False``) unless it has exactly one
     top-level ``fn main``."""
-    mains = _RUST_PROGRAM_MAIN.findall(source)
+    code = blank(source)  # a `fn main(` in a comment or a string is no main
+    mains = [m for m in _RUST_PROGRAM_MAIN.finditer(code) if depth(code, m.start()) == 0]
     if len(mains) != 1:
         return source, False
-    renamed = _RUST_PROGRAM_MAIN.sub("fn __reflexion_user_main(", source, count=1)
+    at = mains[0]
+    renamed = source[: at.start()] + "fn __reflexion_user_main(" + source[at.end() :]
     wrapper = (
         "fn main() -> std::process::ExitCode {\n"
         f"    {first}\n"

@@ -82,15 +82,22 @@ class Signature:
 
 
 def entry_signature(code: str, name: str) -> Signature:
-    """Read ``fn name(...) -> T`` from ``code`` (its first top-level definition).
+    """Read ``fn name(...) -> T`` from ``code``: its one definition at the top level of the
+    source, found after comments, string and character literals are blanked out (see
+    :func:`blank`), outside every bracket (so not in a macro, a module or an ``impl``).
 
     Raises:
-        UnsupportedSignature: when there is no such function, or a type is not plain data.
+        UnsupportedSignature: when there is no such function, more than one (``#[cfg]``
+            variants), or a type is not plain data.
     """
-    found = re.search(rf"(?m)^[ \t]*(?:pub(?:\s*\([^)]*\))?\s+)?fn\s+{re.escape(name)}\b", code)
-    if found is None:
+    source = blank(code)
+    pattern = re.compile(rf"(?m)^[ \t]*(?:pub(?:\s*\([^)]*\))?\s+)?fn\s+{re.escape(name)}\b")
+    found = [m for m in pattern.finditer(source) if depth(source, m.start()) == 0]
+    if not found:
         raise UnsupportedSignature(f"no top-level fn {name} in the implementation")
-    tokens = _Tokens(code, found.end())
+    if len(found) > 1:
+        raise UnsupportedSignature(f"fn {name} is defined more than once")
+    tokens = _Tokens(source, found[0].end())
     if tokens.peek() == "<":
         tokens.lifetimes_only()
     tokens.expect("(")
@@ -110,6 +117,83 @@ def entry_signature(code: str, name: str) -> Signature:
     if tokens.peek() != "{":
         raise UnsupportedSignature(f"{name}: expected its body after the signature")
     return Signature(name, tuple(params), returns)
+
+
+_RAW_STRING = re.compile(r'(?:b|c)?r(#*)"')
+_CHAR = re.compile(r"b?'(?:\\(?:u\{[0-9A-Fa-f_]{1,8}\}|x[0-9A-Fa-f]{2}|.)|[^\\'\n])'", re.S)
+
+
+def blank(code: str) -> str:
+    """``code`` with every comment (line, block, nested block, doc) and every string, raw
+    string, byte and character literal replaced by spaces, newlines kept: what is left is
+    code only, at the same offsets. A lifetime (``'a``) is kept."""
+    out = list(code)
+    i, n = 0, len(code)
+
+    def clear(start: int, end: int) -> None:
+        for k in range(start, min(end, n)):
+            if out[k] != "\n":
+                out[k] = " "
+
+    while i < n:
+        c = code[i]
+        if code.startswith("//", i):
+            end = code.find("\n", i)
+            end = n if end < 0 else end
+            clear(i, end)
+            i = end
+        elif code.startswith("/*", i):
+            depth, k = 1, i + 2
+            while k < n and depth:
+                if code.startswith("/*", k):
+                    depth, k = depth + 1, k + 2
+                elif code.startswith("*/", k):
+                    depth, k = depth - 1, k + 2
+                else:
+                    k += 1
+            clear(i, k)
+            i = k
+        elif (raw := _RAW_STRING.match(code, i)) and (i == 0 or not _word(code[i - 1])):
+            close = '"' + raw.group(1)
+            end = code.find(close, raw.end())
+            end = n if end < 0 else end + len(close)
+            clear(i, end)
+            i = end
+        elif c == '"' or (c in "bc" and code.startswith('"', i + 1) and not _prev_word(code, i)):
+            k = i + (1 if c == '"' else 2)
+            while k < n and code[k] != '"':
+                k += 2 if code[k] == "\\" else 1
+            clear(i, k + 1)
+            i = k + 1
+        elif (c == "'" or (c == "b" and code.startswith("'", i + 1))) and not _prev_word(code, i):
+            char = _CHAR.match(code, i)
+            if char:
+                clear(i, char.end())
+                i = char.end()
+            else:
+                i += 1  # a lifetime
+        else:
+            i += 1
+    return "".join(out)
+
+
+def _word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _prev_word(code: str, i: int) -> bool:
+    return i > 0 and _word(code[i - 1])
+
+
+def depth(code: str, at: int) -> int:
+    """How many brackets are open at ``at`` in blanked code."""
+    depth = 0
+    for c in code[:at]:
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+    return depth
 
 
 class _Tokens:
