@@ -97,9 +97,10 @@ class AlfworldContext(Context):
     alfworld_memory: AlfworldMemory = field(
         default="sightings",
         metadata={
-            "description": "ALFWorld: what a failed trial adds to the Ω window: sightings (where "
-            "it saw the goal's objects, no model call), reflection (the reflector's, the paper), "
-            "facts or leads (no model call). Each is detailed on the ALFWorld page.",
+            "description": "ALFWorld: what a failed trial adds to the reflection window: "
+            "sightings (where it saw the goal's objects, no model call), reflection (the "
+            "reflector's, the paper), facts or leads (no model call). Each is detailed on the "
+            "ALFWorld page.",
             "role": AFTER_FIRST_TRIAL,
             "acts": "reflections",
         },

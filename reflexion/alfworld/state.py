@@ -7,9 +7,13 @@ import operator
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
+from pydantic import Field
 from typing_extensions import TypedDict
 
 from reflexion.core.state import OutputState, State
+
+EXAMPLE_GAME = "look_at_obj_in_light-AlarmClock-None-DeskLamp-308/trial_T20190908_222917_366542"
+"""A bundled game, the example Studio's form and the server guide give."""
 
 FailureClass = Literal["hallucination", "inefficient_planning", "step_limit", "other"]
 FAILURE_CLASSES: tuple[FailureClass, ...] = (
@@ -39,10 +43,25 @@ class AlfworldInputState:
     """What a caller provides to start an ALFWorld thread (the state's ``task`` is filled in
     from the game's initial observation: the room and the goal)."""
 
-    game: str = ""
+    game: Annotated[
+        str,
+        Field(
+            description="The game to play: a bundled game's name (reflexion list-games lists "
+            "them), a unique part of one, or a path to a game.tw-pddl file. Example: "
+            f"{EXAMPLE_GAME}",
+            examples=[EXAMPLE_GAME],
+        ),
+    ] = ""
     """The game: a name from the game set (``AlfworldContext.games``, by default the bundled
     ``valid_unseen`` games), a unique part of one, or a path to a ``game.tw-pddl`` file."""
-    task_id: str | None = None
+    task_id: Annotated[
+        str | None,
+        Field(
+            description="A name for the game in results and logs (optional). Example: "
+            "alarm-clock-lamp",
+            examples=["alarm-clock-lamp"],
+        ),
+    ] = None
     """An identifier for results and logs (e.g. the game name)."""
 
 

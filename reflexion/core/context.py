@@ -92,7 +92,7 @@ class Lessons:
         default="validated",
         metadata={
             "description": "Which lessons are recalled. validated: only those in their own "
-            "thread's Ω window when a later trial of it succeeded (evidence they helped); "
+            "thread's reflection window when a later trial of it succeeded (evidence they helped); "
             "all: every reflection."
         },
     )
@@ -235,16 +235,19 @@ class Context:
 
     actor_model: Model = field(
         default=DEFAULT_MODEL,
-        metadata={"description": "Model of the actor (M_a). " + _MODEL_HELP},
+        metadata={"description": "The model that attempts the task (the actor). " + _MODEL_HELP},
     )
     evaluator_model: Model = field(
         default=DEFAULT_MODEL,
-        metadata={"description": "Model of the LLM evaluator (M_e). " + _MODEL_HELP},
+        metadata={
+            "description": "The model that judges an attempt (the LLM judge). " + _MODEL_HELP
+        },
     )
     reflector_model: Model = field(
         default=DEFAULT_MODEL,
         metadata={
-            "description": "Model of the self-reflector (M_sr). " + _MODEL_HELP,
+            "description": "The model that writes a reflection after a failed trial. "
+            + _MODEL_HELP,
             "role": AFTER_FIRST_TRIAL,
         },
     )
@@ -258,7 +261,8 @@ class Context:
     memory_size: Window = field(
         default=3,
         metadata={
-            "description": "Ω: how many of the latest reflections the actor sees (0 = none).",
+            "description": "Memory size: how many of the latest reflections the actor sees "
+            "(0 = none).",
             "role": AFTER_FIRST_TRIAL,
         },
     )
@@ -266,16 +270,17 @@ class Context:
         default="reflexion",
         metadata={
             "description": "What carries over between trials: none, last_attempt (previous "
-            "trajectory), reflexion (last Ω reflections), or last_attempt_and_reflexion.",
+            "trajectory), reflexion (the latest reflections), or last_attempt_and_reflexion.",
             "role": AFTER_FIRST_TRIAL,
         },
     )
     evaluator: EvaluatorKind = field(
         default="exact_match",
         metadata={
-            "description": "exact_match (QA, against the reference answer), llm (a judge model), "
-            "agreement (QA: the judge answers the task itself and success is the two answers "
-            "matching) or heuristic (ALFWorld: repeated or too many actions). ALFWorld uses the "
+            "description": "exact_match (against the input's reference; the generic graph "
+            "sends a task without one to the LLM judge), llm (a judge model), agreement (the "
+            "judge answers the task itself and success is the two answers matching) or "
+            "heuristic (ALFWorld only: repeated or too many actions). ALFWorld uses the "
             "heuristic unless llm is chosen."
         },
     )

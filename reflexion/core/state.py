@@ -12,6 +12,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Annotated, NotRequired
 
+from pydantic import Field
 from typing_extensions import TypedDict
 
 from reflexion.core.budget import Spent, StopReason, add_spent
@@ -56,16 +57,49 @@ class TrialInput:
 
 @dataclass(kw_only=True)
 class InputState:
-    """What a caller provides to start a thread."""
+    """What a caller provides to start a thread. Each field's ``description`` (with an example)
+    is what LangGraph Studio shows beside its box."""
 
-    task: str = ""
+    task: Annotated[
+        str,
+        Field(
+            description="The question or instruction to attempt. Example: Which river flows "
+            "through Prague? (The ReAct graph searches, by default, an offline corpus built from "
+            "the bundled HotPotQA sample: ask it one of the sample's questions, such as: The "
+            'creator of "Wallace and Gromit" also created what animation comedy that matched '
+            "animated zoo animals with a soundtrack of people talking about their homes?)",
+            examples=["Which river flows through Prague?"],
+        ),
+    ] = ""
     """The question or instruction given to the actor."""
-    passages: str = ""
+    passages: Annotated[
+        str,
+        Field(
+            description="Text the actor may read to answer, such as the paragraphs that hold "
+            "the answer; may be empty. Example: Prague, the capital of the Czech Republic, lies "
+            "on the Vltava.",
+            examples=["Prague, the capital of the Czech Republic, lies on the Vltava."],
+        ),
+    ] = ""
     """Supporting text shown to the actor (e.g. HotPotQA's gold paragraphs); may be empty."""
-    reference: str | None = None
+    reference: Annotated[
+        str | None,
+        Field(
+            description="The right answer, if you know it: exact match checks an attempt "
+            "against it, and no prompt shows it. Left empty, the generic graph asks the LLM "
+            "judge (a model that says whether the answer is right). Example: Vltava",
+            examples=["Vltava"],
+        ),
+    ] = None
     """The gold answer, used by the exact-match evaluator and never shown to the actor or
     reflector. ``None`` when the evaluator needs none (an LLM judge)."""
-    task_id: str | None = None
+    task_id: Annotated[
+        str | None,
+        Field(
+            description="A name for the task in results and logs (optional). Example: task-1",
+            examples=["task-1"],
+        ),
+    ] = None
     """An identifier for the task (e.g. the dataset id), for results and logs."""
 
 

@@ -86,7 +86,7 @@ class CodeContext(Context):
         default=2,
         metadata={
             "description": "Programming: when a retry gives back code it already tried (a "
-            "small model at T = 0 often copies its previous attempt), sample again at "
+            "small model at temperature 0 often copies its previous attempt), sample again at "
             "temperature 0.8 up to this many times; 0 = keep the repeat (the paper).",
             "role": AFTER_FIRST_TRIAL,
         },

@@ -7,6 +7,7 @@ import operator
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, NotRequired
 
+from pydantic import Field
 from typing_extensions import TypedDict
 
 from reflexion.core.state import InputState, OutputState, State, TrialRecord
@@ -70,11 +71,37 @@ class CodeInputState(InputState):
     """What a caller provides to start a programming thread: ``task`` is the function's
     signature and documentation (the benchmark prompt)."""
 
-    language: str = "py"
+    task: Annotated[
+        str,
+        Field(
+            description="The function to write: its signature and docstring, as in "
+            'HumanEval. Example: def add(a: int, b: int) -> int:\n    """Return a + b.\n'
+            '    >>> add(2, 3)\n    5\n    """',
+            examples=[
+                'def add(a: int, b: int) -> int:\n    """Return a + b.\n    >>> add(2, 3)'
+                '\n    5\n    """\n'
+            ],
+        ),
+    ] = ""
+    """The function's signature and documentation (the benchmark prompt)."""
+    language: Annotated[
+        str,
+        Field(description="py (Python) or rs (Rust). Example: py", examples=["py"]),
+    ] = "py"
     """``py`` (Python) or ``rs`` (Rust)."""
-    entry_point: str = ""
+    entry_point: Annotated[
+        str,
+        Field(description="The name of the function to write. Example: add", examples=["add"]),
+    ] = ""
     """Name of the function to implement."""
-    tests: list[str] = field(default_factory=list)
+    tests: Annotated[
+        list[str],
+        Field(
+            description="Unit tests, one statement each, used as given; leave empty and the "
+            "model writes its own from the docstring. Example: assert add(2, 3) == 5",
+            examples=[["assert add(2, 3) == 5"]],
+        ),
+    ] = field(default_factory=list)
     """Internal unit tests (one statement each). Leave empty to have the model write them;
     tests given here are used as they are."""
 
