@@ -143,10 +143,14 @@ class Sandbox:
         run = self.python("check", code, timeout)
         return python_verdict(run, timeout, None)
 
-    def binary(self, args: list[str], timeout: float) -> Run:
+    def binary(self, args: list[str], timeout: float, *, secret: str = "") -> Run:
         """Run the compiled Rust binary (a whole program, witnessed: see :func:`.jail.confine`)
-        with ``args`` under the sandbox's limits."""
+        with ``args`` under the sandbox's limits. ``secret``: what the program's wrapper
+        reports once its ``main`` returned (:func:`.rust.rust_program_harness`), the run's
+        token, which only its init is told."""
         config = {**self._config("exec", timeout), "witness": True}
+        if secret:
+            config["token"] = secret
         return self._spawn(config, [self.binary_path, *args], timeout)
 
     def compile_rust(self, rustc: str, sources: dict[str, str]) -> str | None:

@@ -322,12 +322,27 @@ def _report(
     for stream in streams:
         with contextlib.suppress(BaseException):
             stream.flush()
+    if not token:  # a witnessed program: the token waits on the socket (see jail.confine)
+        with contextlib.suppress(OSError, ValueError):
+            token = _read_line(report_fd)
     message = json.dumps({"token": token, "status": status, "detail": detail})
     data = (message + "\n").encode()
     with contextlib.suppress(OSError):
         while data:
             data = data[os.write(report_fd, data) :]
     os._exit(0)
+
+
+def _read_line(descriptor: int) -> str:
+    """One line from a blocking descriptor (the witness socket's token)."""
+    os.set_blocking(descriptor, True)
+    data = b""
+    while not data.endswith(b"\n") and len(data) < 256:
+        chunk = os.read(descriptor, 1)
+        if not chunk:
+            break
+        data += chunk
+    return data.decode("ascii", errors="replace").strip()
 
 
 def _python_attempt(config: dict[str, Any]) -> tuple[str, str]:

@@ -33,6 +33,7 @@ import os
 import resource
 import select
 import signal
+import socket
 import struct
 from typing import Any, NoReturn
 
@@ -80,9 +81,15 @@ def confine(config: dict[str, Any], report_fd: int) -> int:
     to the sandbox uid). The process that called this never returns: it supervises.
 
     Returns the descriptor the code's process reports on: ``report_fd`` itself, or, for a
-    whole program (``witness`` in ``config``), a pipe to the init, which keeps the report pipe
-    and passes on what the runner wrote only once the program's process has exited with
-    status 0: the program's process never holds the caller's report channel."""
+    whole program (``witness`` in ``config``), a socket to the init, which keeps the report
+    pipe and the run's token. The init writes the token on the socket; a Python runner reads
+    it back only once the program has ended and writes its result with it (a Rust program's
+    wrapper writes the secret compiled into it instead), and the init passes on a result that
+    carries the token only once the program's process has exited with status 0. The
+    program's process never holds the caller's report channel, and the token is in its
+    memory only if the program reads the socket itself: no forgery that does not aim at this
+    protocol passes. (Nothing outside a process can witness that a program's last line ran,
+    so one that does aim at it is not contained: see the security page.)"""
     libc = _libc()
     root = os.geteuid() == 0
     uid, gid = os.geteuid(), os.getegid()
@@ -106,7 +113,8 @@ def confine(config: dict[str, Any], report_fd: int) -> int:
     alive_read, alive_write = os.pipe()
     witness = (-1, -1)
     if config.get("witness") and report_fd >= 0:
-        witness = os.pipe()
+        ends = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        witness = (ends[0].detach(), ends[1].detach())
         os.set_inheritable(witness[1], True)
     blocked = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
     signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
@@ -170,8 +178,8 @@ def _init(
 ) -> None:
     """PID 1 of the new namespace: die with the supervisor, make the view, start the code's
     process (returning in it), then reap until the code's process ends, pass on a witnessed
-    program's report (``reports``: the caller's report pipe and the witness pipe's two ends,
-    -1 when none) and report how it ended. Exiting ends the namespace."""
+    program's report (``reports``: the caller's report pipe and the witness socket's two
+    ends, -1 when none) and report how it ended. Exiting ends the namespace."""
     libc = _libc()
     _check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PDEATHSIG)")
     if select.select([alive_read], [], [], 0)[0]:  # the supervisor is already gone
@@ -201,9 +209,11 @@ def _init(
         _close_all_but(status_write)
     else:
         os.close(witness_write)
-        os.set_blocking(witness_read, False)
         _close_all_but(status_write, report_fd, witness_read, token_fd)
         token = _read_token(token_fd)
+        with contextlib.suppress(OSError):
+            os.write(witness_read, f"{token}\n".encode())
+        os.set_blocking(witness_read, False)
     written = bytearray()
     while True:
         try:
@@ -244,16 +254,20 @@ def _read_token(descriptor: int) -> str:
 
 
 def _witnessed(written: bytes, token: str) -> bytes:
-    """The report the init passes on: each result line of the runner's (a JSON object, or a
-    Rust program's ``ok``) with the token, which the runner never knew."""
+    """The report the init passes on: the runner's result lines that carry the token (a
+    Python runner's JSON objects), or a pass for the secret a Rust program's wrapper wrote."""
     lines = []
     for line in written.decode("utf-8", errors="replace").splitlines():
-        message: Any = {"status": "pass", "detail": ""} if line.strip() == "ok" else None
-        if message is None:
-            with contextlib.suppress(ValueError):
-                message = json.loads(line)
-        if isinstance(message, dict):
-            lines.append(json.dumps({**message, "token": token}))
+        if not token:
+            break
+        if line == token:
+            lines.append(json.dumps({"token": token, "status": "pass", "detail": ""}))
+            continue
+        message: Any = None
+        with contextlib.suppress(ValueError):
+            message = json.loads(line)
+        if isinstance(message, dict) and message.get("token") == token:
+            lines.append(json.dumps(message))
     return "".join(f"{line}\n" for line in lines).encode()
 
 
@@ -263,7 +277,7 @@ def _drain(descriptor: int, limit: int) -> bytes:
     while limit > 0:
         try:
             chunk = os.read(descriptor, min(limit, 65536))
-        except (BlockingIOError, InterruptedError):
+        except OSError:  # nothing more now, or reset: a peer that left the token unread
             break
         if not chunk:
             break

@@ -54,6 +54,7 @@ a candidate process then run under the same limits, joined by two pipes.
 from __future__ import annotations
 
 import re
+import secrets
 import time
 from collections.abc import Sequence
 
@@ -281,12 +282,13 @@ def run_rust_program(
     """
     rustc = require_rustc()
     timeout = limits.test_timeout_s if timeout_s is None else timeout_s
-    program, wrapped = rust_program_harness(source)
+    secret = secrets.token_hex(16)
+    program, wrapped = rust_program_harness(source, secret=secret)
     with Sandbox(limits) as box:
         error = box.compile_rust(rustc, {"solution": program})
         if error is not None:
             return ProgramResult(False, _compile_detail(error))
-        run = box.binary([], timeout)
+        run = box.binary([], timeout, secret=secret)
     ended = reported(run, frozenset({"pass"})) is not None
     if run.returncode == 0 and not run.timed_out and ended:
         return ProgramResult(True, "")

@@ -250,10 +250,11 @@ def rust_judged(judge: Run, candidate: Run, timeout: float, limits: Limits | Non
     return rust_failure(judge, timeout, limits)
 
 
-def rust_program_harness(source: str, first: str = "") -> tuple[str, bool]:
+def rust_program_harness(source: str, first: str = "", secret: str = "") -> tuple[str, bool]:
     """The program with its ``main`` wrapped so that returning from it is reported (after
     ``first``, a statement run before it); unchanged (and ``False``) unless it has exactly one
-    top-level ``fn main``."""
+    top-level ``fn main``. With ``secret`` (a whole program's run) the report is that secret,
+    written by a function named after it, which the program's source cannot name."""
     code = blank(source)  # a `fn main(` in a comment or a string is no main
     mains = [m for m in _RUST_PROGRAM_MAIN.finditer(code) if depth(code, m.start()) == 0]
     if len(mains) != 1:
@@ -268,7 +269,13 @@ def rust_program_harness(source: str, first: str = "") -> tuple[str, bool]:
         "    code\n"
         "}\n"
     )
-    return f"{renamed.rstrip()}\n\n{_RUST_REPORT_FN}\n{wrapper}", True
+    report = _RUST_REPORT_FN
+    if secret:
+        assert secret.isalnum()
+        report = _RUST_REPORT_FN.replace('b"ok\\n"', f'b"{secret}\\n"')
+        report = report.replace("__reflexion_report", f"__reflexion_end_{secret}")
+        wrapper = wrapper.replace("__reflexion_report", f"__reflexion_end_{secret}")
+    return f"{renamed.rstrip()}\n\n{report}\n{wrapper}", True
 
 
 def rust_check_crate(
