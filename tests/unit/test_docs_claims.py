@@ -292,3 +292,35 @@ def test_a_right_page_passes():
         '`memory_size` (Ω, 3 by default); `wiki=live`; `alfworld_seeds="turn"`.\n'
     )
     assert problems(page) == ["--no-diagnose is no option of bench tasks"]
+
+
+LABORATORY = {
+    "a commit hash": r"\b(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b",
+    "a date": r"\b20\d\d-\d\d-\d\d\b",
+    "a default's end date": r"\buntil 20\d\d",
+    "draws": r"\bdraws?\b",
+    "fresh-first": r"\bfresh-first\b",
+    "witnesses": r"\bwitness(?:es)?\b",
+    "a database's trial 1": r"\bdatabases? whose\b",
+}
+"""The laboratory's words, which the results pages keep (they record what ran, and when) and the
+guides leave out: the glossary (docs/reference/glossary.md) defines the words a guide needs."""
+
+
+def laboratory_words(text: str) -> list[str]:
+    """The laboratory's words in ``text``, leaving out links' targets (a results page's file
+    name may say what it measured)."""
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    return [
+        f"{what}: {m.group(0)!r}" for what, rx in LABORATORY.items() for m in re.finditer(rx, text)
+    ]
+
+
+@pytest.mark.parametrize("page", GUIDES, ids=[str(p.relative_to(ROOT)) for p in GUIDES])
+def test_a_guide_keeps_the_laboratory_s_words_out(page):
+    assert laboratory_words(page.read_text(encoding="utf-8")) == []
+
+
+def test_the_laboratory_s_words_are_found():
+    text = "the default until 2026-11-29 (commit 89cc9c9), on other draws, fresh-first, witnesses"
+    assert len(laboratory_words(text)) == 6
