@@ -9,10 +9,12 @@ reflector reads), and each graph's own context: ``QAContext``, ``ReActContext``,
 ``AlfworldContext``.
 
 The package is grouped by role: ``core`` (context, state, models, memory, lessons,
-persistence, threads), one folder per task family (``hotpotqa``, ``programming``,
-``alfworld``), ``bench`` (the benchmark driver and its reports), ``cli``, ``perf`` and
-``testing`` (fake models); the graphs, their nodes and the prompt files are
-``reflexion.graphs``, ``reflexion.nodes`` and ``reflexion.prompts``.
+persistence, threads), one package per task family (``qa``, ``programming``, ``alfworld``),
+``data`` (the bundled data sets) and ``testing`` (fake chat models and a scripted game, for
+tests); the graphs, their nodes and the prompt files are ``reflexion.graphs``,
+``reflexion.nodes`` and ``reflexion.prompts``. ``reflexion.harness``, installed with the
+``harness`` extra, is the laboratory beside the runtime: the ``reflexion`` command line, the
+benchmarks, their scoring and reports, and the performance measurements.
 """
 
 from __future__ import annotations

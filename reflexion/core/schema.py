@@ -16,9 +16,12 @@ and ``role`` (what the benchmark commands do with it).
 from __future__ import annotations
 
 import functools
+import importlib
+import pkgutil
 import warnings
 from collections.abc import Callable
 from dataclasses import field, fields
+from pathlib import Path
 from typing import (
     Annotated,
     Any,
@@ -49,8 +52,20 @@ RENAMED = {
     "request_timeout": "the transport (REFLEXION_REQUEST_TIMEOUT)",
     "retry_backoff": "the transport (REFLEXION_RETRY_BACKOFF)",
 }
-"""Context keys of the last release that are gone, and what replaced each: an unknown key's
-warning names the replacement."""
+"""Context keys that were renamed before the first release, and what replaced each: an unknown
+key's warning names the replacement."""
+
+
+@functools.cache
+def _import_context_modules() -> None:
+    """Import every package's ``context`` module (``reflexion/<family>/context.py``), found on
+    disk rather than named here (the core knows no family), so a hint can name a context class
+    the caller never imported."""
+    root = Path(__file__).resolve().parents[1]
+    package = __name__.rsplit(".", 2)[0]
+    for found in pkgutil.iter_modules([str(root)]):
+        if found.ispkg and (root / found.name / "context.py").is_file():
+            importlib.import_module(f"{package}.{found.name}.context")
 
 
 def unknown_key_hint(key: str, own: type) -> str:
@@ -59,6 +74,7 @@ def unknown_key_hint(key: str, own: type) -> str:
     another graph's context, or nothing."""
     if key in RENAMED:
         return f"{key} is now {RENAMED[key]}"
+    _import_context_modules()
     root = next((k for k in reversed(own.__mro__) if hasattr(k, "__pydantic_fields__")), own)
     pending, holders = [root], set()
     while pending:

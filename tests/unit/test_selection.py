@@ -4,6 +4,8 @@ they contradict the examples or every attempt fails them. Scripted models, the r
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -340,8 +342,8 @@ def test_unknown_context_keys_warn_and_known_ones_apply():
 
 
 def test_an_unknown_key_s_warning_names_what_to_write_instead():
-    """A name of the last release names its replacement; a field of another graph's context
-    names that context; a typo asks for the spelling to be checked."""
+    """A renamed key names its replacement; a field of another graph's context names that
+    context; a typo asks for the spelling to be checked."""
     with pytest.warns(UserWarning) as caught:
         Context(judge_mode="score", recall_k=2)  # type: ignore[call-arg]
     message = str(caught[0].message)
@@ -352,6 +354,24 @@ def test_an_unknown_key_s_warning_names_what_to_write_instead():
         QAContext(max_tests=3)  # type: ignore[call-arg]
     with pytest.warns(UserWarning, match=r"\(check the spelling;"):
         CodeContext(max_tset=3)  # type: ignore[call-arg]
+
+
+def test_the_warning_names_another_family_s_context_that_the_caller_never_imported():
+    """In a fresh interpreter that imported only the QA context, a programming field still
+    names CodeContext."""
+    script = (
+        "import warnings\n"
+        "from reflexion.qa.context import QAContext\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    QAContext(max_tests=3)\n"
+        "print(caught[0].message)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "max_tests is a field of CodeContext, TreeContext" in done.stdout
 
 
 # ---- paired significance ----------------------------------------------------------------------
