@@ -1,7 +1,7 @@
 """``reflexion perf sandbox``: what one sandboxed unit test costs, in wall time and in CPU time
 (a judged test runs a judge and a candidate process; a Rust suite first compiles both binaries,
-and the figure per Rust test includes its share of that), and what a cold Rust compile costs,
-optionally against another checkout of the repository in the same run."""
+and the figure per Rust test includes its share of that), and, against another checkout of the
+repository in the same run, all of these and a cold Rust compile's cost."""
 
 from __future__ import annotations
 
@@ -58,34 +58,68 @@ def sandbox_figures(tests: int, reps: int, rust: bool) -> dict[str, Any]:
     return figures
 
 
-_COLD_COMPILES = """
-import json, sys, time
+_TIMINGS = """
+import json, resource, statistics, sys, time
 sys.path.insert(0, sys.argv[1])
-from reflexion.programming.sandbox import run_rust_tests
-code = "fn add(a: i64, b: i64) -> i64 {\\n    a + b\\n}\\n"
-run_rust_tests(code, ["assert_eq!(add(0, 1), 1);"], entry_point="add")  # the launcher, once
-walls = []
-for rep in range(int(sys.argv[2])):
-    test = f"assert_eq!(add({rep + 7919}, 1), {rep + 7920});"  # a judge not compiled before
-    start = time.perf_counter()
-    result = run_rust_tests(code, [test], entry_point="add")
-    walls.append(time.perf_counter() - start)
+from reflexion.programming.sandbox import run_python_tests, run_rust_tests
+tests, reps, rust = int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+def timed(run):
+    walls, cpus = [], []
+    for rep in range(reps):
+        used, start = cpu(), time.perf_counter()
+        run(rep)
+        walls.append(time.perf_counter() - start)
+        cpus.append(cpu() - used)
+    return statistics.median(walls), statistics.median(cpus)
+def check(result):
     assert result.passed, result
-print(json.dumps(walls))
+figures = {}
+py = "def add(a, b):\\n    return a + b\\n"
+suite = [f"assert add({i}, 1) == {i + 1}" for i in range(tests)]
+wall, used = timed(lambda rep: check(run_python_tests(py, suite)))
+figures["py_test_ms"], figures["py_test_cpu_ms"] = wall * 1000 / tests, used * 1000 / tests
+if rust:
+    rs = "fn add(a: i64, b: i64) -> i64 {\\n    a + b\\n}\\n"
+    suite = [f"assert_eq!(add({i}, 1), {i + 1});" for i in range(tests)]
+    check(run_rust_tests(rs, suite, entry_point="add"))  # the judge (and any launcher), once
+    wall, used = timed(lambda rep: check(run_rust_tests(rs, suite, entry_point="add")))
+    figures["rs_suite_ms"], figures["rs_suite_cpu_ms"] = wall * 1000, used * 1000
+    figures["rs_test_ms"] = wall * 1000 / tests
+    cold = [f"assert_eq!(add({7919 + tests}, 1), {7920 + tests});"]
+    def one_cold(rep):  # a judge not compiled before: both binaries compiled, one test
+        check(run_rust_tests(rs, [cold[0].replace("7919", str(7919 + rep))], entry_point="add"))
+    figures["rs_cold_suite_ms"] = timed(one_cold)[0] * 1000
+print(json.dumps(figures))
 """
-"""Run in a fresh ``python -S`` with a tree first on ``sys.path``: the wall seconds of cold
-suites (the candidate's and a new judge's compile, then one test)."""
+"""Run in a fresh ``python -S`` with a tree first on ``sys.path``: per Python test, per warm
+Rust suite (and test) and per cold Rust suite, median milliseconds (wall, and CPU of the
+sandbox's processes) over ``reps`` suites."""
+
+COMPARED = {
+    "py_test_ms": "Python, wall ms / test",
+    "py_test_cpu_ms": "Python, CPU ms / test",
+    "rs_test_ms": "Rust, wall ms / test (warm suite)",
+    "rs_suite_ms": "Rust, wall ms / warm suite",
+    "rs_suite_cpu_ms": "Rust, CPU ms / warm suite",
+    "rs_cold_suite_ms": "Rust, wall ms / cold suite (compiles, 1 test)",
+}
 
 
-def compile_figures(trees: dict[str, Path], reps: int, rounds: int = 3) -> dict[str, Any]:
-    """Median milliseconds of a cold Rust suite (both binaries compiled, one test) for each
-    tree, measured in ``rounds`` alternating processes of ``reps`` suites each, so that load
-    changes hit every tree alike."""
-    walls: dict[str, list[float]] = {name: [] for name in trees}
+def compare_figures(
+    trees: dict[str, Path], tests: int, reps: int, rust: bool, rounds: int = 3
+) -> dict[str, dict[str, float]]:
+    """:data:`COMPARED`'s figures for each tree, measured in ``rounds`` alternating processes
+    (``reps`` suites of ``tests`` each), so that load changes hit every tree alike; each
+    figure is the median over the rounds."""
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
     for _ in range(rounds):
         for name, tree in trees.items():
+            argv = [str(tree), str(tests), str(reps), "1" if rust else "0"]
             done = subprocess.run(
-                [sys.executable, "-S", "-c", _COLD_COMPILES, str(tree), str(reps)],
+                [sys.executable, "-S", "-c", _TIMINGS, *argv],
                 capture_output=True,
                 text=True,
                 cwd=os.path.dirname(str(tree)) or "/",
@@ -93,11 +127,11 @@ def compile_figures(trees: dict[str, Path], reps: int, rounds: int = 3) -> dict[
             )
             if done.returncode != 0:
                 last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-                raise ReflexionError(f"the cold-compile timing failed in {tree}: {last}")
-            walls[name].extend(json.loads(done.stdout.strip().splitlines()[-1]))
+                raise ReflexionError(f"the sandbox timing failed in {tree}: {last}")
+            runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
     return {
-        name: {"cold_suite_ms": round(statistics.median(w) * 1000, 1), "suites": len(w)}
-        for name, w in walls.items()
+        name: {k: round(statistics.median(r[k] for r in found), 1) for k in found[0]}
+        for name, found in runs.items()
     }
 
 
@@ -114,34 +148,40 @@ def sandbox(
         typer.Option(
             "--baseline",
             metavar="TREE",
-            help="Another checkout of this repository: time a cold Rust compile in both, "
-            "alternating, and print the ratio (e.g. a `git worktree` of the commit before).",
+            help="Another checkout of this repository: time Python tests, warm and cold Rust "
+            "suites in both, alternating, and print the ratios (e.g. a `git worktree` of the "
+            "commit before).",
         ),
     ] = None,
     json_path: JsonOpt = None,
 ) -> None:
     """Cost of one sandboxed unit test: median wall and CPU milliseconds per test (the CPU of
     the sandbox's child processes), for trivial passing tests, so the figure is the sandbox's
-    own cost; with Rust, also the median wall time of a cold suite (the candidate's and a new
-    judge's compile, one test). Timings depend on load: run it on an idle machine."""
+    own cost. With --baseline, the same figures and a cold Rust suite's (the candidate's and a
+    new judge's compile, one test) for this tree and another, side by side. Timings depend on
+    load: run it on an idle machine."""
     figures = sandbox_figures(tests, reps, rust)
     tables = []
-    if rust and rustc_path() is not None:
-        trees = {"this tree": Path(__file__).resolve().parents[2]}
-        if baseline is not None:
-            if not (baseline / "reflexion" / "programming" / "sandbox").is_dir():
-                raise ReflexionError(
-                    f"--baseline {baseline} is not a checkout of this repository: "
-                    "pass a folder with reflexion/programming/sandbox/ (git worktree add DIR REV)"
-                )
-            trees["baseline"] = baseline.resolve()
-        figures["rs_compile"] = compile_figures(trees, max(reps, 3))
-        compile_table = Table("tree", "cold Rust suite, ms", "suites", "ratio to baseline")
-        base = figures["rs_compile"].get("baseline", {}).get("cold_suite_ms")
-        for name, fig in figures["rs_compile"].items():
-            ratio = f"{fig['cold_suite_ms'] / base:.2f}x" if base else "—"
-            compile_table.add_row(name, f"{fig['cold_suite_ms']:.1f}", str(fig["suites"]), ratio)
-        tables.append(compile_table)
+    rust = rust and rustc_path() is not None
+    if baseline is not None:
+        if not (baseline / "reflexion" / "programming" / "sandbox").is_dir():
+            raise ReflexionError(
+                f"--baseline {baseline} is not a checkout of this repository: "
+                "pass a folder with reflexion/programming/sandbox/ (git worktree add DIR REV)"
+            )
+        trees = {"this tree": Path(__file__).resolve().parents[3], "baseline": baseline.resolve()}
+        compared = compare_figures(trees, tests, reps, rust)
+        figures["compared"] = compared
+        table_cmp = Table(
+            "figure (median of 3 alternating rounds)", "this tree", "baseline", "ratio"
+        )
+        for key, label in COMPARED.items():
+            ours, theirs = compared["this tree"].get(key), compared["baseline"].get(key)
+            if ours is None or theirs is None:
+                continue
+            ratio = f"{ours / theirs:.2f}x" if theirs else "—"
+            table_cmp.add_row(label, f"{ours:.1f}", f"{theirs:.1f}", ratio)
+        tables.append(table_cmp)
     table = Table("language", "wall ms / test", "CPU ms / test", "tests × suites")
     for language, fig in figures.items():
         if language not in ("py", "rs"):
