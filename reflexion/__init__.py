@@ -12,7 +12,7 @@ The package is grouped by role: ``core`` (context, state, models, memory, lesson
 persistence, threads), one package per task family (``qa``, ``programming``, ``alfworld``),
 ``data`` (the bundled data sets) and ``testing`` (fake chat models and a scripted game, for
 tests); the graphs, their nodes and the prompt files are ``reflexion.graphs``,
-``reflexion.nodes`` and ``reflexion.prompts``. ``reflexion.harness``, installed with the
+``reflexion.nodes`` and ``reflexion.prompts``. The ``harness`` package, installed with the
 ``harness`` extra, is the laboratory beside the runtime: the ``reflexion`` command line, the
 benchmarks, their scoring and reports, and the performance measurements.
 """

@@ -324,3 +324,33 @@ def test_a_guide_keeps_the_laboratory_s_words_out(page):
 def test_the_laboratory_s_words_are_found():
     text = "the default until 2026-11-29 (commit 89cc9c9), on other draws, fresh-first, witnesses"
     assert len(laboratory_words(text)) == 6
+
+
+def prose_sentences(text: str) -> list[str]:
+    """A page's sentences as a reader meets them: code blocks, tables and headings left out,
+    a link read as its text, each paragraph split after a full stop, a question or an
+    exclamation mark."""
+    text = re.sub(r"^```.*?^```", "\n\n", text, flags=re.M | re.S)
+    found = []
+    for paragraph in re.split(r"\n\s*\n|\n(?=\s*- )", text):  # a list item is a paragraph
+        lines = [ln for ln in paragraph.splitlines() if not ln.lstrip().startswith(("|", "#"))]
+        prose = " ".join(re.sub(r"\[([^]]*)\]\([^)]*\)", r"\1", " ".join(lines)).split())
+        ends = r"(?:(?<=[.!?:])|(?<=[.!?:]\*\*))\s+(?=[A-Z*`(\[])"
+        found += [s for s in re.split(ends, prose) if s]
+    return found
+
+
+def test_no_readme_sentence_is_over_40_words():
+    long = [
+        s
+        for s in prose_sentences((ROOT / "README.md").read_text(encoding="utf-8"))
+        if len(s.split()) > 40
+    ]
+    assert long == []
+
+
+def test_a_long_sentence_is_found():
+    sentence = " ".join(["Word"] * 41) + "."
+    assert [
+        len(s.split()) for s in prose_sentences(f"# Title\n\nShort one. {sentence} Next.\n")
+    ] == [2, 41, 1]
