@@ -14,6 +14,7 @@ import time
 from types import TracebackType
 from typing import Any
 
+from reflexion.core.errors import ReflexionError
 from reflexion.programming.sandbox.builds import KEPT, MODES, Build, take
 from reflexion.programming.sandbox.child import REPORT_ENV, reachable_by_others
 from reflexion.programming.sandbox.jail import HOME
@@ -97,14 +98,25 @@ class Sandbox:
         try:
             os.chmod(self.root, 0o711)
             if os.geteuid() == 0:
-                if reachable_by_others(os.path.dirname(self.root)):
-                    self.uid = claim_uid()
+                self.uid = self._unprivileged_uid()
             else:
                 count = user_task_count(os.getuid())
                 self.nproc = None if count is None else count + _PROCESS_HEADROOM
         except BaseException:
             remove_tree(self.root)
             raise
+
+    def _unprivileged_uid(self) -> int:
+        """As root, the code never runs as root: a fresh uid, or a one-line error."""
+        if not reachable_by_others(os.path.dirname(self.root)):
+            raise ReflexionError(
+                f"the sandbox's directory {os.path.dirname(self.root)} cannot be reached by "
+                "another uid: set TMPDIR to a directory others may traverse, such as /tmp"
+            )
+        uid = claim_uid()
+        if uid is None:
+            raise ReflexionError("no unused uid for the sandbox: free some of uids 1000000-1999999")
+        return uid
 
     def __enter__(self) -> Sandbox:
         return self
