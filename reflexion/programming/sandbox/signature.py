@@ -82,22 +82,24 @@ class Signature:
 
 
 def entry_signature(code: str, name: str) -> Signature:
-    """Read ``fn name(...) -> T`` from ``code``: its one definition at the top level of the
-    source, found after comments, string and character literals are blanked out (see
-    :func:`blank`), outside every bracket (so not in a macro, a module or an ``impl``).
+    """Read ``fn name(...) -> T`` from ``code``, found after comments, string and character
+    literals are blanked out (see :func:`blank`): its first definition at the top level of
+    the source (outside every bracket, so not one in a macro or a module), passing over one
+    under a ``#[cfg(...)]`` when there is another; failing a top-level one, the first at any
+    depth (rustc then reports that the function is not where the tests call it).
 
     Raises:
-        UnsupportedSignature: when there is no such function, more than one (``#[cfg]``
-            variants), or a type is not plain data.
+        UnsupportedSignature: when there is no such function, or a type is not plain data.
     """
     source = blank(code)
     pattern = re.compile(rf"(?m)^[ \t]*(?:pub(?:\s*\([^)]*\))?\s+)?fn\s+{re.escape(name)}\b")
-    found = [m for m in pattern.finditer(source) if depth(source, m.start()) == 0]
-    if not found:
+    found = list(pattern.finditer(source))
+    top = [m for m in found if depth(source, m.start()) == 0]
+    plain = [m for m in top if not _configured(source, m.start())]
+    chosen = (plain or top or found)[:1]
+    if not chosen:
         raise UnsupportedSignature(f"no top-level fn {name} in the implementation")
-    if len(found) > 1:
-        raise UnsupportedSignature(f"fn {name} is defined more than once")
-    tokens = _Tokens(source, found[0].end())
+    tokens = _Tokens(source, chosen[0].end())
     if tokens.peek() == "<":
         tokens.lifetimes_only()
     tokens.expect("(")
@@ -175,6 +177,15 @@ def blank(code: str) -> str:
         else:
             i += 1
     return "".join(out)
+
+
+_ATTRIBUTES_BEFORE = re.compile(r"(?:#\[[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]\s*)+$")
+
+
+def _configured(code: str, at: int) -> bool:
+    """Whether the item at ``at`` (in blanked code) carries a ``#[cfg(...)]`` attribute."""
+    attributes = _ATTRIBUTES_BEFORE.search(code[max(0, at - 2000) : at])
+    return bool(attributes and re.search(r"#\[\s*cfg\s*\(", attributes.group(0)))
 
 
 def _word(c: str) -> bool:
