@@ -16,14 +16,14 @@ from typing import Any
 
 from reflexion.core.errors import ReflexionError
 from reflexion.programming.sandbox.builds import KEPT, MODES, Build, take
-from reflexion.programming.sandbox.child import REPORT_ENV, reachable_by_others
+from reflexion.programming.sandbox.child import ENDED_ENV, REPORT_ENV, reachable_by_others
 from reflexion.programming.sandbox.jail import HOME
 from reflexion.programming.sandbox.plain import CHANNEL_ENV
 from reflexion.programming.sandbox.processes import (
     PYTHON_FLAGS,
-    ForkedProcess,
     ForkServer,
     Started,
+    Supervised,
     claim_uid,
     drain,
     python_env,
@@ -453,19 +453,20 @@ class Sandbox:
                 handle.write(token.encode())
         argv = self._argv(config, command, config_path)
         read_end, write_end = os.pipe()
+        ended_read, ended_write = os.pipe()  # the supervisor's report (see .jail.confine)
         child_env = python_env(env if env is not None else sandbox_env(HOME))
         child_env[REPORT_ENV] = str(write_end)
-        passed = [write_end]
+        child_env[ENDED_ENV] = str(ended_write)
+        passed = [write_end, ended_write]
         if channel is not None:
             child_env[CHANNEL_ENV] = f"{channel[0]},{channel[1]}"
             passed.extend(channel)
         try:
             with _private(out_path) as out, _private(err_path) as err:
                 fds = [out.fileno(), err.fileno(), *passed]
-                proc: subprocess.Popen[bytes] | ForkedProcess | None
-                proc = self._fork(command, config_path, child_env, fds)
+                proc = self._fork(command, config_path, child_env, fds, ended_read)
                 if proc is None:
-                    proc = subprocess.Popen(
+                    popen = subprocess.Popen(
                         argv,
                         stdin=subprocess.DEVNULL,
                         stdout=out,
@@ -475,11 +476,14 @@ class Sandbox:
                         env=child_env,
                         start_new_session=True,
                     )
+                    proc = Supervised(popen.pid, ended_read, popen.wait, now=True)
         except OSError as exc:
+            os.close(ended_read)
             self._cleanup(read_end, config_path, out_path, err_path, token_path)
             return Run(None, False, "", "", f"could not start: {exc}")
         finally:
             os.close(write_end)
+            os.close(ended_write)
         assert proc is not None
         return Started(proc, read_end, config_path, out_path, err_path, token, token_path)
 
@@ -496,8 +500,13 @@ class Sandbox:
         return [python, *PYTHON_FLAGS, _CHILD, config_path, *command]
 
     def _fork(
-        self, command: list[str], config_path: str, env: dict[str, str], fds: list[int]
-    ) -> ForkedProcess | None:
+        self,
+        command: list[str],
+        config_path: str,
+        env: dict[str, str],
+        fds: list[int],
+        ended: int,
+    ) -> Supervised | None:
         """Start a child through the suite's fork server (started on first use); ``None`` when
         there is no working server."""
         if self._fork_failed or not ForkServer.usable():
@@ -505,7 +514,9 @@ class Sandbox:
         try:
             if self._server is None:
                 self._server = ForkServer(_python(), _FORK_SERVER, self.root)
-            return self._server.spawn(config_path, command, self.root, env, fds)
+            server = self._server
+            pid = server.spawn(config_path, command, self.root, env, fds)
+            return Supervised(pid, ended, lambda: server.reap(pid), now=False)
         except (OSError, ValueError, KeyError):
             if self._server is not None:
                 self._server.close()
@@ -513,7 +524,7 @@ class Sandbox:
             return None
 
     @staticmethod
-    def _stop(*procs: subprocess.Popen[bytes] | ForkedProcess) -> None:
+    def _stop(*procs: Supervised) -> None:
         """End each child's namespace (see :func:`.processes.stop`) and reap the child."""
         for proc in procs:
             stop(proc)

@@ -55,6 +55,9 @@ _PR_SET_NO_NEW_PRIVS = 38
 
 REPORT_ENV = "REFLEXION_REPORT_FD"
 
+ENDED_ENV = "REFLEXION_ENDED_FD"
+"""The descriptor the supervisor reports the end of the run on (see :func:`.jail.confine`)."""
+
 _PR_SET_DUMPABLE = 4
 
 
@@ -72,12 +75,13 @@ def _child_main(argv: list[str]) -> NoReturn:
             config: dict[str, Any] = json.load(handle)
         os.unlink(argv[0])
         report_fd = int(os.environ.pop(REPORT_ENV, "-1"))
+        ended_fd = int(os.environ.pop(ENDED_ENV, "-1"))
         command = argv[1:]
         if config["mode"] == "exec" and config.get("view") is None and command:
             # A binary of the suite's: opened now, run by descriptor, since its directory is
             # concealed in the run's view.
             config["exec_fd"] = os.open(command[0], os.O_PATH | os.O_CLOEXEC)
-        report_fd = jail.confine(config, report_fd)
+        report_fd = jail.confine(config, report_fd, ended_fd)
         _enter_sandbox(config)
     except BaseException as exc:  # before any candidate code: report it as a setup failure
         with contextlib.suppress(BaseException):

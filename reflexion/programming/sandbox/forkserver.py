@@ -21,6 +21,7 @@ signal; ``null``: no such child).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -51,6 +52,30 @@ def serve(sock: socket.socket) -> None:
     """Answer the caller's requests until it closes the socket."""
     _dumpable(0)
     child = _load_child()
+    reaped: dict[int, int] = {}
+    try:
+        _serve(sock, child, reaped)
+    finally:
+        with contextlib.suppress(ChildProcessError):
+            while True:  # the supervisors left: each exits once its namespace is gone
+                os.waitpid(-1, 0)
+
+
+def _reap(pid: int) -> int:
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def _reap_ended(reaped: dict[int, int]) -> None:
+    """Reap the supervisors that have exited (the caller had their status from them)."""
+    with contextlib.suppress(ChildProcessError):
+        while True:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                return
+            reaped[pid] = os.waitstatus_to_exitcode(status)
+
+
+def _serve(sock: socket.socket, child: Any, reaped: dict[int, int]) -> None:
     while True:
         try:
             message, fds, _flags, _address = socket.recv_fds(sock, _MESSAGE_BYTES, _MAX_FDS)
@@ -59,10 +84,11 @@ def serve(sock: socket.socket) -> None:
         if not message:
             return
         request = json.loads(message)
+        _reap_ended(reaped)
         if "reap" in request:
+            pid = int(request["reap"])
             try:
-                _, status = os.waitpid(int(request["reap"]), 0)
-                code: int | None = os.waitstatus_to_exitcode(status)
+                code: int | None = reaped.pop(pid) if pid in reaped else _reap(pid)
             except ChildProcessError:
                 code = None
             sock.send(json.dumps({"code": code}).encode())
@@ -80,19 +106,20 @@ def _become(child: Any, sock: socket.socket, request: dict[str, Any], fds: list[
     try:
         sock.close()  # first: nothing the child runs may ask the server for anything
         _dumpable(1)
-        out, err, report, *channel = fds
+        out, err, report, ended, *channel = fds
         os.setsid()
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(out, 1)
         os.dup2(err, 2)
         start = 3
-        for fd in sorted({report, *channel}):
+        for fd in sorted({report, ended, *channel}):
             os.closerange(start, fd)
             start = fd + 1
         os.closerange(start, os.sysconf("SC_OPEN_MAX"))
         env = {str(k): str(v) for k, v in request["env"].items()}
         env[child.REPORT_ENV] = str(report)
+        env[child.ENDED_ENV] = str(ended)
         if channel:
             env[child.plain.CHANNEL_ENV] = f"{channel[0]},{channel[1]}"
         os.environ.clear()

@@ -75,10 +75,11 @@ def _check(result: int, what: str) -> None:
         raise OSError(number, f"{what}: {os.strerror(number)}")
 
 
-def confine(config: dict[str, Any], report_fd: int) -> int:
+def confine(config: dict[str, Any], report_fd: int, ended_fd: int = -1) -> int:
     """Put this process in namespaces of its own and return in the code's process (PID 2 of
     the new PID namespace, still as the caller's uid: the caller then sets limits and drops
-    to the sandbox uid). The process that called this never returns: it supervises.
+    to the sandbox uid). The process that called this never returns: it supervises, and
+    writes the code's wait status on ``ended_fd`` once the namespace is empty.
 
     Returns the descriptor the code's process reports on: ``report_fd`` itself, or, for a
     whole program (``witness`` in ``config``), a socket to the init, which keeps the report
@@ -122,9 +123,11 @@ def confine(config: dict[str, Any], report_fd: int) -> int:
     if init != 0:
         os.close(status_write)
         os.close(alive_read)
-        _supervise(init, status_read, alive_write, blocked)
+        _supervise(init, status_read, alive_write, ended_fd, blocked)
     os.close(status_read)
     os.close(alive_write)
+    if ended_fd >= 0:
+        os.close(ended_fd)  # only the supervisor may say that the run is over
     _init(config, status_write, alive_read, blocked, (report_fd, *witness))
     if witness[1] < 0:
         return report_fd
@@ -134,12 +137,13 @@ def confine(config: dict[str, Any], report_fd: int) -> int:
 
 
 def _supervise(
-    init: int, status_read: int, alive_write: int, blocked: set[signal.Signals]
+    init: int, status_read: int, alive_write: int, ended_fd: int, blocked: set[signal.Signals]
 ) -> NoReturn:
     """Outside the namespace: wait for the init; on SIGTERM (the caller stopping the run)
-    kill it. ``waitpid`` on the init returns only once its namespace is empty. Then exit as
-    the code under test did: its exit status, or the signal that killed it."""
-    _close_all_but(status_read, alive_write)
+    kill it. ``waitpid`` on the init returns only once its namespace is empty. Then report
+    the code's wait status on ``ended_fd`` and exit as the code under test did: its exit
+    status, or the signal that killed it."""
+    _close_all_but(status_read, alive_write, ended_fd)
     with contextlib.suppress(Exception):
         _libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
@@ -158,6 +162,9 @@ def _supervise(
         os.set_blocking(status_read, False)
         data = os.read(status_read, 4)
     status = struct.unpack("i", data)[0] if len(data) == 4 else None
+    if ended_fd >= 0:
+        with contextlib.suppress(OSError):
+            os.write(ended_fd, struct.pack("i", signal.SIGKILL if status is None else status))
     if status is None or os.WIFSIGNALED(status):
         number = int(signal.SIGKILL) if status is None else os.WTERMSIG(status)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))

@@ -19,7 +19,7 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,24 +68,10 @@ def rlimits(
     return limits
 
 
-def wait_exit(proc: subprocess.Popen[bytes] | ForkedProcess, timeout: float) -> bool:
-    """Wait until ``proc`` exits, at most ``timeout`` seconds; True when it timed out. With a
-    pidfd the child is left unreaped (a zombie), so its process group cannot be reused before
-    it is killed."""
-    try:
-        pidfd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        try:
-            proc.wait(max(timeout, 0.0))
-        except subprocess.TimeoutExpired:
-            return True
-        return False
-    try:
-        poller = select.poll()
-        poller.register(pidfd, select.POLLIN)
-        return not poller.poll(max(0, math.ceil(timeout * 1000)))
-    finally:
-        os.close(pidfd)
+def wait_exit(proc: Supervised, timeout: float) -> bool:
+    """Wait until ``proc``'s run has ended (see :class:`Supervised`), at most ``timeout``
+    seconds; True when it timed out."""
+    return not proc.finished(timeout)
 
 
 _CLAIMED: set[int] = set()
@@ -122,22 +108,21 @@ def release_uid(uid: int | None) -> None:
             _CLAIMED.discard(uid)
 
 
-def stop(proc: subprocess.Popen[bytes] | ForkedProcess) -> None:
-    """End a sandboxed child and reap it. ``SIGTERM`` asks its supervisor (see
-    :mod:`.jail`) to kill the init of the child's PID namespace; the supervisor exits once
-    the namespace is empty, so when this returns no process of the run is left. Should the
-    supervisor not end within 10 s, ``SIGKILL`` (its init then dies with it)."""
-    if proc.returncode is None:
+def stop(proc: Supervised) -> None:
+    """End a sandboxed child's run and collect its status. ``SIGTERM`` asks its supervisor (see
+    :mod:`.jail`) to kill the init of the child's PID namespace; the supervisor reports once
+    the namespace is empty, so when this returns no process of the run is left. Should it not
+    report within 10 s, ``SIGKILL`` (its init then dies with it)."""
+    if not proc.finished(0):  # the supervisor holds the pipe's write end: it is alive
         with contextlib.suppress(OSError):
             os.kill(proc.pid, signal.SIGTERM)
-        if wait_exit(proc, 10):
+        if not proc.finished(10):
             with contextlib.suppress(OSError):
                 os.kill(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=10)
+    proc.wait()
 
 
-def kill_group(proc: subprocess.Popen[bytes] | ForkedProcess) -> None:
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
     """Kill the child's whole process group (its session), then reap the child."""
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
@@ -245,19 +230,48 @@ def read_head(path: str, limit: int, *, tail: bool = False) -> str:
     return (head + end).decode("utf-8", errors="replace")
 
 
-class ForkedProcess:
-    """A sandboxed process the fork server started: what :class:`subprocess.Popen` offers the
-    caller side (``pid``, ``wait``, ``returncode``), the exit status coming from the server."""
+class Supervised:
+    """A sandboxed child as the caller sees it: its supervisor's pid, and the pipe on which
+    the supervisor writes how the code's process ended (its wait status, 4 bytes) once the
+    run's PID namespace is empty. The run is over when that status comes, not when the
+    supervisor exits: tearing down its mount namespace takes the kernel a few milliseconds
+    that nobody needs to wait for, so the supervisor is reaped later (by the fork server, or
+    at :meth:`wait` for a child started without one)."""
 
-    def __init__(self, server: ForkServer, pid: int) -> None:
-        self.server = server
+    def __init__(self, pid: int, ended: int, reap: Callable[[], int | None], *, now: bool) -> None:
         self.pid = pid
+        self.ended = ended
+        self._reap = reap
+        self._reap_now = now
+        self._status: int | None = None
+        self._over = False
         self.returncode: int | None = None
 
+    def finished(self, timeout: float) -> bool:
+        """Whether the supervisor has reported (or is gone), waiting at most ``timeout``."""
+        if self._over:
+            return True
+        poller = select.poll()
+        poller.register(self.ended, select.POLLIN)
+        if not poller.poll(max(0, math.ceil(timeout * 1000))):
+            return False
+        with contextlib.suppress(OSError):
+            data = os.read(self.ended, 4)
+            if len(data) == 4:
+                self._status = int.from_bytes(data, sys.byteorder, signed=True)
+        self._over = True
+        return True
+
     def wait(self, timeout: float | None = None) -> int | None:
-        """Reap it through the server (the caller has killed its group, or it has exited)."""
+        """The code's exit status (negative: killed by that signal), once the run is over;
+        the supervisor's own when it ended without reporting."""
         if self.returncode is None:
-            self.returncode = self.server.reap(self.pid)
+            self.finished(3600)
+            reaped = self._reap() if self._reap_now or self._status is None else None
+            status = self._status
+            self.returncode = os.waitstatus_to_exitcode(status) if status is not None else reaped
+            with contextlib.suppress(OSError):
+                os.close(self.ended)
         return self.returncode
 
 
@@ -309,12 +323,12 @@ class ForkServer:
 
     def spawn(
         self, config: str, command: list[str], cwd: str, env: dict[str, str], fds: list[int]
-    ) -> ForkedProcess:
+    ) -> int:
         """Fork a child that runs child.py with ``config`` (and ``command``, in ``exec``
-        mode); ``fds``: stdout, stderr, report and the channel's ends."""
+        mode); ``fds``: stdout, stderr, report, the supervisor's status pipe and the
+        channel's ends. Its pid."""
         request: dict[str, object] = {"config": config, "command": command, "cwd": cwd, "env": env}
-        pid = int(self._ask(request, fds)["pid"])
-        return ForkedProcess(self, pid)
+        return int(self._ask(request, fds)["pid"])
 
     def reap(self, pid: int) -> int | None:
         code = self._ask({"reap": pid})["code"]
@@ -351,7 +365,7 @@ def sandbox_env(work: str) -> dict[str, str]:
 class Started:
     """A started child and what :meth:`.box.Sandbox._collect` reads back from it."""
 
-    proc: subprocess.Popen[bytes] | ForkedProcess
+    proc: Supervised
     report: int
     """Read end of its report pipe."""
     config: str
