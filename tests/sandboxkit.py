@@ -60,3 +60,13 @@ def assert_cleaned_up(uid: int, before: set[Path] | None = None) -> None:
         assert processes(uid=uid, zombies=True) == []
     if before is not None:
         assert sandbox_dirs() <= before
+
+
+def bound_back(directory: str) -> list[str]:
+    """The entries of ``directory`` a run sees although it is private: where the Python
+    installation or the venv lies under it (a clone in /tmp), the view binds it back."""
+    from reflexion.programming.sandbox.box import _run_view
+
+    prefix = directory.rstrip("/") + "/"
+    names = {p[len(prefix) :].split("/")[0] for p in _run_view()["expose"] if p.startswith(prefix)}
+    return sorted(prefix + name for name in names)
