@@ -18,7 +18,7 @@ from typing import Any
 from reflexion.core.errors import ReflexionError
 from reflexion.programming.sandbox.builds import KEPT, MODES, Build, take
 from reflexion.programming.sandbox.child import ENDED_ENV, REPORT_ENV, reachable_by_others
-from reflexion.programming.sandbox.jail import HOME, run_view
+from reflexion.programming.sandbox.jail import HOME, inside, run_view
 from reflexion.programming.sandbox.plain import CHANNEL_ENV
 from reflexion.programming.sandbox.processes import (
     PYTHON_FLAGS,
@@ -36,7 +36,6 @@ from reflexion.programming.sandbox.processes import (
     site_packages,
     stop,
     user_task_count,
-    wait_exit,
     write_text,
 )
 from reflexion.programming.sandbox.results import Limits
@@ -200,7 +199,7 @@ class Sandbox:
                     runs[name] = begun
                     continue
                 try:
-                    timed_out = wait_exit(begun.proc, max(0.0, deadline - time.monotonic()))
+                    timed_out = not begun.proc.finished(max(0.0, deadline - time.monotonic()))
                 finally:
                     self._stop(begun.proc)
                 runs[name] = self._collect(begun, timed_out, _COMPILE_CAPTURE)
@@ -306,16 +305,13 @@ class Sandbox:
         timeout = self.limits.compile_timeout_s
         seen = _run_view()  # what a run may not see, a compile may not read either
         hidden = [
-            path
-            for path in (*seen["hide"], *seen["conceal"])
-            if not build.directory.startswith(path.rstrip(os.sep) + os.sep)
+            path for path in (*seen["hide"], *seen["conceal"]) if not inside(build.directory, path)
         ]
         view = compile_view(toolchain, self._mountpoint(), build.directory, [*others, *hidden])
         env = compile_env(build.directory)
         config: dict[str, Any] = {
             "mode": "exec",
             "uid": build.uid,
-            "isolate_network": True,
             "cwd": build.directory,
             "view": view,
             "env": env,
@@ -362,7 +358,7 @@ class Sandbox:
         if isinstance(started, Run):
             return started
         try:
-            timed_out = wait_exit(started.proc, timeout)
+            timed_out = not started.proc.finished(timeout)
         finally:
             self._stop(started.proc)
         return self._collect(started, timed_out, capture)
@@ -428,10 +424,10 @@ class Sandbox:
             return failed, failed
         deadline = time.monotonic() + timeout
         try:
-            timed_out = wait_exit(judging.proc, timeout)
+            timed_out = not judging.proc.finished(timeout)
             # The judge is done: the candidate gets a moment to finish the last reply's exit.
             left = min(0.2, max(0.0, deadline - time.monotonic()))
-            candidate_timed_out = timed_out or wait_exit(serving.proc, left)
+            candidate_timed_out = timed_out or not serving.proc.finished(left)
         finally:
             self._stop(judging.proc, serving.proc)
         return (

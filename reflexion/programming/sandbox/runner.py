@@ -1,54 +1,11 @@
-"""Running tests and programs in the sandbox (the caller side).
+"""Running tests and programs in the sandbox (the caller side): the public functions.
 
-A sandbox that runs untrusted, model-generated code (Python and Rust) against unit tests.
-
-Every test runs in processes of its own (a judge and a candidate), so an ``os._exit``, a
-segfault or a crash fails only that test. Python processes are forked from the suite's fork
-server (``forkserver.py``), compiled binaries start through ``launcher.rs``; each process:
-
-* starts in a new session (``start_new_session=True``); when it ends or overruns its wall-clock
-  limit the whole process group is killed with ``SIGKILL`` and the child is always reaped;
-* gets resource limits: ``RLIMIT_AS`` (memory), ``RLIMIT_CPU``, ``RLIMIT_FSIZE``,
-  ``RLIMIT_NOFILE``, ``RLIMIT_CORE=0`` and ``RLIMIT_NPROC``, plus ``PR_SET_NO_NEW_PRIVS`` (no
-  privilege gain through set-uid programs);
-* reads stdin from ``/dev/null`` and writes stdout/stderr to files in the sandbox, of which only
-  the first ``Limits.output_bytes`` are read back (a test that prints gigabytes cannot fill the
-  caller's memory; Python prints past the cap are dropped, other writes stop at
-  ``RLIMIT_FSIZE``);
-* runs with a fresh ``tempfile.mkdtemp`` directory as its working, home and temp directory, in
-  a clean environment (``PATH``, ``LANG``, ``HOME``, ``TMPDIR`` and a few tool variables); the
-  directory is removed afterwards, also after a timeout;
-* reports its result through an inherited pipe (``pass_fds``), not through stdout, so whatever
-  the candidate prints cannot be mistaken for a result, and a process that exits before
-  reporting (``sys.exit``, ``os._exit(0)``, a signal) fails.
-
-When the caller is root, each suite also gets a fresh unprivileged uid/gid (from a high range,
-or ``nobody`` when the system cannot use it): the child enters a new network namespace
-(``unshare(CLONE_NEWNET)``: no network, not even loopback) and then drops to that uid, so
-``RLIMIT_NPROC`` really limits it, the repository and the rest of the file system are not
-writable, and after every test all processes of that uid are killed (also those that left the
-process group) and the files it left in world-writable directories are removed. When the caller
-is not root, the child tries an unprivileged user+network namespace and sets ``RLIMIT_NPROC``
-relative to the user's current number of processes; the uid change is skipped.
-
-Python runs with ``-P -s -B -S`` and the sandbox's own environment (no ``PYTHON*`` variable of
-the caller's, no user site, no bytecode files; the caller's site-packages directories are put
-on ``sys.path``, without their ``.pth`` hooks), and ``PYTHONHASHSEED=0``, so a verdict does not
-depend on a random hash seed.
-When the interpreter's own library lies where the unprivileged uid cannot read it (e.g. a
-pyenv build under ``/root``), its directories are opened before the uid change and imported
-through ``/proc/self/fd``. The candidate runs as the ``__main__`` module, under a
-``sys.addaudithook`` installed before its code that raises ``PermissionError`` for writes
-outside the sandbox directory, network use, new processes (``subprocess``, ``os.system``,
-``os.exec*``, ``os.fork``, ``os.posix_spawn``) and ``ctypes`` (which could call around the
-hook). An audit hook is not a security boundary on its own; it turns the common cases into
-failed tests with a readable reason, while the uid, the namespace and the limits are what
-contain a process.
-
-Rust is judged the same way: ``rustc`` (as the calling user, with a timeout) compiles, once per
-suite, the candidate's code with a server ``main`` and, separately, a judge whose ``main`` runs
-the test whose number it is given against a proxy of the entry point; per test, the judge and
-a candidate process then run under the same limits, joined by two pipes.
+Every test runs in processes of its own (a judge and a candidate, plain data between them), so
+an ``os._exit``, a segfault or a crash fails only that test, and nothing the candidate runs can
+write a verdict. How each process is contained (its namespaces, the supervisor and init that
+end it with its run, its view of the file system, the seccomp filter, the uid and the limits)
+is :mod:`.jail`'s and :mod:`.child`'s; what is promised and what is not is the security page,
+``docs/reference/sandbox.md``.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from reflexion.programming.sandbox.child import reachable_by_others
+from reflexion.programming.sandbox.jail import inside
 
 COMPILE_PATH = "/usr/local/bin:/usr/bin:/bin"
 """Where the compile finds the linker driver (``cc``) and what it runs (``ld``, ``as``)."""
@@ -101,9 +102,13 @@ def compile_view(toolchain: Toolchain, mountpoint: str, keep: str, hide: list[st
     uid change."""
     covered = [p for p in hide if p]
     home = os.path.realpath(os.path.expanduser("~"))
-    if home != "/" and os.path.isdir(home) and not _inside(keep, home):
+    if home != "/" and os.path.isdir(home) and not inside(os.path.realpath(keep), home):
         covered.append(home)
-    hidden = any(_inside(toolchain.sysroot, p) or _inside(toolchain.compiler, p) for p in covered)
+    hidden = any(
+        inside(os.path.realpath(toolchain.sysroot), p)
+        or inside(os.path.realpath(toolchain.compiler), p)
+        for p in covered
+    )
     bind = None if toolchain.reachable and not hidden else [toolchain.sysroot, mountpoint]
     return {"bind": bind, "hide": covered}
 
@@ -114,8 +119,3 @@ def compiler_in(toolchain: Toolchain, view: View) -> str:
     if not bind:
         return toolchain.compiler
     return os.path.join(bind[1], os.path.relpath(toolchain.compiler, toolchain.sysroot))
-
-
-def _inside(path: str, directory: str) -> bool:
-    real = os.path.realpath(path)
-    return real == directory or real.startswith(directory.rstrip(os.sep) + os.sep)
