@@ -4,8 +4,8 @@ the tree search over attempts, and the graphs compiled from them without a check
 LangGraph server brings its own, and the CLI compiles its own with SQLite).
 
 Both draw what runs: a failed trial goes to ``retry``, which goes to the reflector only when
-the next retry reads a reflection (never under ``code_retry="resample"``; under
-``"fresh_once"`` not once a retry the model wrote has failed), and the next attempt is first
+the next retry reads a reflection (never under ``retry="resample"``; under
+``"informed_once"`` not once a retry the model wrote has failed), and the next attempt is first
 ``rustc``'s fixes (``compiler_fix``) after Rust code that did not compile. Under
 ``CodeContext.cross_check`` the verdict on a compiled attempt is the ``cross_check`` node's,
 which draws independent implementations with a model (the evaluator calls none)."""

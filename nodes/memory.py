@@ -53,14 +53,10 @@ def with_lessons(system: str, state: HasMemory) -> SystemMessage:
     return SystemMessage(f"{system}\n\n{lessons_block(state.lessons)}")
 
 
-def memory_block(
-    state: HasMemory, ctx: Context, *, lessons: bool = True, show_rejected: bool = False
-) -> str:
+def memory_block(state: HasMemory, ctx: Context, *, lessons: bool = True) -> str:
     """What this trial carries in: the lessons recalled from other threads (unless
     ``lessons`` is False: the built-in actors put them in the system message, see
-    :func:`with_lessons`), then what the chosen strategy keeps (empty on the first trial),
-    and, with ``show_rejected`` (a question-answering actor under ``QAContext.show_rejected``),
-    the answers judged incorrect so far."""
+    :func:`with_lessons`), then what the chosen strategy keeps (empty on the first trial)."""
     parts = [lessons_block(state.lessons)] if lessons and state.lessons else []
     if ctx.uses_last_attempt and state.previous_trajectory:
         parts.append(
@@ -72,12 +68,6 @@ def memory_block(
         parts.append(
             render("common/memory_reflections", reflections="\n".join(f"- {r}" for r in window))
         )
-    if show_rejected and (ctx.uses_reflections or ctx.uses_last_attempt):
-        wrong = rejected_answers(state.evaluations)
-        if wrong:
-            parts.append(
-                render("common/memory_rejected", answers="\n".join(f"- {a}" for a in wrong))
-            )
     return "\n\n".join(parts)
 
 

@@ -111,7 +111,7 @@ def make_reflector(
     ``with_passages`` shows it the task's passages, as its actor saw them; ``schema`` is the
     graph's context class, which ``messages`` and ``written`` receive; ``template`` (a prompt
     of your own, rendered with :func:`reflector_values`) replaces the whole prompt, worked
-    examples included (``Context.reflection_examples`` does not apply to it).
+    examples included.
 
     What it writes depends on the strategy: the previous trajectory (``last_attempt``), a new
     reflection appended to the Ω window (``reflexion``), both, or nothing (``none``). A new
@@ -131,11 +131,7 @@ def make_reflector(
         if template is not None:
             messages_in = template.invoke(reflector_values(state)).to_messages()
             return clean_reflection((yield from ask(llm, messages_in, stop=STOP)).text)
-        messages_in = prompt(state, ctx)
-        if not ctx.reflection_examples:
-            # every reflector prompt is: instructions, worked examples as turns, the trial
-            messages_in = [messages_in[0], messages_in[-1]]
-        return clean_reflection((yield from ask(llm, messages_in, stop=STOP)).text)
+        return clean_reflection((yield from ask(llm, prompt(state, ctx), stop=STOP)).text)
 
     # ``state`` is left untyped: LangGraph reads a node's input schema from its annotation, and
     # the node serves every graph's own state class (QA, programming…).

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.graph import START, StateGraph
@@ -47,7 +47,6 @@ from reflexion.core.lessons import Family, recall_steps
 from reflexion.core.progress import emit
 from reflexion.core.state import TrialInput
 from reflexion.core.steps import Node, Steps, ask, block
-from reflexion.core.window import reflection_window
 from reflexion.nodes.common import (
     actor_llm,
     named_seed,
@@ -89,27 +88,19 @@ def alfworld_messages(
 ) -> list[BaseMessage]:
     """Instructions, the two examples of this task type, the task and memory, then this
     trial's turns. Everything before the memory is the same in every trial of a task type (a
-    cacheable prefix). ``AlfworldContext.alfworld_memory_place`` moves the memory to the end of
-    the system message (``"system"``) or makes the reflections the trial's first think step
-    (``"think"``); ``AlfworldContext.alfworld_explain`` adds to each refused command's
-    observation why it was likely refused."""
+    cacheable prefix); the memory follows the task, as in the paper, on a trial that reads it
+    (``Context.retry``: a blind retry does not). ``AlfworldContext.alfworld_explain`` adds to
+    each refused command's observation why it was likely refused."""
     system = with_lessons(render("alfworld/system", max_steps=str(ctx.alfworld_steps)), state)
     user = render("alfworld/task", observation=state.task.strip())
-    place = ctx.alfworld_memory_place
-    window = reflection_window(state.reflections, ctx)
-    thought = place == "think" and bool(window)
-    memory = memory_block(replace(state, reflections=[]) if thought else state, ctx, lessons=False)
-    if memory and place == "system":
-        system = SystemMessage(f"{system.text}\n\n{memory}")
-    elif memory:
+    # trial is this trial's number here (begin counted it)
+    informed = state.trial <= 1 or ctx.informs(state.trial - 1)
+    if informed and (memory := memory_block(state, ctx, lessons=False)):
         user = f"{user}\n\n{memory}"
     messages: list[BaseMessage] = [system]
     for example in few_shot(f"alfworld/examples_{kind}"):
         messages += example_turns(example)
     messages.append(HumanMessage(user))
-    if thought:
-        notes = " ".join(" ".join(entry.split()) for entry in window)
-        messages += [AIMessage(render("alfworld/memory_think", notes=notes)), HumanMessage("OK.")]
     observed = [t["observation"] for t in turns]
     if ctx.alfworld_explain:
         observed = explained(turns, state.task)
@@ -238,7 +229,7 @@ def make_alfworld_actor(
             return finish(state, ctx, state.turns, reason, won=False)
         seed = (
             named_seed(llm, game.name, state.trial, len(state.turns))
-            if ctx.alfworld_seeds == "turn"
+            if ctx.seeds == "retry"
             else {}
         )
         parsed = parse_turn((yield from ask(llm, messages, stop=STOP, **seed)).text)

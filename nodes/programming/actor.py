@@ -1,11 +1,12 @@
 """The code actor: writes a complete implementation each trial.
 
-From the second trial on it sees, by ``CodeContext.code_retry``, its previous implementation with
-the internal test results (repair, the paper), or the task with the failed tests (fresh), or
-the task alone (resample: the equal-budget baseline), or fresh once and the task alone after
-that (fresh_once); the last Ω reflections under strategy
-``reflexion``. A retry that repeats earlier code is drawn again. Two other nodes make attempts:
-``rustc``'s own fixes (:mod:`reflexion.nodes.programming.compiler_fix`) and the tree search's actor
+From the second trial on, an informed retry (``Context.retry``) sees the task with the failed
+tests and, under strategy ``reflexion``, the last Ω reflections; with ``CodeContext.repair`` (the
+paper) it sees its previous implementation and the test results instead of starting over. A
+blind retry (``resample``, and every retry after the first under ``informed_once``) sees the
+task alone. A retry that repeats earlier code is drawn again (``Context.repeat_guard``).
+Two other nodes make attempts: ``rustc``'s own fixes
+(:mod:`reflexion.nodes.programming.compiler_fix`) and the tree search's actor
 (:mod:`reflexion.nodes.programming.tree`), which draws the same way (:func:`draw_attempt`).
 """
 
@@ -20,7 +21,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
-from reflexion.core.errors import ContextError
 from reflexion.core.lessons import Family, recalled_steps
 from reflexion.core.progress import emit
 from reflexion.core.steps import Node, Steps, ask, block
@@ -29,7 +29,6 @@ from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import with_lessons
 from reflexion.nodes.programming.common import (
     STOPS,
-    did_compile,
     fenced,
     problem_of,
     prompt_names,
@@ -47,16 +46,12 @@ from reflexion.prompts import render
 
 
 def retries_fresh(state: CodeState, ctx: CodeContext) -> bool:
-    """Whether the next attempt is a fresh sample rather than a repair of the last one:
-    ``CodeContext.code_retry`` says which, and under ``auto`` code that did not compile is
-    repaired (the compiler's errors point into it) and code that failed tests is not. A
-    ``resample`` retry is fresh too, from the first trial's prompt alone, and so is every
-    ``fresh_once`` retry."""
+    """Whether the next attempt is a fresh sample rather than a repair of the last one: a
+    retry repairs only under ``CodeContext.repair`` (the paper) when it is informed; a blind
+    retry is fresh, from the first trial's prompt alone."""
     if state.trial == 0 or not state.evaluations:
         return False
-    if ctx.code_retry == "auto":
-        return did_compile(state.evaluations[-1])
-    return ctx.code_retry in ("fresh", "resample", "fresh_once", "tree")
+    return not ctx.repair or ctx.retry == "resample"
 
 
 def first_messages(state: CodeState) -> list[BaseMessage]:
@@ -74,9 +69,9 @@ def code_messages(state: CodeState, ctx: CodeContext) -> list[BaseMessage]:
     and the test results, the reflections (strategy ``reflexion``) and the request to fix it;
     for a fresh retry (:func:`retries_fresh`) the test results and reflections follow the
     problem in the same turn, without the previous implementation. Under
-    ``CodeContext.code_retry="resample"`` every trial's prompt is the first trial's: the retry
-    learns nothing from the failure, it is only another sample (under ``"fresh_once"``, every
-    retry after the first the model wrote: :func:`retry_reads_feedback`)."""
+    ``Context.retry="resample"`` every trial's prompt is the first trial's: the retry learns
+    nothing from the failure, it is only another sample (under ``"informed_once"``, every retry
+    after the first the model wrote: :func:`retry_reads_feedback`)."""
     messages = first_messages(state)
     if state.trial == 0 or not state.evaluations or not retry_reads_feedback(state, ctx):
         return messages
@@ -146,8 +141,8 @@ def draw_attempt(
     fresh: bool,
 ) -> Steps[dict[str, Any]]:
     """One attempt's update from ``messages``: a reply seeded by what it draws on a retry
-    (``CodeContext.code_seeds``), at ``RESAMPLE_TEMPERATURE`` when ``fresh``; drawn again
-    while its code repeats an earlier attempt's (``CodeContext.resample_repeats``), the first
+    (``Context.seeds``), at ``RESAMPLE_TEMPERATURE`` when ``fresh``; drawn again
+    while its code repeats an earlier attempt's (``Context.repeat_guard``), the first
     reply kept when no redraw gives code."""
     problem = problem_of(state)
     tried = tried_keys(state, problem)
@@ -157,7 +152,7 @@ def draw_attempt(
     def draw(chat: BaseChatModel) -> Steps[tuple[BaseMessage, CodeParse]]:
         nonlocal draws
         draws += 1
-        named = state.trial > 0 and ctx.code_seeds == "retry"
+        named = state.trial > 0 and ctx.seeds == "retry"
         seed = named_seed(chat, problem.task_id, state.trial + 1, draws) if named else {}
         # No grammar: llama.cpp's grammar sampling halves the token rate on this
         # vocabulary; the parser copes with whatever format comes back.
@@ -166,7 +161,7 @@ def draw_attempt(
 
     reply, parsed = first = yield from draw(llm)
     hot = llm if fresh else None  # built only if a redraw runs
-    for _ in range(ctx.resample_repeats if tried else 0):
+    for _ in range(ctx.repeat_guard if tried else 0):
         if parsed.code is not None and code_key(parsed.code, problem.language) not in tried:
             break
         if hot is None:
@@ -186,17 +181,11 @@ def draw_attempt(
 def make_code_actor(model: BaseChatModel | None = None, *, family: Family = lesson_family) -> Node:
     """The code actor node; ``model`` overrides ``Context.actor_model``; ``family`` is the task
     family whose lessons it recalls on the first trial (``Context.lessons``). A retry is
-    prompted as ``CodeContext.code_retry`` says (:func:`code_messages`) and drawn by
-    :func:`draw_attempt`. ``code_retry="tree"`` belongs to the tree search's graph and is
-    refused here with one line."""
+    prompted as ``Context.retry`` and ``CodeContext.repair`` say (:func:`code_messages`) and
+    drawn by :func:`draw_attempt`."""
 
     def code_actor(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
-        if ctx.code_retry == "tree":
-            raise ContextError(
-                "code_retry 'tree' is the tree search's: run the reflexion_programming_tree "
-                "graph (tree_search_builder), or pick another code_retry here"
-            )
         emit("trial_started", trial=state.trial + 1)
         state, recalled = yield from recalled_steps(state, runtime, family)
         messages = code_messages(state, ctx)

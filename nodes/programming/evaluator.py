@@ -225,7 +225,7 @@ def _judged(
         evidence["ties"] = tie
         notes.append(render("programming/feedback_tie", trial=str(tie)))
     mine = fingerprint(full, state.probe_tests)
-    if success and mine is not None and state.trial < ctx.max_trials:
+    if success and mine is not None and state.trial < ctx.trial_limit:
         found, drawn, told = yield from cross_check(state, ctx, mine, limits, model)
         if found == "outvoted":
             success = False

@@ -1,6 +1,6 @@
 """The evaluator's feedback, rendered from the per-test outcomes a trial record keeps
 (:class:`~reflexion.programming.state.OutcomeRecord`), and what a retry and the reflector read
-of it: whether the next retry reads it at all (``CodeContext.code_retry``) and, where the tests
+of it: whether the next retry reads it at all (``Context.retry``) and, where the tests
 are the model's own, under ``CodeContext.test_trust`` the held-out tests left out of it
 (``held_out``) or the request to check a failed test against the documentation (``checked``).
 
@@ -21,11 +21,11 @@ from reflexion.prompts import render
 
 def retry_reads_feedback(state: CodeState, ctx: CodeContext) -> bool:
     """Whether the next retry reads the evaluator's feedback and the reflections: never under
-    ``CodeContext.code_retry="resample"``; under ``"fresh_once"`` only while no retry the
-    model wrote has failed yet (a compiler's fix is not one); always otherwise."""
-    if ctx.code_retry == "resample":
+    ``Context.retry="resample"`` (or ``one_attempt``); under ``"informed_once"`` only while no
+    retry the model wrote has failed yet (a compiler's fix is not one); always otherwise."""
+    if not ctx.retries_read_feedback:
         return False
-    if ctx.code_retry == "fresh_once":
+    if ctx.retry == "informed_once":
         return all(e.get("compiler_fix") for e in state.evaluations[1:])
     return True
 

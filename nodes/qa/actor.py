@@ -3,8 +3,14 @@
 It answers in one ``Thought`` / ``Finish[answer]`` step, with or without
 the task's passages (the paper's CoT and CoT (GT) agents). The instructions and examples form a
 prefix that stays the same across trials (llama.cpp reuses its KV cache for it); the memory
-(:mod:`reflexion.nodes.memory`) goes just before the task, as in the paper, or after it
-(``QAContext.memory_first``).
+(:mod:`reflexion.nodes.memory`) goes just before the task, as in the paper.
+
+Its retries follow ``Context.retry``: under ``informed_once`` (its default) the one informed
+retry is drawn first from trial 1's prompt and reads the memory only when that draw repeats an
+answer already judged incorrect (or gives none), and later retries are blind redraws; under
+``informed`` every retry reads the memory (the paper); under ``resample`` none does. The
+repeat guard (``Context.repeat_guard``) redraws a repeated rejected answer hotter and then
+asks once more in a turn of its own.
 """
 
 from __future__ import annotations
@@ -64,10 +70,8 @@ def cot_messages(
         messages.extend(_example_turns(example, with_passages=with_passages))
     context_block = f"Context: {state.passages.strip()}" if with_passages and state.passages else ""
     user = render("qa/cot_task", context_block=context_block, task=state.task.strip())
-    block = (
-        memory_block(state, ctx, lessons=False, show_rejected=ctx.show_rejected) if memory else ""
-    )
-    return [*messages, HumanMessage(with_memory(user, block, ctx))]
+    block = memory_block(state, ctx, lessons=False) if memory else ""
+    return [*messages, HumanMessage(with_memory(user, block))]
 
 
 Seeder = Callable[[object], dict[str, Any]]
@@ -75,10 +79,10 @@ Seeder = Callable[[object], dict[str, Any]]
 
 
 def draw_seeds(llm: BaseChatModel, state: State, ctx: QAContext) -> Seeder:
-    """Seeds for this trial's draws: on a retry under ``QAContext.qa_seeds`` = retry, named by
+    """Seeds for this trial's draws: on a retry under ``Context.seeds`` = retry, named by
     the question, the trial and the draw, so strategies forking one trial 1 draw alike
     where their prompts agree; otherwise none (the model's own per-process counter)."""
-    if state.trial == 0 or ctx.qa_seeds != "retry":
+    if state.trial == 0 or ctx.seeds != "retry":
         return lambda _draw: {}
     question = state.task_id or state.task
     return lambda draw: named_seed(llm, question, state.trial + 1, draw)
@@ -115,14 +119,29 @@ def _ask_again(
     return FinishParse(thought=parsed.thought, answer=again.answer)
 
 
+def _keeps_memory(ctx: QAContext) -> bool:
+    """Whether the strategy keeps a memory a retry could read."""
+    return ctx.uses_reflections or ctx.uses_last_attempt
+
+
 def _fresh_first(state: State, ctx: QAContext) -> set[str] | None:
-    """The answers that send a fresh-first retry to its memory (``QAContext.answer_retry``):
-    those judged incorrect so far; None when the retry draws with its memory from the start
-    (trial 1, a strategy without memory, or ``answer_retry`` = memory)."""
-    keeps_memory = ctx.uses_reflections or ctx.uses_last_attempt
-    if state.trial == 0 or not keeps_memory or ctx.answer_retry != "fresh_first":
+    """The answers that send the informed retry of ``retry="informed_once"`` to its memory
+    (it is drawn first without it): those judged incorrect so far; None when the retry draws
+    with its memory from the start (trial 1, a strategy without memory, or ``informed``)."""
+    if state.trial == 0 or not _keeps_memory(ctx) or ctx.retry != "informed_once":
         return None
     return judged_wrong(state, ctx)
+
+
+def _blind(state: State, ctx: QAContext) -> bool:
+    """Whether this retry is a blind redraw (:func:`_resample`): every retry under
+    ``resample``, and under ``informed_once`` every retry after the first where the strategy
+    keeps a memory."""
+    if state.trial == 0:
+        return False
+    if ctx.retry == "resample":
+        return True
+    return ctx.retry == "informed_once" and state.trial >= 2 and _keeps_memory(ctx)
 
 
 def _resample(
@@ -134,16 +153,16 @@ def _resample(
     seed: Seeder,
     with_passages: bool,
 ) -> Steps[tuple[FinishParse, str]]:
-    """A retry under ``QAContext.answer_retry="resample"``: drawn from trial 1's prompt (as the
-    none baseline draws it, the same seed), and drawn again at the redraw temperature while
-    its answer is one already judged incorrect (or none), as many times as a fresh-first retry
-    may draw after its fresh draw (the memory's draw, ``redraw_rejected`` redraws and, with
-    ``correct_rejected``, the correcting turn); the last draw stands when every one repeats."""
+    """A blind retry (:func:`_blind`): drawn from trial 1's prompt (as the none baseline draws
+    it, the same seed), and drawn again at the redraw temperature while its answer is one
+    already judged incorrect (or none), as many times as a fresh-first retry may draw after its
+    fresh draw (the memory's draw, ``repeat_guard`` redraws and, with the guard on, the
+    correcting turn); the last draw stands when every one repeats."""
     prompt = cot_messages(state, ctx, with_passages=with_passages, memory=False)
     wrong = judged_wrong(state, ctx, resample=True)
     parsed, text = yield from _attempt(llm, prompt, options, seed, 0)
     hot: BaseChatModel | None = None
-    for draw in range(1, 2 + ctx.redraw_rejected + ctx.correct_rejected):
+    for draw in range(1, 2 + ctx.repeat_guard + (ctx.repeat_guard > 0)):
         if parsed.answer is not None and normalize_answer(parsed.answer) not in wrong:
             break
         hot = hot or (yield from block(actor_llm, model, ctx, hot=True))
@@ -186,13 +205,13 @@ def make_cot_actor(
         options: dict[str, Any] = (
             {"gbnf": COT_GRAMMAR} if isinstance(llm, EmbeddedChatModel) else {}
         )
-        if state.trial > 0 and ctx.answer_retry == "resample":
+        if _blind(state, ctx):
             parsed, text = yield from _resample(
                 state, ctx, llm, model, options, seed, with_passages
             )
             return _update(state, recalled, parsed, text)
         messages = cot_messages(state, ctx, with_passages=with_passages)
-        rejected = rejected_keys(state, ctx, correcting=ctx.correct_rejected)
+        rejected = rejected_keys(state, ctx)
         draw = 0
         known_wrong = _fresh_first(state, ctx)
         # fresh first: drawn as the none baseline draws it (trial 1's prompt, the same seed)
@@ -210,14 +229,14 @@ def make_cot_actor(
                 parsed, text = yield from _attempt(llm, messages, options, seed, draw)
         if parsed.answer is not None and normalize_answer(parsed.answer) in rejected:
             hot = yield from block(actor_llm, model, ctx, hot=True)
-            for _ in range(ctx.redraw_rejected):
+            for _ in range(ctx.repeat_guard):
                 draw += 1
                 again, again_text = yield from _attempt(hot, messages, options, seed, draw)
                 if again.answer is not None and normalize_answer(again.answer) not in rejected:
                     parsed, text = again, again_text
                     break
-        if ctx.correct_rejected and parsed.answer and normalize_answer(parsed.answer) in rejected:
-            # one turn saying so and asking for another (QAContext.correct_rejected)
+        if parsed.answer and normalize_answer(parsed.answer) in rejected:
+            # the guard's last step: one turn saying so and asking for another
             ask = HumanMessage(render("qa/cot_rejected", answer=parsed.answer))
             turns = [*messages, AIMessage(text), ask]
             parsed = yield from _ask_again(llm, turns, parsed, seed("correct"))

@@ -8,7 +8,7 @@ and adds the observation. A trial halts, as in the paper, at the step limit or w
 outgrows the context budget; a halted trial has no answer and a ``stop_reason`` the evaluator
 reports. An unparseable reply becomes an observation that says so, and the loop goes on. A step
 that repeats a search of this trial, or finishes with an answer already judged incorrect, is
-drawn again hotter (``ReActContext.redraw_steps``, ``ReActContext.redraw_rejected``) before it runs.
+drawn again hotter (the repeat guard, ``Context.repeat_guard``) before it runs.
 """
 
 from __future__ import annotations
@@ -144,8 +144,10 @@ def react_messages(state: ReactState, ctx: ReActContext) -> list[BaseMessage]:
     for example in few_shot("qa/react_examples"):
         messages += _example_turns(example)
     user = render("qa/react_task", task=state.task.strip())
-    memory = memory_block(state, ctx, lessons=False, show_rejected=ctx.show_rejected)
-    messages.append(HumanMessage(with_memory(user, memory, ctx)))
+    # trial is this trial's number here (begin counted it): a blind retry reads no memory
+    informed = state.trial <= 1 or ctx.informs(state.trial - 1)
+    memory = memory_block(state, ctx, lessons=False) if informed else ""
+    messages.append(HumanMessage(with_memory(user, memory)))
     for step in state.steps:
         messages += [
             AIMessage(f"Thought: {step['thought']}\nAction: {step['action']}"),
@@ -178,13 +180,13 @@ def _searched_before(steps: list[Step], entity: str) -> bool | None:
 def _redraws(
     parsed: ReactStepParse, state: ReactState, ctx: ReActContext, rejected: set[str]
 ) -> int:
-    """How many times to draw a step again: ``ReActContext.redraw_steps`` when it searches what
-    this trial already searched, ``ReActContext.redraw_rejected`` when it finishes with an answer
-    already judged incorrect (``rejected``), otherwise 0 (the step stands)."""
+    """How many times to draw a step again (the repeat guard, ``Context.repeat_guard``): when it
+    searches what this trial already searched, or finishes with an answer already judged
+    incorrect (``rejected``); otherwise 0 (the step stands)."""
     if parsed.action == "search" and _searched_before(state.steps, parsed.argument) is not None:
-        return ctx.redraw_steps
+        return ctx.repeat_guard
     if parsed.action == "finish" and normalize_answer(parsed.argument) in rejected:
-        return ctx.redraw_rejected
+        return ctx.repeat_guard
     return 0
 
 

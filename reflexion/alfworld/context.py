@@ -23,8 +23,6 @@ from reflexion.core.presets import Preset, Presets
 from reflexion.core.schema import settings_class
 
 AlfworldMemory = Literal["reflection", "facts", "leads", "sightings"]
-MemoryPlace = Literal["task", "system", "think"]
-TurnSeeds = Literal["turn", "process"]
 
 
 @settings_class
@@ -103,24 +101,6 @@ class AlfworldContext(Context):
             "ALFWorld page.",
             "role": AFTER_FIRST_TRIAL,
             "acts": "reflections",
-        },
-    )
-    alfworld_memory_place: MemoryPlace = field(
-        default="task",
-        metadata={
-            "description": "ALFWorld: where the actor reads the memory: task (after the task, the "
-            "paper), system (at the end of the system message) or think (as the trial's first "
-            "think step).",
-            "role": AFTER_FIRST_TRIAL,
-            "acts": "reflections",
-        },
-    )
-    alfworld_seeds: TurnSeeds = field(
-        default="turn",
-        metadata={
-            "description": "ALFWorld actor, on models that take a seed: turn seeds each turn by "
-            "the game, the trial and the turn, so a rerun draws the same; process uses one "
-            "counter per process.",
         },
     )
 

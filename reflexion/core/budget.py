@@ -245,7 +245,7 @@ def stop_reason(
         return "solved"
     if last and last.get("last"):
         return "nothing_to_learn"
-    if trial >= ctx.max_trials:
+    if trial >= ctx.trial_limit:
         return "max_trials"
     spent = spent or {}
     limits = ctx.budget

@@ -30,6 +30,8 @@ EvaluatorKind = Literal["exact_match", "llm", "agreement", "heuristic"]
 LessonFilter = Literal["validated", "all"]
 LESSON_FILTERS: tuple[LessonFilter, ...] = get_args(LessonFilter)
 RetrySeeds = Literal["retry", "process"]
+Retry = Literal["one_attempt", "resample", "informed_once", "informed"]
+RETRIES: tuple[Retry, ...] = get_args(Retry)
 
 # Each field says in its metadata what it is and how a benchmark treats it, in place of lists
 # of field names kept by hand (the benchmark harness reads them):
@@ -229,9 +231,12 @@ class Context:
     """Settings of one Reflexion run: what every Reflexion loop has (the generic graph's
     schema, and the base of each task family's)."""
 
-    PRESETS: ClassVar[Presets] = {"paper": {"select_answer": "last"}}
+    PRESETS: ClassVar[Presets] = {
+        "paper": {"select_answer": "last", "retry": "informed", "repeat_guard": 0}
+    }
     """What each preset sets of these fields (a family's context adds its own): ``paper``
-    returns the last attempt, not the best by the evaluator's evidence."""
+    returns the last attempt, not the best by the evaluator's evidence, informs every retry
+    and keeps a repeated attempt."""
 
     actor_model: Model = field(
         default=DEFAULT_MODEL,
@@ -315,14 +320,35 @@ class Context:
             "role": AFTER_FIRST_TRIAL,
         },
     )
-    reflection_examples: bool = field(
-        default=True,
+    retry: Retry = field(
+        default="informed",
         metadata={
-            "description": "The reflector's prompt shows the worked reflections of its prompt "
-            "file as turns (the paper). Off: the instructions and the failed trial only, so a "
-            "small model has no wording to copy.",
+            "description": "Which retries read the evidence of the failed trials (the "
+            "evaluator's feedback and the memory): one_attempt (no retry: the first attempt "
+            "alone), resample (every retry is a blind redraw from the task alone; the evaluator "
+            "keeps the first it accepts, else the best), informed_once (the first retry reads "
+            "it, later ones are blind redraws: the programming and chain-of-thought default) or "
+            "informed (every retry reads it: the paper). See the choosing guide.",
             "role": AFTER_FIRST_TRIAL,
-            "acts": "reflections",
+        },
+    )
+    repeat_guard: Annotated[int, Field(ge=0, le=10)] = field(
+        default=2,
+        metadata={
+            "description": "The repeat guard: when an attempt repeats one the evaluator "
+            "already rejected (an answer, code, a ReAct search), sample it again at temperature "
+            "0.8 up to this many times (the task families' actors; chain-of-thought then asks "
+            "once more in a turn of its own); 0 = keep the repeat (the paper).",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+    seeds: RetrySeeds = field(
+        default="retry",
+        metadata={
+            "description": "On models that take a seed (the embedded ones): retry seeds each "
+            "retry's draws by the task, the trial and the draw (ALFWorld: each turn), so a "
+            "rerun draws the same; process uses the model's one counter per process.",
+            "role": AFTER_FIRST_TRIAL,
         },
     )
     review_reflections: bool = field(
@@ -370,14 +396,26 @@ class Context:
         return cls(preset="paper", **overrides)
 
     @property
+    def trial_limit(self) -> int:
+        """The most trials a thread makes: one under ``retry="one_attempt"``, else
+        ``max_trials``."""
+        return 1 if self.retry == "one_attempt" else self.max_trials
+
+    def informs(self, retry_number: int) -> bool:
+        """Whether the ``retry_number``-th retry (1 = trial 2) reads the evidence of the failed
+        trials (``retry``)."""
+        if self.retry == "informed":
+            return True
+        return self.retry == "informed_once" and retry_number == 1
+
+    @property
     def uses_reflections(self) -> bool:
         return self.strategy in ("reflexion", "last_attempt_and_reflexion")
 
     @property
     def retries_read_feedback(self) -> bool:
-        """Whether a retry's prompt may read the evaluator's feedback on earlier attempts
-        (a task family whose retries can be blind redraws says when they are)."""
-        return True
+        """Whether any retry's prompt may read the evaluator's feedback on earlier attempts."""
+        return self.retry not in ("resample", "one_attempt")
 
     @property
     def uses_last_attempt(self) -> bool:
