@@ -232,11 +232,11 @@ class Context:
     schema, and the base of each task family's)."""
 
     PRESETS: ClassVar[Presets] = {
-        "paper": {"select_answer": "last", "retry": "informed", "repeat_guard": 0}
+        "paper": {"select_answer": "last", "repeat_guard": 0}
     }
     """What each preset sets of these fields (a family's context adds its own): ``paper``
-    returns the last attempt, not the best by the evaluator's evidence, informs every retry
-    and keeps a repeated attempt."""
+    returns the last attempt, not the best by the evaluator's evidence, and keeps a repeated
+    attempt (a family whose default informs one retry only also informs every retry)."""
 
     actor_model: Model = field(
         default=DEFAULT_MODEL,

@@ -34,6 +34,7 @@ class CodeContext(Context):
             "example_tests": False,
             "test_trust": "all",
             "repair": True,
+            "retry": "informed",
             "compiler_fixes": False,
         }
     }

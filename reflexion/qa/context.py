@@ -8,7 +8,7 @@ loop's settings (``Context.retry``, ``Context.repeat_guard``)."""
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
@@ -20,6 +20,7 @@ from reflexion.core.context import (
     context_budget_field,
     redefault,
 )
+from reflexion.core.presets import Presets
 from reflexion.core.schema import settings_class
 
 WikiKind = Literal["offline", "live", "langchain"]
@@ -34,6 +35,10 @@ REACT_FAMILY = "react"
 @settings_class
 class QAContext(Context):
     """Settings of a chain-of-thought question-answering run."""
+
+    PRESETS: ClassVar[Presets] = {"paper": {"retry": "informed"}}
+    """``paper``: every retry is drawn with the memory (the default draws the one informed
+    retry first without it)."""
 
     max_trials: Trials = redefault("max_trials", 2)  # the HotPotQA figures' two trials
     retry: Retry = redefault("retry", "informed_once")

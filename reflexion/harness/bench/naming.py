@@ -59,7 +59,11 @@ REFERENCE: dict[str, Any] = {
     "redraw_rejected": 0,
     "redraw_steps": 0,
     "reflection_examples": True,
+    "repair": True,
+    "repeat_guard": 0,
     "resample_repeats": 2,
+    "retry": "informed",
+    "seeds": "process",
     "select_answer": "best",
     "show_rejected": False,
     "strategy": "reflexion",
@@ -76,7 +80,11 @@ REFERENCE: dict[str, Any] = {
 then, or, for the fields added while results files already existed, the behaviour runs had
 before them (the paper's, for every addition). The models other than the actor's are named
 only where they differ from it. A new field must be added here at the behaviour runs had before
-it existed (a unit test checks that every field is here)."""
+it existed (a unit test checks that every field is here). The fields that a setting of the loop
+replaced (2026-12-04: ``answer_retry``, ``code_retry``, ``redraw_rejected``,
+``correct_rejected``, ``resample_repeats``, ``redraw_steps`` by ``retry`` and
+``repeat_guard``; the three per-family seeds by ``seeds``; ``show_rejected``, ``memory_first``,
+``alfworld_memory_place`` and ``reflection_examples`` removed) stay, for the files they name."""
 
 SHOWN_APART = ("bench", "agent", "language", "strategy_name", "strategy", "dataset")
 """Settings a name shows in its stem or its data-set part, not as tokens (the strategy is the

@@ -50,11 +50,8 @@ another model)."""
 NEVER_KEYED = tuple(_marked("keyed", "never"))
 """Fields that change no figure (``review_reflections``: a person may edit a reflection)."""
 
-MEMORY_FIELDS = tuple(_marked("acts", "memory", "memory_or_resample"))
+MEMORY_FIELDS = tuple(_marked("acts", "memory"))
 """Fields that act only under a strategy with memory (metadata ``acts``)."""
-
-RESAMPLE_FIELDS = tuple(_marked("acts", "memory_or_resample"))
-"""Of those, the ones ``answer_retry="resample"`` reads under any strategy, none included."""
 
 REFLECTION_FIELDS = tuple(_marked("acts", "reflections"))
 """Fields that act only where a reflector runs (metadata ``acts="reflections"``)."""
@@ -85,13 +82,11 @@ def result_settings(ctx: Context) -> dict[str, Any]:
     left_out = set(NEVER_KEYED)
     if values.get("alfworld_memory", "reflection") != "reflection":
         # the code writes the memory and no reflector runs: its options are inert
-        left_out.update(("reflector_model", "reflection_examples", "alfworld_diagnosis"))
+        left_out.update(("reflector_model", "alfworld_diagnosis"))
     if not ctx.uses_reflections:
         left_out.add("reflector_model")  # no reflector runs
         left_out.update(REFLECTION_FIELDS)  # options that cannot act under this strategy
-        if values.get("answer_retry") == "resample":  # the no-memory baseline that redraws
-            left_out.update(f for f in MEMORY_FIELDS if f not in RESAMPLE_FIELDS)
-        elif not ctx.uses_last_attempt:
+        if not ctx.uses_last_attempt:
             left_out.update(MEMORY_FIELDS)
     if ctx.max_trials == 1 or not ctx.retries_read_feedback:
         # One attempt, or retries that read no feedback: a value that differs from another

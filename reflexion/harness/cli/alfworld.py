@@ -10,9 +10,10 @@ from typing import Annotated, Any, get_args
 import typer
 from rich.markup import escape
 
-from reflexion.alfworld.context import AlfworldContext, AlfworldMemory, MemoryPlace, TurnSeeds
+from reflexion.alfworld.context import AlfworldContext, AlfworldMemory
 from reflexion.alfworld.env import ENGINE_MISSING, engine_available
 from reflexion.alfworld.games import load_games, pack_games, select_games
+from reflexion.core.context import RetrySeeds
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.harness.bench.family_tables import alfworld_summary
@@ -97,26 +98,9 @@ def bench_alfworld(
             "why); leads (no model: the sightings, else the places not looked into).",
         ),
     ] = opt.ALFWORLD_DEFAULTS.alfworld_memory,
-    memory_place: Annotated[
-        str,
-        opt.word_option(
-            "--memory-place",
-            "<place>",
-            help="Where the actor reads the memory: task (after the task, the paper), system "
-            "(end of the system message) or think (the reflections as the trial's first think "
-            "step).",
-        ),
-    ] = "task",
-    seeds: Annotated[
-        str,
-        opt.word_option(
-            "--seeds",
-            "<seeds>",
-            help="turn: each turn's sampling seed named by the game, trial and turn (a rerun "
-            "draws the same; strategies draw alike until their prompts differ); process: one "
-            "counter per process.",
-        ),
-    ] = opt.ALFWORLD_DEFAULTS.alfworld_seeds,
+    seeds: opt.SeedsOpt = opt.ALFWORLD_DEFAULTS.seeds,
+    retry: opt.RetryOpt = opt.ALFWORLD_DEFAULTS.retry,
+    repeat_guard: opt.RepeatGuardOpt = opt.ALFWORLD_DEFAULTS.repeat_guard,
     no_explain: Annotated[
         bool,
         typer.Option(
@@ -139,8 +123,8 @@ def bench_alfworld(
     every game's one trial 1 and is compared with none game by game."""
     evaluator = opt.choice(evaluator, ("heuristic", "llm"), "--evaluator")
     entry = opt.choice(memory_entry, get_args(AlfworldMemory), "--memory-entry")
-    place = opt.choice(memory_place, get_args(MemoryPlace), "--memory-place")
-    seeding = opt.choice(seeds, get_args(TurnSeeds), "--seeds")
+    seeding = opt.choice(seeds, get_args(RetrySeeds), "--seeds")
+    retry = opt.informed_retry(retry)
     paired = opt.paired_locally(cli, paired_runs, common.where.server)
     opt.check_memory(memory, trials, given=opt.given(cli, "memory"))
     strategies = run.strategies_of(strategy)
@@ -165,8 +149,9 @@ def bench_alfworld(
             alfworld_steps=max_steps,
             alfworld_diagnosis=not no_diagnose,
             alfworld_memory=entry,
-            alfworld_memory_place=place,
-            alfworld_seeds=seeding,
+            seeds=seeding,
+            retry=retry,
+            repeat_guard=repeat_guard,
             alfworld_explain=not no_explain,
         )
         ctx = common.apply(ctx)

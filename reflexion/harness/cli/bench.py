@@ -306,18 +306,14 @@ class Common:
     recall_k: int
     lesson_filter: str
     role_models: list[str] | None = None
-    reflect: str = "worked"
     preset: dict[str, Any] = field(default_factory=dict)
     """``--preset``'s fields that no option of the command sets (:func:`opt.preset_options`)."""
 
     def apply(self, ctx: opt.C) -> opt.C:
         """``ctx`` with ``--preset`` (the fields no option of the command sets), ``--lessons``,
-        ``--recall-k``, ``--lesson-filter`` and each ``--role-model ROLE=MODEL`` applied, and
-        ``--reflect``."""
+        ``--recall-k``, ``--lesson-filter`` and each ``--role-model ROLE=MODEL`` applied."""
         ctx = opt.with_preset(ctx, self.preset)
         ctx = with_lessons(ctx, self.where.lessons, self.recall_k, self.lesson_filter)
-        if opt.choice(self.reflect, ("worked", "bare"), "--reflect") == "bare":
-            ctx = replace(ctx, reflection_examples=False)
         for given in self.role_models or []:
             role, sep, model = given.partition("=")
             role = role.strip()
@@ -351,8 +347,8 @@ class Common:
 def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Give a bench command the options they all take. Its parameter ``common`` stands, in
     its signature and so in ``--help``, for --concurrency, --output, --plot (described by
-    ``plot_help``), --db, --server, --lessons, --recall-k, --lesson-filter, --role-model,
-    --reflect and --preset; the command gets their values as one :class:`Common`, and
+    ``plot_help``), --db, --server, --lessons, --recall-k, --lesson-filter, --role-model
+    and --preset; the command gets their values as one :class:`Common`, and
     ``--preset`` also sets the defaults of the command's options that set a preset's field
     (:data:`opt.PRESET_OPTIONS`: an option given on the command line wins)."""
     shared: list[tuple[str, Any, Any]] = [
@@ -365,7 +361,6 @@ def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[.
         ("recall_k", opt.RecallOpt, opt.DEFAULTS.lessons.recall_k),
         ("lesson_filter", opt.LessonFilterOpt, opt.DEFAULTS.lessons.filter),
         ("role_models", opt.RoleModelOpt, None),
-        ("reflect", opt.ReflectOpt, "worked"),
         ("preset", opt.PresetOpt, "default"),
     ]
 
@@ -391,7 +386,6 @@ def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[.
                 recall_k=values.pop("recall_k"),
                 lesson_filter=values.pop("lesson_filter"),
                 role_models=values.pop("role_models"),
-                reflect=values.pop("reflect"),
                 preset=preset,
             )
             command(**values, common=common)

@@ -57,11 +57,11 @@ def strategy_of(settings: dict[str, Any], path: Path) -> str:
     retries or evaluators are told apart."""
     if settings.get("strategy_name"):
         name = str(settings["strategy_name"])
-        retry = settings.get("code_retry")
+        retry = settings.get("code_retry") or settings.get("retry")
         if name == "reflexion" and retry and settings.get("bench") == "programming":
             return f"{name}-{retry}"
         return name
-    if settings.get("answer_retry") == "resample":
+    if "resample" in (settings.get("answer_retry"), settings.get("retry")):
         name = "resample"
     else:
         name = str(settings.get("strategy") or path.stem)

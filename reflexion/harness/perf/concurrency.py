@@ -200,7 +200,7 @@ def concurrency_figures(
             memory_size=max(3, solve_at - 1),
             strategy="reflexion",
             evaluator="exact_match",
-            answer_retry="memory",  # one actor call a trial, as the fake server scripts it
+            retry="informed",  # one actor call a trial, as the fake server scripts it
         )
 
         def level(c: int, label: str, count: int) -> LevelTiming:

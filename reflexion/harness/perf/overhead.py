@@ -78,7 +78,7 @@ def time_loop(
     )
     # memory retries: the same calls a trial as when these figures were first measured
     ctx = QAContext(
-        max_trials=trials_per_task, memory_size=3, strategy="reflexion", answer_retry="memory"
+        max_trials=trials_per_task, memory_size=3, strategy="reflexion", retry="informed"
     )
     threads: list[str] = []
 

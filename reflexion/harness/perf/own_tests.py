@@ -194,7 +194,10 @@ def _blind_runs(blind: Path, results: Path) -> dict[str, dict[str, Any]]:
     """The finished tasks of a ``resample`` results file, by task id; another kind of run is
     a one-line error."""
     finals = load_finals(blind)
-    kinds = {(f.get("settings") or {}).get("code_retry") for f in finals}
+    kinds = {
+        (f.get("settings") or {}).get("retry", (f.get("settings") or {}).get("code_retry"))
+        for f in finals
+    }
     if kinds != {"resample"}:
         raise ReflexionError(
             f"{blind} is not a `--loop resample` run: --blind replays ties with blind "

@@ -45,7 +45,7 @@ CONTEXT: dict[str, Any] = {
     "max_trials": SOLVE_AT,
     "strategy": "reflexion",
     "evaluator": "exact_match",
-    "answer_retry": "memory",  # one actor call a trial, as the fake server scripts it
+    "retry": "informed",  # one actor call a trial, as the fake server scripts it
 }
 
 
