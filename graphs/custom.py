@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from math import isfinite
 from typing import Any, Literal
 
@@ -114,13 +115,17 @@ def read_reply(text: str) -> tuple[str | None, list[str]]:
 def _begin_trial(
     state: State, runtime: Runtime[Context], family: Family
 ) -> Steps[tuple[State, dict[str, Any], dict[str, Any]]]:
-    """The state with lessons recalled (first trial, ``Context.lessons`` on), what the recall
-    adds to the update, and the actor's inputs (``reflections`` and ``lessons`` as lists)."""
+    """The state the actor reads, with lessons recalled (first trial, ``Context.lessons`` on),
+    what the recall adds to the update, and the actor's inputs (``reflections`` and ``lessons``
+    as lists). A blind retry (``Context.retry``: every one under ``resample``, those after the first under
+    ``informed_once``) gets no reflections and no last attempt: the task alone."""
     if not state.task.strip():
         raise ReflexionError("the task is empty: give the task to attempt")
     emit("trial_started", trial=state.trial + 1)
     ctx = get_context(runtime)
     state, recalled = yield from recalled_steps(state, runtime, family)
+    if state.trial > 0 and not ctx.informs(state.trial):
+        state = replace(state, reflections=[], previous_trajectory=[])
     inputs = {
         "task": state.task,
         "passages": state.passages,

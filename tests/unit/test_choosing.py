@@ -1,0 +1,141 @@
+"""Each recommendation of the choosing guide is a setting every graph takes and acts on.
+
+The guide's table "What we recommend" names a ``retry="..."`` setting in each row. Every one of
+them must be a value of ``Context.retry`` that each graph's context accepts, and run as the
+guide says on each graph, with scripted models: a task that always fails, three trials allowed,
+and a reflector whose lessons are numbered, so the actor's prompts show which retries read one.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from reflexion import create_reflexion_graph
+from reflexion.alfworld.context import AlfworldContext
+from reflexion.core.context import RETRIES, Context
+from reflexion.graphs.programming import programming_builder
+from reflexion.graphs.qa import qa_builder
+from reflexion.programming.context import CodeContext
+from reflexion.qa.context import QAContext, ReActContext
+from reflexion.testing import ScriptedChatModel
+from tests.conftest import answer
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSONS = ["Reflection: LESSON-1 check the sign.", "Reflection: LESSON-2 add, do not subtract."]
+CONTEXTS = (Context, QAContext, ReActContext, CodeContext, AlfworldContext)
+
+
+def recommended() -> list[str]:
+    """The ``retry`` values the recommendation table's setting column names, in order."""
+    page = (ROOT / "docs/guide/choosing.md").read_text()
+    table = page.split("## What we recommend", 1)[1].split("\n\n|", 1)[1].split("\n\n", 1)[0]
+    rows = [r for r in table.splitlines()[2:] if r.startswith("|")]
+    assert len(rows) >= 5, "the recommendation table lost its rows"
+    found: list[str] = []
+    for row in rows:
+        setting = row.split("|")[2]
+        values = re.findall(r'retry="(\w+)"', setting)
+        assert values, f"a recommendation names no retry setting: {row[:80]}"
+        found += [v for v in values if v not in found]
+    return found
+
+
+SETTINGS = recommended()
+
+
+def test_the_table_recommends_each_measured_policy():
+    assert set(SETTINGS) == set(RETRIES) == {"one_attempt", "resample", "informed_once", "informed"}
+
+
+@pytest.mark.parametrize("schema", CONTEXTS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("retry", SETTINGS)
+def test_every_graphs_context_takes_the_setting(schema, retry):
+    assert "retry" in {f.name for f in fields(schema)}
+    assert schema(retry=retry).retry == retry
+    assert schema(retry=retry, preset="paper").retry == retry  # a setting given wins
+
+
+def lessons_seen(prompts: list[str]) -> set[str]:
+    return {lesson for lesson in ("LESSON-1", "LESSON-2") if any(lesson in p for p in prompts)}
+
+
+def generic(retry: str) -> tuple[int, set[str]]:
+    actor = ScriptedChatModel(replies=["Answer: 41"])
+    graph = create_reflexion_graph(
+        actor,
+        "exact_match",
+        reflector_model=ScriptedChatModel(replies=LESSONS),
+        checkpointer=InMemorySaver(),
+    )
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    state = graph.invoke(
+        {"task": "What is 40 + 2?", "reference": "42"},
+        config,
+        context=Context(retry=retry, max_trials=3),
+    )
+    prompts = [actor.prompt_text(i) for i in range(len(actor.prompts))]
+    return len(state["evaluations"]), lessons_seen(prompts)
+
+
+def chain_of_thought(retry: str) -> tuple[int, set[str]]:
+    actor = ScriptedChatModel(replies=[answer("Elbe")])  # the same wrong answer every draw
+    graph = qa_builder(
+        actor_model=actor, reflector_model=ScriptedChatModel(replies=LESSONS)
+    ).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    task = {
+        "task": "Which river flows through Prague?",
+        "passages": "Prague lies on the Vltava.",
+        "reference": "Vltava",
+    }
+    graph.invoke(task, config, context=QAContext(retry=retry, max_trials=3))
+    state = graph.get_state(config).values
+    prompts = [actor.prompt_text(i) for i in range(len(actor.prompts))]
+    return len(state["evaluations"]), lessons_seen(prompts)
+
+
+PROMPT = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b.\n    >>> add(2, 3)\n    5\n    """\n'
+WRONG = "```python\ndef add(a: int, b: int) -> int:\n    return a - b\n```"
+
+
+def programming(retry: str) -> tuple[int, set[str]]:
+    actor = ScriptedChatModel(replies=[WRONG])
+    graph = programming_builder(
+        actor_model=actor,
+        evaluator_model=ScriptedChatModel(replies=["assert add(2, 3) == 5\n"]),
+        reflector_model=ScriptedChatModel(replies=LESSONS),
+    ).compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}, "recursion_limit": 50}
+    start = {"task": PROMPT, "entry_point": "add", "language": "py", "task_id": "t/0"}
+    graph.invoke(start, config, context=CodeContext(retry=retry, max_trials=3))
+    state = graph.get_state(config).values
+    prompts = [actor.prompt_text(i) for i in range(len(actor.prompts))]
+    return len(state["evaluations"]), lessons_seen(prompts)
+
+
+GRAPHS: dict[str, Callable[[str], tuple[int, set[str]]]] = {
+    "create_reflexion_graph": generic,
+    "chain_of_thought": chain_of_thought,
+    "programming": programming,
+}
+
+EXPECTED: dict[str, tuple[int, set[str]]] = {
+    "one_attempt": (1, set()),
+    "resample": (3, set()),  # blind redraws: no retry reads a lesson
+    "informed_once": (3, {"LESSON-1"}),  # the first retry reads it, the second is blind
+    "informed": (3, {"LESSON-1", "LESSON-2"}),  # every retry reads the latest lessons
+}
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+@pytest.mark.parametrize("retry", SETTINGS)
+def test_each_recommended_setting_runs_as_the_guide_says(graph: str, retry: str) -> None:
+    trials, seen = GRAPHS[graph](retry)
+    assert (trials, seen) == EXPECTED[retry]
