@@ -10,9 +10,9 @@ from pydantic import Field
 
 from reflexion.core.context import (
     AFTER_FIRST_TRIAL,
-    Context,
     ContextBudget,
     EvaluatorKind,
+    Seeded,
     Tokens,
     Trials,
     context_budget_field,
@@ -26,7 +26,7 @@ AlfworldMemory = Literal["reflection", "facts", "leads", "sightings"]
 
 
 @settings_class
-class AlfworldContext(Context):
+class AlfworldContext(Seeded):
     """Settings of an ALFWorld run."""
 
     PRESETS: ClassVar[Presets] = {

@@ -231,9 +231,7 @@ class Context:
     """Settings of one Reflexion run: what every Reflexion loop has (the generic graph's
     schema, and the base of each task family's)."""
 
-    PRESETS: ClassVar[Presets] = {
-        "paper": {"select_answer": "last", "repeat_guard": 0}
-    }
+    PRESETS: ClassVar[Presets] = {"paper": {"select_answer": "last", "repeat_guard": 0}}
     """What each preset sets of these fields (a family's context adds its own): ``paper``
     returns the last attempt, not the best by the evaluator's evidence, and keeps a repeated
     attempt (a family whose default informs one retry only also informs every retry)."""
@@ -342,15 +340,6 @@ class Context:
             "role": AFTER_FIRST_TRIAL,
         },
     )
-    seeds: RetrySeeds = field(
-        default="retry",
-        metadata={
-            "description": "On models that take a seed (the embedded ones): retry seeds each "
-            "retry's draws by the task, the trial and the draw (ALFWorld: each turn), so a "
-            "rerun draws the same; process uses the model's one counter per process.",
-            "role": AFTER_FIRST_TRIAL,
-        },
-    )
     review_reflections: bool = field(
         default=False,
         metadata={
@@ -428,6 +417,22 @@ class Context:
 
 
 C = TypeVar("C", bound=Context)
+
+
+@settings_class
+class Seeded(Context, abstract=True):
+    """The base of the contexts whose actors seed their draws (chain-of-thought, programming,
+    ALFWorld): the one ``seeds`` field they share (the generic and ReAct actors draw no seed)."""
+
+    seeds: RetrySeeds = field(
+        default="retry",
+        metadata={
+            "description": "On models that take a seed (the embedded ones): retry seeds each "
+            "retry's draws by the task, the trial and the draw (ALFWorld: each turn), so a "
+            "rerun draws the same; process uses the model's one counter per process.",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
 
 
 def redefault(name: str, value: Any) -> Any:

@@ -10,8 +10,8 @@ from pydantic import Field
 
 from reflexion.core.context import (
     AFTER_FIRST_TRIAL,
-    Context,
     Retry,
+    Seeded,
     Temperature,
     Tokens,
     Trials,
@@ -26,7 +26,7 @@ CodeRetry = Literal["repair", "fresh", "auto", "resample", "fresh_once", "tree"]
 
 
 @settings_class
-class CodeContext(Context):
+class CodeContext(Seeded):
     """Settings of a programming run (Python or Rust)."""
 
     PRESETS: ClassVar[Presets] = {

@@ -16,6 +16,7 @@ from reflexion.core.context import (
     Context,
     ContextBudget,
     Retry,
+    Seeded,
     Trials,
     context_budget_field,
     redefault,
@@ -33,7 +34,7 @@ REACT_FAMILY = "react"
 
 
 @settings_class
-class QAContext(Context):
+class QAContext(Seeded):
     """Settings of a chain-of-thought question-answering run."""
 
     PRESETS: ClassVar[Presets] = {"paper": {"retry": "informed"}}
