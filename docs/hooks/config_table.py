@@ -66,7 +66,6 @@ COMMON: dict[str, list[str]] = {
         "test_trust",
         "temperature",
     ],
-    "reflexion_programming_tree": ["actor_model", "max_trials", "memory_size", "test_trust"],
     "reflexion_alfworld": ["actor_model", "max_trials", "evaluator", "alfworld_memory", "games"],
 }
 """Per graph, the handful of fields most users set, in the order the page lists them; the

@@ -4,9 +4,8 @@ From the second trial on it sees, by ``CodeContext.code_retry``, its previous im
 the internal test results (repair, the paper), or the task with the failed tests (fresh), or
 the task alone (resample: the equal-budget baseline), or fresh once and the task alone after
 that (fresh_once); the last Ω reflections under strategy
-``reflexion``. A retry that repeats earlier code is drawn again. Two other nodes make attempts:
-``rustc``'s own fixes (:mod:`reflexion.nodes.programming.compiler_fix`) and the tree search's actor
-(:mod:`reflexion.nodes.programming.tree`), which draws the same way (:func:`draw_attempt`).
+``reflexion``. A retry that repeats earlier code is drawn again. One other node makes attempts:
+``rustc``'s own fixes (:mod:`reflexion.nodes.programming.compiler_fix`).
 """
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
-from reflexion.core.errors import ContextError
 from reflexion.core.lessons import Family, recalled_steps
 from reflexion.core.progress import emit
 from reflexion.core.steps import Node, Steps, ask, block
@@ -56,7 +54,7 @@ def retries_fresh(state: CodeState, ctx: CodeContext) -> bool:
         return False
     if ctx.code_retry == "auto":
         return did_compile(state.evaluations[-1])
-    return ctx.code_retry in ("fresh", "resample", "fresh_once", "tree")
+    return ctx.code_retry in ("fresh", "resample", "fresh_once")
 
 
 def first_messages(state: CodeState) -> list[BaseMessage]:
@@ -187,16 +185,10 @@ def make_code_actor(model: BaseChatModel | None = None, *, family: Family = less
     """The code actor node; ``model`` overrides ``Context.actor_model``; ``family`` is the task
     family whose lessons it recalls on the first trial (``Context.lessons``). A retry is
     prompted as ``CodeContext.code_retry`` says (:func:`code_messages`) and drawn by
-    :func:`draw_attempt`. ``code_retry="tree"`` belongs to the tree search's graph and is
-    refused here with one line."""
+    :func:`draw_attempt`."""
 
     def code_actor(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
-        if ctx.code_retry == "tree":
-            raise ContextError(
-                "code_retry 'tree' is the tree search's: run the reflexion_programming_tree "
-                "graph (tree_search_builder), or pick another code_retry here"
-            )
         emit("trial_started", trial=state.trial + 1)
         state, recalled = yield from recalled_steps(state, runtime, family)
         messages = code_messages(state, ctx)

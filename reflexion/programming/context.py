@@ -22,7 +22,7 @@ from reflexion.core.presets import Presets
 from reflexion.core.schema import settings_class
 
 TestTrust = Literal["all", "anchored", "checked", "held_out"]
-CodeRetry = Literal["repair", "fresh", "auto", "resample", "fresh_once", "tree"]
+CodeRetry = Literal["repair", "fresh", "auto", "resample", "fresh_once"]
 
 
 @settings_class
@@ -98,8 +98,7 @@ class CodeContext(Context):
             "the failed tests and the reflection, later ones are blind redraws), fresh (every "
             "retry reads them, without the previous code), repair (the previous code and its "
             "feedback: the paper), auto (repair after a compile error, else fresh) or resample "
-            "(blind redraws: the equal-budget baseline). tree is the tree search's own graph, "
-            "refused by this one.",
+            "(blind redraws: the equal-budget baseline).",
             "role": AFTER_FIRST_TRIAL,
             "first_trial_as": {"fresh_once": "fresh"},
         },
@@ -140,22 +139,3 @@ class CodeContext(Context):
         """``resample``'s retries are drawn from the task alone; every other mode's retries
         (``fresh_once``'s first) read the evaluator's feedback."""
         return self.code_retry != "resample"
-
-
-@settings_class
-class TreeContext(CodeContext):
-    """Settings of the tree search over attempts (``reflexion_programming_tree``): a
-    programming run's, with ``code_retry`` at ``tree``, the one value its actor takes."""
-
-    PRESETS: ClassVar[Presets] = {"paper": {"code_retry": "tree"}}
-    """The paper's loop has no tree; ``paper`` keeps the search and turns the rest off."""
-
-    code_retry: CodeRetry = field(
-        default="tree",
-        metadata={
-            "description": "Programming: tree (LATS-style search): each retry expands the "
-            "attempt (or the task) with the highest UCT score, repairing that attempt with "
-            "its own test results and its branch's reflections, at temperature 0.8.",
-            "role": AFTER_FIRST_TRIAL,
-        },
-    )

@@ -124,12 +124,6 @@ class CodeState(State, CodeInputState):
     only whether two implementations behave alike."""
     witnesses: Annotated[list[Witness], operator.add] = field(default_factory=list)
     """The implementations drawn so far to cross-check attempts, in order."""
-    parents: Annotated[list[int], operator.add] = field(default_factory=list)
-    """Under ``CodeContext.code_retry="tree"``: the attempt each attempt expanded, in order
-    (-1: the task itself)."""
-    branch_reflections: Annotated[list[str], operator.add] = field(default_factory=list)
-    """Under ``CodeContext.code_retry="tree"``: each failed attempt's reflection, in attempt
-    order ("" where none was written), kept whatever Ω."""
     # The family's record extends the generic one; lists are invariant, hence the ignore.
     evaluations: Annotated[list[CodeTrialRecord], operator.add] = field(  # type: ignore[assignment]
         default_factory=list

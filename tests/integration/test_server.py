@@ -26,7 +26,7 @@ from reflexion.core.models import TEST_MODEL
 from reflexion.harness.bench.driver import ServerGraph, run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink
 from reflexion.harness.bench.remote import server_thread_id
-from reflexion.programming.context import CodeContext, TreeContext
+from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
 from tests.clikit import reflexion
 from tests.langgraph_server import ROOT, free_port, langgraph_dev
@@ -74,7 +74,6 @@ SCHEMAS: dict[str, type[Context]] = {
     "reflexion_qa_cot": QAContext,
     "reflexion_react": ReActContext,
     "reflexion_programming": CodeContext,
-    "reflexion_programming_tree": TreeContext,
     "reflexion_alfworld": AlfworldContext,
 }
 """Each graph of langgraph.json and the context class its nodes read."""

@@ -229,18 +229,14 @@ def test_retry_figures_count_fixes_breaks_kept_answers_wrong_tests_and_grounding
     assert (fig.after_all_wrong, fig.right_after_all_wrong) == ({2: 2}, {2: 1})
 
 
-def test_retry_figures_follow_the_tree_s_parents_and_read_each_failed_test_again():
-    """Under the tree, a retry follows the attempt it expanded, not the one before it; a
-    failed test counts as passed, failed alike, or failed otherwise by the retry's run."""
-    final = thread([False, False, True], True, parents=[-1, -1, 0])
+def test_retry_figures_read_each_failed_test_again():
+    """A retry follows the attempt before it; a failed test counts as passed, failed alike,
+    or failed otherwise by the retry's run."""
+    final = thread([False, False, True], True)
     tests = final["tests"]
     final["evaluations"][2] = code_record(3, "code2", {tests[0]: None, tests[1]: None})
     verdicts = final["_verdicts"]
-    fig = retry_figures([final], lambda task, code: verdicts[int(code.removeprefix("code"))])
-    # attempt 2 came from the task alone: only attempt 0 -> attempt 2 is a retry
-    assert (fig.after_wrong, fig.fixed, fig.failed_before, fig.passed_after) == (1, 1, 1, 1)
     final["evaluations"][1] = code_record(2, "code1", {tests[0]: None, tests[1]: "output: 5"})
-    final["parents"] = []  # no tree: each retry follows the attempt before it
     fig = retry_figures([final], lambda task, code: verdicts[int(code.removeprefix("code"))])
     assert (fig.after_wrong, fig.failed_before, fig.passed_after, fig.same_output) == (2, 2, 1, 0)
 

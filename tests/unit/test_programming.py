@@ -480,11 +480,9 @@ def test_a_loop_names_its_results_file_by_the_options_that_act_under_it():
     assert loop_label("reflexion", parts(cc=2), "fresh") == "reflexion-fresh-crosscheck2"
     assert loop_label("reflexion", parts("repair"), "repair") == "reflexion"
     assert loop_label("resample", parts(noref=True, nofixes=True), "fresh") == "resample"
-    assert loop_label("tree", parts(cc=2), "fresh") == "tree-crosscheck2"
     assert loop_label("simple", parts(cc=2, nofixes=True), "fresh") == "simple"
-    assert [code_retry_of(n, "repair") for n in ("simple", "resample", "tree", "reflexion")] == [
+    assert [code_retry_of(n, "repair") for n in ("simple", "resample", "reflexion")] == [
         "fresh_once",
         "resample",
-        "tree",
         "repair",
     ]

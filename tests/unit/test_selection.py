@@ -350,7 +350,7 @@ def test_an_unknown_key_s_warning_names_what_to_write_instead():
     assert "judge_mode is now judge_threshold" in message
     assert "recall_k is now lessons.recall_k" in message
     assert "check the spelling" not in message
-    with pytest.warns(UserWarning, match="max_tests is a field of CodeContext, TreeContext"):
+    with pytest.warns(UserWarning, match="max_tests is a field of CodeContext"):
         QAContext(max_tests=3)  # type: ignore[call-arg]
     with pytest.warns(UserWarning, match=r"\(check the spelling;"):
         CodeContext(max_tset=3)  # type: ignore[call-arg]
@@ -371,7 +371,7 @@ def test_the_warning_names_another_family_s_context_that_the_caller_never_import
         [sys.executable, "-c", script], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "max_tests is a field of CodeContext, TreeContext" in done.stdout
+    assert "max_tests is a field of CodeContext" in done.stdout
 
 
 # ---- paired significance ----------------------------------------------------------------------

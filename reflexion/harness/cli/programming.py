@@ -29,7 +29,7 @@ from reflexion.programming.context import CodeContext, CodeRetry, TestTrust
 from reflexion.programming.problems import CodeProblem, language_of, load_problems
 from reflexion.programming.sandbox import rustc_path
 
-LOOPS = ("simple", "resample", "reflexion", "tree")
+LOOPS = ("simple", "resample", "reflexion")
 """The loops ``--loop`` runs (``Context.strategy`` is what a loop's retries remember)."""
 
 
@@ -55,9 +55,8 @@ def bench_programming(
             "--loop",
             help="simple (one sample, no tests), resample (the same tests and attempts as "
             "reflexion, each retry a new sample of the task alone: best-of-n, the "
-            "equal-budget baseline), reflexion (self-written tests, reflection, up to "
-            "--max-iters) and/or tree (the same budget as a LATS-style tree of attempts: "
-            "each retry repairs the attempt with the best UCT score), comma-separated.",
+            "equal-budget baseline) and/or reflexion (self-written tests, reflection, up to "
+            "--max-iters), comma-separated.",
         ),
     ] = "simple,reflexion",
     max_iters: Annotated[
@@ -151,7 +150,7 @@ def bench_programming(
             "the task, the failed tests and the reflection, without the previous code) or "
             "repair (the previous code, its test results and the reflection: the paper) or "
             "auto (repair code that did not compile, fresh otherwise); --loop resample "
-            "and tree set their own.",
+            "sets its own.",
         ),
     ] = opt.CODE_DEFAULTS.code_retry,
     cross_check: Annotated[
@@ -235,7 +234,7 @@ def bench_programming(
         variants.append(
             run.Variant(
                 label,
-                "programming-tree" if name == "tree" else "programming",
+                "programming",
                 ctx,
                 settings,
                 f"programming-{language_name}-{label}",
@@ -298,20 +297,19 @@ def bench_programming(
 
 
 def code_retry_of(name: str, retry: str) -> str:
-    """How a loop's retries are made: ``resample`` from the task alone, ``tree`` by
-    expanding a node of the tree, ``reflexion`` as ``--retry`` says; ``simple`` never retries
-    (it keeps the default, which names nothing)."""
-    fixed = {"resample": "resample", "tree": "tree", "simple": opt.CODE_DEFAULTS.code_retry}
+    """How a loop's retries are made: ``resample`` from the task alone, ``reflexion`` as
+    ``--retry`` says; ``simple`` never retries (it keeps the default, which names nothing)."""
+    fixed = {"resample": "resample", "simple": opt.CODE_DEFAULTS.code_retry}
     return fixed.get(name, retry)
 
 
 def loop_label(name: str, parts: list[tuple[str, bool]], retry: str) -> str:
     """A loop's label, which names its results file: the loop and the options set
     that act under it (``resample`` has no reflection, retry mode or compiler fixes to name,
-    ``tree`` no retry mode, ``simple`` none)."""
+    ``simple`` none)."""
     if name == "simple":
         return name
-    inert = {"resample": {"noreflection", retry, "nofixes"}, "tree": {retry}}.get(name, set())
+    inert = {"resample": {"noreflection", retry, "nofixes"}}.get(name, set())
     return name + "".join(f"-{part}" for part, on in parts if on and part not in inert)
 
 
@@ -324,8 +322,6 @@ def _scorer(by_id: dict[str, CodeProblem], ctx: CodeContext) -> Finalize:
         extra = score_thread(problem, evaluations, ctx.max_trials, choice=ctx.select_answer)
         extra["tests"] = state.get("tests", [])
         extra["written_tests"] = state.get("written_tests", [])
-        if state.get("parents"):  # the tree of attempts: which attempt each one expanded
-            extra["parents"] = state["parents"]
         return extra
 
     return finalize
