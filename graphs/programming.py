@@ -6,9 +6,7 @@ compiles its own with SQLite).
 It draws what runs: a failed trial goes to ``retry``, which goes to the reflector only when
 the next retry reads a reflection (never under ``code_retry="resample"``; under
 ``"fresh_once"`` not once a retry the model wrote has failed), and the next attempt is first
-``rustc``'s fixes (``compiler_fix``) after Rust code that did not compile. Under
-``CodeContext.cross_check`` the verdict on a compiled attempt is the ``cross_check`` node's,
-which draws independent implementations with a model (the evaluator calls none)."""
+``rustc``'s fixes (``compiler_fix``) after Rust code that did not compile."""
 
 from __future__ import annotations
 
@@ -17,7 +15,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
-from reflexion.graphs.builder import Retry, Verifier, build_reflexion_graph
+from reflexion.graphs.builder import Retry, build_reflexion_graph
 from reflexion.nodes import make_reflector
 from reflexion.nodes.programming import (
     code_reflection_messages,
@@ -26,7 +24,6 @@ from reflexion.nodes.programming import (
     make_unit_test_evaluator,
 )
 from reflexion.nodes.programming.compiler_fix import made_fix, make_compiler_fix, tries_compiler_fix
-from reflexion.nodes.programming.evaluator import awaits_cross_check, make_cross_check
 from reflexion.nodes.programming.feedback import retry_reads_feedback
 from reflexion.programming.context import CodeContext
 from reflexion.programming.state import CodeInputState, CodeOutputState, CodeState, lesson_family
@@ -38,7 +35,6 @@ def _builder(
     retry: Retry,
     context_schema: type[CodeContext],
     evaluator_model: BaseChatModel | None,
-    actor_model: BaseChatModel | None,
 ) -> StateGraph[Any, Any, Any, Any]:
     return build_reflexion_graph(
         actor,
@@ -51,7 +47,6 @@ def _builder(
         family=lesson_family,
         context_schema=context_schema,
         retry=retry,
-        verifier=Verifier("cross_check", make_cross_check(actor_model), awaits_cross_check),
     )
 
 
@@ -77,9 +72,7 @@ def programming_builder(
         repaired=made_fix,
     )
     actor = make_code_actor(actor_model, family=lesson_family)
-    return _builder(
-        actor, _reflector(reflector_model), retry, CodeContext, evaluator_model, actor_model
-    )
+    return _builder(actor, _reflector(reflector_model), retry, CodeContext, evaluator_model)
 
 
 graph = programming_builder().compile(name="reflexion-programming")

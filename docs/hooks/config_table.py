@@ -86,7 +86,6 @@ MORE: dict[str, str] = {
     "code_retry": "agents/programming.md#settings-in-detail",
     "compiler_fixes": "agents/programming.md#settings-in-detail",
     "code_seeds": "agents/programming.md#settings-in-detail",
-    "cross_check": "agents/programming.md#cross-check",
     "alfworld_diagnosis": "agents/alfworld.md#settings-in-detail",
     "alfworld_explain": "agents/alfworld.md#settings-in-detail",
     "alfworld_memory": "agents/alfworld.md#settings-in-detail",

@@ -33,28 +33,20 @@ def retry_reads_feedback(state: CodeState, ctx: CodeContext) -> bool:
 PASSED = "Tests passed:"
 FAILED = "Tests failed:"
 DOUBTED = render("programming/feedback_doubted")
-UNBACKED = render("programming/feedback_unbacked")
 NONE = "(none)"
 
 
 def outcome_records(
-    result: SuiteResult,
-    doubted: frozenset[str] = frozenset(),
-    unbacked: frozenset[str] = frozenset(),
+    result: SuiteResult, doubted: frozenset[str] = frozenset()
 ) -> list[OutcomeRecord]:
     """The suite's outcomes as the trial record keeps them, each with its standing: ``doubted``
-    (failed by every attempt) and ``unbacked`` tests (independent implementations side with
-    the attempt) do not count."""
+    tests (failed by every attempt) do not count."""
     return [
         OutcomeRecord(
             test=o.test,
             passed=o.passed,
             detail=o.detail,
-            standing="doubted"
-            if o.test in doubted
-            else "unbacked"
-            if o.test in unbacked
-            else "counted",
+            standing="doubted" if o.test in doubted else "counted",
         )
         for o in result.outcomes
     ]
@@ -64,8 +56,8 @@ def render_outcomes(
     outcomes: Iterable[OutcomeRecord], language: str, hidden: frozenset[str] = frozenset()
 ) -> str:
     """The tests in the paper's format: the passed ones, then each failed one that counts with
-    its actual value or error as a comment; doubted and unbacked tests listed apart, as tests
-    that may themselves be wrong. ``hidden`` tests are left out (an empty list that is not
+    its actual value or error as a comment; doubted tests listed apart, as tests that may
+    themselves be wrong. ``hidden`` tests are left out (an empty list that is not
     the passed or the failed one is left out with them)."""
     comment = "#" if language == "py" else "//"
     shown = [o for o in outcomes if o["test"] not in hidden]
@@ -82,9 +74,6 @@ def render_outcomes(
     doubted = [o["test"] for o in shown if o["standing"] == "doubted"]
     if doubted:
         blocks.append("\n".join([DOUBTED, *doubted]))
-    unbacked = [line(o) for o in shown if o["standing"] == "unbacked"]
-    if unbacked:
-        blocks.append("\n".join([UNBACKED, *unbacked]))
     return "\n\n".join(blocks)
 
 

@@ -121,14 +121,6 @@ class CodeContext(Context):
             "role": AFTER_FIRST_TRIAL,
         },
     )
-    cross_check: Annotated[int, Field(ge=0, le=10)] = field(
-        default=0,
-        metadata={
-            "description": "Programming: draw up to this many independent implementations and "
-            "compare their behaviour with the attempt's, to catch an attempt that passes its "
-            "tests but disagrees with them (or a failed test they all pass). 0 = off (the paper).",
-        },
-    )
     test_timeout: Annotated[float, Field(gt=0)] = field(
         default=5.0,
         metadata={"description": "Programming: seconds each unit test may run in the sandbox."},

@@ -128,7 +128,7 @@ def test_each_graph_lists_only_the_fields_its_nodes_read_with_their_ranges(clien
         assert properties["strategy"]["enum"] == list(get_args(Strategy))
         assert properties["preset"]["anyOf"][0]["enum"] == ["default", "paper"]
     code = schemas["reflexion_programming"]["properties"]
-    assert code["cross_check"]["maximum"] == 10 and code["test_timeout"]["exclusiveMinimum"] == 0
+    assert code["max_tests"]["maximum"] == 100 and code["test_timeout"]["exclusiveMinimum"] == 0
     assert "max_tests" not in schemas["reflexion_qa"]["properties"]
     assert "answer_retry" not in schemas["reflexion_react"]["properties"]
 

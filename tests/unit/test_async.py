@@ -135,7 +135,7 @@ def test_programming():
         ).compile(checkpointer=InMemorySaver())
         return graph, models
 
-    ctx = CodeContext(max_trials=3, code_retry="repair", cross_check=2)  # witnesses drawn
+    ctx = CodeContext(max_trials=3, code_retry="repair")
     out = both(build, START, ctx)
     assert out["solved"] and "a + b" in out["answer"]
 

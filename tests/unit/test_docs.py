@@ -129,7 +129,7 @@ def test_each_range_in_the_table_is_the_check_the_code_makes():
         "temperature",
         "judge_threshold",
         "redraw_rejected",
-        "cross_check",
+        "max_tests",
     } <= checked
 
 

@@ -247,33 +247,6 @@ def test_fresh_once_counts_only_retries_the_model_wrote():
     assert not retry_reads_feedback(state(False), CodeContext(code_retry="resample"))
 
 
-def test_voters_that_fail_a_written_test_as_the_attempt_does_unback_it():
-    """No examples, cross_check 2: the right first attempt fails the model's wrong test with
-    output 3; two independent implementations give 3 too, so the test is unbacked and the first
-    attempt succeeds on the test that stands. Without voters the wrong test sends the loop on."""
-    tests = ["assert add(1, 2) == 4\nassert add(1, 1) == 2\n"]
-    graph, actor, *_ = build([RIGHT, RIGHT, RIGHT], tests=tests)
-    state = run(graph, NO_EXAMPLES, CodeContext(max_trials=3, cross_check=2))
-    assert [e["success"] for e in state["evaluations"]] == [True]
-    assert len(actor.prompts) == 3 and len(state["witnesses"]) == 2
-    feedback = state["evaluations"][0]["feedback"]
-    assert "other implementations fail the same way" in feedback
-    assert "assert add(1, 2) == 4 # output: 3" in feedback
-    graph, *_ = build([RIGHT, SUBTRACTS, SEVEN], tests=tests)
-    state = run(graph, NO_EXAMPLES, Context(max_trials=3))
-    assert state["evaluations"][0]["success"] is False
-
-
-def test_a_written_test_the_voters_pass_still_counts_and_voters_are_drawn_once():
-    """The attempt subtracts; both voters add and pass add(1, 2) == 3, so the failure stands,
-    the loop retries, and the retry is judged by the same two voters (no new draws)."""
-    tests = ["assert add(1, 2) == 3\nassert add(2, 2) == 4\n"]
-    graph, actor, *_ = build([SUBTRACTS, RIGHT, RIGHT, RIGHT], tests=tests)
-    state = run(graph, NO_EXAMPLES, CodeContext(max_trials=3, cross_check=2))
-    assert [e["success"] for e in state["evaluations"]] == [False, True]
-    assert len(actor.prompts) == 4 and len(state["witnesses"]) == 2
-
-
 # ---- choice fields are checked from their type ------------------------------------------------
 
 

@@ -222,7 +222,6 @@ PRESET_OPTIONS: dict[str, tuple[str, bool]] = {
     "resample": ("resample_repeats", False),
     "retry": ("code_retry", False),
     "no_compiler_fixes": ("compiler_fixes", True),
-    "cross_check": ("cross_check", False),
     "no_diagnose": ("alfworld_diagnosis", True),
     "no_explain": ("alfworld_explain", True),
     "memory_entry": ("alfworld_memory", False),

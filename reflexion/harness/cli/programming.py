@@ -153,20 +153,6 @@ def bench_programming(
             "sets its own.",
         ),
     ] = opt.CODE_DEFAULTS.code_retry,
-    cross_check: Annotated[
-        int,
-        opt.count_option(
-            "--cross-check",
-            min=0,
-            max=10,
-            help="reflexion: when an attempt passes the prompt's examples, draw up to N other "
-            "implementations and run all on probe inputs (Python: the examples varied; Rust: "
-            "model-written); an attempt two or more agreeing ones outnumber in behaviour is "
-            "retried. Where only self-written tests decide, they vote instead: a failed "
-            "test counts only when more of them pass it than fail it alike (0: off, the "
-            "paper).",
-        ),
-    ] = opt.CODE_DEFAULTS.cross_check,
     paired_runs: opt.PairedOpt = True,
 ) -> None:
     """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
@@ -190,7 +176,6 @@ def bench_programming(
         ("notests", no_tests),
         ("noreflection", no_reflection),
         (retry, retry != "repair"),
-        (f"crosscheck{cross_check}", cross_check > 0),
         ("nofixes", no_compiler_fixes and language_name == "rs"),
     ]
     variants = []
@@ -213,7 +198,6 @@ def bench_programming(
             select_answer=select,
             resample_repeats=resample,
             code_retry=code_retry_of(name, retry),
-            cross_check=0 if simple else cross_check,
             # Only Rust has a compiler to ask; simple never retries, resample never repairs.
             compiler_fixes=language_name == "rs" and not (simple or resampled or no_compiler_fixes),
             code_seeds="process" if simple else seeds,

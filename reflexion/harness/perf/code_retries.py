@@ -157,7 +157,7 @@ def retry_pairs(final: dict[str, Any]) -> list[tuple[int, int]]:
 
 def _test_outcomes(record: dict[str, Any], tests: list[str]) -> dict[str, str | None]:
     """Each internal test a trial's verdict rests on: ``None`` when it passed, else its output
-    or error (a doubted or unbacked test that failed is left out: it did not count)."""
+    or error (a doubted test that failed is left out: it did not count)."""
     found: dict[str, str | None] = {t: d for t, d in failed_tests(record, tests)}
     found.update((t, None) for t in passed_tests(record, tests))
     return found

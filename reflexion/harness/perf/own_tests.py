@@ -145,7 +145,6 @@ def replay(final: dict[str, Any], later: list[dict[str, Any]], problem: CodeProb
         max_trials=int(settings.get("max_trials", 4)),
         test_trust=settings.get("test_trust", "held_out"),
         test_timeout=float(settings.get("test_timeout", 5.0)),
-        cross_check=0,
     )
     runtime = Runtime(context=ctx)
     evaluate = make_unit_test_evaluator()
