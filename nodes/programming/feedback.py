@@ -1,8 +1,8 @@
 """The evaluator's feedback, rendered from the per-test outcomes a trial record keeps
 (:class:`~reflexion.programming.state.OutcomeRecord`), and what a retry and the reflector read
 of it: whether the next retry reads it at all (``CodeContext.code_retry``) and, where the tests
-are the model's own, under ``CodeContext.test_trust`` the held-out tests left out of it
-(``held_out``) or the request to check a failed test against the documentation (``checked``).
+are the model's own, under ``CodeContext.test_trust="held_out"`` the held-out tests left out
+of it.
 
 The evaluator's records keep the whole feedback; only the prompts built from them change.
 Nothing here reads the feedback's text back: every decision rests on the outcomes.
@@ -100,19 +100,12 @@ def own_tests_decide(state: CodeState) -> bool:
     return bool(state.written_tests) and set(state.written_tests).issuperset(state.tests)
 
 
-def checks_own_tests(state: CodeState, ctx: CodeContext) -> bool:
-    """Whether the feedback asks to check the tests against the documentation: under
-    ``CodeContext.test_trust="checked"`` where the model's own tests decide."""
-    return ctx.test_trust == "checked" and own_tests_decide(state)
-
-
 def held_out(state: CodeState, ctx: CodeContext) -> frozenset[str]:
-    """Under ``CodeContext.test_trust="held_out"`` (and ``"checked"``, which builds on it),
-    where the model's own tests decide: every second of them (by position, so the same tests
-    on every trial), which the retries and the reflector never see. They still decide, so an
-    attempt tuned to the tests it was shown must also pass tests it was not. Empty
-    otherwise."""
-    if ctx.test_trust not in ("held_out", "checked") or not own_tests_decide(state):
+    """Under ``CodeContext.test_trust="held_out"``, where the model's own tests decide: every
+    second of them (by position, so the same tests on every trial), which the retries and the
+    reflector never see. They still decide, so an attempt tuned to the tests it was shown must
+    also pass tests it was not. Empty otherwise."""
+    if ctx.test_trust != "held_out" or not own_tests_decide(state):
         return frozenset()
     return frozenset(state.written_tests[1::2])
 

@@ -21,7 +21,7 @@ from reflexion.core.context import (
 from reflexion.core.presets import Presets
 from reflexion.core.schema import settings_class
 
-TestTrust = Literal["all", "anchored", "checked", "held_out"]
+TestTrust = Literal["all", "held_out"]
 CodeRetry = Literal["repair", "fresh", "auto", "resample", "fresh_once"]
 
 
@@ -77,9 +77,7 @@ class CodeContext(Context):
         metadata={
             "description": "Programming: which internal tests decide. held_out: the prompt's "
             "examples alone when there are any, otherwise the self-written tests with every "
-            "second one hidden from the retries; anchored: every test shown; checked: as "
-            "held_out, the reflection first checking a failed test; all: every test (the paper).",
-            "first_trial_as": {"checked": "anchored", "held_out": "anchored"},
+            "second one hidden from the retries; all: every test (the paper).",
         },
     )
     resample_repeats: Annotated[int, Field(ge=0, le=10)] = field(

@@ -41,10 +41,16 @@ def removed(settings: dict[str, Any]) -> set[str]:
     return set(settings) - FIELDS - set(BENCH_KEYS) - set(ADDED) - set(ROLE_MODELS)
 
 
+RETIRED = {"test_trust": ("anchored", "checked"), "code_retry": ("auto", "tree")}
+"""Values of a field that the code no longer takes, the variants they ran having been removed."""
+
+
 def removed_variant(settings: dict[str, Any]) -> bool:
     """Whether a file ran a variant since removed from the code: a removed field at other than
-    the reference value (the one the code kept). Such a file still reads and keeps its name."""
-    return any(settings[k] != REFERENCE[k] for k in removed(settings))
+    the reference value (the one the code kept), or a retired value. Such a file still reads
+    and keeps its name."""
+    retired = any(settings.get(k) in values for k, values in RETIRED.items())
+    return retired or any(settings[k] != REFERENCE[k] for k in removed(settings))
 
 
 def recorded(path: Path) -> dict[str, Any]:

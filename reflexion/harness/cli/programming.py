@@ -109,10 +109,8 @@ def bench_programming(
             "--test-trust",
             "<trust>",
             help="held_out: the prompt's examples decide alone where there are any, else "
-            "the model's own tests, every second one unseen by the retries; anchored: as "
-            "held_out, every test shown; checked: as held_out, and the reflection checks a "
-            "failed own test against the documentation first; all: every internal test "
-            "decides (the paper).",
+            "the model's own tests, every second one unseen by the retries; all: every "
+            "internal test decides (the paper).",
         ),
     ] = opt.CODE_DEFAULTS.test_trust,
     select: Annotated[
