@@ -27,7 +27,6 @@ from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import with_lessons
 from reflexion.nodes.programming.common import (
     STOPS,
-    did_compile,
     fenced,
     problem_of,
     prompt_names,
@@ -42,14 +41,10 @@ from reflexion.prompts import render
 
 def retries_fresh(state: CodeState, ctx: CodeContext) -> bool:
     """Whether the next attempt is a fresh sample rather than a repair of the last one:
-    ``CodeContext.code_retry`` says which, and under ``auto`` code that did not compile is
-    repaired (the compiler's errors point into it) and code that failed tests is not. A
-    ``resample`` retry is fresh too, from the first trial's prompt alone, and so is every
-    ``fresh_once`` retry."""
+    ``CodeContext.code_retry`` says which. A ``resample`` retry is fresh too, from the first
+    trial's prompt alone, and so is every ``fresh_once`` retry."""
     if state.trial == 0 or not state.evaluations:
         return False
-    if ctx.code_retry == "auto":
-        return did_compile(state.evaluations[-1])
     return ctx.code_retry in ("fresh", "resample", "fresh_once")
 
 

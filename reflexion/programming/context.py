@@ -22,7 +22,7 @@ from reflexion.core.presets import Presets
 from reflexion.core.schema import settings_class
 
 TestTrust = Literal["all", "held_out"]
-CodeRetry = Literal["repair", "fresh", "auto", "resample", "fresh_once"]
+CodeRetry = Literal["repair", "fresh", "resample", "fresh_once"]
 
 
 @settings_class
@@ -95,7 +95,7 @@ class CodeContext(Context):
             "description": "Programming: what a retry starts from: fresh_once (one retry reads "
             "the failed tests and the reflection, later ones are blind redraws), fresh (every "
             "retry reads them, without the previous code), repair (the previous code and its "
-            "feedback: the paper), auto (repair after a compile error, else fresh) or resample "
+            "feedback: the paper) or resample "
             "(blind redraws: the equal-budget baseline).",
             "role": AFTER_FIRST_TRIAL,
             "first_trial_as": {"fresh_once": "fresh"},

@@ -391,20 +391,6 @@ def test_a_fresh_retry_shows_the_failures_and_reflection_but_not_the_previous_co
     assert [m.type for m in actor.prompts[1]] == ["system", "human", "ai", "human"]
 
 
-def test_auto_retry_repairs_code_that_did_not_compile_and_resamples_code_that_failed():
-    """Under code_retry="auto" the retry after a syntax error shows the broken code (the
-    error points into it); the retry after failed tests is a fresh sample without it."""
-    broken = "```python\ndef add(a: int, b: int) -> int:\n    return (a + b\n```"
-    graph, actor, *_ = build([broken, SUBTRACTS, RIGHT])
-    state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=3, code_retry="auto"))
-    assert state["solved"] is True
-    assert [e.get("compiled") for e in state["evaluations"]] == [False, True, True]
-    assert [m.type for m in actor.prompts[1]] == ["system", "human", "ai", "human"]
-    assert "return (a + b" in actor.prompt_text(1)
-    assert [m.type for m in actor.prompts[2]] == ["system", "human"]
-    assert "a - b" not in actor.prompt_text(2) and "from scratch" in actor.prompt_text(2)
-
-
 def test_whether_an_answer_compiled_is_its_record_s_flag_never_its_feedback_s_text():
     """A record without ``compiled`` had no answer to build; the feedback's words decide
     nothing."""

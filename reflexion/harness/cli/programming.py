@@ -146,9 +146,8 @@ def bench_programming(
             help="reflexion: fresh_once (the first retry fresh, every later one drawn from "
             "the task alone, as resample) or fresh (every retry a new sample at T = 0.8 from "
             "the task, the failed tests and the reflection, without the previous code) or "
-            "repair (the previous code, its test results and the reflection: the paper) or "
-            "auto (repair code that did not compile, fresh otherwise); --loop resample "
-            "sets its own.",
+            "repair (the previous code, its test results and the reflection: the paper); "
+            "--loop resample sets its own.",
         ),
     ] = opt.CODE_DEFAULTS.code_retry,
     paired_runs: opt.PairedOpt = True,
