@@ -10,7 +10,7 @@ from typing import Any
 from langgraph.graph import StateGraph
 
 from reflexion.graphs.alfworld import alfworld_builder
-from reflexion.graphs.programming import programming_builder, tree_search_builder
+from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import REACT_REFLECT_EXAMPLES, qa_builder, react_builder
 
 
@@ -40,13 +40,6 @@ AGENTS: dict[str, Agent] = {
             "programming",
             "reflexion_programming",
             programming_builder,
-            False,
-            "programming/reflect_examples",
-        ),
-        Agent(
-            "programming-tree",
-            "reflexion_programming_tree",
-            tree_search_builder,
             False,
             "programming/reflect_examples",
         ),

@@ -117,8 +117,8 @@ def _begin_trial(
 ) -> Steps[tuple[State, dict[str, Any], dict[str, Any]]]:
     """The state the actor reads, with lessons recalled (first trial, ``Context.lessons`` on),
     what the recall adds to the update, and the actor's inputs (``reflections`` and ``lessons``
-    as lists). A blind retry (``Context.retry``: every one under ``resample``, those after the first under
-    ``informed_once``) gets no reflections and no last attempt: the task alone."""
+    as lists). A blind retry (``Context.retry``: every one under ``resample``, those after the
+    first under ``informed_once``) gets no reflections and no last attempt: the task alone."""
     if not state.task.strip():
         raise ReflexionError("the task is empty: give the task to attempt")
     emit("trial_started", trial=state.trial + 1)

@@ -1,14 +1,12 @@
 """Programming with Reflexion (HumanEval/MBPP-style problems, Python or Rust): self-written unit
-tests, a sandboxed unit-test evaluator and a code reflector; the builders of the loop and of
-the tree search over attempts, and the graphs compiled from them without a checkpointer (a
-LangGraph server brings its own, and the CLI compiles its own with SQLite).
+tests, a sandboxed unit-test evaluator and a code reflector; the loop's builder, and the graph
+compiled from it without a checkpointer (a LangGraph server brings its own, and the CLI
+compiles its own with SQLite).
 
-Both draw what runs: a failed trial goes to ``retry``, which goes to the reflector only when
+It draws what runs: a failed trial goes to ``retry``, which goes to the reflector only when
 the next retry reads a reflection (never under ``retry="resample"``; under
 ``"informed_once"`` not once a retry the model wrote has failed), and the next attempt is first
-``rustc``'s fixes (``compiler_fix``) after Rust code that did not compile. Under
-``CodeContext.cross_check`` the verdict on a compiled attempt is the ``cross_check`` node's,
-which draws independent implementations with a model (the evaluator calls none)."""
+``rustc``'s fixes (``compiler_fix``) after Rust code that did not compile."""
 
 from __future__ import annotations
 
@@ -17,7 +15,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
-from reflexion.graphs.builder import Retry, Verifier, build_reflexion_graph
+from reflexion.graphs.builder import Retry, build_reflexion_graph
 from reflexion.nodes import make_reflector
 from reflexion.nodes.programming import (
     code_reflection_messages,
@@ -26,14 +24,8 @@ from reflexion.nodes.programming import (
     make_unit_test_evaluator,
 )
 from reflexion.nodes.programming.compiler_fix import made_fix, make_compiler_fix, tries_compiler_fix
-from reflexion.nodes.programming.evaluator import awaits_cross_check, make_cross_check
 from reflexion.nodes.programming.feedback import retry_reads_feedback
-from reflexion.nodes.programming.tree import (
-    keeping_branch_reflections,
-    make_tree_actor,
-    parent_update,
-)
-from reflexion.programming.context import CodeContext, TreeContext
+from reflexion.programming.context import CodeContext
 from reflexion.programming.state import CodeInputState, CodeOutputState, CodeState, lesson_family
 
 
@@ -43,7 +35,6 @@ def _builder(
     retry: Retry,
     context_schema: type[CodeContext],
     evaluator_model: BaseChatModel | None,
-    actor_model: BaseChatModel | None,
 ) -> StateGraph[Any, Any, Any, Any]:
     return build_reflexion_graph(
         actor,
@@ -56,7 +47,6 @@ def _builder(
         family=lesson_family,
         context_schema=context_schema,
         retry=retry,
-        verifier=Verifier("cross_check", make_cross_check(actor_model), awaits_cross_check),
     )
 
 
@@ -82,37 +72,9 @@ def programming_builder(
         repaired=made_fix,
     )
     actor = make_code_actor(actor_model, family=lesson_family)
-    return _builder(
-        actor, _reflector(reflector_model), retry, CodeContext, evaluator_model, actor_model
-    )
-
-
-def tree_search_builder(
-    *,
-    actor_model: BaseChatModel | None = None,
-    evaluator_model: BaseChatModel | None = None,
-    reflector_model: BaseChatModel | None = None,
-) -> StateGraph[Any, Any, Any, Any]:
-    """The tree search over attempts (:mod:`reflexion.nodes.programming.tree`): the same test
-    writer, evaluator and reflector (which also keeps each attempt's reflection for its
-    branch), and an actor that expands the node UCT picks; every failed attempt is reflected
-    on."""
-    retry = Retry(
-        repair=(
-            "compiler_fix",
-            make_compiler_fix(lambda state: parent_update(state, len(state.evaluations) - 1)),
-        ),
-        repairs=tries_compiler_fix,
-        repaired=made_fix,
-    )
-    actor = make_tree_actor(actor_model, family=lesson_family)
-    reflector = keeping_branch_reflections(_reflector(reflector_model))
-    return _builder(actor, reflector, retry, TreeContext, evaluator_model, actor_model)
+    return _builder(actor, _reflector(reflector_model), retry, CodeContext, evaluator_model)
 
 
 graph = programming_builder().compile(name="reflexion-programming")
 """Input: ``task`` (signature and documentation), ``entry_point``, ``language`` (py or rs) and
 optionally ``tests``; output: the implementation (``answer``), the tests and the trial history."""
-
-tree_graph = tree_search_builder().compile(name="reflexion-programming-tree")
-"""The tree search, with the same input and output as :data:`graph`."""

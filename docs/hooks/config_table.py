@@ -66,7 +66,6 @@ COMMON: dict[str, list[str]] = {
         "test_trust",
         "temperature",
     ],
-    "reflexion_programming_tree": ["actor_model", "max_trials", "memory_size", "test_trust"],
     "reflexion_alfworld": ["actor_model", "max_trials", "evaluator", "alfworld_memory", "games"],
 }
 """Per graph, the handful of fields most users set, in the order the page lists them; the
@@ -87,7 +86,6 @@ MORE: dict[str, str] = {
     "code_retry": "agents/programming.md#settings-in-detail",
     "compiler_fixes": "agents/programming.md#settings-in-detail",
     "code_seeds": "agents/programming.md#settings-in-detail",
-    "cross_check": "agents/programming.md#cross-check",
     "alfworld_diagnosis": "agents/alfworld.md#settings-in-detail",
     "alfworld_explain": "agents/alfworld.md#settings-in-detail",
     "alfworld_memory": "agents/alfworld.md#settings-in-detail",

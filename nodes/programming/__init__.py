@@ -29,7 +29,6 @@ from reflexion.nodes.programming.test_writer import (
     trusted_tests,
     valid_tests,
 )
-from reflexion.nodes.programming.witnesses import cross_check, unbacked_tests
 
 __all__ = [
     "NOT_COMPILED",
@@ -39,7 +38,6 @@ __all__ = [
     "code_key",
     "code_messages",
     "code_reflection_messages",
-    "cross_check",
     "did_compile",
     "doubted_tests",
     "failed_tests",
@@ -53,6 +51,5 @@ __all__ = [
     "run_tests",
     "test_messages",
     "trusted_tests",
-    "unbacked_tests",
     "valid_tests",
 ]

@@ -5,9 +5,8 @@ tests and, under strategy ``reflexion``, the last Ω reflections; with ``CodeCon
 paper) it sees its previous implementation and the test results instead of starting over. A
 blind retry (``resample``, and every retry after the first under ``informed_once``) sees the
 task alone. A retry that repeats earlier code is drawn again (``Context.repeat_guard``).
-Two other nodes make attempts: ``rustc``'s own fixes
-(:mod:`reflexion.nodes.programming.compiler_fix`) and the tree search's actor
-(:mod:`reflexion.nodes.programming.tree`), which draws the same way (:func:`draw_attempt`).
+One other node makes attempts: ``rustc``'s own fixes
+(:mod:`reflexion.nodes.programming.compiler_fix`).
 """
 
 from __future__ import annotations
@@ -33,11 +32,7 @@ from reflexion.nodes.programming.common import (
     problem_of,
     prompt_names,
 )
-from reflexion.nodes.programming.feedback import (
-    checks_own_tests,
-    retry_reads_feedback,
-    shown_feedback,
-)
+from reflexion.nodes.programming.feedback import retry_reads_feedback, shown_feedback
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem
 from reflexion.programming.replies import CodeParse, extract_code
@@ -85,7 +80,8 @@ def code_messages(state: CodeState, ctx: CodeContext) -> list[BaseMessage]:
         reflection_block=reflection_block,
         entry_point=problem.entry_point,
         **names,
-        **tests_note(state, ctx),
+        tests_note="",
+        passes=render("programming/passes"),
     )
     if fresh:
         return [messages[0], HumanMessage(f"{messages[1].content}\n\n{retry}")]
@@ -95,18 +91,6 @@ def code_messages(state: CodeState, ctx: CodeContext) -> list[BaseMessage]:
         else "\n".join(state.trajectory) or "(no reply)"
     )
     return [*messages, AIMessage(previous), HumanMessage(retry)]
-
-
-def tests_note(state: CodeState, ctx: CodeContext) -> dict[str, str]:
-    """What a retry prompt says about its tests: under ``test_trust="checked"``, where the
-    model's own tests decide, that they may be wrong and the documentation comes first;
-    otherwise nothing, and the fresh retry is asked to pass them."""
-    if checks_own_tests(state, ctx):
-        return {
-            "tests_note": "\n\n" + render("programming/tests_note"),
-            "passes": render("programming/passes_supported"),
-        }
-    return {"tests_note": "", "passes": render("programming/passes")}
 
 
 def reflection_block_of(reflections: list[str]) -> str:

@@ -7,7 +7,6 @@ The benchmark's hidden tests are not part of the graph state: nothing here can s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from reflexion.core.errors import ReflexionError
@@ -78,9 +77,3 @@ def run_tests(
     if language == "rs":
         return run_rust_tests(program, tests, limits, entry_point=entry_point)
     return run_python_tests(program, tests, limits)
-
-
-def counted_part(result: SuiteResult, tests: list[str]) -> SuiteResult:
-    """The part of ``result`` that concerns ``tests`` (the probe tests left out)."""
-    kept = set(tests)
-    return replace(result, outcomes=tuple(o for o in result.outcomes if o.test in kept))

@@ -3,9 +3,7 @@ outcome, with the feedback rendered from them in the paper's format (which passe
 each failure, the actual value or the error).
 
 Beyond the paper, it weighs its own evidence: self-written tests every attempt failed are
-doubted, tests independent implementations do not back are set apart
-(:mod:`reflexion.nodes.programming.witnesses`), and an attempt is never a success when no counted
-test passed.
+doubted, and an attempt is never a success when no counted test passed.
 """
 
 from __future__ import annotations
@@ -13,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
@@ -22,21 +19,17 @@ from reflexion.nodes.programming.common import (
     NO_EVIDENCE,
     NO_TESTS,
     NOT_COMPILED,
-    counted_part,
     problem_of,
     run_tests,
 )
 from reflexion.nodes.programming.feedback import outcome_records, render_outcomes
-from reflexion.nodes.programming.witnesses import cross_check, unbacked_tests
-from reflexion.programming.behaviour import fingerprint
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import assemble
-from reflexion.programming.sandbox import Limits, SuiteResult, TestOutcome
+from reflexion.programming.sandbox import Limits, SuiteResult
 from reflexion.programming.state import (
     CodeState,
     CodeTrialRecord,
     OutcomeRecord,
-    Witness,
     lesson_family,
 )
 from reflexion.prompts import render, template
@@ -56,7 +49,7 @@ def doubted_tests(state: CodeState, failed_written: list[str], ctx: CodeContext)
 
 def earlier_equal(state: CodeState, set_apart: frozenset[str]) -> int | None:
     """The first earlier trial whose attempt compiled and failed only tests now set apart
-    (doubted or unbacked): judged on the tests that count now, it succeeds as well, so a later
+    (doubted): judged on the tests that count now, it succeeds as well, so a later
     success is no evidence of progress. Only where every test is self-written (then each
     compiled attempt left one entry in ``test_failures``); ``None`` otherwise."""
     if not set_apart or not set(state.written_tests).issuperset(state.tests):
@@ -78,11 +71,8 @@ def make_unit_test_evaluator() -> Node:
     attempt stands. The score is the share of all internal tests passed, comparable across
     trials. Without internal tests it can only check that the code compiles and never reports
     success: when tests were asked for (``generate_tests``) and none came, a compiling attempt
-    is the thread's last; in the paper's "no test generation" ablation every trial runs.
-
-    With ``CodeContext.cross_check``, a compiled attempt's results go to the ``cross_check``
-    node instead (:func:`make_cross_check`), which draws independent implementations with a
-    model and writes the verdict: this node calls no model."""
+    is the thread's last; in the paper's "no test generation" ablation every trial runs. It
+    calls no model."""
 
     def unit_test_evaluator(
         state: CodeState, runtime: Runtime[CodeContext]
@@ -92,35 +82,10 @@ def make_unit_test_evaluator() -> Node:
             reason = state.stop_reason or render("programming/no_code_block")
             feedback = template("programming/feedback_no_implementation").format(reason=reason)
             return _update(state, _Verdict(0.0, False, feedback))
-        full = yield from block(run_suite, state, ctx, state.answer)
-        if ctx.cross_check and state.tests and full.compile_error is None:
-            return {"suite": _kept(full)}
-        return _update(state, (yield from _judged(state, ctx, full, None)))
+        result = yield from block(run_suite, state, ctx, state.answer)
+        return _update(state, _judged(state, ctx, result))
 
     return Node(unit_test_evaluator, role="evaluator", family=lesson_family)
-
-
-def make_cross_check(
-    model: BaseChatModel | None = None,
-) -> Node:
-    """The cross-check node (``CodeContext.cross_check``), after the evaluator ran a compiled
-    attempt's tests: the evaluator's verdict, with independent implementations drawn by
-    ``model`` (default ``Context.actor_model``) as voters on self-written tests the attempt
-    failed (:func:`~reflexion.nodes.programming.witnesses.unbacked_tests`) and, for an attempt that
-    passed, as witnesses that may outvote it on the probe tests
-    (:func:`~reflexion.nodes.programming.witnesses.cross_check`)."""
-
-    def cross_check_node(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
-        ctx = get_context(runtime, CodeContext)
-        full = _restored(state.suite or {})
-        return {**_update(state, (yield from _judged(state, ctx, full, model))), "suite": None}
-
-    return Node(cross_check_node, role="verifier", family=lesson_family)
-
-
-def awaits_cross_check(state: CodeState) -> bool:
-    """Whether the evaluator left the verdict to the cross-check node."""
-    return state.suite is not None
 
 
 def _update(state: CodeState, verdict: _Verdict) -> dict[str, Any]:
@@ -129,38 +94,22 @@ def _update(state: CodeState, verdict: _Verdict) -> dict[str, Any]:
         "solved": verdict.success,
         "test_failures": verdict.failures,
     }
-    if verdict.drawn:
-        update["witnesses"] = verdict.drawn
     return update
 
 
-def _kept(result: SuiteResult) -> dict[str, Any]:
-    """A suite result as the state keeps it between the evaluator and the cross-check."""
-    return {
-        "outcomes": [[o.test, o.passed, o.detail] for o in result.outcomes],
-        "compile_error": result.compile_error,
-    }
-
-
-def _restored(kept: dict[str, Any]) -> SuiteResult:
-    outcomes = tuple(TestOutcome(str(t), bool(p), str(d)) for t, p, d in kept.get("outcomes", []))
-    return SuiteResult(outcomes=outcomes, compile_error=kept.get("compile_error"))
-
-
 def _limits(state: CodeState, ctx: CodeContext) -> Limits:
-    """The sandbox's limits for the attempt's tests and probes (and for those of the
-    implementations the cross-check draws)."""
+    """The sandbox's limits for the attempt's tests."""
     return Limits(
         test_timeout_s=ctx.test_timeout,
-        suite_timeout_s=ctx.test_timeout * (len(state.tests) + len(state.probe_tests) + 2) + 30,
+        suite_timeout_s=ctx.test_timeout * (len(state.tests) + 2) + 30,
     )
 
 
 def run_suite(state: CodeState, ctx: CodeContext, answer: str) -> SuiteResult:
-    """The attempt run on the internal tests and the probe tests in the sandbox."""
+    """The attempt run on the internal tests in the sandbox."""
     problem = problem_of(state)
     program = assemble(problem, answer)
-    tests = [*state.tests, *state.probe_tests]
+    tests = list(state.tests)
     return run_tests(program, tests, problem.language, _limits(state, ctx), problem.entry_point)
 
 
@@ -180,22 +129,14 @@ class _Verdict:
     """The self-written tests a compiled attempt failed (one entry, or none)."""
     evidence: dict[str, int] = field(default_factory=dict)
     """``tests_passed`` and ``tests_counted`` (and ``ties``) where tests decided."""
-    drawn: list[Witness] = field(default_factory=list)
-    """Independent implementations drawn for the cross-check."""
     last: bool = False
     """The thread stops here: tests were asked for, none came, and the attempt compiles."""
 
 
-def _judged(
-    state: CodeState, ctx: CodeContext, full: SuiteResult, model: BaseChatModel | None
-) -> Steps[_Verdict]:
-    """The verdict on the attempt's results (``full``: the internal tests and the probes);
-    under ``CodeContext.cross_check`` it draws implementations with ``model`` (or the actor's),
-    which only the cross-check node asks for."""
+def _judged(state: CodeState, ctx: CodeContext, result: SuiteResult) -> _Verdict:
+    """The verdict on the attempt's results on the internal tests."""
     problem = problem_of(state)
     tests = list(state.tests)
-    limits = _limits(state, ctx)
-    result = counted_part(full, tests)
     if not tests:
         return _without_tests(result, ctx)
     compiled = result.compile_error is None
@@ -203,33 +144,21 @@ def _judged(
     written = set(state.written_tests)
     failed_written = [t for t in tests if t in written and t in failed]
     doubted = doubted_tests(state, failed_written, ctx)
-    unbacked: frozenset[str] = frozenset()
-    drawn: list[Witness] = []
-    if compiled:
-        unbacked, drawn = yield from unbacked_tests(
-            state, ctx, result, failed_written, limits, model
-        )
     passed = sum(o.passed for o in result.outcomes) if compiled else 0
-    counted = [t for t in tests if t not in doubted | unbacked]
+    counted = [t for t in tests if t not in doubted]
     held = sum(t not in failed for t in counted) if compiled else 0
     # An attempt is a success on evidence only: every counted test passed, and at least one
     # did (doubt can leave nothing to fail, which proves nothing).
-    success = compiled and not (failed - doubted - unbacked) and held > 0
-    outcomes = outcome_records(result, doubted, unbacked)
+    success = compiled and not (failed - doubted) and held > 0
+    outcomes = outcome_records(result, doubted)
     notes = []
     if compiled and not counted:
         notes.append(render("programming/feedback_all_doubted", no_evidence=NO_EVIDENCE))
     evidence = {"tests_passed": held, "tests_counted": len(counted)}
-    tie = earlier_equal(state, doubted | unbacked) if success else None
+    tie = earlier_equal(state, doubted) if success else None
     if tie is not None:
         evidence["ties"] = tie
         notes.append(render("programming/feedback_tie", trial=str(tie)))
-    mine = fingerprint(full, state.probe_tests)
-    if success and mine is not None and state.trial < ctx.trial_limit:
-        found, drawn, told = yield from cross_check(state, ctx, mine, limits, model)
-        if found == "outvoted":
-            success = False
-            notes.append(told)
     if compiled:
         tested = render_outcomes(outcomes, problem.language)
         feedback = "\n\n".join([tested, *notes])
@@ -245,7 +174,6 @@ def _judged(
         notes=notes,
         failures=[failed_written] if compiled else [],
         evidence=evidence,
-        drawn=drawn,
     )
 
 

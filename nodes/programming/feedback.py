@@ -1,8 +1,8 @@
 """The evaluator's feedback, rendered from the per-test outcomes a trial record keeps
 (:class:`~reflexion.programming.state.OutcomeRecord`), and what a retry and the reflector read
 of it: whether the next retry reads it at all (``Context.retry``) and, where the tests
-are the model's own, under ``CodeContext.test_trust`` the held-out tests left out of it
-(``held_out``) or the request to check a failed test against the documentation (``checked``).
+are the model's own, under ``CodeContext.test_trust="held_out"`` the held-out tests left out
+of it.
 
 The evaluator's records keep the whole feedback; only the prompts built from them change.
 Nothing here reads the feedback's text back: every decision rests on the outcomes.
@@ -33,28 +33,20 @@ def retry_reads_feedback(state: CodeState, ctx: CodeContext) -> bool:
 PASSED = "Tests passed:"
 FAILED = "Tests failed:"
 DOUBTED = render("programming/feedback_doubted")
-UNBACKED = render("programming/feedback_unbacked")
 NONE = "(none)"
 
 
 def outcome_records(
-    result: SuiteResult,
-    doubted: frozenset[str] = frozenset(),
-    unbacked: frozenset[str] = frozenset(),
+    result: SuiteResult, doubted: frozenset[str] = frozenset()
 ) -> list[OutcomeRecord]:
     """The suite's outcomes as the trial record keeps them, each with its standing: ``doubted``
-    (failed by every attempt) and ``unbacked`` tests (independent implementations side with
-    the attempt) do not count."""
+    tests (failed by every attempt) do not count."""
     return [
         OutcomeRecord(
             test=o.test,
             passed=o.passed,
             detail=o.detail,
-            standing="doubted"
-            if o.test in doubted
-            else "unbacked"
-            if o.test in unbacked
-            else "counted",
+            standing="doubted" if o.test in doubted else "counted",
         )
         for o in result.outcomes
     ]
@@ -64,8 +56,8 @@ def render_outcomes(
     outcomes: Iterable[OutcomeRecord], language: str, hidden: frozenset[str] = frozenset()
 ) -> str:
     """The tests in the paper's format: the passed ones, then each failed one that counts with
-    its actual value or error as a comment; doubted and unbacked tests listed apart, as tests
-    that may themselves be wrong. ``hidden`` tests are left out (an empty list that is not
+    its actual value or error as a comment; doubted tests listed apart, as tests that may
+    themselves be wrong. ``hidden`` tests are left out (an empty list that is not
     the passed or the failed one is left out with them)."""
     comment = "#" if language == "py" else "//"
     shown = [o for o in outcomes if o["test"] not in hidden]
@@ -82,9 +74,6 @@ def render_outcomes(
     doubted = [o["test"] for o in shown if o["standing"] == "doubted"]
     if doubted:
         blocks.append("\n".join([DOUBTED, *doubted]))
-    unbacked = [line(o) for o in shown if o["standing"] == "unbacked"]
-    if unbacked:
-        blocks.append("\n".join([UNBACKED, *unbacked]))
     return "\n\n".join(blocks)
 
 
@@ -111,19 +100,12 @@ def own_tests_decide(state: CodeState) -> bool:
     return bool(state.written_tests) and set(state.written_tests).issuperset(state.tests)
 
 
-def checks_own_tests(state: CodeState, ctx: CodeContext) -> bool:
-    """Whether the feedback asks to check the tests against the documentation: under
-    ``CodeContext.test_trust="checked"`` where the model's own tests decide."""
-    return ctx.test_trust == "checked" and own_tests_decide(state)
-
-
 def held_out(state: CodeState, ctx: CodeContext) -> frozenset[str]:
-    """Under ``CodeContext.test_trust="held_out"`` (and ``"checked"``, which builds on it),
-    where the model's own tests decide: every second of them (by position, so the same tests
-    on every trial), which the retries and the reflector never see. They still decide, so an
-    attempt tuned to the tests it was shown must also pass tests it was not. Empty
-    otherwise."""
-    if ctx.test_trust not in ("held_out", "checked") or not own_tests_decide(state):
+    """Under ``CodeContext.test_trust="held_out"``, where the model's own tests decide: every
+    second of them (by position, so the same tests on every trial), which the retries and the
+    reflector never see. They still decide, so an attempt tuned to the tests it was shown must
+    also pass tests it was not. Empty otherwise."""
+    if ctx.test_trust != "held_out" or not own_tests_decide(state):
         return frozenset()
     return frozenset(state.written_tests[1::2])
 

@@ -22,7 +22,6 @@ from reflexion.nodes.common import judge_llm
 from reflexion.nodes.programming.common import problem_of, prompt_names
 from reflexion.programming.context import CodeContext
 from reflexion.programming.examples import example_tests
-from reflexion.programming.probes import mutated_probes
 from reflexion.programming.problems import CodeProblem, stub
 from reflexion.programming.replies import candidate_tests, sample_tests
 from reflexion.programming.sandbox import (
@@ -38,13 +37,12 @@ TEST_FORMS = {
 }
 
 
-def test_messages(
-    problem: CodeProblem, count: int, system_prompt: str = "programming/tests_system"
-) -> list[BaseMessage]:
-    """The test writer's prompt (``system_prompt``: ``code_probes_system`` asks for inputs the
-    documentation's examples do not use, the probes of ``CodeContext.cross_check``)."""
+def test_messages(problem: CodeProblem, count: int) -> list[BaseMessage]:
+    """The test writer's prompt."""
     names = prompt_names(problem.language)
-    system = render(system_prompt, count=str(count), form=TEST_FORMS[problem.language], **names)
+    system = render(
+        "programming/tests_system", count=str(count), form=TEST_FORMS[problem.language], **names
+    )
     user = render("programming/tests_task", prompt=problem.prompt.strip(), **names)
     return [SystemMessage(system), HumanMessage(user)]
 
@@ -105,9 +103,7 @@ def make_test_writer(
     """The test-writer node; ``model`` overrides ``Context.evaluator_model`` (the tests are the
     evaluator's instrument). Tests given in the input are kept as they are. Under
     every ``CodeContext.test_trust`` but ``"all"`` a problem whose prompt gives examples gets those
-    only: the model writes no tests that could outvote them. ``CodeContext.cross_check`` then needs
-    probes: in Python the examples with their inputs varied (no model call), else tests the
-    model writes, which only compare implementations."""
+    only: the model writes no tests that could outvote them."""
 
     def test_writer(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
@@ -115,23 +111,11 @@ def make_test_writer(
         if state.tests or not ctx.generate_tests:
             return {}
         trusted = trusted_tests(problem, ctx)
-        anchored = bool(trusted) and ctx.test_trust != "all"
-        if anchored and not ctx.cross_check:
+        if trusted and ctx.test_trust != "all":
             return {"tests": trusted}
-        if anchored and problem.language == "py":
-            probes = mutated_probes(trusted, problem.entry_point, ctx.max_tests, problem.task_id)
-            if probes:
-                return {"tests": trusted, "probe_tests": probes}
         llm = yield from block(judge_llm, model, ctx)
-        count = ctx.max_tests + 2
-        system = "programming/probes_system" if anchored else "programming/tests_system"
-        messages = test_messages(problem, count, system)
+        messages = test_messages(problem, ctx.max_tests + 2)
         reply = yield from ask(llm, messages, stop=["\n```\n", "\n\n\n"])
-        if anchored:
-            probes = yield from block(
-                valid_tests, reply.text, problem, ctx, trusted, room=ctx.max_tests
-            )
-            return {"tests": trusted, "probe_tests": probes}
         written = yield from block(valid_tests, reply.text, problem, ctx, trusted)
         return {"tests": [*trusted, *written], "written_tests": written}
 

@@ -21,8 +21,7 @@ from reflexion.core.context import (
 from reflexion.core.presets import Presets
 from reflexion.core.schema import settings_class
 
-TestTrust = Literal["all", "anchored", "checked", "held_out"]
-CodeRetry = Literal["repair", "fresh", "auto", "resample", "fresh_once", "tree"]
+TestTrust = Literal["all", "held_out"]
 
 
 @settings_class
@@ -78,9 +77,7 @@ class CodeContext(Seeded):
         metadata={
             "description": "Programming: which internal tests decide. held_out: the prompt's "
             "examples alone when there are any, otherwise the self-written tests with every "
-            "second one hidden from the retries; anchored: every test shown; checked: as "
-            "held_out, the reflection first checking a failed test; all: every test (the paper).",
-            "first_trial_as": {"checked": "anchored", "held_out": "anchored"},
+            "second one hidden from the retries; all: every test (the paper).",
         },
     )
     repair: bool = field(
@@ -102,34 +99,8 @@ class CodeContext(Seeded):
             "role": AFTER_FIRST_TRIAL,
         },
     )
-    cross_check: Annotated[int, Field(ge=0, le=10)] = field(
-        default=0,
-        metadata={
-            "description": "Programming: draw up to this many independent implementations and "
-            "compare their behaviour with the attempt's, to catch an attempt that passes its "
-            "tests but disagrees with them (or a failed test they all pass). 0 = off (the paper).",
-        },
-    )
     test_timeout: Annotated[float, Field(gt=0)] = field(
         default=5.0,
         metadata={"description": "Programming: seconds each unit test may run in the sandbox."},
     )
 
-
-@settings_class
-class TreeContext(CodeContext):
-    """Settings of the tree search over attempts (``reflexion_programming_tree``): a
-    programming run's, with ``code_retry`` at ``tree``, the one value its actor takes."""
-
-    PRESETS: ClassVar[Presets] = {"paper": {"code_retry": "tree"}}
-    """The paper's loop has no tree; ``paper`` keeps the search and turns the rest off."""
-
-    code_retry: CodeRetry = field(
-        default="tree",
-        metadata={
-            "description": "Programming: tree (LATS-style search): each retry expands the "
-            "attempt (or the task) with the highest UCT score, repairing that attempt with "
-            "its own test results and its branch's reflections, at temperature 0.8.",
-            "role": AFTER_FIRST_TRIAL,
-        },
-    )

@@ -1,21 +1,20 @@
-"""The programming graph's state: the Reflexion state plus the problem, its internal tests, the
-implementations drawn to cross-check attempts, and each trial's per-test evidence."""
+"""The programming graph's state: the Reflexion state plus the problem, its internal tests and
+each trial's per-test evidence."""
 
 from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Literal, NotRequired
 
 from pydantic import Field
 from typing_extensions import TypedDict
 
 from reflexion.core.state import InputState, OutputState, State, TrialRecord
 
-Standing = Literal["counted", "doubted", "unbacked"]
-"""How the verdict weighs a test: it ``counted``; it was ``doubted`` (self-written, and every
-attempt failed it); or it was ``unbacked`` (self-written, and independent implementations
-fail it the same way, ``CodeContext.cross_check``)."""
+Standing = Literal["counted", "doubted"]
+"""How the verdict weighs a test: it ``counted``, or it was ``doubted`` (self-written, and
+every attempt failed it)."""
 
 
 class OutcomeRecord(TypedDict):
@@ -28,7 +27,7 @@ class OutcomeRecord(TypedDict):
     detail: str
     """The actual value or the error of a failed test; "" for a passed one."""
     standing: Standing
-    """Whether it counted for the verdict (a doubted or unbacked test does not)."""
+    """Whether it counted for the verdict (a doubted test does not)."""
 
 
 class CodeTrialRecord(TrialRecord):
@@ -47,23 +46,12 @@ class CodeTrialRecord(TrialRecord):
     tests_passed: NotRequired[int]
     """How many of the internal tests that count the answer passed."""
     tests_counted: NotRequired[int]
-    """How many internal tests counted for this answer (neither doubted nor unbacked)."""
+    """How many internal tests counted for this answer (not doubted)."""
     outcomes: NotRequired[list[OutcomeRecord]]
     """Each internal test's outcome, in the tests' order (absent when nothing ran)."""
     notes: NotRequired[list[str]]
     """What the feedback says after the tests (no counted evidence, a tie with an earlier
-    trial, a cross-check that outvoted the attempt), one paragraph each."""
-
-
-class Witness(TypedDict):
-    """An implementation drawn independently to cross-check attempts
-    (``CodeContext.cross_check``)."""
-
-    code: str | None
-    """Its code, or ``None`` when the reply held none."""
-    fingerprint: list[str] | None
-    """Its outcome on each probe test (``"pass"`` or the failure's detail), or ``None`` when
-    it failed the trusted tests (then it speaks for no behaviour)."""
+    trial), one paragraph each."""
 
 
 @dataclass(kw_only=True)
@@ -118,26 +106,11 @@ class CodeState(State, CodeInputState):
     test_failures: Annotated[list[list[str]], operator.add] = field(default_factory=list)
     """Per finished trial, the self-written tests it failed: a test every attempt has failed
     is doubted under every ``CodeContext.test_trust`` but ``"all"``."""
-    probe_tests: list[str] = field(default_factory=list)
-    """Tests only for comparing implementations (``CodeContext.cross_check``; in Python the
-    examples with their inputs varied, else written by the model): they never decide a trial,
-    only whether two implementations behave alike."""
-    witnesses: Annotated[list[Witness], operator.add] = field(default_factory=list)
-    """The implementations drawn so far to cross-check attempts, in order."""
-    parents: Annotated[list[int], operator.add] = field(default_factory=list)
-    """Under ``CodeContext.code_retry="tree"``: the attempt each attempt expanded, in order
-    (-1: the task itself)."""
-    branch_reflections: Annotated[list[str], operator.add] = field(default_factory=list)
-    """Under ``CodeContext.code_retry="tree"``: each failed attempt's reflection, in attempt
-    order ("" where none was written), kept whatever Ω."""
     # The family's record extends the generic one; lists are invariant, hence the ignore.
     evaluations: Annotated[list[CodeTrialRecord], operator.add] = field(  # type: ignore[assignment]
         default_factory=list
     )
     """One record per finished trial, in order, with its per-test evidence."""
-    suite: dict[str, Any] | None = None
-    """The attempt's test results, kept from the evaluator for the cross-check node
-    (``CodeContext.cross_check``) to judge; ``None`` once judged."""
     compiler_fix: bool = False
     """Whether ``answer`` is the previous attempt with the compiler's suggested fixes applied
     (``CodeContext.compiler_fixes``) rather than the model's sample."""

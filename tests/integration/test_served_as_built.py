@@ -103,7 +103,6 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("reflexion_qa_cot", {"task": PRAGUE["task"], "reference": "Vltava"}, {}),
     ("reflexion_react", {"task": PRAGUE["task"], "reference": "Vltava"}, {"max_steps": 2}),
     ("reflexion_programming", {"task": ADD, "entry_point": "add", "task_id": "add"}, {}),
-    ("reflexion_programming_tree", {"task": ADD, "entry_point": "add", "task_id": "add"}, {}),
     ("reflexion_alfworld", {"game": GAME}, {"alfworld_steps": 3}),
 ]
 

@@ -26,7 +26,7 @@ from reflexion.core.models import TEST_MODEL
 from reflexion.harness.bench.driver import ServerGraph, run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink
 from reflexion.harness.bench.remote import server_thread_id
-from reflexion.programming.context import CodeContext, TreeContext
+from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
 from tests.clikit import reflexion
 from tests.langgraph_server import ROOT, free_port, langgraph_dev
@@ -74,7 +74,6 @@ SCHEMAS: dict[str, type[Context]] = {
     "reflexion_qa_cot": QAContext,
     "reflexion_react": ReActContext,
     "reflexion_programming": CodeContext,
-    "reflexion_programming_tree": TreeContext,
     "reflexion_alfworld": AlfworldContext,
 }
 """Each graph of langgraph.json and the context class its nodes read."""
@@ -129,7 +128,7 @@ def test_each_graph_lists_only_the_fields_its_nodes_read_with_their_ranges(clien
         assert properties["strategy"]["enum"] == list(get_args(Strategy))
         assert properties["preset"]["anyOf"][0]["enum"] == ["default", "paper"]
     code = schemas["reflexion_programming"]["properties"]
-    assert code["cross_check"]["maximum"] == 10 and code["test_timeout"]["exclusiveMinimum"] == 0
+    assert code["max_tests"]["maximum"] == 100 and code["test_timeout"]["exclusiveMinimum"] == 0
     assert "max_tests" not in schemas["reflexion_qa"]["properties"]
     assert "answer_retry" not in schemas["reflexion_react"]["properties"]
 

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
@@ -22,9 +21,9 @@ from reflexion import Context, create_reflexion_graph
 from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.sessions import EnvSessions
 from reflexion.graphs.alfworld import alfworld_builder
-from reflexion.graphs.programming import programming_builder, tree_search_builder
+from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder, react_builder
-from reflexion.programming.context import CodeContext, TreeContext
+from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
 from reflexion.qa.wiki import OfflineCorpus
 from reflexion.testing import ScriptedChatModel, ScriptedGame
@@ -122,27 +121,21 @@ WRONG = "```python\ndef add(a: int, b: int) -> int:\n    return a - b\n```"
 START = {"task": PROMPT, "entry_point": "add", "language": "py", "task_id": "t/0"}
 
 
-@pytest.mark.parametrize("tree", [False, True], ids=["loop", "tree"])
-def test_programming(tree: bool):
+def test_programming():
     def build() -> tuple[Any, dict[str, Scripted]]:
         models = {
             "actor": Scripted(replies=[WRONG, RIGHT]),
             "tests": Scripted(replies=["assert add(2, 3) == 5\nassert add(0, 0) == 0\n"]),
             "reflector": Scripted(replies=["Reflection: I subtracted."]),
         }
-        builder = tree_search_builder if tree else programming_builder
-        graph = builder(
+        graph = programming_builder(
             actor_model=models["actor"],
             evaluator_model=models["tests"],
             reflector_model=models["reflector"],
         ).compile(checkpointer=InMemorySaver())
         return graph, models
 
-    ctx = (
-        TreeContext(max_trials=3, test_trust="all")
-        if tree
-        else CodeContext(max_trials=3, code_retry="repair", cross_check=2)  # witnesses drawn
-    )
+    ctx = CodeContext(max_trials=3, code_retry="repair")
     out = both(build, START, ctx)
     assert out["solved"] and "a + b" in out["answer"]
 

@@ -1,8 +1,7 @@
-"""Where the tests are the model's own: ``test_trust="checked"`` (the reflection checks one
-failed test against the documentation, the retry is told its tests may be wrong) and
-``test_trust="held_out"`` (every second test decides unseen by the retries and the reflector);
-nothing changes where trusted tests decide. ``held_out`` is the default. And ``reflexion perf retries``, which
-judges every attempt by the hidden tests. Scripted models, the real sandbox."""
+"""Where the tests are the model's own: ``test_trust="held_out"`` (every second test decides
+unseen by the retries and the reflector); nothing changes where trusted tests decide.
+``held_out`` is the default. And ``reflexion perf retries``, which judges every attempt by the
+hidden tests. Scripted models, the real sandbox."""
 
 from __future__ import annotations
 
@@ -45,30 +44,13 @@ def run(prompt: str, ctx: CodeContext) -> tuple[ScriptedChatModel, ScriptedChatM
     return actor, reflector
 
 
-def test_checked_asks_the_reflection_to_check_a_failed_own_test_against_the_documentation():
-    actor, reflector = run(NO_EXAMPLES, CodeContext(max_trials=2, test_trust="checked"))
-    asked = reflector.prompt_text(0)
-    assert "check this\nfailed test against the documentation" in asked
-    assert "assert add(1, 1) == 2\nYour implementation gave: 0" in asked
-    retry = actor.prompt_text(1)
-    assert "These tests are your own and may be wrong" in retry
-    assert "passes the tests it supports" in retry and "passes these tests" not in retry
-
-
-def test_anchored_prompts_carry_no_check_and_ask_the_retry_to_pass_the_tests():
-    actor, reflector = run(NO_EXAMPLES, CodeContext(max_trials=2, test_trust="anchored"))
-    assert "against the documentation" not in reflector.prompt_text(0)
-    retry = actor.prompt_text(1)
-    assert "may be wrong" not in retry and "passes these tests" in retry
-
-
-def test_checked_and_held_out_change_nothing_where_trusted_tests_decide():
-    """The prompt's example decides alone (no test is written): nothing to doubt."""
-    prompts = []
-    for trust in ("anchored", "checked", "held_out"):
-        actor, reflector = run(ONE_EXAMPLE, CodeContext(max_trials=2, test_trust=trust))
-        prompts.append((actor.prompt_text(1), reflector.prompt_text(0)))
-    assert prompts[0] == prompts[1] == prompts[2]
+def test_held_out_changes_nothing_where_trusted_tests_decide():
+    """The prompt's example decides alone (no test is written): nothing is held out, and the
+    retry is asked to pass the tests."""
+    actor, reflector = run(ONE_EXAMPLE, CodeContext(max_trials=2, test_trust="held_out"))
+    for prompt in (actor.prompt_text(1), reflector.prompt_text(0)):
+        assert "assert add(2, 3) == 5 # output: -1" in prompt and "held out" not in prompt
+    assert "passes these tests" in actor.prompt_text(1)
 
 
 def test_held_out_tests_decide_but_neither_the_retry_nor_the_reflector_sees_them():
@@ -82,16 +64,6 @@ def test_held_out_tests_decide_but_neither_the_retry_nor_the_reflector_sees_them
         assert "This implementation passed 0 of them." in prompt
 
 
-def test_checked_builds_on_held_out_the_check_quotes_a_shown_test():
-    """checked holds out every second own test as held_out does: the reflection checks the
-    first failed test it was shown, and neither it nor the retry sees the held-out one."""
-    actor, reflector = run(NO_EXAMPLES, CodeContext(max_trials=2, test_trust="checked"))
-    for prompt in (actor.prompt_text(1), reflector.prompt_text(0)):
-        assert "add(1, 2)" not in prompt
-        assert "1 more of your tests ran and are held out" in prompt
-    assert "assert add(1, 1) == 2\nYour implementation gave: 0" in reflector.prompt_text(0)
-
-
 def test_the_default_holds_out_every_second_own_test():
     """Measured on whole HumanEval with the model's own tests (docs/results/noisy-evidence.md):
     held_out is the default, so a context that names no test_trust hides the second test."""
@@ -100,19 +72,17 @@ def test_the_default_holds_out_every_second_own_test():
     assert "add(1, 2)" not in reflector.prompt_text(0)
 
 
-def test_held_out_names_the_files_of_one_attempt_and_of_resample_as_anchored():
-    """Neither one attempt nor a retry from the task alone reads the tests, so held_out runs
-    them as anchored and their results files keep their names; reflexion's retries read them."""
+def test_held_out_names_the_files_of_one_attempt_and_of_resample_as_it_is():
+    """Neither one attempt nor a retry from the task alone reads the tests; their files are
+    named by the setting as given (before anchored was removed, they were named anchored)."""
     from reflexion.harness.bench.settings import result_settings
 
     def trust(**kw: object) -> object:
         return result_settings(CodeContext(**kw))["test_trust"]  # type: ignore[arg-type]
 
-    assert trust(max_trials=1) == "anchored"
-    assert trust(strategy="none", code_retry="resample") == "anchored"
+    assert trust(max_trials=1) == "held_out"
+    assert trust(strategy="none", code_retry="resample") == "held_out"
     assert trust(strategy="none", code_retry="resample", test_trust="all") == "all"
-    assert trust() == "held_out"
-    assert trust(test_trust="anchored") == "anchored"
 
 
 def test_an_attempt_must_pass_the_held_out_tests_too():
@@ -131,12 +101,10 @@ def test_an_attempt_must_pass_the_held_out_tests_too():
     assert record["success"] is False and "add(1, 2) == 4" in record["feedback"]
 
 
-def test_checked_and_held_out_run_the_first_trial_as_anchored_so_paired_runs_share_it():
+def test_held_out_and_all_run_different_first_trials():
     base = {"bench": "programming", "strategy": "reflexion", "max_trials": 4}
-    anchored = first_trial_key({**base, "test_trust": "anchored"})
-    assert first_trial_key({**base, "test_trust": "checked"}) == anchored
-    assert first_trial_key({**base, "test_trust": "held_out"}) == anchored
-    assert first_trial_key({**base, "test_trust": "all"}) != anchored
+    held_out = first_trial_key({**base, "test_trust": "held_out"})
+    assert first_trial_key({**base, "test_trust": "all"}) != held_out
 
 
 def test_the_feedback_is_rendered_from_the_outcomes_and_read_from_them_alone():
@@ -229,18 +197,14 @@ def test_retry_figures_count_fixes_breaks_kept_answers_wrong_tests_and_grounding
     assert (fig.after_all_wrong, fig.right_after_all_wrong) == ({2: 2}, {2: 1})
 
 
-def test_retry_figures_follow_the_tree_s_parents_and_read_each_failed_test_again():
-    """Under the tree, a retry follows the attempt it expanded, not the one before it; a
-    failed test counts as passed, failed alike, or failed otherwise by the retry's run."""
-    final = thread([False, False, True], True, parents=[-1, -1, 0])
+def test_retry_figures_read_each_failed_test_again():
+    """A retry follows the attempt before it; a failed test counts as passed, failed alike,
+    or failed otherwise by the retry's run."""
+    final = thread([False, False, True], True)
     tests = final["tests"]
     final["evaluations"][2] = code_record(3, "code2", {tests[0]: None, tests[1]: None})
     verdicts = final["_verdicts"]
-    fig = retry_figures([final], lambda task, code: verdicts[int(code.removeprefix("code"))])
-    # attempt 2 came from the task alone: only attempt 0 -> attempt 2 is a retry
-    assert (fig.after_wrong, fig.fixed, fig.failed_before, fig.passed_after) == (1, 1, 1, 1)
     final["evaluations"][1] = code_record(2, "code1", {tests[0]: None, tests[1]: "output: 5"})
-    final["parents"] = []  # no tree: each retry follows the attempt before it
     fig = retry_figures([final], lambda task, code: verdicts[int(code.removeprefix("code"))])
     assert (fig.after_wrong, fig.failed_before, fig.passed_after, fig.same_output) == (2, 2, 1, 0)
 

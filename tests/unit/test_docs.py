@@ -82,7 +82,7 @@ def test_read_by_names_the_graphs_whose_schema_has_the_field():
     hook = config_hook()
     rows = {row["field"]: row["read_by"] for row in hook.rows()}
     assert rows["max_trials"] == rows["lessons.recall_k"] == "all graphs"
-    assert rows["max_tests"] == "`reflexion_programming`, `reflexion_programming_tree`"
+    assert rows["max_tests"] == "`reflexion_programming`"
     assert rows["answer_retry"] == "`reflexion_qa`, `reflexion_qa_cot`"
     assert rows["context_budget"] == "`reflexion_react`, `reflexion_alfworld`"
 
@@ -129,7 +129,7 @@ def test_each_range_in_the_table_is_the_check_the_code_makes():
         "temperature",
         "judge_threshold",
         "redraw_rejected",
-        "cross_check",
+        "max_tests",
     } <= checked
 
 

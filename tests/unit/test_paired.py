@@ -217,7 +217,7 @@ def test_runs_share_first_trials_when_they_differ_only_after_trial_1():
     base = {"bench": "programming", "strategy": "reflexion", "max_trials": 4, "test_trust": "all"}
     later = {**base, "strategy": "none", "max_trials": 8, "resample_repeats": 0, "memory_size": 3}
     assert first_trial_key(base) == first_trial_key(later)
-    assert first_trial_key(base) != first_trial_key({**base, "test_trust": "anchored"})
+    assert first_trial_key(base) != first_trial_key({**base, "test_trust": "held_out"})
     assert first_trial_key(base) != first_trial_key({**base, "temperature": 0.0})
     assert first_trial_key(base) == first_trial_key({**base, "temperature": 0.7})  # reference
 

@@ -463,28 +463,24 @@ def test_unittest_assertions_small_models_write_become_assert_lines():
 
 def test_a_loop_names_its_results_file_by_the_options_that_act_under_it():
     """The labels behind the names of `runs/measured/`'s programming files: resample has no
-    reflection, retry mode or compiler fixes to name, tree no retry mode, simple nothing."""
+    reflection, retry mode or compiler fixes to name, simple nothing."""
     from reflexion.harness.cli.programming import code_retry_of, loop_label
 
-    def parts(retry: str = "fresh", *, noref: bool = False, cc: int = 0, nofixes: bool = False):
+    def parts(retry: str = "fresh", *, noref: bool = False, nofixes: bool = False):
         return [
             ("notests", False),
             ("noreflection", noref),
             (retry, retry != "repair"),
-            (f"crosscheck{cc}", cc > 0),
             ("nofixes", nofixes),
         ]
 
     assert loop_label("reflexion", parts(), "fresh") == "reflexion-fresh"
     assert loop_label("reflexion", parts(noref=True), "fresh") == "reflexion-noreflection-fresh"
-    assert loop_label("reflexion", parts(cc=2), "fresh") == "reflexion-fresh-crosscheck2"
     assert loop_label("reflexion", parts("repair"), "repair") == "reflexion"
     assert loop_label("resample", parts(noref=True, nofixes=True), "fresh") == "resample"
-    assert loop_label("tree", parts(cc=2), "fresh") == "tree-crosscheck2"
-    assert loop_label("simple", parts(cc=2, nofixes=True), "fresh") == "simple"
-    assert [code_retry_of(n, "repair") for n in ("simple", "resample", "tree", "reflexion")] == [
+    assert loop_label("simple", parts(nofixes=True), "fresh") == "simple"
+    assert [code_retry_of(n, "repair") for n in ("simple", "resample", "reflexion")] == [
         "fresh_once",
         "resample",
-        "tree",
         "repair",
     ]

@@ -46,7 +46,7 @@ def test_braces_in_values_and_doubled_braces_in_templates_come_out_verbatim():
     judge = render("common/judge_system")
     assert '{"correct": true or false' in judge and "{{" not in judge
     code = 'fn f(v: Vec<i32>) -> &str { "a" }'
-    assert code in render("programming/reflect_check", test=code, output="{x}")
+    assert code in render("programming/feedback_tie", trial=code)
 
 
 def long_literals(file: Path) -> list[str]:

@@ -69,7 +69,7 @@ def test_server_thread_ids_are_stable_uuids_one_per_thread():
 def test_every_cli_agent_maps_to_a_graph_in_langgraph_json():
     """`--server` submits runs to the graph of each CLI agent: every one is exported."""
     served = json.loads((Path(__file__).parents[2] / "langgraph.json").read_text())["graphs"]
-    assert set(AGENTS) == {"cot-gt", "cot", "react", "programming", "programming-tree", "alfworld"}
+    assert set(AGENTS) == {"cot-gt", "cot", "react", "programming", "alfworld"}
     assert {a.graph_id for a in AGENTS.values()} <= set(served)
 
 

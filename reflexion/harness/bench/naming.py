@@ -40,7 +40,7 @@ REFERENCE: dict[str, Any] = {
     "context_budget": 6000,
     "corpus": None,
     "correct_rejected": False,
-    "cross_check": 0,
+    "cross_check": 0,  # no longer a field: the files that recorded it resume and keep names
     "evaluator": "exact_match",
     "example_tests": True,
     "games": None,

@@ -28,7 +28,7 @@ from reflexion.programming.context import CodeContext, TestTrust
 from reflexion.programming.problems import CodeProblem, language_of, load_problems
 from reflexion.programming.sandbox import rustc_path
 
-LOOPS = ("simple", "resample", "reflexion", "tree")
+LOOPS = ("simple", "resample", "reflexion")
 """The loops ``--loop`` runs (``Context.strategy`` is what a loop's retries remember)."""
 
 
@@ -54,9 +54,8 @@ def bench_programming(
             "--loop",
             help="simple (one sample, no tests), resample (the same tests and attempts as "
             "reflexion, each retry a new sample of the task alone: best-of-n, the "
-            "equal-budget baseline), reflexion (self-written tests, reflection, up to "
-            "--max-iters) and/or tree (the same budget as a LATS-style tree of attempts: "
-            "each retry repairs the attempt with the best UCT score), comma-separated.",
+            "equal-budget baseline) and/or reflexion (self-written tests, reflection, up to "
+            "--max-iters), comma-separated.",
         ),
     ] = "simple,reflexion",
     max_iters: Annotated[
@@ -101,10 +100,8 @@ def bench_programming(
             "--test-trust",
             "<trust>",
             help="held_out: the prompt's examples decide alone where there are any, else "
-            "the model's own tests, every second one unseen by the retries; anchored: as "
-            "held_out, every test shown; checked: as held_out, and the reflection checks a "
-            "failed own test against the documentation first; all: every internal test "
-            "decides (the paper).",
+            "the model's own tests, every second one unseen by the retries; all: every "
+            "internal test decides (the paper).",
         ),
     ] = opt.CODE_DEFAULTS.test_trust,
     select: Annotated[
@@ -133,20 +130,6 @@ def bench_programming(
             "results and the reflection (the paper) instead of starting from the task.",
         ),
     ] = opt.CODE_DEFAULTS.repair,
-    cross_check: Annotated[
-        int,
-        opt.count_option(
-            "--cross-check",
-            min=0,
-            max=10,
-            help="reflexion: when an attempt passes the prompt's examples, draw up to N other "
-            "implementations and run all on probe inputs (Python: the examples varied; Rust: "
-            "model-written); an attempt two or more agreeing ones outnumber in behaviour is "
-            "retried. Where only self-written tests decide, they vote instead: a failed "
-            "test counts only when more of them pass it than fail it alike (0: off, the "
-            "paper).",
-        ),
-    ] = opt.CODE_DEFAULTS.cross_check,
     paired_runs: opt.PairedOpt = True,
 ) -> None:
     """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
@@ -172,7 +155,6 @@ def bench_programming(
         ("noreflection", no_reflection),
         (retry, True),
         ("repair", repair),
-        (f"crosscheck{cross_check}", cross_check > 0),
         ("nofixes", no_compiler_fixes and language_name == "rs"),
     ]
     variants = []
@@ -196,7 +178,6 @@ def bench_programming(
             repeat_guard=repeat_guard,
             retry=retry_of(name, retry),
             repair=repair and not (simple or resampled),
-            cross_check=0 if simple else cross_check,
             # Only Rust has a compiler to ask; simple never retries, resample never repairs.
             compiler_fixes=language_name == "rs" and not (simple or resampled or no_compiler_fixes),
             seeds="process" if simple else seeds,
@@ -217,7 +198,7 @@ def bench_programming(
         variants.append(
             run.Variant(
                 label,
-                "programming-tree" if name == "tree" else "programming",
+                "programming",
                 ctx,
                 settings,
                 f"programming-{language_name}-{label}",
@@ -289,12 +270,10 @@ def retry_of(name: str, retry: str) -> str:
 def loop_label(name: str, parts: list[tuple[str, bool]], retry: str) -> str:
     """A loop's label, which names its results file: the loop and the options set
     that act under it (``resample`` has no reflection, retry mode or compiler fixes to name,
-    ``tree`` no retry mode, ``simple`` none)."""
+    ``simple`` none)."""
     if name == "simple":
         return name
-    inert = {"resample": {"noreflection", retry, "repair", "nofixes"}, "tree": {retry}}.get(
-        name, set()
-    )
+    inert = {"resample": {"noreflection", retry, "repair", "nofixes"}}.get(name, set())
     return name + "".join(f"-{part}" for part, on in parts if on and part not in inert)
 
 
@@ -307,8 +286,6 @@ def _scorer(by_id: dict[str, CodeProblem], ctx: CodeContext) -> Finalize:
         extra = score_thread(problem, evaluations, ctx.max_trials, choice=ctx.select_answer)
         extra["tests"] = state.get("tests", [])
         extra["written_tests"] = state.get("written_tests", [])
-        if state.get("parents"):  # the tree of attempts: which attempt each one expanded
-            extra["parents"] = state["parents"]
         return extra
 
     return finalize

@@ -1,6 +1,6 @@
 """``reflexion perf``: figures about the implementation itself (overhead, concurrency, the
-embedded model's speed, the cost of learning, the reach of cross-check's probes, what each
-retry did, how right the model's own tests were), each printed with the machine it ran on."""
+embedded model's speed, the cost of learning, what each retry did, how right the model's own
+tests were), each printed with the machine it ran on."""
 
 import typer
 
@@ -11,7 +11,6 @@ from reflexion.harness.perf import (
     learning_cost,
     overhead,
     own_tests,
-    probes,
     sandbox,
     served,
 )
@@ -26,6 +25,5 @@ perf_app.command("served")(served.served_perf)
 perf_app.command("inference")(inference.inference)
 perf_app.command("learning-cost")(learning_cost.learning_cost)
 perf_app.command("sandbox")(sandbox.sandbox)
-perf_app.command("probes")(probes.probes)
 perf_app.command("retries")(code_retries.retries)
 perf_app.command("own-tests")(own_tests.own_tests)

@@ -150,26 +150,14 @@ def _written(final: dict[str, Any]) -> set[str] | None:
 
 def retry_pairs(final: dict[str, Any]) -> list[tuple[int, int]]:
     """Each retry as (the attempt it followed, the retry), by position among the thread's
-    attempts with code: the attempt it expanded under the tree of attempts (the final line's
-    ``parents``; a retry drawn from the task alone follows no attempt), else the one before."""
-    evaluations = final.get("evaluations") or []
-    position: dict[int, int] = {}  # evaluation index -> position among attempts with code
-    for i, record in enumerate(evaluations):
-        if record.get("answer"):
-            position[i] = len(position)
-    parents = final.get("parents")
-    if not parents:
-        return [(i - 1, i) for i in range(1, len(position))]
-    return [
-        (position[p], position[i])
-        for i, p in enumerate(parents[: len(evaluations)])
-        if 0 <= p < i and p in position and i in position
-    ]
+    attempts with code: the one before."""
+    attempts = sum(1 for record in final.get("evaluations") or [] if record.get("answer"))
+    return [(i - 1, i) for i in range(1, attempts)]
 
 
 def _test_outcomes(record: dict[str, Any], tests: list[str]) -> dict[str, str | None]:
     """Each internal test a trial's verdict rests on: ``None`` when it passed, else its output
-    or error (a doubted or unbacked test that failed is left out: it did not count)."""
+    or error (a doubted test that failed is left out: it did not count)."""
     found: dict[str, str | None] = {t: d for t, d in failed_tests(record, tests)}
     found.update((t, None) for t in passed_tests(record, tests))
     return found

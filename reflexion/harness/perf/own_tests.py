@@ -14,11 +14,10 @@ seeds), each judged by the real evaluator node in the sandbox, until an attempt 
 without a tie or the trials run out; the chosen attempt's hidden tests decide. A thread whose
 recorded draws run out before that end gets no verdict (``partial``).
 
-And what the second attempt did with the test a ``test_trust="checked"`` reflection checks:
-the first self-written test the first attempt failed that a ``held_out`` retry is shown (the
-same test in every run of the same first attempts, so runs pair on it), by whether the
-canonical solution passes it, and whether the second attempt passed it, failed it with the
-same output, or failed it otherwise.
+And what the second attempt did with the first self-written test the first attempt failed
+that a ``held_out`` retry is shown (the same test in every run of the same first attempts, so
+runs pair on it), by whether the canonical solution passes it, and whether the second attempt
+passed it, failed it with the same output, or failed it otherwise.
 """
 
 from __future__ import annotations
@@ -143,9 +142,9 @@ def replay(final: dict[str, Any], later: list[dict[str, Any]], problem: CodeProb
     settings = final.get("settings") or {}
     ctx = CodeContext(
         max_trials=int(settings.get("max_trials", 4)),
-        test_trust=settings.get("test_trust", "held_out"),
+        # the evaluator weighs every test_trust but "all" alike (older runs recorded others)
+        test_trust="all" if settings.get("test_trust") == "all" else "held_out",
         test_timeout=float(settings.get("test_timeout", 5.0)),
-        cross_check=0,
     )
     runtime = Runtime(context=ctx)
     evaluate = make_unit_test_evaluator()
