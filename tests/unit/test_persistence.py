@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph._internal._constants import ERROR
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.memory import InMemoryStore
@@ -31,6 +30,9 @@ from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_faults import server as server  # a fixture
 from tests.unit.test_programming import PROMPT, RIGHT, TESTS_REPLY, WRONG
+
+ERROR = "__error__"
+"""The channel LangGraph saves a failed (or cancelled) task's error under (not public)."""
 
 
 def cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
