@@ -30,7 +30,7 @@ from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
 from reflexion.core.errors import ContextError
-from reflexion.core.lessons import Family, recalled_steps
+from reflexion.core.lessons import Family, with_recalled
 from reflexion.core.progress import emit
 from reflexion.core.state import TrialRecord
 from reflexion.core.steps import Node, Steps
@@ -176,7 +176,7 @@ def make_tree_actor(model: BaseChatModel | None = None, *, family: Family = less
                 "here, or run reflexion_programming for the other retries"
             )
         emit("trial_started", trial=state.trial + 1)
-        state, recalled = yield from recalled_steps(state, runtime, family)
+        state, recalled = yield from with_recalled(state, runtime, family)
         parent = choose_parent(state) if state.evaluations else ROOT
         messages = expansion_messages(state, ctx, parent) if state.trial else first_messages(state)
         fresh = state.trial > 0 and bool(state.evaluations)

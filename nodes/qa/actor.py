@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, recalled_steps
+from reflexion.core.lessons import Family, with_recalled
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.progress import emit
@@ -180,7 +180,7 @@ def make_cot_actor(
         if not state.task.strip():
             raise ReflexionError("the task is empty: give the question to answer")
         emit("trial_started", trial=state.trial + 1)
-        state, recalled = yield from recalled_steps(state, runtime, family)
+        state, recalled = yield from with_recalled(state, runtime, family)
         llm = yield from block(actor_llm, model, ctx)
         seed = draw_seeds(llm, state, ctx)
         options: dict[str, Any] = (
