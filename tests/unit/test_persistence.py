@@ -17,15 +17,15 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
-from reflexion.core.checkpoints import cut_short, thread_history, unfinished
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.persistence import Target, open_checkpointer, open_store, parse_target
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import run_benchmark, stream_thread
 from reflexion.harness.bench.ledger import BenchTask, Sink, recorded_lines
+from reflexion.harness.checkpoints import cut_short, thread_history, unfinished
 from reflexion.harness.cli.app import main
+from reflexion.harness.persistence import Target, open_checkpointer, open_store, parse_target
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_faults import server as server  # a fixture
