@@ -31,7 +31,6 @@ from langgraph.types import Checkpointer
 from reflexion.core.context import Context, get_context, with_fields
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, with_recalled
-from reflexion.core.parsing import read_answer
 from reflexion.core.progress import emit
 from reflexion.core.state import State
 from reflexion.core.steps import Awaited, Node, Steps, ask, block, drive, steps_of
@@ -52,6 +51,7 @@ from reflexion.nodes.evaluator import (
 )
 from reflexion.nodes.memory import memory_block, with_lessons
 from reflexion.nodes.reflector import REFLECTOR_VARIABLES, make_reflector
+from reflexion.nodes.replies import read_answer
 from reflexion.prompts import render
 
 __all__ = [
@@ -97,7 +97,7 @@ def read_reply(text: str) -> tuple[str | None, list[str]]:
     """The answer and trajectory in a free-text reply.
 
     The answer is the text after the reply's last ``Answer:`` marker, at the start of a line or
-    after a space within one (:func:`~reflexion.core.parsing.read_answer` says which markers
+    after a space within one (:func:`~reflexion.nodes.replies.read_answer` says which markers
     count), to the end of the reply, so an answer may span lines; the reasoning is the text
     before it, one step per line. Without a marker the whole reply is the answer. The
     trajectory is the reasoning lines followed by ``Answer: <answer>``; ``None`` (no answer)

@@ -23,10 +23,10 @@ from reflexion.core.answers import exact_match
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ProviderError, ReflexionError
 from reflexion.core.models import EmbeddedChatModel
-from reflexion.core.parsing import Verdict, parse_verdict, read_answer
 from reflexion.core.state import State, TrialRecord
 from reflexion.core.steps import Node, Steps, ask, block
 from reflexion.nodes.common import attempt_values, judge_llm, trajectory_text
+from reflexion.nodes.replies import Verdict, parse_verdict, read_answer
 from reflexion.prompts import render
 
 
@@ -120,7 +120,7 @@ def agreement_evaluation(model: BaseChatModel, state: State) -> Steps[Evaluation
     The judge answers the task itself, without seeing the attempt, and the attempt succeeds
     when the two answers match (:func:`~reflexion.core.answers.exact_match`). The judge's
     answer is the first line of its reply, read as an actor's reply is (the text after its
-    last ``Answer:`` marker, if it has one: :func:`~reflexion.core.parsing.read_answer`). It
+    last ``Answer:`` marker, if it has one: :func:`~reflexion.nodes.replies.read_answer`). It
     is never shown: a retry that reaches it again is a second, independent draw of it.
     In the loop on HotPotQA CoT (GT) it agreed with gold 0.77 (0.5B) and 0.64 (1.5B) of the
     time, the yes/no judge 0.35 and 0.50 (docs/results/noisy-evidence.md)."""

@@ -30,12 +30,12 @@ from reflexion.core.lessons import (
     save_lesson,
     store_of,
 )
-from reflexion.core.parsing import clean_reflection
 from reflexion.core.progress import emit
 from reflexion.core.state import State
 from reflexion.core.steps import Node, Steps, ask, block, stored
 from reflexion.core.window import update_window
 from reflexion.nodes.common import attempt_values, resolve_model, trajectory_text
+from reflexion.nodes.replies import clean_reflection
 from reflexion.prompts import few_shot, render
 
 STOP = ["\nTask:", "\n---", "\nPrevious attempt:"]

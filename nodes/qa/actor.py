@@ -21,7 +21,6 @@ from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import Family, with_recalled
 from reflexion.core.models import EmbeddedChatModel
-from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.progress import emit
 from reflexion.core.state import State
 from reflexion.core.steps import Node, Steps, ask, block
@@ -30,6 +29,7 @@ from reflexion.nodes.memory import memory_block, with_lessons
 from reflexion.nodes.qa.retry_memory import judged_wrong, rejected_keys, with_memory
 from reflexion.prompts import few_shot, render
 from reflexion.qa.context import QA_FAMILY, QAContext
+from reflexion.qa.parsing import FinishParse, parse_finish
 
 STOP = ["\nQuestion:", "\nContext:", "\n---", "\nObservation"]
 
