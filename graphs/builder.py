@@ -54,7 +54,7 @@ from reflexion.core.lessons import (
     current_thread_id,
     family_of,
     store_of,
-    validating,
+    validate_lessons,
 )
 from reflexion.core.progress import emit
 from reflexion.core.selection import chosen_index, succeeded
@@ -195,7 +195,7 @@ def _validate_after(update: Any, state: Any, runtime: Runtime[Any], family: Fami
     window = list(getattr(state, "reflections", None) or [])
     if trial < 2 or not window:
         return
-    yield from validating(
+    yield from validate_lessons(
         store_of(runtime),
         family_of(family, state, ctx),
         thread_id=current_thread_id(),

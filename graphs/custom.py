@@ -31,11 +31,10 @@ from langgraph.types import Checkpointer
 
 from reflexion.core.context import Context, get_context, with_fields
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, recalled_steps
-from reflexion.core.parsing import read_answer
+from reflexion.core.lessons import Family, with_recalled
 from reflexion.core.progress import emit
 from reflexion.core.state import State
-from reflexion.core.steps import Awaited, Node, Steps, ask, block, steps_of
+from reflexion.core.steps import Awaited, Node, Steps, ask, block, drive, steps_of
 from reflexion.core.window import reflection_window
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.nodes.common import judge_llm, resolve_model
@@ -48,12 +47,12 @@ from reflexion.nodes.evaluator import (
     Evaluation,
     exact_match_evaluation,
     llm_judge_evaluation,
-    llm_judge_steps,
     make_evaluator,
     no_answer_evaluation,
 )
 from reflexion.nodes.memory import memory_block, with_lessons
 from reflexion.nodes.reflector import REFLECTOR_VARIABLES, make_reflector
+from reflexion.nodes.replies import read_answer
 from reflexion.prompts import render
 
 __all__ = [
@@ -99,7 +98,7 @@ def read_reply(text: str) -> tuple[str | None, list[str]]:
     """The answer and trajectory in a free-text reply.
 
     The answer is the text after the reply's last ``Answer:`` marker, at the start of a line or
-    after a space within one (:func:`~reflexion.core.parsing.read_answer` says which markers
+    after a space within one (:func:`~reflexion.nodes.replies.read_answer` says which markers
     count), to the end of the reply, so an answer may span lines; the reasoning is the text
     before it, one step per line. Without a marker the whole reply is the answer. The
     trajectory is the reasoning lines followed by ``Answer: <answer>``; ``None`` (no answer)
@@ -123,7 +122,7 @@ def _begin_trial(
         raise ReflexionError("the task is empty: give the task to attempt")
     emit("trial_started", trial=state.trial + 1)
     ctx = get_context(runtime)
-    state, recalled = yield from recalled_steps(state, runtime, family)
+    state, recalled = yield from with_recalled(state, runtime, family)
     if state.trial > 0 and not ctx.informs(state.trial):
         state = replace(state, reflections=[], previous_trajectory=[])
     inputs = {
@@ -388,23 +387,17 @@ def _arity(fn: Callable[..., Any]) -> int:
     return sum(1 for p in params if p.kind in positional and p.default is p.empty)
 
 
-def _judge(
-    model: BaseChatModel | None, template: BasePromptTemplate[Any] | None
-) -> Callable[[State, Context], Evaluation]:
-    def judge(state: State, ctx: Context) -> Evaluation:
-        return llm_judge_evaluation(judge_llm(model, ctx), state, ctx, template)
-
-    return judge
-
-
-def _judge_steps(
-    model: BaseChatModel | None, template: BasePromptTemplate[Any] | None
-) -> EvaluateSteps:
+def _judge(model: BaseChatModel | None, template: BasePromptTemplate[Any] | None) -> EvaluateSteps:
     def judge(state: State, ctx: Context) -> Steps[Evaluation]:
         judge = yield from block(judge_llm, model, ctx)
-        return (yield from llm_judge_steps(judge, state, ctx, template))
+        return (yield from llm_judge_evaluation(judge, state, ctx, template))
 
     return judge
+
+
+def _driven(evaluate: EvaluateSteps) -> EvaluateFn:
+    """An evaluator of node steps run to its end: the plain ``(state, ctx)`` contract."""
+    return lambda state, ctx: drive(evaluate(state, ctx))
 
 
 def _evaluation(
@@ -414,9 +407,9 @@ def _evaluation(
     the model; a function of yours runs in a worker thread there)."""
     template = _judge_template(evaluator, prompt)
     if isinstance(evaluator, BaseChatModel):
-        return _judge_steps(evaluator, template)
+        return _judge(evaluator, template)
     if evaluator == "llm":
-        return _judge_steps(None, template)
+        return _judge(None, template)
     if inspect.iscoroutinefunction(evaluator):
         return _awaited_evaluator(evaluator)
     return make_custom_evaluator(evaluator)
@@ -471,10 +464,10 @@ def make_custom_evaluator(
     """
     template = _judge_template(evaluator, prompt)
     if isinstance(evaluator, BaseChatModel):
-        return _judge(evaluator, template)
+        return _driven(_judge(evaluator, template))
     if isinstance(evaluator, str):
         if evaluator == "llm":
-            return _judge(None, template)
+            return _driven(_judge(None, template))
         if evaluator == "exact_match":
             return exact_match_evaluation
         raise ReflexionError(

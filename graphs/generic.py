@@ -21,16 +21,15 @@ from langgraph.graph import StateGraph
 
 from reflexion.core.context import Context
 from reflexion.core.state import State
-from reflexion.core.steps import Steps, block, drive
+from reflexion.core.steps import Steps, block
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.graphs.custom import GENERIC_REFLECT_EXAMPLES, make_chat_actor
 from reflexion.nodes.common import judge_llm
 from reflexion.nodes.evaluator import (
-    EvaluateFn,
     EvaluateSteps,
     Evaluation,
-    builtin_steps,
-    llm_judge_steps,
+    builtin_evaluation,
+    llm_judge_evaluation,
     make_evaluator,
 )
 from reflexion.nodes.reflector import make_reflector
@@ -39,22 +38,16 @@ GENERIC_FAMILY = "reflexion"
 """The task family of the generic graph's lessons (``Context.lessons``)."""
 
 
-def generic_evaluation(judge_model: BaseChatModel | None = None) -> EvaluateFn:
+def generic_evaluation(judge_model: BaseChatModel | None = None) -> EvaluateSteps:
     """:func:`~reflexion.nodes.evaluator.builtin_evaluation` (the judge on ``judge_model``,
     default ``Context.evaluator_model``), with one rule for any task: exact match needs a
     reference, so without one the LLM judge decides."""
-    steps = generic_steps(judge_model)
-    return lambda state, ctx: drive(steps(state, ctx))
-
-
-def generic_steps(judge_model: BaseChatModel | None = None) -> EvaluateSteps:
-    """:func:`generic_evaluation` as node steps (:mod:`reflexion.core.steps`)."""
-    builtin = builtin_steps(judge_model)
+    builtin = builtin_evaluation(judge_model)
 
     def evaluate(state: State, ctx: Context) -> Steps[Evaluation]:
         if ctx.evaluator == "exact_match" and state.reference is None:
             judge = yield from block(judge_llm, judge_model, ctx)
-            return (yield from llm_judge_steps(judge, state, ctx))
+            return (yield from llm_judge_evaluation(judge, state, ctx))
         return (yield from builtin(state, ctx))
 
     return evaluate
@@ -72,7 +65,7 @@ def generic_builder(
     given here override the context's model strings (tests pass scripted fakes)."""
     return build_reflexion_graph(
         make_chat_actor(actor_model, family=GENERIC_FAMILY),
-        make_evaluator(evaluator_model, generic_steps(evaluator_model)),
+        make_evaluator(evaluator_model, generic_evaluation(evaluator_model)),
         make_reflector(reflector_model, examples=examples, family=GENERIC_FAMILY),
         family=GENERIC_FAMILY,
     )

@@ -23,10 +23,10 @@ from reflexion.core.answers import exact_match
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ProviderError, ReflexionError
 from reflexion.core.models import EmbeddedChatModel
-from reflexion.core.parsing import Verdict, parse_verdict, read_answer
 from reflexion.core.state import State, TrialRecord
-from reflexion.core.steps import Node, Steps, ask, block, drive
+from reflexion.core.steps import Node, Steps, ask, block
 from reflexion.nodes.common import attempt_values, judge_llm, trajectory_text
+from reflexion.nodes.replies import Verdict, parse_verdict, read_answer
 from reflexion.prompts import render
 
 
@@ -114,18 +114,13 @@ def agreement_messages(state: State) -> list[BaseMessage]:
     return [SystemMessage(render("common/agreement_system")), HumanMessage(user)]
 
 
-def agreement_evaluation(model: BaseChatModel, state: State) -> Evaluation:
-    """:func:`agreement_steps`, run to its end."""
-    return drive(agreement_steps(model, state))
-
-
-def agreement_steps(model: BaseChatModel, state: State) -> Steps[Evaluation]:
+def agreement_evaluation(model: BaseChatModel, state: State) -> Steps[Evaluation]:
     """Agreement between two independent answers (after CodeT's agreement between samples).
 
     The judge answers the task itself, without seeing the attempt, and the attempt succeeds
     when the two answers match (:func:`~reflexion.core.answers.exact_match`). The judge's
     answer is the first line of its reply, read as an actor's reply is (the text after its
-    last ``Answer:`` marker, if it has one: :func:`~reflexion.core.parsing.read_answer`). It
+    last ``Answer:`` marker, if it has one: :func:`~reflexion.nodes.replies.read_answer`). It
     is never shown: a retry that reaches it again is a second, independent draw of it.
     In the loop on HotPotQA CoT (GT) it agreed with gold 0.77 (0.5B) and 0.64 (1.5B) of the
     time, the yes/no judge 0.35 and 0.50 (docs/results/noisy-evidence.md)."""
@@ -140,13 +135,6 @@ def agreement_steps(model: BaseChatModel, state: State) -> Steps[Evaluation]:
 
 
 def ask_judge(
-    model: BaseChatModel, messages: list[BaseMessage], schema: type[BaseModel] = JudgeOutput
-) -> Verdict:
-    """:func:`judge_steps`, run to its end."""
-    return drive(judge_steps(model, messages, schema))
-
-
-def judge_steps(
     model: BaseChatModel, messages: list[BaseMessage], schema: type[BaseModel] = JudgeOutput
 ) -> Steps[Verdict]:
     """A verdict from the judge: grammar-constrained JSON (``schema``) on the embedded model,
@@ -193,41 +181,25 @@ def llm_judge_evaluation(
     state: State,
     ctx: Context,
     template: BasePromptTemplate[Any] | None = None,
-) -> Evaluation:
+) -> Steps[Evaluation]:
     """The LLM judge's verdict on the trial (it never sees a reference answer), asked with
     our prompt or ``template`` (:func:`judge_messages`)."""
-    return drive(llm_judge_steps(model, state, ctx, template))
-
-
-def llm_judge_steps(
-    model: BaseChatModel,
-    state: State,
-    ctx: Context,
-    template: BasePromptTemplate[Any] | None = None,
-) -> Steps[Evaluation]:
-    """:func:`llm_judge_evaluation` as node steps."""
-    verdict = yield from judge_steps(model, judge_messages(state, template))
+    verdict = yield from ask_judge(model, judge_messages(state, template))
     return verdict_to_evaluation(verdict, ctx)
 
 
-def builtin_evaluation(model: BaseChatModel | None = None) -> EvaluateFn:
+def builtin_evaluation(model: BaseChatModel | None = None) -> EvaluateSteps:
     """The evaluator ``Context.evaluator`` names: exact match, the LLM judge or agreement with
     the judge's own answer, the judge on ``model`` (default ``Context.evaluator_model``).
     ``heuristic`` belongs to ALFWorld and is refused here."""
-    steps = builtin_steps(model)
-    return lambda state, ctx: drive(steps(state, ctx))
-
-
-def builtin_steps(model: BaseChatModel | None = None) -> EvaluateSteps:
-    """:func:`builtin_evaluation` as node steps."""
 
     def evaluate(state: State, ctx: Context) -> Steps[Evaluation]:
         if ctx.evaluator == "llm":
             judge = yield from block(judge_llm, model, ctx)
-            return (yield from llm_judge_steps(judge, state, ctx))
+            return (yield from llm_judge_evaluation(judge, state, ctx))
         if ctx.evaluator == "agreement":
             judge = yield from block(judge_llm, model, ctx)
-            return (yield from agreement_steps(judge, state))
+            return (yield from agreement_evaluation(judge, state))
         if ctx.evaluator == "heuristic":
             raise ReflexionError(
                 "the heuristic evaluator is for ALFWorld: use exact_match, llm or agreement here"
@@ -248,7 +220,7 @@ def make_evaluator(
     model's own answer (whose model ``model`` overrides ``Context.evaluator_model``).
     """
     if evaluate is None:
-        steps = builtin_steps(model)
+        steps = builtin_evaluation(model)
     elif inspect.isgeneratorfunction(evaluate):
         steps = evaluate
     else:

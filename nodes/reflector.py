@@ -26,16 +26,16 @@ from reflexion.core.lessons import (
     family_of,
     lesson_key,
     namespace,
-    putting,
-    saving,
+    put_lesson,
+    save_lesson,
     store_of,
 )
-from reflexion.core.parsing import clean_reflection
 from reflexion.core.progress import emit
 from reflexion.core.state import State
 from reflexion.core.steps import Node, Steps, ask, block, stored
 from reflexion.core.window import update_window
 from reflexion.nodes.common import attempt_values, resolve_model, trajectory_text
+from reflexion.nodes.replies import clean_reflection
 from reflexion.prompts import few_shot, render
 
 STOP = ["\nTask:", "\n---", "\nPrevious attempt:"]
@@ -149,7 +149,7 @@ def make_reflector(
                 update["reflections"] = update_window(state.reflections, lesson, ctx.memory_size)
                 emit("reflection_written", trial=state.trial, text=update["reflections"][-1])
                 if ctx.lessons:
-                    yield from saving(
+                    yield from save_lesson(
                         store_of(runtime),
                         family_of(family, state, ctx),
                         text=lesson,
@@ -236,7 +236,7 @@ def make_review(family: Family) -> Node:
                 item := (yield from stored(store, "get", where, key, refresh_ttl=False))
             ) is not None:
                 edited = {**item.value, "text": text}
-                yield from putting(store, shared, key, edited, ctx.lessons.ttl_minutes)
+                yield from put_lesson(store, shared, key, edited, ctx.lessons.ttl_minutes)
         return update
 
     return Node(review, role="review", family=family)

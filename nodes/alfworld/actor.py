@@ -43,7 +43,7 @@ from reflexion.alfworld.turns import (
 )
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, recall_steps
+from reflexion.core.lessons import Family, recall_update
 from reflexion.core.progress import emit
 from reflexion.core.state import TrialInput
 from reflexion.core.steps import Node, Steps, ask, block
@@ -201,7 +201,7 @@ def make_alfworld_actor(
         started = replace(state, task=observation, kind=game.kind)
         family_name = family(started) if callable(family) else family
         return {
-            **(yield from recall_steps(started, observation, runtime, family_name)),
+            **(yield from recall_update(started, observation, runtime, family_name)),
             "trial": state.trial + 1,
             "task": observation,
             "kind": game.kind,

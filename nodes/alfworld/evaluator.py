@@ -19,7 +19,7 @@ from reflexion.nodes.common import (
     judge_llm,
     trajectory_text,
 )
-from reflexion.nodes.evaluator import Evaluation, judge_steps
+from reflexion.nodes.evaluator import Evaluation, ask_judge
 from reflexion.prompts import render, template
 
 
@@ -56,7 +56,7 @@ def make_alfworld_evaluator(
         ctx = get_context(runtime, AlfworldContext)
         if ctx.evaluator == "llm":
             llm = yield from block(judge_llm, model, ctx)
-            verdict = yield from judge_steps(llm, judge_messages(state), AlfworldVerdict)
+            verdict = yield from ask_judge(llm, judge_messages(state), AlfworldVerdict)
             success = bool(verdict.success)
             label = "complete" if success else "not complete"
             if verdict.success is None:

@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
-from reflexion.core.lessons import Family, recalled_steps
+from reflexion.core.lessons import Family, with_recalled
 from reflexion.core.progress import emit
 from reflexion.core.steps import Node, Steps, ask, block
 from reflexion.core.window import reflection_window
@@ -171,7 +171,7 @@ def make_code_actor(model: BaseChatModel | None = None, *, family: Family = less
     def code_actor(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
         emit("trial_started", trial=state.trial + 1)
-        state, recalled = yield from recalled_steps(state, runtime, family)
+        state, recalled = yield from with_recalled(state, runtime, family)
         messages = code_messages(state, ctx)
         fresh = retries_fresh(state, ctx)
         return {**recalled, **(yield from draw_attempt(state, ctx, model, messages, fresh))}

@@ -25,9 +25,8 @@ from langgraph.runtime import Runtime
 from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, recalled_steps
+from reflexion.core.lessons import Family, with_recalled
 from reflexion.core.models import EmbeddedChatModel
-from reflexion.core.parsing import FinishParse, parse_finish
 from reflexion.core.progress import emit
 from reflexion.core.state import State
 from reflexion.core.steps import Node, Steps, ask, block
@@ -36,6 +35,7 @@ from reflexion.nodes.memory import memory_block, with_lessons
 from reflexion.nodes.qa.retry_memory import judged_wrong, rejected_keys, with_memory
 from reflexion.prompts import few_shot, render
 from reflexion.qa.context import QA_FAMILY, QAContext
+from reflexion.qa.parsing import FinishParse, parse_finish
 
 STOP = ["\nQuestion:", "\nContext:", "\n---", "\nObservation"]
 
@@ -199,7 +199,7 @@ def make_cot_actor(
         if not state.task.strip():
             raise ReflexionError("the task is empty: give the question to answer")
         emit("trial_started", trial=state.trial + 1)
-        state, recalled = yield from recalled_steps(state, runtime, family)
+        state, recalled = yield from with_recalled(state, runtime, family)
         llm = yield from block(actor_llm, model, ctx)
         seed = draw_seeds(llm, state, ctx)
         options: dict[str, Any] = (

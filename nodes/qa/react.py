@@ -26,9 +26,8 @@ from typing_extensions import TypedDict
 from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, recall_steps
+from reflexion.core.lessons import Family, recall_update
 from reflexion.core.models import EmbeddedChatModel
-from reflexion.core.parsing import ReactStepParse, parse_react_step
 from reflexion.core.progress import emit
 from reflexion.core.state import TrialInput
 from reflexion.core.steps import Node, Steps, ask, block
@@ -38,6 +37,7 @@ from reflexion.nodes.qa.retry_memory import rejected_keys, with_memory
 from reflexion.prompts import few_shot, render, template
 from reflexion.qa.backends import get_backend
 from reflexion.qa.context import REACT_FAMILY, ReActContext
+from reflexion.qa.parsing import ReactStepParse, parse_react_step
 from reflexion.qa.wiki import (
     LookupCursor,
     WikiBackend,
@@ -210,7 +210,7 @@ def make_react_actor(
         # a missing corpus fails here, before any model call
         yield from block(tools, get_context(runtime, ReActContext))
         return {
-            **(yield from recall_steps(state, state.task, runtime, family)),
+            **(yield from recall_update(state, state.task, runtime, family)),
             "trial": state.trial + 1,
             "trajectory": [],
             "steps": [],

@@ -42,7 +42,9 @@ deletes the surplus, unvalidated lessons before validated ones, the least recent
 first, never the lesson just saved (:func:`prune`).
 
 The store comes from LangGraph's runtime (``runtime.store``): ``compile(store=...)``, or the
-store a LangGraph server provides.
+store a LangGraph server provides. Each operation that reads or writes it is node steps
+(:mod:`reflexion.core.steps`): a node ``yield from``-s it, and
+:func:`~reflexion.core.steps.drive` runs it to its end outside one.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ from rank_bm25 import BM25Plus
 from reflexion.core.context import Context, LessonFilter, get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.state import State
-from reflexion.core.steps import Steps, drive, stored
+from reflexion.core.steps import Steps, stored
 
 NAMESPACE = ("reflexion", "lessons")
 """Prefix of every lesson's namespace; the task family follows."""
@@ -158,16 +160,9 @@ def expired(item: Item, minutes: float | None, now: datetime) -> bool:
 
 def put_lesson(
     store: BaseStore, family: str, key: str, value: dict[str, Any], ttl: float | None
-) -> None:
+) -> Steps[None]:
     """Write a lesson, embedded where the store has an index, with ``ttl`` where it is set and
     the store supports TTL (elsewhere the store's own default applies, and recall's expiry)."""
-    drive(putting(store, family, key, value, ttl))
-
-
-def putting(
-    store: BaseStore, family: str, key: str, value: dict[str, Any], ttl: float | None
-) -> Steps[None]:
-    """:func:`put_lesson` as node steps (:mod:`reflexion.core.steps`)."""
     extra: dict[str, Any] = {}
     if ttl is not None and getattr(store, "supports_ttl", False):
         extra["ttl"] = ttl
@@ -185,37 +180,9 @@ def save_lesson(
     trial: int,
     ttl_minutes: float | None = None,
     max_per_family: int | None = None,
-) -> str:
+) -> Steps[str]:
     """Put one reflection into the family's namespace; return its key. With a lifetime
     (:func:`lifetime`) or ``max_per_family``, the family is pruned after (:func:`prune`)."""
-    return drive(
-        saving(
-            store,
-            family,
-            text=text,
-            task=task,
-            task_id=task_id,
-            thread_id=thread_id,
-            trial=trial,
-            ttl_minutes=ttl_minutes,
-            max_per_family=max_per_family,
-        )
-    )
-
-
-def saving(
-    store: BaseStore,
-    family: str,
-    *,
-    text: str,
-    task: str,
-    task_id: str | None,
-    thread_id: str | None,
-    trial: int,
-    ttl_minutes: float | None = None,
-    max_per_family: int | None = None,
-) -> Steps[str]:
-    """:func:`save_lesson` as node steps (:mod:`reflexion.core.steps`)."""
     key = lesson_key(thread_id or f"anonymous-{uuid.uuid4().hex}", trial)
     value = {
         "text": text,
@@ -226,19 +193,14 @@ def saving(
         "created": datetime.now(UTC).isoformat(),
         "validated": False,
     }
-    yield from putting(store, family, key, value, ttl_minutes)
+    yield from put_lesson(store, family, key, value, ttl_minutes)
     if max_per_family is not None or lifetime(store, ttl_minutes) is not None:
-        yield from pruning(store, family, most=max_per_family, ttl_minutes=ttl_minutes, keep=key)
+        yield from prune(store, family, most=max_per_family, ttl_minutes=ttl_minutes, keep=key)
     return key
 
 
-def family_items(store: BaseStore, family: str) -> list[Item]:
+def family_items(store: BaseStore, family: str) -> Steps[list[Item]]:
     """Every lesson of ``family``, page by page, without refreshing any TTL."""
-    return drive(family_items_steps(store, family))
-
-
-def family_items_steps(store: BaseStore, family: str) -> Steps[list[Item]]:
-    """:func:`family_items` as node steps (:mod:`reflexion.core.steps`)."""
     found: list[Item] = []
     while True:
         page = yield from stored(
@@ -262,27 +224,14 @@ def prune(
     ttl_minutes: float | None = None,
     keep: str | None = None,
     now: datetime | None = None,
-) -> list[str]:
+) -> Steps[list[str]]:
     """Delete the family's expired lessons (:func:`lifetime`), then, while more than ``most``
     remain, the least useful: unvalidated before validated (no evidence it ever helped), then
     the least recently written (validation rewrites a lesson), then the smaller key. The
     lesson ``keep`` (the one just saved) is never deleted. Returns the deleted keys."""
-    return drive(pruning(store, family, most=most, ttl_minutes=ttl_minutes, keep=keep, now=now))
-
-
-def pruning(
-    store: BaseStore,
-    family: str,
-    *,
-    most: int | None,
-    ttl_minutes: float | None = None,
-    keep: str | None = None,
-    now: datetime | None = None,
-) -> Steps[list[str]]:
-    """:func:`prune` as node steps (:mod:`reflexion.core.steps`)."""
     minutes = lifetime(store, ttl_minutes)
     when = now or datetime.now(UTC)
-    items = yield from family_items_steps(store, family)
+    items = yield from family_items(store, family)
     gone = [i for i in items if i.key != keep and expired(i, minutes, when)]
     dropped = {i.key for i in gone}
     live = [i for i in items if i.key not in dropped]
@@ -334,7 +283,7 @@ def recall(
     lesson_filter: LessonFilter = "validated",
     ttl_minutes: float | None = None,
     now: datetime | None = None,
-) -> list[str]:
+) -> Steps[list[str]]:
     """The texts of the ``k`` lessons of ``family`` most relevant to ``task``, never from the
     thread ``exclude_thread`` nor about the same task (the same ``task_id``, or the same task
     text): a lesson is meant to carry over to *other* tasks, and a benchmark rerun must not
@@ -343,34 +292,6 @@ def recall(
     succeeded after seeing them) are candidates; an expired lesson (:func:`expired`) never is.
     Relevance is the store's semantic search where it scored the items, BM25 otherwise (see
     the module docstring)."""
-    return drive(
-        recalling(
-            store,
-            family,
-            task,
-            k,
-            exclude_thread=exclude_thread,
-            exclude_task_id=exclude_task_id,
-            lesson_filter=lesson_filter,
-            ttl_minutes=ttl_minutes,
-            now=now,
-        )
-    )
-
-
-def recalling(
-    store: BaseStore,
-    family: str,
-    task: str,
-    k: int,
-    *,
-    exclude_thread: str | None,
-    exclude_task_id: str | None = None,
-    lesson_filter: LessonFilter = "validated",
-    ttl_minutes: float | None = None,
-    now: datetime | None = None,
-) -> Steps[list[str]]:
-    """:func:`recall` as node steps (:mod:`reflexion.core.steps`)."""
     items: list[SearchItem] = yield from stored(
         store,
         "search",
@@ -404,39 +325,25 @@ S = TypeVar("S", bound=State)
 
 def with_recalled(
     state: S, runtime: Runtime[Any] | None, family: Family
-) -> tuple[S, dict[str, Any]]:
+) -> Steps[tuple[S, dict[str, Any]]]:
     """The state an actor's first trial works from, with the lessons recalled for its task
     (:func:`recall_update`), and that update for the actor to return; the state unchanged and
     ``{}`` otherwise."""
-    return drive(recalled_steps(state, runtime, family))
-
-
-def recalled_steps(
-    state: S, runtime: Runtime[Any] | None, family: Family
-) -> Steps[tuple[S, dict[str, Any]]]:
-    """:func:`with_recalled` as node steps (:mod:`reflexion.core.steps`)."""
-    recalled = yield from recall_steps(state, state.task, runtime, family)
+    recalled = yield from recall_update(state, state.task, runtime, family)
     return (replace(state, **recalled) if recalled else state), recalled
 
 
 def recall_update(
     state: Any, task: str, runtime: Runtime[Any] | None, family: Family
-) -> dict[str, Any]:
+) -> Steps[dict[str, Any]]:
     """What an actor adds to its first trial's update: ``{"lessons": [...]}`` recalled for
     ``task`` when ``Context.lessons`` is on; nothing otherwise (no store access) or on later
     trials (the recalled lessons stay fixed for the thread)."""
-    return drive(recall_steps(state, task, runtime, family))
-
-
-def recall_steps(
-    state: Any, task: str, runtime: Runtime[Any] | None, family: Family
-) -> Steps[dict[str, Any]]:
-    """:func:`recall_update` as node steps (:mod:`reflexion.core.steps`)."""
     ctx = get_context(runtime)
     if not ctx.lessons or state.trial != 0:
         return {}
     store = store_of(runtime)
-    found = yield from recalling(
+    found = yield from recall(
         store,
         family_of(family, state, ctx),
         task,
@@ -457,7 +364,7 @@ def validate_lessons(
     trial: int,
     window: Sequence[str],
     ttl_minutes: float | None = None,
-) -> list[str]:
+) -> Steps[list[str]]:
     """After trial ``trial`` of thread ``thread_id`` succeeded, mark as validated the thread's
     lessons the actor saw in that trial: those saved after earlier trials (keys
     ``thread:1`` … ``thread:trial-1``) whose text is in the Ω ``window`` (a review may have
@@ -466,23 +373,6 @@ def validate_lessons(
     counts too. Returns their keys. Nothing happens for a first trial or outside a thread
     (lessons saved there have no known key). Marking rewrites the lesson (embedded as when
     saved, with ``ttl_minutes``), so its lifetime starts again."""
-    return drive(
-        validating(
-            store, family, thread_id=thread_id, trial=trial, window=window, ttl_minutes=ttl_minutes
-        )
-    )
-
-
-def validating(
-    store: BaseStore,
-    family: str,
-    *,
-    thread_id: str | None,
-    trial: int,
-    window: Sequence[str],
-    ttl_minutes: float | None = None,
-) -> Steps[list[str]]:
-    """:func:`validate_lessons` as node steps (:mod:`reflexion.core.steps`)."""
     if thread_id is None or trial < 2:
         return []
     shown = {text.strip() for text in window}
@@ -494,6 +384,8 @@ def validating(
         if item is None or str(item.value.get("text", "")).strip() not in shown:
             continue
         if item.value.get("validated") is not True:
-            yield from putting(store, family, key, {**item.value, "validated": True}, ttl_minutes)
+            yield from put_lesson(
+                store, family, key, {**item.value, "validated": True}, ttl_minutes
+            )
         marked.append(key)
     return marked

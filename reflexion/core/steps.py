@@ -21,8 +21,9 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from langchain_core.runnables import Runnable
-from langgraph._internal._runnable import RunnableCallable
+from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.config import get_config, get_store, get_stream_writer
+from langgraph.runtime import get_runtime
 from langgraph.store.base import BaseStore
 
 from reflexion.core.tracing import Labels, labelled, traced_config
@@ -141,12 +142,37 @@ async def adrive(steps: Steps[T]) -> T:
         return value
 
 
-class Node(RunnableCallable):
+_INJECTED: dict[str, Callable[[], Any]] = {
+    "runtime": get_runtime,
+    "config": get_config,
+    "store": get_store,
+    "writer": get_stream_writer,
+}
+"""What LangGraph hands a node function by its parameter's name, read from the running
+node's config."""
+
+
+def _injects(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """The parameters of ``fn`` that :data:`_INJECTED` fills in when it runs as a node."""
+    parameters = inspect.signature(fn).parameters
+    return tuple(name for name in _INJECTED if name in parameters)
+
+
+def _injected(names: tuple[str, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with each of ``names`` it lacks filled in from the running node."""
+    return {**{name: _INJECTED[name]() for name in names if name not in kwargs}, **kwargs}
+
+
+class Node(Runnable[Any, Any]):
     """A LangGraph node with a sync and an async path from one generator ``core`` (taking
     the state and, optionally, ``runtime``, as a node function does). ``role`` (actor,
     evaluator, reflector…) and ``family`` (the graph's task family, or a function of the
     state giving it) label its model calls (:mod:`reflexion.core.tracing`); ``acts``: its
-    calls belong to the trial it starts (an actor's), not to the state's last one."""
+    calls belong to the trial it starts (an actor's), not to the state's last one.
+
+    A Runnable, so that LangGraph runs it as it is on either path (a function handed to
+    ``add_node`` would run in a worker thread on the async one); it opens no run of its own
+    for a tracer, as a node function does not."""
 
     def __init__(
         self,
@@ -158,27 +184,27 @@ class Node(RunnableCallable):
         name: str | None = None,
         model: str | None = None,
     ) -> None:
-        labels = Labels(role=role, family=family, acts=acts)
-
-        @functools.wraps(core)
-        def sync(*args: Any, **kwargs: Any) -> Any:
-            with labelled(labels, args, kwargs):
-                return drive(core(*args, **kwargs))
-
-        @functools.wraps(core)
-        async def async_(*args: Any, **kwargs: Any) -> Any:
-            with labelled(labels, args, kwargs):
-                return await adrive(core(*args, **kwargs))
-
-        super().__init__(sync, async_, name=name or core.__name__, trace=False)
         self.core = core
-        self.labels = labels
+        self.labels = Labels(role=role, family=family, acts=acts)
+        self.name = name or core.__name__
         self.model = model
+        self._injects = _injects(core)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """The sync path, called as a plain node function is."""
-        assert self.func is not None
-        return self.func(*args, **kwargs)
+        with labelled(self.labels, args, kwargs):
+            return drive(self.core(*args, **kwargs))
+
+    async def acall(self, *args: Any, **kwargs: Any) -> Any:
+        """The async path, called as a plain async node function is."""
+        with labelled(self.labels, args, kwargs):
+            return await adrive(self.core(*args, **kwargs))
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self(input, **_injected(self._injects, kwargs))
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return await self.acall(input, **_injected(self._injects, kwargs))
 
 
 @dataclass(frozen=True)
@@ -195,15 +221,25 @@ class Awaited(Step):
         return await self.call()
 
 
-def inline(fn: Callable[..., Any]) -> RunnableCallable:
+class Inline(Runnable[Any, Any]):
     """A node that makes no call out (it only reads the state), run as it is on either
     path: no worker thread for the async one."""
 
-    @functools.wraps(fn)
-    async def async_(*args: Any, **kwargs: Any) -> Any:
-        return fn(*args, **kwargs)
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self._injects = _injects(fn)
 
-    return RunnableCallable(fn, async_, name=fn.__name__, trace=False)
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self.fn(input, **_injected(self._injects, kwargs))
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        return self.invoke(input, config, **kwargs)
+
+
+def inline(fn: Callable[..., Any]) -> Inline:
+    """``fn`` as an :class:`Inline` node."""
+    return Inline(fn)
 
 
 def steps_of(node: Any) -> Callable[..., Steps[Any]]:

@@ -23,12 +23,13 @@ from typing import Any
 
 import pytest
 
-from reflexion.core.checkpoints import annotate_head, fork_thread, thread_history
 from reflexion.core.context import Context
 from reflexion.core.lessons import family_items, recall, save_lesson
-from reflexion.core.persistence import open_checkpointer, open_store
+from reflexion.core.steps import drive
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import stream_thread
+from reflexion.harness.checkpoints import annotate_head, fork_thread, thread_history
+from reflexion.harness.persistence import open_checkpointer, open_store
 from reflexion.qa.questions import load_hotpotqa
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
@@ -189,18 +190,20 @@ def test_lessons_expire_and_are_bounded_on_postgres(dsn):
     keeps the family at its limit, the least recently written going first."""
     with open_store(dsn) as store:
         assert store.supports_ttl
-        kept = save_lesson(
-            store, "qa", text="Stays.", task="A?", task_id=None, thread_id="k", trial=1
+        kept = drive(
+            save_lesson(store, "qa", text="Stays.", task="A?", task_id=None, thread_id="k", trial=1)
         )
-        brief = save_lesson(
-            store,
-            "qa",
-            text="Gone soon.",
-            task="B?",
-            task_id=None,
-            thread_id="b",
-            trial=1,
-            ttl_minutes=0.005,
+        brief = drive(
+            save_lesson(
+                store,
+                "qa",
+                text="Gone soon.",
+                task="B?",
+                task_id=None,
+                thread_id="b",
+                trial=1,
+                ttl_minutes=0.005,
+            )
         )
         sql = "SELECT key, expires_at - updated_at AS left FROM store"
         left = {r["key"]: r["left"] for r in store.conn.execute(sql).fetchall()}
@@ -208,22 +211,24 @@ def test_lessons_expire_and_are_bounded_on_postgres(dsn):
         time.sleep(0.6)
         every: dict[str, Any] = {"exclude_thread": None, "lesson_filter": "all"}
         # the store keeps an expired item until its sweep; recall's expiry does not wait
-        assert sorted(recall(store, "qa", "Q?", 5, **every)) == ["Gone soon.", "Stays."]
-        assert recall(store, "qa", "Q?", 5, ttl_minutes=0.005, **every) == []
+        assert sorted(drive(recall(store, "qa", "Q?", 5, **every))) == ["Gone soon.", "Stays."]
+        assert drive(recall(store, "qa", "Q?", 5, ttl_minutes=0.005, **every)) == []
         assert store.sweep_ttl() == 1
-        assert [i.key for i in family_items(store, "qa")] == [kept]
+        assert [i.key for i in drive(family_items(store, "qa"))] == [kept]
         for n in range(3):
-            save_lesson(
-                store,
-                "qa",
-                text=f"L{n}.",
-                task=f"T{n}?",
-                task_id=None,
-                thread_id=f"t{n}",
-                trial=1,
-                max_per_family=2,
+            drive(
+                save_lesson(
+                    store,
+                    "qa",
+                    text=f"L{n}.",
+                    task=f"T{n}?",
+                    task_id=None,
+                    thread_id=f"t{n}",
+                    trial=1,
+                    max_per_family=2,
+                )
             )
-        assert sorted(i.key for i in family_items(store, "qa")) == ["t1:1", "t2:1"]
+        assert sorted(i.key for i in drive(family_items(store, "qa"))) == ["t1:1", "t2:1"]
 
 
 def test_lessons_are_recalled_by_meaning_on_an_indexed_postgres_store(dsn):
@@ -241,8 +246,12 @@ def test_lessons_are_recalled_by_meaning_on_an_indexed_postgres_store(dsn):
     with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
         store.setup()
         for thread, (text, task) in (("a", BY_MEANING), ("b", BY_WORD)):
-            save_lesson(store, "qa", text=text, task=task, task_id=None, thread_id=thread, trial=1)
-        found = recall(store, "qa", QUERY, 2, exclude_thread=None, lesson_filter="all")
+            drive(
+                save_lesson(
+                    store, "qa", text=text, task=task, task_id=None, thread_id=thread, trial=1
+                )
+            )
+        found = drive(recall(store, "qa", QUERY, 2, exclude_thread=None, lesson_filter="all"))
         assert found == [BY_MEANING[0], BY_WORD[0]]
 
 

@@ -21,6 +21,7 @@ from typing_extensions import TypedDict
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.state import State
+from reflexion.core.steps import drive
 from reflexion.graphs.custom import create_reflexion_graph, read_reply
 from reflexion.graphs.generic import generic_evaluation
 from reflexion.nodes import Evaluation
@@ -455,7 +456,11 @@ def test_generic_evaluation_exact_match_with_reference_else_judge():
     """The generic graph's evaluator: exact match when a reference is given (the judge is not
     asked), the LLM judge without one or with evaluator=llm."""
     judge = ScriptedChatModel(replies=['{"correct": true, "score": 1, "feedback": "fine"}'])
-    evaluate = generic_evaluation(judge)
+    steps = generic_evaluation(judge)
+
+    def evaluate(state: State, ctx: Context) -> Evaluation:
+        return drive(steps(state, ctx))
+
     state = State(task="Which river?", reference="Vltava", answer="the Vltava")
     assert evaluate(state, Context()).success is True
     assert judge.prompts == []
@@ -465,8 +470,8 @@ def test_generic_evaluation_exact_match_with_reference_else_judge():
     with pytest.raises(ReflexionError, match="heuristic"):
         evaluate(state, Context(evaluator="heuristic"))
     agreeing = generic_evaluation(ScriptedChatModel(replies=["Vltava", "Elbe"]))
-    assert agreeing(state, Context(evaluator="agreement")).success is True
-    assert agreeing(state, Context(evaluator="agreement")).success is False
+    assert drive(agreeing(state, Context(evaluator="agreement"))).success is True
+    assert drive(agreeing(state, Context(evaluator="agreement"))).success is False
 
 
 def test_langgraph_json_exports_every_graph_with_a_description():

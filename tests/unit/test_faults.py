@@ -308,9 +308,10 @@ def test_a_named_seed_reaches_a_wrapped_hosted_model_on_every_attempt(server):
 
 
 def test_the_judge_reports_a_provider_failure_once_instead_of_calling_again(server):
+    from reflexion.core.steps import drive
     from reflexion.nodes.evaluator import ask_judge
 
     server.script([], then="429")
     with pytest.raises(ProviderError, match=r"429.*after 3 attempts"):
-        ask_judge(model(server), [HumanMessage("Judge.")])
+        drive(ask_judge(model(server), [HumanMessage("Judge.")]))
     assert len(server.requests) == 3  # one structured call and its retries, no second call

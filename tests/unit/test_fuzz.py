@@ -60,16 +60,8 @@ from reflexion.alfworld.turns import (
 )
 from reflexion.core.answers import exact_match, normalize_answer
 from reflexion.core.errors import DatasetError
-from reflexion.core.parsing import (
-    FinishParse,
-    ReactStepParse,
-    Verdict,
-    clean_reflection,
-    parse_finish,
-    parse_react_step,
-    parse_verdict,
-)
 from reflexion.nodes.programming import outcome_records, render_outcomes, valid_tests
+from reflexion.nodes.replies import Verdict, clean_reflection, parse_verdict
 from reflexion.programming.context import CodeContext
 from reflexion.programming.examples import example_tests
 from reflexion.programming.problems import (
@@ -82,6 +74,7 @@ from reflexion.programming.problems import (
 )
 from reflexion.programming.replies import CodeParse, candidate_tests, extract_code, tidy_python
 from reflexion.programming.sandbox import SuiteResult, TestOutcome
+from reflexion.qa.parsing import FinishParse, ReactStepParse, parse_finish, parse_react_step
 from reflexion.qa.wiki import (
     LookupCursor,
     OfflineCorpus,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from reflexion.alfworld.diagnosis import refused_commands
 from reflexion.alfworld.turns import NOTHING, Turn, hallucinated_actions, parse_turn
-from reflexion.core.parsing import clean_reflection, parse_finish, parse_react_step, parse_verdict
+from reflexion.nodes.replies import clean_reflection, parse_verdict
 from reflexion.programming.problems import python_preamble
 from reflexion.programming.replies import candidate_tests, extract_code
+from reflexion.qa.parsing import parse_finish, parse_react_step
 from reflexion.qa.wiki import base_title
 from tests.hangkit import bounded
 from tests.unit.test_fuzz import PY, RS

@@ -26,12 +26,13 @@ from reflexion.alfworld.sessions import EnvSessions
 from reflexion.core.context import Context, Lessons
 from reflexion.core.errors import ReflexionError
 from reflexion.core.lessons import MAX_CANDIDATES, namespace, rank, recall, save_lesson, tokenize
-from reflexion.core.persistence import open_store
+from reflexion.core.steps import drive
 from reflexion.graphs.alfworld import alfworld_builder
 from reflexion.graphs.custom import create_reflexion_graph
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder, react_builder
 from reflexion.harness.cli.app import main
+from reflexion.harness.persistence import open_store
 from reflexion.qa.context import QAContext
 from reflexion.testing import ScriptedChatModel, ScriptedGame
 from tests.conftest import answer, hotpotqa_line
@@ -139,16 +140,20 @@ def test_recall_picks_the_most_relevant_lessons_of_other_threads_never_its_own()
         ),
     }
     for thread, text, task in lesson.values():
-        save_lesson(store, "qa", text=text, task=task, task_id=None, thread_id=thread, trial=1)
+        drive(
+            save_lesson(store, "qa", text=text, task=task, task_id=None, thread_id=thread, trial=1)
+        )
     # the thread's own lesson, the most relevant of all, must not come back
-    save_lesson(
-        store,
-        "qa",
-        text="Prague river: it is the Vltava.",
-        task=PRAGUE["task"],
-        task_id=None,
-        thread_id="me",
-        trial=1,
+    drive(
+        save_lesson(
+            store,
+            "qa",
+            text="Prague river: it is the Vltava.",
+            task=PRAGUE["task"],
+            task_id=None,
+            thread_id="me",
+            trial=1,
+        )
     )
     actor = ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")])
     graph = qa_builder(
@@ -179,14 +184,16 @@ def test_the_generic_graphs_default_actor_keeps_lessons_in_the_system_message():
     prompt) places recalled lessons as the built-in actors do: in the system message, not
     next to the task."""
     store = InMemoryStore()
-    save_lesson(
-        store,
-        "reflexion",
-        text="Rivers: read the question twice.",
-        task="Which river crosses Brno?",
-        task_id=None,
-        thread_id="other",
-        trial=1,
+    drive(
+        save_lesson(
+            store,
+            "reflexion",
+            text="Rivers: read the question twice.",
+            task="Which river crosses Brno?",
+            task_id=None,
+            thread_id="other",
+            trial=1,
+        )
     )
     actor = ScriptedChatModel(replies=[answer("Vltava")])
     # A scripted reflector too: a unit test never loads the embedded model.
@@ -209,26 +216,30 @@ def test_recall_runs_once_so_the_prompt_prefix_stays_the_same_across_trials():
     """Lessons written by another thread while this one runs do not change its later trials:
     recall happens on the first trial only."""
     store = InMemoryStore()
-    save_lesson(
-        store,
-        "qa",
-        text="Rivers: read the question twice.",
-        task="Which river?",
-        task_id=None,
-        thread_id="other",
-        trial=1,
+    drive(
+        save_lesson(
+            store,
+            "qa",
+            text="Rivers: read the question twice.",
+            task="Which river?",
+            task_id=None,
+            thread_id="other",
+            trial=1,
+        )
     )
 
     class Writer(ScriptedChatModel):
         def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
-            save_lesson(
-                store,
-                "qa",
-                text=f"River late lesson {len(self.prompts)}.",
-                task="Which river flows?",
-                task_id=None,
-                thread_id="late",
-                trial=1,
+            drive(
+                save_lesson(
+                    store,
+                    "qa",
+                    text=f"River late lesson {len(self.prompts)}.",
+                    task="Which river flows?",
+                    task_id=None,
+                    thread_id="late",
+                    trial=1,
+                )
             )
             return super()._generate(messages, *args, **kwargs)
 
@@ -310,14 +321,16 @@ def test_task_family_override_and_per_graph_families(games: str, corpus: Any):
     and each actor shows the lessons of its family in its first prompt."""
     store = InMemoryStore()
     for family in ("react", "programming-py", "alfworld-put", "shared"):
-        save_lesson(
-            store,
-            family,
-            text=f"Lesson for {family}: mug river add.",
-            task="mug river add",
-            task_id=None,
-            thread_id="old",
-            trial=1,
+        drive(
+            save_lesson(
+                store,
+                family,
+                text=f"Lesson for {family}: mug river add.",
+                task="mug river add",
+                task_id=None,
+                thread_id="old",
+                trial=1,
+            )
         )
     # ReAct (the subgraph reaches the store through the runtime)
     actor = ScriptedChatModel(
@@ -371,7 +384,7 @@ SQLITE_WRITER = textwrap.dedent(
     from langgraph.checkpoint.memory import InMemorySaver
     from reflexion.graphs.qa import qa_builder
     from reflexion.core.context import Context
-    from reflexion.core.persistence import open_store
+    from reflexion.harness.persistence import open_store
     from reflexion.testing import ScriptedChatModel
 
     actor = ScriptedChatModel(
@@ -410,7 +423,7 @@ def test_a_sqlite_store_keeps_lessons_for_another_process(tmp_path: Path):
         graph = qa_builder(actor_model=actor).compile(checkpointer=InMemorySaver(), store=store)
         other = {**PRAGUE, "task": "Which river crosses the old town of Prague?"}
         graph.invoke(other, config("reader"), context=Context(lessons=True))
-        assert recall(store, "qa", "Prague", 3, exclude_thread="writer") == []
+        assert drive(recall(store, "qa", "Prague", 3, exclude_thread="writer")) == []
     assert "Prague sits on the Vltava, not the Elbe." in actor.prompt_text(0)
 
 
@@ -423,7 +436,7 @@ def test_recall_scans_at_most_the_candidate_cap():
             seen.append(kwargs["limit"])
             return super().search(namespace_prefix, **kwargs)
 
-    recall(Counting(), "qa", "anything", 3, exclude_thread=None)
+    drive(recall(Counting(), "qa", "anything", 3, exclude_thread=None))
     assert seen == [MAX_CANDIDATES]
 
 
@@ -531,25 +544,45 @@ def test_recall_skips_lessons_about_the_same_task_from_other_threads():
     text) is not recalled: lessons carry over to *other* tasks, and a benchmark rerun or a
     second strategy must not recall what was learnt on the very question it answers."""
     store = InMemoryStore()
-    save_lesson(
-        store, "qa", text="Same id.", task="Other wording", task_id="q1", thread_id="a", trial=1
+    drive(
+        save_lesson(
+            store, "qa", text="Same id.", task="Other wording", task_id="q1", thread_id="a", trial=1
+        )
     )
-    save_lesson(
-        store, "qa", text="Same text.", task="Which river?", task_id="q9", thread_id="b", trial=1
+    drive(
+        save_lesson(
+            store,
+            "qa",
+            text="Same text.",
+            task="Which river?",
+            task_id="q9",
+            thread_id="b",
+            trial=1,
+        )
     )
-    save_lesson(
-        store, "qa", text="Other task.", task="Which lake?", task_id="q2", thread_id="c", trial=1
+    drive(
+        save_lesson(
+            store,
+            "qa",
+            text="Other task.",
+            task="Which lake?",
+            task_id="q2",
+            thread_id="c",
+            trial=1,
+        )
     )
-    found = recall(
-        store,
-        "qa",
-        "Which river?",
-        5,
-        exclude_thread="me",
-        exclude_task_id="q1",
-        lesson_filter="all",
+    found = drive(
+        recall(
+            store,
+            "qa",
+            "Which river?",
+            5,
+            exclude_thread="me",
+            exclude_task_id="q1",
+            lesson_filter="all",
+        )
     )
     assert found == ["Other task."]
     # without a task id only the identical text is excluded
-    found = recall(store, "qa", "Which river?", 5, exclude_thread="me", lesson_filter="all")
+    found = drive(recall(store, "qa", "Which river?", 5, exclude_thread="me", lesson_filter="all"))
     assert sorted(found) == ["Other task.", "Same id."]

@@ -32,6 +32,7 @@ from reflexion.core.lessons import (
     save_lesson,
     validate_lessons,
 )
+from reflexion.core.steps import drive
 from reflexion.graphs.qa import qa_builder
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
@@ -66,8 +67,10 @@ BY_WORD = ("Senna is also a river: check which one is meant.", "Where does the S
 
 def save(store: BaseStore, thread: str, lesson: tuple[str, str], **bounds: Any) -> str:
     text, task = lesson
-    return save_lesson(
-        store, "qa", text=text, task=task, task_id=None, thread_id=thread, trial=1, **bounds
+    return drive(
+        save_lesson(
+            store, "qa", text=text, task=task, task_id=None, thread_id=thread, trial=1, **bounds
+        )
     )
 
 
@@ -80,9 +83,11 @@ def test_an_indexed_store_recalls_by_meaning_and_a_plain_one_by_words():
     for store, first in ((indexed(), BY_MEANING[0]), (InMemoryStore(), BY_WORD[0])):
         save(store, "a", BY_MEANING)
         save(store, "b", BY_WORD)
-        found = recall(store, "qa", QUERY, 2, exclude_thread=None, lesson_filter="all")
+        found = drive(recall(store, "qa", QUERY, 2, exclude_thread=None, lesson_filter="all"))
         assert found[0] == first and len(found) == 2
-        assert recall(store, "qa", QUERY, 1, exclude_thread=None, lesson_filter="all") == [first]
+        assert drive(recall(store, "qa", QUERY, 1, exclude_thread=None, lesson_filter="all")) == [
+            first
+        ]
 
 
 def test_a_saved_lesson_embeds_its_text_and_task():
@@ -104,7 +109,7 @@ def test_lessons_the_index_did_not_score_follow_by_bm25():
     where = namespace("qa")
     for key, text in (("old:1", "Unrelated advice about spelling."), ("old:2", "Senna drove.")):
         store.put(where, key, {"text": text, "task": "x", "thread_id": key}, index=False)
-    found = recall(store, "qa", QUERY, 3, exclude_thread=None, lesson_filter="all")
+    found = drive(recall(store, "qa", QUERY, 3, exclude_thread=None, lesson_filter="all"))
     assert found == [BY_MEANING[0], "Senna drove.", "Unrelated advice about spelling."]
 
 
@@ -155,11 +160,13 @@ def test_a_store_with_ttl_gets_the_lessons_ttl_and_reads_refresh_nothing(sqlite_
     save(store, "t", ("Check the map.", PRAGUE["task"]), ttl_minutes=90)
     assert ttl_column(conn) == {"t:1": 90.0}
     conn.execute("UPDATE store SET expires_at = '2000-01-01 00:00:00'")  # a mark to watch
-    assert recall(store, "qa", "river", 3, exclude_thread=None, lesson_filter="all")
-    assert validate_lessons(store, "qa", thread_id="t", trial=2, window=["no such"]) == []
+    assert drive(recall(store, "qa", "river", 3, exclude_thread=None, lesson_filter="all"))
+    assert drive(validate_lessons(store, "qa", thread_id="t", trial=2, window=["no such"])) == []
     assert expiries(conn) == {"t:1": "2000-01-01 00:00:00"}
     window = ["Check the map."]
-    marked = validate_lessons(store, "qa", thread_id="t", trial=2, window=window, ttl_minutes=90)
+    marked = drive(
+        validate_lessons(store, "qa", thread_id="t", trial=2, window=window, ttl_minutes=90)
+    )
     assert marked == ["t:1"] and ttl_column(conn) == {"t:1": 90.0}
     assert expiries(conn)["t:1"] != "2000-01-01 00:00:00"
 
@@ -173,11 +180,11 @@ def test_recall_skips_and_a_save_deletes_expired_lessons_on_a_store_without_ttl(
     save(store, "old", BY_WORD, ttl_minutes=60)
     later = datetime.now(UTC) + timedelta(minutes=61)
     kwargs: dict[str, Any] = {"exclude_thread": None, "lesson_filter": "all", "ttl_minutes": 60}
-    assert recall(store, "qa", QUERY, 3, **kwargs) == [BY_WORD[0]]
-    assert recall(store, "qa", QUERY, 3, now=later, **kwargs) == []
-    assert recall(store, "qa", QUERY, 3, now=later, exclude_thread=None, lesson_filter="all")
-    assert prune(store, "qa", most=None, ttl_minutes=60, now=later) == ["old:1"]
-    assert family_items(store, "qa") == []
+    assert drive(recall(store, "qa", QUERY, 3, **kwargs)) == [BY_WORD[0]]
+    assert drive(recall(store, "qa", QUERY, 3, now=later, **kwargs)) == []
+    assert drive(recall(store, "qa", QUERY, 3, now=later, exclude_thread=None, lesson_filter="all"))
+    assert drive(prune(store, "qa", most=None, ttl_minutes=60, now=later)) == ["old:1"]
+    assert drive(family_items(store, "qa")) == []
 
 
 def test_an_unset_ttl_falls_back_on_the_stores_default_ttl(tmp_path: Path):
@@ -193,8 +200,8 @@ def test_an_unset_ttl_falls_back_on_the_stores_default_ttl(tmp_path: Path):
         assert ttl_column(conn) == {"t:1": 30.0}
         later = datetime.now(UTC) + timedelta(minutes=31)
         kwargs: dict[str, Any] = {"exclude_thread": None, "lesson_filter": "all"}
-        assert recall(store, "qa", QUERY, 3, **kwargs) == [BY_WORD[0]]
-        assert recall(store, "qa", QUERY, 3, now=later, **kwargs) == []
+        assert drive(recall(store, "qa", QUERY, 3, **kwargs)) == [BY_WORD[0]]
+        assert drive(recall(store, "qa", QUERY, 3, now=later, **kwargs)) == []
     finally:
         conn.close()
 
@@ -215,11 +222,11 @@ def test_past_the_limit_unvalidated_then_least_recently_written_lessons_go():
         assert found is not None
         store.put(where, key, {**found.value, "validated": True})
     save(store, "t4", ("Lesson of t4.", "Task t4?"), max_per_family=3)
-    assert sorted(i.key for i in family_items(store, "qa")) == ["t1:1", "t2:1", "t4:1"]
+    assert sorted(i.key for i in drive(family_items(store, "qa"))) == ["t1:1", "t2:1", "t4:1"]
     save(store, "t5", ("Lesson of t5.", "Task t5?"), max_per_family=3)
-    assert sorted(i.key for i in family_items(store, "qa")) == ["t1:1", "t2:1", "t5:1"]
+    assert sorted(i.key for i in drive(family_items(store, "qa"))) == ["t1:1", "t2:1", "t5:1"]
     save(store, "t6", ("Lesson of t6.", "Task t6?"), max_per_family=1)
-    assert [i.key for i in family_items(store, "qa")] == ["t6:1"]
+    assert [i.key for i in drive(family_items(store, "qa"))] == ["t6:1"]
 
 
 def test_a_graph_keeps_at_most_max_per_family_lessons():
@@ -229,7 +236,7 @@ def test_a_graph_keeps_at_most_max_per_family_lessons():
     for n in range(3):
         graph = qa_graph([answer("Elbe")], [f"Reflection: Lesson {n}."], store)
         graph.invoke({**PRAGUE, "task": f"Question {n}?"}, config(f"t{n}"), context=ctx)
-    kept = sorted(i.value["text"] for i in family_items(store, "qa"))
+    kept = sorted(i.value["text"] for i in drive(family_items(store, "qa")))
     assert kept == ["Lesson 1.", "Lesson 2."]
 
 
@@ -265,7 +272,7 @@ def test_by_default_a_save_neither_scans_nor_deletes():
     store = Watching()
     for n in range(5):
         save(store, f"t{n}", BY_WORD)
-    assert calls == [] and len(family_items(store, "qa")) == 5
+    assert calls == [] and len(drive(family_items(store, "qa"))) == 5
     far = datetime.now(UTC) + timedelta(days=3650)
-    found = recall(store, "qa", QUERY, 5, exclude_thread=None, lesson_filter="all", now=far)
+    found = drive(recall(store, "qa", QUERY, 5, exclude_thread=None, lesson_filter="all", now=far))
     assert len(found) == 5

@@ -15,6 +15,7 @@ from langgraph.types import Command
 
 from reflexion.core.context import Context
 from reflexion.core.lessons import recall
+from reflexion.core.steps import drive
 from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.graphs.qa import qa_builder
 from reflexion.nodes import make_reflector
@@ -55,7 +56,7 @@ def test_a_lesson_followed_by_success_is_validated_and_only_it_is_recalled_by_de
         assert sorted(state["lessons"]) == sorted(expected)
         assert (MISLED in actor.prompt_text(0)) == (lesson_filter == "all")
         assert HELPED in actor.prompt_text(0)
-    assert recall(store, "qa", VIENNA["task"], 5, exclude_thread=None) == [HELPED]
+    assert drive(recall(store, "qa", VIENNA["task"], 5, exclude_thread=None)) == [HELPED]
 
 
 def test_a_success_validates_only_the_lessons_in_its_omega_window():

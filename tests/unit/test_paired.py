@@ -13,13 +13,13 @@ import pytest
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.core.checkpoints import annotate_head, fork_thread
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import run_benchmark
 from reflexion.harness.bench.family_tables import qa_paired
 from reflexion.harness.bench.ledger import BenchTask, Sink, finished_tasks
+from reflexion.harness.checkpoints import annotate_head, fork_thread
 from reflexion.harness.cli.app import main
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext

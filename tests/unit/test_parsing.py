@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reflexion.core.answers import exact_match, normalize_answer
-from reflexion.core.parsing import clean_reflection, parse_finish, parse_react_step, parse_verdict
+from reflexion.nodes.replies import clean_reflection, parse_verdict
+from reflexion.qa.parsing import parse_finish, parse_react_step
 
 
 @pytest.mark.parametrize(

@@ -12,25 +12,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph._internal._constants import ERROR
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
-from reflexion.core.checkpoints import cut_short, thread_history, unfinished
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.persistence import Target, open_checkpointer, open_store, parse_target
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import run_benchmark, stream_thread
 from reflexion.harness.bench.ledger import BenchTask, Sink, recorded_lines
+from reflexion.harness.checkpoints import cut_short, thread_history, unfinished
 from reflexion.harness.cli.app import main
+from reflexion.harness.persistence import Target, open_checkpointer, open_store, parse_target
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_faults import server as server  # a fixture
 from tests.unit.test_programming import PROMPT, RIGHT, TESTS_REPLY, WRONG
+
+ERROR = "__error__"
+"""The channel LangGraph saves a failed (or cancelled) task's error under (not public)."""
 
 
 def cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:

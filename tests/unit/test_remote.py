@@ -12,10 +12,8 @@ from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.core.checkpoints import replay_from, unfinished
 from reflexion.core.context import Context
 from reflexion.core.errors import ProviderError
-from reflexion.core.persistence import open_checkpointer
 from reflexion.graphs.agents import AGENTS
 from reflexion.graphs.qa import graph as qa_graph
 from reflexion.graphs.qa import qa_builder
@@ -28,6 +26,8 @@ from reflexion.harness.bench.remote import (
     error_text,
     server_thread_id,
 )
+from reflexion.harness.checkpoints import replay_from, unfinished
+from reflexion.harness.persistence import open_checkpointer
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_persistence import (

@@ -29,7 +29,6 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command
 
-from reflexion.core.checkpoints import annotate_head, fork_thread, replay_from
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.usage import Usage, UsageRecorder, merge
@@ -42,6 +41,7 @@ from reflexion.harness.bench.thread_updates import (
     unrecorded,
     update_events,
 )
+from reflexion.harness.checkpoints import annotate_head, fork_thread, replay_from
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]
 

@@ -27,10 +27,11 @@ which runs here when given a :class:`~reflexion.harness.bench.thread_updates.Ser
   model string the server cannot load) stops it, as a local run does;
 * on a rerun a task with a ``final`` line is skipped; a thread that is still running is waited
   for; an unfinished thread (interrupted, failed, cut off, or cancelled between a node's saved
-  writes and its step's checkpoint: :func:`reflexion.core.checkpoints.unfinished`) is resumed with
-  input ``None``, from its latest checkpoint's id when a node was cancelled halfway through
-  its writes (:func:`reflexion.core.checkpoints.cut_short`: the step is replayed); a finished
-  thread without a ``final`` line gets it from its state without running again.
+  writes and its step's checkpoint: :func:`reflexion.harness.checkpoints.unfinished`) is
+  resumed with input ``None``, from its latest checkpoint's id when a node was cancelled
+  halfway through its writes (:func:`reflexion.harness.checkpoints.cut_short`: the step is
+  replayed); a finished thread without a ``final`` line gets it from its state without
+  running again.
 
 Accounting differs from a local run, because the server does not hand over LangChain
 callbacks: tokens and calls come from the model messages the run streams (``messages-tuple``
@@ -54,7 +55,6 @@ from langgraph_sdk import get_client
 from langgraph_sdk.client import LangGraphClient
 from langgraph_sdk.schema import Config, StreamMode, ThreadState
 
-from reflexion.core.checkpoints import replay_from, unfinished
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError, first_line, typed_first_line
 from reflexion.core.usage import OTHER, UNCOUNTED, Usage, merge, node_of, zero_usage
@@ -67,6 +67,7 @@ from reflexion.harness.bench.thread_updates import (
     unrecorded,
     update_events,
 )
+from reflexion.harness.checkpoints import replay_from, unfinished
 
 STREAM_MODES: tuple[StreamMode, ...] = ("updates", "checkpoints", "messages-tuple", "tasks")
 """Updates give the trial and reflection lines, checkpoints the moment they are saved;
@@ -198,7 +199,7 @@ class _SavedTask:
 @dataclass(frozen=True)
 class _Snapshot:
     """A server's saved state with the attributes of a local ``StateSnapshot`` that
-    :func:`reflexion.core.checkpoints.thread_history` reads."""
+    :func:`reflexion.harness.checkpoints.thread_history` reads."""
 
     values: Any
     next: tuple[str, ...]

@@ -18,9 +18,9 @@ from typing import Any, Protocol
 
 from langchain_core.runnables import RunnableConfig
 
-from reflexion.core.checkpoints import cut_short, thread_history
 from reflexion.core.context import Context
 from reflexion.harness.bench.ledger import BenchTask
+from reflexion.harness.checkpoints import cut_short, thread_history
 
 Finalize = Callable[[BenchTask, dict[str, Any]], dict[str, Any]]
 """``finalize(task, final_state)``: fields to add to a task's ``final`` line (e.g. the

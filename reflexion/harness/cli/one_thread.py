@@ -14,17 +14,16 @@ import typer
 from langgraph.types import Command
 from rich.markup import escape
 
-from reflexion.core.checkpoints import thread_history, unfinished
 from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
 from reflexion.core.hosted_retries import provider_failure
 from reflexion.core.models import DEFAULT_MODEL, installed_presets
-from reflexion.core.persistence import open_checkpointer
 from reflexion.core.presets import PRESET_NAMES, preset_values
 from reflexion.core.transport import current_transport, set_transport, transport_of
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
 from reflexion.harness.bench.driver import Graph, snapshot, stream_thread
 from reflexion.harness.bench.reports import table
+from reflexion.harness.checkpoints import thread_history, unfinished
 from reflexion.harness.cli.common import (
     compile_agent,
     console,
@@ -66,6 +65,7 @@ from reflexion.harness.cli.options import (
     set_fields,
     with_preset,
 )
+from reflexion.harness.persistence import open_checkpointer
 from reflexion.qa.context import QAContext, ReActContext
 
 

@@ -2,7 +2,7 @@
 (:func:`thread_history`), whether its last step was cut short or left unfinished and where a
 resume must start (:func:`cut_short`, :func:`unfinished`, :func:`replay_from`), a fork to a new
 thread (:func:`fork_thread`) and notes added to its latest checkpoint (:func:`annotate_head`).
-Works on any checkpointer (:mod:`reflexion.core.persistence` opens them) and for every agent:
+Works on any checkpointer (:mod:`reflexion.harness.persistence` opens them) and for every agent:
 the loop's node names and the ``evaluations``/``reflections`` fields are shared."""
 
 from __future__ import annotations
