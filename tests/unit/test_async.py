@@ -86,7 +86,7 @@ def test_qa_with_a_judge_and_lessons():
         ).compile(checkpointer=InMemorySaver(), store=store)
         return graph, models
 
-    ctx = QAContext(max_trials=3, evaluator="llm", lessons=True, answer_retry="memory")
+    ctx = QAContext(max_trials=3, evaluator="llm", lessons=True, retry="informed")
     out = both(build, {"task": "Which river flows through Prague?", "task_id": "q1"}, ctx)
     assert out["answer"] == "Vltava" and out["solved"]
 
@@ -141,7 +141,7 @@ def test_programming(tree: bool):
     ctx = (
         TreeContext(max_trials=3, test_trust="all")
         if tree
-        else CodeContext(max_trials=3, code_retry="repair", cross_check=2)  # witnesses drawn
+        else CodeContext(max_trials=3, retry="informed", repair=True, cross_check=2)  # witnesses drawn
     )
     out = both(build, START, ctx)
     assert out["solved"] and "a + b" in out["answer"]

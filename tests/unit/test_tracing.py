@@ -93,7 +93,7 @@ def test_qa_roles_and_trials(use_async: bool):
         evaluator_model=ScriptedChatModel(replies=["no"]),
         reflector_model=ScriptedChatModel(replies=["Reflection: check the river."]),
     ).compile(checkpointer=InMemorySaver())
-    ctx = QAContext(max_trials=2, evaluator="llm", answer_retry="memory")
+    ctx = QAContext(max_trials=2, evaluator="llm", retry="informed")
     start = {"task": "Which river flows through Prague?", "task_id": "q7"}
     seen = labels(run(graph, start, ctx, use_async=use_async).calls)
     assert seen == {
@@ -125,7 +125,7 @@ def test_react_actor_steps(tmp_path: Path):
 @pytest.mark.parametrize(
     "ctx",
     [
-        CodeContext(max_trials=2, test_trust="all", code_retry="repair"),  # tests written
+        CodeContext(max_trials=2, test_trust="all", retry="informed", repair=True),  # tests written
         CodeContext(max_trials=3, cross_check=1),  # the examples, probes, witnesses drawn
     ],
     ids=["written", "cross-check"],
