@@ -109,8 +109,8 @@ def test_held_out_names_the_files_of_one_attempt_and_of_resample_as_anchored():
         return result_settings(CodeContext(**kw))["test_trust"]  # type: ignore[arg-type]
 
     assert trust(max_trials=1) == "anchored"
-    assert trust(strategy="none", code_retry="resample") == "anchored"
-    assert trust(strategy="none", code_retry="resample", test_trust="all") == "all"
+    assert trust(strategy="none", retry="resample") == "anchored"
+    assert trust(strategy="none", retry="resample", test_trust="all") == "all"
     assert trust() == "held_out"
     assert trust(test_trust="anchored") == "anchored"
 

@@ -482,8 +482,8 @@ def test_bench_lessons_carry_task_one_reflection_into_task_two(
         server.base_url,
         "--db",
         str(tmp_path / "t.sqlite"),
-        "--answer-retry",  # one actor call a trial, answering from the memory it reads
-        "memory",
+        "--retry",  # one actor call a trial, answering from the memory it reads
+        "informed",
     ]
     for argv in (
         [*base, "--lessons", "--recall-k", "2"],
