@@ -62,7 +62,7 @@ def bench(
         return run_benchmark(
             graph,
             tasks(ids),
-            QAContext(max_trials=3, answer_retry="memory"),  # the rules read the memory
+            QAContext(max_trials=3, retry="informed"),  # the rules read the memory
             Sink(handle),
             settings=settings or {},
             done=finished_tasks(out),

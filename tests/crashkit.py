@@ -202,7 +202,7 @@ def bench_command(
     return [
         sys.executable, "-m", "reflexion.harness", "bench", "hotpotqa",
         "--limit", str(len(PLAN)), "--trials", "3", "--strategy", "reflexion",
-        "--answer-retry", "memory",  # one actor call a trial: PLAN counts trials in calls
+        "--retry", "informed",  # one actor call a trial: PLAN counts trials in calls
         "-c", str(concurrency),
         "--model", "openai:fake", "--base-url", server.base_url,
         "--db", db, "-o", str(results), "--plot", str(results.with_suffix(".png")),

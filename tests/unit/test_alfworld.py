@@ -251,7 +251,7 @@ def test_turn_seeds_are_named_by_the_game_trial_and_turn(games: str, strategy: s
     # another thread, another strategy, the same draws: a rerun reproduces, and paired
     # strategies share their random numbers turn by turn
     assert seeds(replace(ctx, strategy="none"), "b") == drawn
-    assert seeds(replace(ctx, alfworld_seeds="process"), "c") == [None] * 8
+    assert seeds(replace(ctx, seeds="process"), "c") == [None] * 8
 
 
 def test_the_llm_evaluator_does_not_cut_trials_short(games: str) -> None:

@@ -1,7 +1,7 @@
 """How a chain-of-thought retry is drawn: fresh first (as the none baseline draws it, the
 memory speaking only when that repeats a rejected answer) or with the memory (the paper), and
-the seeds that make strategies forking one trial 1 draw alike (Context.answer_retry,
-Context.qa_seeds)."""
+the seeds that make strategies forking one trial 1 draw alike (Context.retry,
+Context.seeds)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def run(actor: ScriptedChatModel, ctx: Context) -> dict[str, Any]:
 
 def test_a_fresh_first_retry_with_a_new_answer_is_drawn_from_trial_ones_prompt():
     actor = ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")])
-    state = run(actor, QAContext(max_trials=2, answer_retry="fresh_first"))
+    state = run(actor, QAContext(max_trials=2, retry="informed_once"))
     assert state["solved"] is True
     assert len(actor.prompts) == 2
     assert actor.prompt_text(1) == actor.prompt_text(0)  # what none would have drawn
@@ -54,7 +54,7 @@ def test_a_fresh_first_retry_with_a_new_answer_is_drawn_from_trial_ones_prompt()
 )
 def test_a_fresh_draw_repeating_a_rejected_answer_or_giving_none_turns_to_the_memory(fresh):
     actor = ScriptedChatModel(replies=[answer("Elbe"), *fresh, answer("Vltava")])
-    state = run(actor, QAContext(max_trials=2, answer_retry="fresh_first", correct_rejected=False))
+    state = run(actor, QAContext(max_trials=2, retry="informed_once"))
     assert state["solved"] is True
     assert len(actor.prompts) == 2 + len(fresh)
     assert "read its sentence again" not in actor.prompt_text(1)
@@ -62,19 +62,19 @@ def test_a_fresh_draw_repeating_a_rejected_answer_or_giving_none_turns_to_the_me
 
 
 def test_the_memory_draw_keeps_the_redraws_and_the_correcting_turn():
-    """After the fresh draw, the memory retry is the one answer_retry=memory makes: redrawn
+    """After the fresh draw, the memory retry is the one retry=informed makes: redrawn
     while it repeats, then one turn asking for another answer."""
     replies = [answer("Elbe"), answer("Elbe"), answer("Elbe"), answer("elbe"), answer("Vltava")]
     actor = ScriptedChatModel(replies=replies)
-    state = run(actor, QAContext(max_trials=2, answer_retry="fresh_first", redraw_rejected=1))
+    state = run(actor, QAContext(max_trials=2, retry="informed_once", repeat_guard=1))
     assert state["solved"] is True
     assert len(actor.prompts) == 5  # trial 1, fresh, memory, one redraw, correcting turn
     assert '"Elbe" was already judged incorrect' in actor.prompts[4][-1].text
 
 
-def test_answer_retry_memory_draws_every_retry_with_the_memory():
+def test_retry_informed_draws_every_retry_with_the_memory():
     actor = ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")])
-    state = run(actor, QAContext(max_trials=2, answer_retry="memory"))
+    state = run(actor, QAContext(max_trials=2, retry="informed"))
     assert state["solved"] is True
     assert "read its sentence again" in actor.prompt_text(1)
 
@@ -95,7 +95,7 @@ def test_strategies_draw_their_fresh_retry_with_the_same_seed(strategy):
     assert drawn[0] is None  # trial 1 draws as the run does
     assert None not in drawn[1:] and drawn[1] != drawn[2]  # named by the trial
     assert drawn == seeds(ctx) == baseline
-    assert seeds(QAContext(max_trials=3, strategy=strategy, qa_seeds="process")) == [None] * 3
+    assert seeds(QAContext(max_trials=3, strategy=strategy, seeds="process")) == [None] * 3
 
 
 def test_seeds_are_named_by_the_question():
@@ -110,10 +110,10 @@ def test_seeds_are_named_by_the_question():
 
 
 def test_resample_redraws_a_rejected_answer_from_trial_ones_prompt_on_reflexions_budget():
-    """answer_retry=resample under strategy none (the equal-budget baseline): the retry draws
-    from trial 1's prompt, and draws again while it repeats an answer judged incorrect, as often
-    as a fresh-first retry could (1 + redraw_rejected + correct_rejected); no reflection is
-    written and none is shown."""
+    """retry=resample under strategy none (the equal-budget baseline): the retry draws from
+    trial 1's prompt, and draws again while it repeats an answer judged incorrect, as often as
+    a fresh-first retry could (1 + repeat_guard + the correcting turn); no reflection is written
+    and none is shown."""
     reflector = ScriptedChatModel(replies=[LESSON])
     replies = [answer("Elbe"), answer("the Elbe."), answer("Elbe"), answer("Vltava")]
     actor = ScriptedChatModel(replies=replies)
@@ -121,7 +121,7 @@ def test_resample_redraws_a_rejected_answer_from_trial_ones_prompt_on_reflexions
         checkpointer=InMemorySaver()
     )
     config = {"configurable": {"thread_id": "resample"}}
-    ctx = QAContext(max_trials=2, strategy="none", answer_retry="resample", redraw_rejected=2)
+    ctx = QAContext(max_trials=2, strategy="none", retry="resample", repeat_guard=2)
     graph.invoke(TASK, config, context=ctx)
     state = dict(graph.get_state(config).values)
     assert state["solved"] is True and state["answer"] == "Vltava"
@@ -132,7 +132,7 @@ def test_resample_redraws_a_rejected_answer_from_trial_ones_prompt_on_reflexions
 
 def test_resample_keeps_the_last_draw_when_every_draw_repeats():
     actor = ScriptedChatModel(replies=[answer("Elbe")] * 5)
-    ctx = QAContext(max_trials=2, strategy="none", answer_retry="resample", redraw_rejected=1)
+    ctx = QAContext(max_trials=2, strategy="none", retry="resample", repeat_guard=1)
     state = run(actor, ctx)
     assert len(actor.prompts) == 1 + 1 + 3  # trial 1, the fresh draw, 1 + 1 + 1 redraws
     assert [e["answer"] for e in state["evaluations"]] == ["Elbe", "Elbe"]

@@ -85,7 +85,7 @@ def test_qa_with_a_judge_and_lessons():
         ).compile(checkpointer=InMemorySaver(), store=store)
         return graph, models
 
-    ctx = QAContext(max_trials=3, evaluator="llm", lessons=True, answer_retry="memory")
+    ctx = QAContext(max_trials=3, evaluator="llm", lessons=True, retry="informed")
     out = both(build, {"task": "Which river flows through Prague?", "task_id": "q1"}, ctx)
     assert out["answer"] == "Vltava" and out["solved"]
 
@@ -135,7 +135,7 @@ def test_programming():
         ).compile(checkpointer=InMemorySaver())
         return graph, models
 
-    ctx = CodeContext(max_trials=3, code_retry="repair")
+    ctx = CodeContext(max_trials=3, retry="informed", repair=True)
     out = both(build, START, ctx)
     assert out["solved"] and "a + b" in out["answer"]
 

@@ -81,8 +81,8 @@ def test_held_out_names_the_files_of_one_attempt_and_of_resample_as_it_is():
         return result_settings(CodeContext(**kw))["test_trust"]  # type: ignore[arg-type]
 
     assert trust(max_trials=1) == "held_out"
-    assert trust(strategy="none", code_retry="resample") == "held_out"
-    assert trust(strategy="none", code_retry="resample", test_trust="all") == "all"
+    assert trust(strategy="none", retry="resample") == "held_out"
+    assert trust(strategy="none", retry="resample", test_trust="all") == "all"
 
 
 def test_an_attempt_must_pass_the_held_out_tests_too():

@@ -577,6 +577,6 @@ def test_role_models_reach_the_context():
     )
 
 
-def test_an_unknown_reflect_prompt(monkeypatch, capsys):
-    code, err = cli(monkeypatch, capsys, "bench", "hotpotqa", "-n", "1", "--reflect", "wrked")
-    one_line_error(code, err, "--reflect", "worked")
+def test_a_retry_policy_other_than_an_informed_one(monkeypatch, capsys):
+    code, err = cli(monkeypatch, capsys, "bench", "hotpotqa", "-n", "1", "--retry", "resample")
+    one_line_error(code, err, "--retry 'resample'", "informed_once, informed")

@@ -42,7 +42,7 @@ def games(tmp_path: Path) -> Path:
             ["--memory-entry", "plan"],
             ["--memory-entry 'plan'", "reflection, facts, leads, sightings"],
         ),
-        (["--memory-place", "end"], ["--memory-place 'end'", "task, system, think"]),
+        (["--seeds", "turn"], ["--seeds", "'turn' is not one of 'retry', 'process'"]),
         (["--strategy", "none,best"], ["--strategy 'best'"]),
         (["--strategy", ","], ["--strategy is empty"]),
         (["--strategy", "none,reflexion", "-o", "x.jsonl"], ["--output takes one strategy"]),
@@ -136,7 +136,7 @@ def test_alfworld_unwritable_output(monkeypatch, capsys, tmp_path, games):
     [
         ([], True, True, "sightings"),
         (
-            ["--unpaired", "--no-diagnose", "--memory-entry", "leads", "--memory-place", "think"],
+            ["--unpaired", "--no-diagnose", "--memory-entry", "leads", "--retry", "informed_once"],
             False,
             False,
             "leads",
@@ -159,6 +159,6 @@ def test_pairing_and_the_diagnosis_reach_the_run(
     assert seen["paired"] is paired
     assert [v.ctx.alfworld_diagnosis for v in seen["variants"]] == [diagnosis, diagnosis]
     assert [v.ctx.alfworld_memory for v in seen["variants"]] == [memory, memory]
-    place = "think" if "think" in args else "task"
-    assert [v.ctx.alfworld_memory_place for v in seen["variants"]] == [place, place]
+    retry = "informed_once" if "informed_once" in args else "informed"
+    assert [v.ctx.retry for v in seen["variants"]] == [retry, retry]
     assert [v.ctx.strategy for v in seen["variants"]] == ["none", "reflexion"]

@@ -5,7 +5,6 @@ feedback, and results keys of runs without reflections, or of the other benchmar
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import pytest
 
@@ -348,38 +347,6 @@ def test_memory_entries_written_without_a_reflector_model(
     assert reflector.prompts == []
 
 
-def two_trials(games: str, place: str) -> tuple[ScriptedChatModel, list[Any], list[Any]]:
-    """A lost trial 1 and a won trial 2 with the memory at ``place``: the actor, and the
-    prompts of each trial's first turn."""
-    actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
-    reflector = ScriptedChatModel(replies=["Reflection: go to\ncountertop 1 first."])
-    graph, _ = build(actor, reflector)
-    ctx = AlfworldContext(
-        games=games, max_trials=2, alfworld_memory="reflection", alfworld_memory_place=place
-    )  # type: ignore[arg-type]
-    out = run(graph, ctx)
-    assert out["solved"] and out["trial"] == 2
-    return actor, actor.prompts[0], actor.prompts[4]
-
-
-def test_memory_in_the_system_message_leaves_the_task_message_as_in_trial_1(games: str) -> None:
-    _, first, second = two_trials(games, "system")
-    assert "go to countertop 1 first" in " ".join(second[0].text.split())
-    assert [m.text for m in second[1:]] == [m.text for m in first[1:]]
-
-
-def test_memory_as_the_first_think_step_leaves_the_task_message_as_in_trial_1(
-    games: str,
-) -> None:
-    actor, first, second = two_trials(games, "think")
-    assert [m.text for m in second[:-2]] == [m.text for m in first]
-    think, ok = second[-2:]
-    assert think.type == "ai" and ok.text == "OK."
-    assert think.text.startswith("think: ") and think.text.endswith("go to countertop 1 first.")
-    assert "\n" not in think.text  # one line, like the actor's own think steps
-    assert actor.prompts[5][-4].text == think.text  # it stays before the trial's own turns
-
-
 def test_results_keys_change_only_where_the_diagnosis_can_act():
     """A run's name shows the ALFWorld options only where they act: the diagnosis and the
     reflector's options not where no reflector runs, the paper's values not at all."""
@@ -403,10 +370,6 @@ def test_results_keys_change_only_where_the_diagnosis_can_act():
     assert not any(t.startswith("alfworld_memory=") for t in named(reflexion))
     assert result_settings(replace(none, alfworld_memory="facts")) == result_settings(none)
     assert first_trial_key(result_settings(facts_run)) == first_trial_key(result_settings(paper))
-    placed = replace(reflexion, alfworld_memory_place="system")
-    assert "alfworld_memory_place=system" in named(placed)
-    assert not any(t.startswith("alfworld_memory_place") for t in named(reflexion))
-    assert first_trial_key(result_settings(placed)) == first_trial_key(result_settings(paper))
     assert result_settings(reflexion)["alfworld_explain"] is True  # the default since it came
     unexplained = replace(reflexion, alfworld_explain=False)
     assert not any(t.startswith("alfworld_explain") for t in named(unexplained))
@@ -418,17 +381,16 @@ def test_results_keys_change_only_where_the_diagnosis_can_act():
 
 @pytest.mark.parametrize("entry", ["sightings", "facts", "leads"])
 def test_reflector_options_do_not_rename_a_run_whose_memory_the_code_writes(entry: str) -> None:
-    """No reflector runs under a code-written memory entry: its model, its worked examples and
-    the diagnosis cannot act, so setting them must not start the same games over."""
+    """No reflector runs under a code-written memory entry: its model and the diagnosis cannot
+    act, so setting them must not start the same games over."""
     run = AlfworldContext(strategy="reflexion", alfworld_memory=entry)
     inert = replace(
         run,
         alfworld_diagnosis=False,
-        reflection_examples=False,
         reflector_model="local:qwen2.5-coder-1.5b",
     )
     assert result_settings(inert) == result_settings(run)
     reflected = replace(run, alfworld_memory="reflection")  # where each of them acts
-    for option in ("alfworld_diagnosis", "reflection_examples", "reflector_model"):
+    for option in ("alfworld_diagnosis", "reflector_model"):
         changed = replace(reflected, **{option: getattr(inert, option)})
         assert result_settings(changed) != result_settings(reflected), option

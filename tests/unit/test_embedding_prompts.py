@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 from langchain_core.prompts import ChatPromptTemplate
 
-from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.custom import create_reflexion_graph
 from reflexion.graphs.generic import generic_builder
@@ -31,7 +30,7 @@ def lesson_model() -> ScriptedChatModel:
 
 def test_the_generic_reflector_shows_examples_of_no_benchmark():
     """The generic graph and create_reflexion_graph show the generic worked examples as turns;
-    the QA graph still shows its HotPotQA ones; Context.reflection_examples off drops them."""
+    the QA graph still shows its HotPotQA ones."""
     for build in (
         lambda r: generic_builder(
             actor_model=ScriptedChatModel(replies=["Answer: Elbe", "Answer: Vltava"]),
@@ -53,10 +52,6 @@ def test_the_generic_reflector_shows_examples_of_no_benchmark():
             *["human", "ai"] * len(few_shot("common/generic_reflect_examples")),
             "human",
         ]
-
-        bare = lesson_model()
-        build(bare).invoke(TASK, context=Context(reflection_examples=False))
-        assert [m.type for m in bare.prompts[0]] == ["system", "human"]
 
     qa_reflector = lesson_model()
     qa = qa_builder(
@@ -81,8 +76,8 @@ def test_every_generic_example_reads_as_a_lesson_on_the_generic_actors_form():
 
 def test_a_reflector_prompt_of_your_own_gets_the_failed_trial():
     """A string reflector prompt is one user message, rendered with the task, the passages, the
-    failed attempt, its answer, the feedback and the trial; no worked examples are added, and
-    Context.reflection_examples leaves a template's messages as they are."""
+    failed attempt, its answer, the feedback and the trial; no worked examples are added, and a
+    template's messages stay as they are."""
     reflector = lesson_model()
     actor = ScriptedChatModel(replies=["Thought: Germany's river.\nAnswer: Elbe", "Vltava"])
     graph = create_reflexion_graph(
@@ -117,7 +112,7 @@ def test_a_reflector_prompt_of_your_own_gets_the_failed_trial():
         reflector_model=reflector,
         reflector_prompt=template,
     )
-    graph.invoke(TASK, context=Context(reflection_examples=False))
+    graph.invoke(TASK)
     assert [m.type for m in reflector.prompts[0]] == ["system", "human", "ai", "human"]
     assert reflector.prompts[0][-1].text == f"Q: {TASK['task']}\nAnswer: Elbe"
 

@@ -161,7 +161,7 @@ def test_recall_picks_the_most_relevant_lessons_of_other_threads_never_its_own()
         actor_model=actor,
         reflector_model=ScriptedChatModel(replies=["Reflection: wrong river."]),
     ).compile(checkpointer=InMemorySaver(), store=store)
-    ctx = QAContext(max_trials=2, lessons={**ALL, "recall_k": 2}, answer_retry="memory")
+    ctx = QAContext(max_trials=2, lessons={**ALL, "recall_k": 2}, retry="informed")
     graph.invoke(PRAGUE, config("me"), context=ctx)
     state = graph.get_state(config("me")).values
     assert state["lessons"] == [lesson["river"][1], lesson["bridge"][1]]
@@ -495,8 +495,8 @@ def test_bench_lessons_carry_task_one_reflection_into_task_two(
         server.base_url,
         "--db",
         str(tmp_path / "t.sqlite"),
-        "--answer-retry",  # one actor call a trial, answering from the memory it reads
-        "memory",
+        "--retry",  # one actor call a trial, answering from the memory it reads
+        "informed",
     ]
     for argv in (
         [*base, "--lessons", "--recall-k", "2"],

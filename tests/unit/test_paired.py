@@ -72,7 +72,7 @@ def run(graph: Any, strategy: str, out: Path, ids: list[str]) -> list[dict[str, 
         finals, errors = run_benchmark(
             graph,
             tasks,
-            QAContext(max_trials=3, strategy=strategy, answer_retry="memory"),  # type: ignore[arg-type]
+            QAContext(max_trials=3, strategy=strategy, retry="informed"),  # type: ignore[arg-type]
             Sink(handle),
             settings={"strategy": strategy},
             done=finished_tasks(out),
@@ -142,7 +142,7 @@ def first_trial_on(graph: Any, config: dict[str, Any]) -> None:
     graph.invoke(
         {"task": QUESTIONS["q0"][0], "passages": "", "reference": QUESTIONS["q0"][1]},
         config,
-        context=QAContext(max_trials=3, answer_retry="memory"),
+        context=QAContext(max_trials=3, retry="informed"),
         interrupt_before=["reflector"],
     )
 
@@ -157,7 +157,7 @@ def test_fork_leaves_its_source_as_it_was():
     graph.invoke(
         None,
         {"configurable": {"thread_id": "copy"}},
-        context=QAContext(max_trials=3, answer_retry="memory"),
+        context=QAContext(max_trials=3, retry="informed"),
     )
     source = graph.get_state(run_first)
     assert source.next == ("reflector",) and source.values["trial"] == 1
@@ -215,7 +215,7 @@ def test_runs_share_first_trials_when_they_differ_only_after_trial_1():
     from reflexion.harness.bench.settings import first_trial_key
 
     base = {"bench": "programming", "strategy": "reflexion", "max_trials": 4, "test_trust": "all"}
-    later = {**base, "strategy": "none", "max_trials": 8, "resample_repeats": 0, "memory_size": 3}
+    later = {**base, "strategy": "none", "max_trials": 8, "repeat_guard": 0, "memory_size": 3}
     assert first_trial_key(base) == first_trial_key(later)
     assert first_trial_key(base) != first_trial_key({**base, "test_trust": "held_out"})
     assert first_trial_key(base) != first_trial_key({**base, "temperature": 0.0})
@@ -286,52 +286,24 @@ def test_options_that_cannot_act_stay_out_of_a_strategys_results_key():
 
     from reflexion.harness.bench.settings import result_settings
 
-    memory_only = {"show_rejected": True, "reflection_examples": False}
-    none = QAContext(strategy="none")
-    assert result_settings(replace(none, **memory_only)) == result_settings(none)
-    last = QAContext(strategy="last_attempt")
-    assert result_settings(replace(last, **memory_only)) == result_settings(
-        replace(last, show_rejected=True)
-    )
-    reflexion = QAContext(strategy="reflexion")
-    assert result_settings(replace(reflexion, **memory_only)) != result_settings(reflexion)
+    reflector_only = {"alfworld_diagnosis": False}
+    none = AlfworldContext(strategy="none", alfworld_memory="reflection")
+    assert result_settings(replace(none, **reflector_only)) == result_settings(none)
+    reflexion = AlfworldContext(strategy="reflexion", alfworld_memory="reflection")
+    assert result_settings(replace(reflexion, **reflector_only)) != result_settings(reflexion)
 
 
-def test_answer_redraws_name_only_runs_they_act_in():
-    """redraw_rejected is a setting of a run only where it acts (a memory strategy of a
-    question-answering actor), and in its name at a value other than the paper's (0)."""
+@pytest.mark.parametrize("cls", [QAContext, ReActContext, CodeContext])
+def test_the_repeat_guard_is_named_at_a_value_other_than_the_papers(cls):
+    """repeat_guard (the redraws of a rejected answer, a repeated ReAct search or repeated
+    code) is a setting of every run, and in its name at a value other than the paper's (0)."""
     from reflexion.harness.bench.naming import tokens
     from reflexion.harness.bench.settings import result_settings
 
-    assert result_settings(QAContext(strategy="reflexion"))["redraw_rejected"] == 2
-    assert "redraw_rejected=2" in tokens(result_settings(ReActContext(strategy="reflexion")))
-    paper = result_settings(QAContext(strategy="reflexion", redraw_rejected=0))
-    assert not any(t.startswith("redraw_rejected") for t in tokens(paper))
-    assert "redraw_rejected" not in result_settings(QAContext(strategy="none"))
-    assert "redraw_rejected" not in result_settings(CodeContext(strategy="reflexion"))
-
-
-def test_step_redraws_name_every_react_run_and_no_other():
-    """redraw_steps acts in trial 1 too, so under every strategy: a ReAct run's name holds it
-    (at a value other than the paper's 0), and any other benchmark leaves it out."""
-    from reflexion.harness.bench.naming import tokens
-    from reflexion.harness.bench.settings import AFTER_FIRST_TRIAL, result_settings
-
-    assert "redraw_steps=2" in tokens(result_settings(ReActContext(strategy="none")))
-    paper = tokens(result_settings(ReActContext(redraw_steps=0)))
-    assert not any(t.startswith("redraw_steps") for t in paper)
-    assert "redraw_steps" not in result_settings(QAContext())
-    assert "redraw_steps" not in AFTER_FIRST_TRIAL  # so trial 1 forks are not shared across it
-
-
-@pytest.mark.parametrize("cls", [ReActContext, QAContext], ids=["react", "cot"])
-def test_each_qa_agent_names_the_redraws_its_actor_makes(cls):
-    from reflexion.harness.bench.settings import result_settings
-
-    settings = result_settings(cls(strategy="reflexion"))
-    assert settings["redraw_rejected"] == 2  # CoT and ReAct both redraw rejected answers
-    assert ("redraw_steps" in settings) == (cls is ReActContext)
-    assert ("correct_rejected" in settings) == (cls is QAContext)
+    assert result_settings(cls(strategy="reflexion"))["repeat_guard"] == 2
+    assert "repeat_guard=2" in tokens(result_settings(cls(strategy="reflexion")))
+    paper = tokens(result_settings(cls(strategy="reflexion", repeat_guard=0)))
+    assert not any(t.startswith("repeat_guard") for t in paper)
 
 
 def test_repeated_counts_retries_that_give_a_rejected_answer_again():

@@ -71,21 +71,21 @@ def test_the_paper_preset_turns_every_addition_off_and_the_defaults_keep_them(cl
 
 
 def test_a_preset_of_a_family_is_its_own_fields_over_the_base_s_and_the_core_names_none():
-    assert preset_values("paper", Context) == {"select_answer": "last"}
+    assert preset_values("paper", Context) == {"select_answer": "last", "repeat_guard": 0}
     code = preset_values("paper", CodeContext)
-    assert code["select_answer"] == "last" and code["code_retry"] == "repair"
-    assert "answer_retry" not in code and "alfworld_memory" not in code
+    assert code["select_answer"] == "last" and (code["retry"], code["repair"]) == ("informed", True)
+    assert "alfworld_memory" not in code
     assert preset_values("default", AlfworldContext) == {}
     core = (Path(__file__).parents[2] / "reflexion" / "core" / "presets.py").read_text()
     assert not [n for n in PAPER if n != "select_answer" and f'"{n}"' in core]
 
 
 def test_values_given_beside_a_preset_win():
-    ctx = QAContext.paper(answer_retry="fresh_first", max_trials=2)
-    assert (ctx.answer_retry, ctx.max_trials) == ("fresh_first", 2)
-    assert ctx.redraw_rejected == 0 and ctx.select_answer == "last"
+    ctx = QAContext.paper(retry="informed_once", max_trials=2)
+    assert (ctx.retry, ctx.max_trials) == ("informed_once", 2)
+    assert ctx.repeat_guard == 0 and ctx.select_answer == "last"
     code = CodeContext.paper(example_tests=True)
-    assert code.example_tests and code.code_retry == "repair"
+    assert code.example_tests and (code.retry, code.repair) == ("informed", True)
 
 
 def test_a_mapping_with_a_preset_starts_from_it():
@@ -93,7 +93,7 @@ def test_a_mapping_with_a_preset_starts_from_it():
         warnings.simplefilter("error")  # "preset" is no unknown key
         ctx = context_from({"preset": "paper", "max_trials": 2}, QAContext)
     assert ctx == QAContext.paper(max_trials=2)
-    assert ctx.max_trials == 2 and ctx.answer_retry == "memory"
+    assert ctx.max_trials == 2 and ctx.retry == "informed"
     with pytest.warns(UserWarning, match="bogus"):
         assert context_from({"preset": "paper", "bogus": 1}) == Context.paper()
 
@@ -197,22 +197,30 @@ def _workdir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
 
-def default_of(name: str) -> Any:
-    """A field's default, in the context of the graph that has it."""
-    return next(getattr(cls(), name) for cls in CONTEXTS if hasattr(cls(), name))
-
-
 BENCHES = [hotpotqa.bench_hotpotqa, programming.bench_programming, alfworld.bench_alfworld]
+
+
+BENCH_CONTEXTS: dict[Any, tuple[type[Context], ...]] = {
+    hotpotqa.bench_hotpotqa: (QAContext, ReActContext),
+    programming.bench_programming: (CodeContext,),
+    alfworld.bench_alfworld: (AlfworldContext,),
+}
+"""The contexts each bench command runs its variants with."""
 
 
 @pytest.mark.parametrize("command", BENCHES, ids=lambda c: c.__name__)
 def test_each_preset_option_defaults_to_the_contexts_default(command):
     """An option in PRESET_OPTIONS sets its field: its default must be the field's default
-    (or its negation), so a preset that leaves it alone leaves the field alone."""
+    (or its negation), so a preset that leaves it alone leaves the field alone; None where
+    the command's contexts default the field differently (each keeps its own)."""
     for param in inspect.signature(command).parameters.values():
         if param.name in PRESET_OPTIONS:
             name, negated = PRESET_OPTIONS[param.name]
-            default = default_of(name)
+            defaults = {getattr(cls(), name) for cls in BENCH_CONTEXTS[command]}
+            if len(defaults) > 1:
+                assert param.default is None, param.name
+                continue
+            (default,) = defaults
             assert param.default == (not default if negated else default), param.name
 
 
@@ -251,15 +259,16 @@ def test_bench_hotpotqa_preset_paper_with_an_option_given(monkeypatch, capsys):
     args = ["bench", "hotpotqa", "-n", "1", "--strategy", "reflexion,resample"]
     reflexion, resample = captured_contexts(monkeypatch, capsys, *args, "--preset", "paper")
     for name, value in PAPER.items():
-        if name != "answer_retry" and hasattr(reflexion, name):
+        if name != "retry" and hasattr(reflexion, name):
             assert getattr(reflexion, name) == getattr(resample, name) == value, name
-    assert reflexion.answer_retry == "memory"
-    assert resample.answer_retry == "resample"  # the baseline stays itself
-    given = ["--preset", "paper", "--redraw", "1"]
+    assert reflexion.retry == "informed"
+    assert resample.retry == "resample"  # the baseline stays itself
+    given = ["--preset", "paper", "--repeat-guard", "1"]
     (ctx,) = captured_contexts(monkeypatch, capsys, *args[:-1], "reflexion", *given)
-    assert ctx.redraw_rejected == 1 and ctx.correct_rejected is False
+    assert ctx.repeat_guard == 1 and ctx.retry == "informed"
     (default,) = captured_contexts(monkeypatch, capsys, *args[:-1], "reflexion")
-    assert all(getattr(default, n) == default_of(n) for n in PAPER if hasattr(default, n))
+    fresh = type(default)()
+    assert all(getattr(default, n) == getattr(fresh, n) for n in PAPER if hasattr(default, n))
 
 
 @pytest.mark.usefixtures("_workdir")
@@ -267,11 +276,17 @@ def test_bench_programming_preset_paper_with_an_option_given(monkeypatch, capsys
     args = ["bench", "programming", "--dataset", "humaneval-py", "-n", "1"]
     args += ["--loop", "reflexion", "--preset", "paper"]
     (ctx,) = captured_contexts(monkeypatch, capsys, *args)
-    assert (ctx.code_retry, ctx.example_tests, ctx.test_trust) == ("repair", False, "all")
-    assert (ctx.select_answer, ctx.resample_repeats) == ("last", 0)
-    assert not hasattr(ctx, "answer_retry")  # the programming graph's context has no QA field
-    (ctx,) = captured_contexts(monkeypatch, capsys, *args, "--retry", "fresh", "--select", "best")
-    assert (ctx.code_retry, ctx.select_answer, ctx.example_tests) == ("fresh", "best", False)
+    assert (ctx.retry, ctx.repair, ctx.example_tests, ctx.test_trust) == (
+        "informed",
+        True,
+        False,
+        "all",
+    )
+    assert (ctx.select_answer, ctx.repeat_guard) == ("last", 0)
+    assert not hasattr(ctx, "max_steps")  # the programming graph's context has no QA field
+    given = ["--retry", "informed_once", "--select", "best"]
+    (ctx,) = captured_contexts(monkeypatch, capsys, *args, *given)
+    assert (ctx.retry, ctx.select_answer, ctx.example_tests) == ("informed_once", "best", False)
 
 
 @pytest.mark.usefixtures("_workdir")
@@ -300,10 +315,10 @@ def test_run_preset_paper_with_an_option_given(monkeypatch, capsys):
     monkeypatch.setattr(one_thread, "_run_to_end", stop)
     args = ["run", "Q?", "--reference", "a", "--db", ":memory:", "--preset", "paper"]
     assert cli(monkeypatch, capsys, *args)[0] == 0
-    assert cli(monkeypatch, capsys, *args, "--answer-retry", "fresh_first")[0] == 0
+    assert cli(monkeypatch, capsys, *args, "--retry", "informed_once")[0] == 0
     paper, given = seen
     assert paper == QAContext.paper()  # every other option at its default
-    assert given.answer_retry == "fresh_first" and given.redraw_rejected == 0
+    assert given.retry == "informed_once" and given.repeat_guard == 0
 
 
 @pytest.mark.allow_hosts(["127.0.0.1"])

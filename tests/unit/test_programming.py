@@ -246,13 +246,14 @@ def test_retry_draws_are_seeded_by_the_problem_trial_and_draw():
     assert drawn[0] is None  # the first attempt draws as the run does (T = 0 by default)
     assert drawn[1] is not None and drawn[2] is not None and drawn[1] != drawn[2]
     assert seeds(Context(max_trials=2), "b") == drawn  # a rerun draws the same
-    assert seeds(CodeContext(max_trials=2, code_seeds="process"), "c") == [None] * 3
+    assert seeds(CodeContext(max_trials=2, seeds="process"), "c") == [None] * 3
 
 
 def test_loop_reflects_on_failed_tests_then_stops_when_they_pass():
     graph, actor, _tests_model, reflector = build([WRONG, RIGHT])
     state = run(
-        graph, CodeContext(max_trials=4, memory_size=1, test_trust="all", code_retry="repair")
+        graph,
+        CodeContext(max_trials=4, memory_size=1, test_trust="all", retry="informed", repair=True),
     )
     assert state["tests"] == [
         "assert add(2, 3) == 5",
@@ -273,7 +274,7 @@ def test_loop_reflects_on_failed_tests_then_stops_when_they_pass():
 
 def test_hidden_tests_never_enter_a_prompt():
     graph, actor, tests_model, reflector = build([WRONG, WRONG, RIGHT])
-    state = run(graph, CodeContext(max_trials=3, resample_repeats=0))
+    state = run(graph, CodeContext(max_trials=3, repeat_guard=0))
     assert "HIDDEN-MARKER" not in all_prompts(actor, tests_model, reflector)
     assert "HIDDEN" not in json.dumps(state)
     scored = score_thread(PROBLEM, state["evaluations"], 3)
@@ -296,7 +297,7 @@ def test_no_test_generation_ablation_runs_every_iteration():
     assert tests_model.prompts == [] and state.get("tests", []) == []
     assert state["trial"] == 3 and not any(e["success"] for e in state["evaluations"])
     assert "No unit tests were run" in state["evaluations"][0]["feedback"]
-    # one reflection: by default (fresh_once) only the first retry reads one
+    # one reflection: by default (informed_once) only the first retry reads one
     assert len(reflector.prompts) == 1
 
 
@@ -310,7 +311,7 @@ def test_a_thread_whose_test_writer_wrote_no_tests_stops_after_a_compiling_attem
 
 def test_no_reflection_ablation_keeps_code_and_feedback_but_no_lesson():
     graph, actor, _tests, reflector = build([WRONG, RIGHT])
-    state = run(graph, CodeContext(max_trials=3, strategy="none", code_retry="repair"))
+    state = run(graph, CodeContext(max_trials=3, strategy="none", retry="informed", repair=True))
     assert reflector.prompts == [] and state.get("reflections", []) == []
     retry = actor.prompt_text(1)
     assert "return a - b" in retry and "# output: -1" in retry and "reflection" not in retry.lower()
@@ -328,7 +329,7 @@ def test_caller_given_tests_are_used_as_they_are():
 
 def test_a_reply_without_code_is_a_failed_trial_with_a_reason():
     graph, actor, *_ = build(["Sorry, I cannot.", RIGHT])
-    state = run(graph, CodeContext(max_trials=2, code_retry="repair"))
+    state = run(graph, CodeContext(max_trials=2, retry="informed", repair=True))
     assert state["evaluations"][0]["feedback"].startswith(
         "No implementation: the reply does not define add"
     )
@@ -463,24 +464,33 @@ def test_unittest_assertions_small_models_write_become_assert_lines():
 
 def test_a_loop_names_its_results_file_by_the_options_that_act_under_it():
     """The labels behind the names of `runs/measured/`'s programming files: resample has no
-    reflection, retry mode or compiler fixes to name, simple nothing."""
-    from reflexion.harness.cli.programming import code_retry_of, loop_label
+    reflection, retry policy, repair or compiler fixes to name, simple nothing."""
+    from reflexion.harness.cli.programming import loop_label, retry_of
 
-    def parts(retry: str = "fresh", *, noref: bool = False, nofixes: bool = False):
+    def parts(
+        retry: str = "informed", *, repair: bool = False, noref: bool = False, nofixes: bool = False
+    ):
         return [
             ("notests", False),
             ("noreflection", noref),
-            (retry, retry != "repair"),
+            (retry, True),
+            ("repair", repair),
             ("nofixes", nofixes),
         ]
 
-    assert loop_label("reflexion", parts(), "fresh") == "reflexion-fresh"
-    assert loop_label("reflexion", parts(noref=True), "fresh") == "reflexion-noreflection-fresh"
-    assert loop_label("reflexion", parts("repair"), "repair") == "reflexion"
-    assert loop_label("resample", parts(noref=True, nofixes=True), "fresh") == "resample"
-    assert loop_label("simple", parts(nofixes=True), "fresh") == "simple"
-    assert [code_retry_of(n, "repair") for n in ("simple", "resample", "reflexion")] == [
-        "fresh_once",
+    assert loop_label("reflexion", parts(), "informed") == "reflexion-informed"
+    assert loop_label("reflexion", parts("informed_once"), "informed_once") == (
+        "reflexion-informed_once"
+    )
+    assert loop_label("reflexion", parts(noref=True), "informed") == (
+        "reflexion-noreflection-informed"
+    )
+    assert loop_label("reflexion", parts(repair=True), "informed") == ("reflexion-informed-repair")
+    resampled = parts(repair=True, noref=True, nofixes=True)
+    assert loop_label("resample", resampled, "informed") == "resample"
+    assert loop_label("simple", parts(nofixes=True), "informed") == "simple"
+    assert [retry_of(n, "informed") for n in ("simple", "resample", "reflexion")] == [
+        "one_attempt",
         "resample",
-        "repair",
+        "informed",
     ]

@@ -113,7 +113,7 @@ def test_empty_reply_and_empty_argument_are_invalid_actions(corpus):
 
 def test_step_limit_halts_the_trial_as_a_failure_with_the_reason(corpus):
     graph, actor, _ = build(corpus, [step("Again.", "Search[Mercury]")])
-    state = run(graph, ReActContext(max_trials=1, max_steps=4, redraw_steps=0))
+    state = run(graph, ReActContext(max_trials=1, max_steps=4, repeat_guard=0))
     assert len(actor.prompts) == 4
     assert state["answer"] is None and state["solved"] is False
     assert state["evaluations"][0]["feedback"] == (
@@ -130,7 +130,7 @@ def test_a_repeat_left_after_the_redraws_is_answered_without_searching_again(cor
         step("London.", "Finish[London]"),
     ]
     graph, actor, _ = build(corpus, replies)
-    state = run(graph, ReActContext(max_trials=1, redraw_steps=redraws))
+    state = run(graph, ReActContext(max_trials=1, repeat_guard=redraws))
     observations = [line for line in state["trajectory"] if line.startswith("Observation:")]
     assert observations[1].startswith("Observation: You already searched [ada lovelace]")
     assert observations[2] == "Observation: (Result 1 / 2) She was born in London in 1815."
@@ -159,7 +159,7 @@ def test_a_redraw_without_an_action_does_not_replace_the_step(corpus):
         step("London.", "Finish[London]"),
     ]
     graph, actor, _ = build(corpus, replies)
-    state = run(graph, ReActContext(max_trials=1, redraw_steps=1))
+    state = run(graph, ReActContext(max_trials=1, repeat_guard=1))
     assert state["trajectory"][4] == "Action: Search[Ada Lovelace]"  # the repeat, answered
     assert "Invalid action" not in "\n".join(state["trajectory"])
     assert state["solved"] is True and len(actor.prompts) == 4
@@ -183,7 +183,7 @@ def test_redraws_are_drawn_hotter(corpus, monkeypatch):
 def test_a_search_that_found_nothing_tried_again_says_it_will_not_find_it(corpus):
     replies = [step("x", "Search[Nowhere Land]")] * 3
     graph, _actor, _ = build(corpus, [*replies, step("z", "Finish[London]")])
-    state = run(graph, ReActContext(max_trials=1, redraw_steps=0))
+    state = run(graph, ReActContext(max_trials=1, repeat_guard=0))
     observations = [line for line in state["trajectory"] if line.startswith("Observation:")]
     assert observations[0].startswith("Observation: Could not find [Nowhere Land]. Similar:")
     assert len(observations) == 3
@@ -208,7 +208,7 @@ def test_budget_counts_the_growing_scratchpad(corpus):
     graph, actor, _ = build(corpus, [step("Again.", "Search[Ada Lovelace]")])
     # The few-shot prefix is ~1,400 estimated tokens; each step adds ~60.
     ctx = ReActContext(
-        max_trials=1, max_steps=50, context_budget=1800, max_tokens=64, redraw_steps=0
+        max_trials=1, max_steps=50, context_budget=1800, max_tokens=64, repeat_guard=0
     )
     state = run(graph, ctx)
     assert 2 <= len(actor.prompts) < 50
@@ -268,7 +268,7 @@ def test_a_retry_finishing_with_a_rejected_answer_is_drawn_again(corpus, strateg
         step("She was born in London.", "Finish[London]"),
     ]
     graph, actor, _ = build(corpus, replies)
-    ctx = QAContext(max_trials=2, strategy=strategy, redraw_rejected=1)  # type: ignore[arg-type]
+    ctx = QAContext(max_trials=2, strategy=strategy, repeat_guard=1)  # type: ignore[arg-type]
     state = run(graph, ctx)
     assert state["evaluations"][1]["answer"] == answer  # none keeps nothing, so no redraw
     assert len(actor.prompts) == calls
@@ -333,12 +333,3 @@ def test_react_graph_public_schemas_match_the_qa_graphs():
     context = react_graph.get_context_jsonschema()["properties"]
     for name in ("max_steps", "context_budget", "wiki", "corpus"):
         assert "description" in context[name]
-
-
-def test_show_rejected_reaches_the_react_actor_from_the_parent_state(corpus):
-    graph, actor, _ = build(corpus, [step("x", "Finish[Paris]"), *SOLVING])
-    state = run(graph, QAContext(max_trials=2, show_rejected=True))
-    assert state["solved"] is True
-    second = actor.prompt_text(1)
-    assert "judged incorrect" in second and "- Paris" in second
-    assert "judged incorrect" not in actor.prompt_text(0)

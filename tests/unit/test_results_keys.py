@@ -2,7 +2,9 @@
 file in ``runs/measured/`` records its run's settings, and those settings, built into its
 graph's context and named again, give its name back, so `compare`, `plot` and `show` read it
 and a rerun of the command that wrote it resumes it. The reference every name is read against
-has a value for every field."""
+has a value for every field. Files written before the loop's ``retry``, ``repeat_guard`` and
+``seeds`` replaced the family knobs (2026-12-04) record the old fields: each is translated to
+the new ones here, or names a behaviour since removed."""
 
 from __future__ import annotations
 
@@ -73,6 +75,54 @@ def test_there_are_named_files_of_every_family():
     assert benches == {"hotpotqa", "programming", "alfworld"} and len(FILES) >= 20
 
 
+ANSWER_RETRY = {"fresh_first": "informed_once", "memory": "informed", "resample": "resample"}
+CODE_RETRY = {"fresh_once": "informed_once", "fresh": "informed", "repair": "informed"}
+GUARDS = ("redraw_rejected", "resample_repeats", "redraw_steps")
+SEEDS = ("qa_seeds", "code_seeds", "alfworld_seeds")
+KEPT = {
+    "show_rejected": False,
+    "memory_first": True,
+    "alfworld_memory_place": "task",
+    "reflection_examples": True,
+}
+"""The removed options, at the one value that still runs."""
+REPLACED = ("answer_retry", "code_retry", "correct_rejected", *GUARDS, *SEEDS, *KEPT)
+"""The fields that the loop's settings replaced or that were removed: old files record them."""
+
+
+def translated(settings: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``settings`` with the replaced fields in the loop's settings (``retry``,
+    ``repeat_guard``, ``seeds``, programming's ``repair``), and what of them no setting runs
+    any more."""
+    new = {k: v for k, v in settings.items() if k not in REPLACED}
+    gone: list[str] = []
+    if "answer_retry" in settings:
+        new["retry"] = ANSWER_RETRY[settings["answer_retry"]]
+    code_retry = settings.get("code_retry")
+    if settings.get("strategy_name") == "simple":
+        new["retry"] = "one_attempt"  # simple never retried, whatever it recorded
+    elif code_retry == "resample":
+        new["retry"] = "resample"
+    elif code_retry in CODE_RETRY:
+        new["retry"], new["repair"] = CODE_RETRY[code_retry], code_retry == "repair"
+    elif code_retry is not None:
+        gone.append(f"code_retry={code_retry}")
+    guards = {settings[k] for k in GUARDS if k in settings}
+    if len(guards) > 1:
+        gone.append("redraws that differ between answers and steps")
+    elif guards:
+        new["repeat_guard"] = guards.pop()
+    if "correct_rejected" in settings and settings["correct_rejected"] != (
+        new.get("repeat_guard", 0) > 0
+    ):
+        gone.append("correct_rejected apart from the redraws")
+    for name in SEEDS:
+        if name in settings:
+            new["seeds"] = {"turn": "retry"}.get(settings[name], settings[name])
+    gone += [f"{k}={settings[k]}" for k, kept in KEPT.items() if settings.get(k, kept) != kept]
+    return new, gone
+
+
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[:60])
 def test_a_measured_files_settings_name_it_again(path: Path):
     settings = recorded(path)
@@ -83,19 +133,33 @@ def test_a_measured_files_settings_name_it_again(path: Path):
     settings = {k: v for k, v in settings.items() if k not in gone}  # at the reference
     cls = graph_of(settings)
     own = {f.name for f in fields(cls)}
-    values = {k: v for k, v in completed(settings).items() if k in own}
+    known = own | set(BENCH_KEYS) | set(ADDED) | set(ROLE_MODELS) | set(REPLACED)
+    assert set(settings) <= known, set(settings) - known
+    assert run_name(path.stem.split("__")[0], settings) == path.stem  # old names still read
+    new, gone = translated(settings)
+    if gone:  # a behaviour since removed: the tree search's retries, another memory place
+        assert gone in (["code_retry=auto"], ["alfworld_memory_place=system"]), gone
+        return
+    values = {k: v for k, v in completed(new).items() if k in own}
     for nested in ("lessons", "budget"):  # the reference: lessons off, no budget
         if values.get(nested) is None:
             values.pop(nested, None)
-    values |= {k: settings[k] for k in ROLE_MODELS if k in settings}
+    values |= {k: new[k] for k in ROLE_MODELS if k in new}
     ctx = context_from(values, cls)
-    again = {k: settings[k] for k in (*BENCH_KEYS, *ADDED) if k in settings}
+    assert all(getattr(ctx, k) == v for k, v in new.items() if k in own and k != "lessons")
+    again = {k: new[k] for k in (*BENCH_KEYS, *ADDED) if k in new}
     again |= result_settings(ctx)
     # the same settings, the fields added since the file was written at the reference
-    assert set(settings) <= set(again)
-    assert completed(again) == completed(settings)
-    assert {k: again[k] for k in settings} == settings
-    assert run_name(path.stem.split("__")[0], again) == path.stem
+    kept = {k: v for k, v in settings.items() if k not in REPLACED}
+    assert set(kept) <= set(again)
+    assert {k: again[k] for k in kept} == kept
+
+
+def test_every_replaced_field_stays_in_the_reference():
+    """The names of the files written before the loop's settings read those fields."""
+    assert set(REPLACED) <= set(REFERENCE)
+    current = {f.name for cls in CONTEXTS for f in fields(cls)}
+    assert not set(REPLACED) & current
 
 
 def test_the_reference_has_every_field_a_run_records():
@@ -138,6 +202,6 @@ def test_a_field_added_later_renames_no_file_and_resumes_its_runs():
     """An old file lacks a later field: it ran at the reference value, so a run at that value
     is the same run; another value is another run."""
     old = {"bench": "hotpotqa", "max_trials": 2}
-    assert same_run(old, {**old, "redraw_steps": REFERENCE["redraw_steps"]})
-    assert not same_run(old, {**old, "redraw_steps": 2})
-    assert run_name("s", old) == run_name("s", {**old, "redraw_steps": 0})
+    assert same_run(old, {**old, "repeat_guard": REFERENCE["repeat_guard"]})
+    assert not same_run(old, {**old, "repeat_guard": 2})
+    assert run_name("s", old) == run_name("s", {**old, "repeat_guard": 0})

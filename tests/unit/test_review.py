@@ -25,7 +25,7 @@ from tests.unit.test_faults import server as server  # a fixture
 
 PRAGUE = {"task": "Which river flows through Prague?", "passages": "", "reference": "Vltava"}
 PROPOSED = "I named the Elbe; I should check which river crosses Prague."
-REVIEW = QAContext(max_trials=2, review_reflections=True, answer_retry="memory")
+REVIEW = QAContext(max_trials=2, review_reflections=True, retry="informed")
 
 
 def build(store: Any = None) -> tuple[Any, ScriptedChatModel, ScriptedChatModel]:

@@ -61,8 +61,8 @@ def test_resuming_accepts_the_options_a_thread_started_with_and_shows_a_finished
 
 
 @pytest.mark.allow_hosts(["127.0.0.1"])
-def test_run_takes_the_answer_retry_and_a_resume_keeps_it(server, tmp_path, monkeypatch, capsys):
-    """`run --answer-retry memory` draws trial 2 with the reflection in its prompt (the
+def test_run_takes_the_retry_and_a_resume_keeps_it(server, tmp_path, monkeypatch, capsys):
+    """`run --retry informed` draws trial 2 with the reflection in its prompt (the
     paper's retry; the default first draws it as trial 1 was), and a resume that asks for
     the other retry is refused."""
     db = str(tmp_path / "t.sqlite")
@@ -71,12 +71,12 @@ def test_run_takes_the_answer_retry_and_a_resume_keeps_it(server, tmp_path, monk
     code, _, err = cli(
         monkeypatch, capsys, "run", "What is item 1?", "--reference", "x", "--thread-id", "t",
         "--db", db, "--model", "openai:any-name", "--base-url", server.base_url,
-        "--answer-retry", "memory",
+        "--retry", "informed",
     )  # fmt: skip
     assert code == 2 and len(server.requests) == 3, err
     retry = json.dumps(server.requests[2]["messages"])
     assert lesson in retry
     code, _, err = cli(
-        monkeypatch, capsys, "run", "--thread-id", "t", "--db", db, "--answer-retry", "fresh_first"
+        monkeypatch, capsys, "run", "--thread-id", "t", "--db", db, "--retry", "informed_once"
     )
-    assert code == 2 and "started with another --answer-retry" in err
+    assert code == 2 and "started with another --retry" in err

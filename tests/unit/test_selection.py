@@ -197,12 +197,12 @@ def test_an_accepted_attempt_records_how_many_counted_tests_it_passed():
 
 
 def test_resample_retries_from_the_task_alone_with_no_reflection():
-    """code_retry=resample under strategy none: best-of-n by the evaluator. Every prompt is
+    """retry=resample under strategy none: best-of-n by the evaluator. Every prompt is
     the first trial's, no reflector is asked, the failed tests are never shown."""
     graph, actor_model, _, reflector = build(
         [SUBTRACTS, SEVEN, RIGHT], reflection="Reflection: unused."
     )
-    ctx = CodeContext(max_trials=4, strategy="none", code_retry="resample")
+    ctx = CodeContext(max_trials=4, strategy="none", retry="resample")
     state = run(graph, TWO_EXAMPLES, ctx)
     assert [e["success"] for e in state["evaluations"]] == [False, False, True]
     assert actor_model.prompt_text(1) == actor_model.prompt_text(0)
@@ -211,15 +211,15 @@ def test_resample_retries_from_the_task_alone_with_no_reflection():
     assert reflector.prompts == []
 
 
-def test_fresh_once_reads_the_feedback_once_then_resamples_and_stops_reflecting():
-    """code_retry=fresh_once under reflexion: the first retry reads the failed test and the
+def test_informed_once_reads_the_feedback_once_then_resamples_and_stops_reflecting():
+    """retry=informed_once under reflexion: the first retry reads the failed test and the
     reflection; once it has failed too, every later prompt is the first trial's and the
     reflector is not asked again (nothing would read it)."""
     graph, actor_model, _, reflector = build(
         [SUBTRACTS, SEVEN, code("a * b"), RIGHT],
         reflection="Reflection: I subtracted instead of adding.",
     )
-    state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=4, code_retry="fresh_once"))
+    state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=4, retry="informed_once"))
     assert [e["success"] for e in state["evaluations"]] == [False, False, False, True]
     retry = actor_model.prompt_text(1)
     assert "I subtracted instead of adding" in retry and "output" in retry
@@ -229,11 +229,11 @@ def test_fresh_once_reads_the_feedback_once_then_resamples_and_stops_reflecting(
     assert state["answer"].strip().endswith("return a + b")
 
 
-def test_fresh_once_counts_only_retries_the_model_wrote():
+def test_informed_once_counts_only_retries_the_model_wrote():
     """A fix rustc suggested is no retry of the model's: after a first attempt and its fix,
     the next retry still reads the feedback; after a failed retry of the model's, none does.
     Every other mode but resample always reads it."""
-    once = CodeContext(code_retry="fresh_once")
+    once = CodeContext(retry="informed_once")
 
     def state(*fixes: bool) -> CodeState:
         records = [{"answer": "x", "compiler_fix": fix} for fix in fixes]
@@ -243,8 +243,8 @@ def test_fresh_once_counts_only_retries_the_model_wrote():
     assert retry_reads_feedback(state(False, True), once)
     assert not retry_reads_feedback(state(False, False), once)
     assert not retry_reads_feedback(state(False, True, False), once)
-    assert retry_reads_feedback(state(False, False, False), CodeContext(code_retry="fresh"))
-    assert not retry_reads_feedback(state(False), CodeContext(code_retry="resample"))
+    assert retry_reads_feedback(state(False, False, False), CodeContext(retry="informed"))
+    assert not retry_reads_feedback(state(False), CodeContext(retry="resample"))
 
 
 # ---- choice fields are checked from their type ------------------------------------------------
@@ -366,20 +366,20 @@ def test_exact_mcnemar_and_paired_counts():
 
 def test_a_retry_that_repeats_its_code_is_sampled_again():
     """The second reply only reformats trial 1's code (same syntax tree): it is drawn again,
-    and the new sample is the attempt; with resample_repeats=0 the repeat stands."""
+    and the new sample is the attempt; with repeat_guard=0 the repeat stands."""
     same = "```python\ndef add(a: int, b: int) -> int:\n\n    return a - b  # again\n```"
     graph, actor, *_ = build([SUBTRACTS, same, RIGHT])
     state = run(graph, TWO_EXAMPLES, Context(max_trials=2))
     assert len(actor.prompts) == 3 and "return a + b" in state["answer"]
     assert [e["success"] for e in state["evaluations"]] == [False, True]
     graph, actor, *_ = build([SUBTRACTS, same, RIGHT])
-    state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=2, resample_repeats=0))
+    state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=2, repeat_guard=0))
     assert len(actor.prompts) == 2 and state["solved"] is False
 
 
 def test_a_fresh_retry_shows_the_failures_and_reflection_but_not_the_previous_code():
     graph, actor, *_ = build([SUBTRACTS, RIGHT])
-    state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=2, code_retry="fresh"))
+    state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=2, retry="informed"))
     assert state["solved"] is True
     retry = actor.prompts[1]
     assert [m.type for m in retry] == ["system", "human"]
@@ -387,7 +387,7 @@ def test_a_fresh_retry_shows_the_failures_and_reflection_but_not_the_previous_co
     assert "a - b" not in text and "from scratch" in text
     assert "assert add(2, 3) == 5 # output: -1" in text and "check the arithmetic" in text
     graph, actor, *_ = build([SUBTRACTS, RIGHT])
-    run(graph, TWO_EXAMPLES, CodeContext(max_trials=2, code_retry="repair"))
+    run(graph, TWO_EXAMPLES, CodeContext(max_trials=2, retry="informed", repair=True))
     assert [m.type for m in actor.prompts[1]] == ["system", "human", "ai", "human"]
 
 

@@ -93,7 +93,7 @@ def test_qa_roles_and_trials(use_async: bool):
         evaluator_model=ScriptedChatModel(replies=["no"]),
         reflector_model=ScriptedChatModel(replies=["Reflection: check the river."]),
     ).compile(checkpointer=InMemorySaver())
-    ctx = QAContext(max_trials=2, evaluator="llm", answer_retry="memory")
+    ctx = QAContext(max_trials=2, evaluator="llm", retry="informed")
     start = {"task": "Which river flows through Prague?", "task_id": "q7"}
     seen = labels(run(graph, start, ctx, use_async=use_async).calls)
     assert seen == {
@@ -123,7 +123,9 @@ def test_react_actor_steps(tmp_path: Path):
 
 
 def test_programming_roles():
-    ctx = CodeContext(max_trials=2, test_trust="all", code_retry="repair")  # tests written
+    ctx = CodeContext(
+        max_trials=2, test_trust="all", retry="informed", repair=True
+    )  # tests written
     graph = programming_builder(
         actor_model=ScriptedChatModel(replies=[WRONG, RIGHT]),
         evaluator_model=ScriptedChatModel(replies=["assert add(2, 3) == 5\n"]),
