@@ -83,7 +83,7 @@ def test_read_by_names_the_graphs_whose_schema_has_the_field():
     rows = {row["field"]: row["read_by"] for row in hook.rows()}
     assert rows["max_trials"] == rows["lessons.recall_k"] == "all graphs"
     assert rows["max_tests"] == "`reflexion_programming`"
-    assert rows["answer_retry"] == "`reflexion_qa`, `reflexion_qa_cot`"
+    assert rows["max_steps"] == "`reflexion_react`"
     assert rows["context_budget"] == "`reflexion_react`, `reflexion_alfworld`"
 
 
@@ -128,7 +128,7 @@ def test_each_range_in_the_table_is_the_check_the_code_makes():
         "max_trials",
         "temperature",
         "judge_threshold",
-        "redraw_rejected",
+        "repeat_guard",
         "max_tests",
     } <= checked
 
@@ -160,7 +160,7 @@ def sentences(text: str) -> list[str]:
 
 def test_sentences_are_counted_as_a_reader_counts_them():
     assert len(sentences("One (the paper). Two: a 0.8 draw. Three.")) == 3
-    assert len(sentences("fresh_once, fresh or repair; auto as fresh.")) == 1
+    assert len(sentences("informed_once, informed or resample; one_attempt as none.")) == 1
 
 
 def test_every_field_description_is_at_most_two_sentences():

@@ -289,7 +289,7 @@ def test_a_right_page_passes():
     page = (
         "`bench alfworld` plays up to `--trials` trials each (5), `-t` for short.\n\n"
         "```bash\nreflexion bench tasks tasks.jsonl --db runs/t.sqlite --no-diagnose\n```\n"
-        '`memory_size` (Ω, 3 by default); `wiki=live`; `alfworld_seeds="turn"`.\n'
+        '`memory_size` (Ω, 3 by default); `wiki=live`; `seeds="retry"`.\n'
     )
     assert problems(page) == ["--no-diagnose is no option of bench tasks"]
 
