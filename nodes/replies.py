@@ -9,10 +9,10 @@ import math
 import re
 from dataclasses import dataclass
 
+_LINE_START = r"^[ \t]*[*_]*(?i:final[ \t]+)?(?i:answer)"  # at a line's start, in any case
+_IN_LINE = r"(?<=\s)[*_]*(?:(?i:final[ \t]+answer)|Answer|ANSWER)"  # after a space: no `f(answer:`
 _ANSWER_MARKER = re.compile(
-    r"(?:^[ \t]*[*_]*(?i:final[ \t]+)?(?i:answer)"  # at a line's start, in any case
-    r"|(?<=\s)[*_]*(?:(?i:final[ \t]+answer)|Answer|ANSWER))"  # after a space: not `f(answer:`
-    r"[*_]*[ \t]*:[*_]*[ \t]*",
+    rf"(?:{_LINE_START}|{_IN_LINE})[*_]*[ \t]*:[*_]*[ \t]*",
     re.MULTILINE,
 )
 
