@@ -125,9 +125,10 @@ def bench_programming(
     repair: Annotated[
         bool,
         typer.Option(
-            "--repair",
+            "--repair/--no-repair",
             help="reflexion: an informed retry repairs the previous code with its test "
-            "results and the reflection (the paper) instead of starting from the task.",
+            "results and the reflection (the paper; on under --preset paper) instead of "
+            "starting from the task.",
         ),
     ] = opt.CODE_DEFAULTS.repair,
     paired_runs: opt.PairedOpt = True,
