@@ -6,8 +6,8 @@ per prompt file of examples, paired question by question.
 
 ``--report`` runs nothing and compares the questions every file already holds.
 FILE: prompt files of worked reflections (default: qa/reflect_examples, the HotPotQA ones the
-generic graph showed before, and common/generic_reflect_examples, its own); ``none`` runs without
-examples (``Context.reflection_examples`` off). The first file is the baseline of the +/−.
+generic graph showed before, and common/generic_reflect_examples, its own). The first file is
+the baseline of the +/−.
 The actor runs at T = 0 (the reflector always does), so a rerun on the same commit and
 ``REFLEXION_THREADS`` gives the same figures. One JSONL file per run goes to DIR, and a rerun
 reads back the questions it holds.
@@ -40,9 +40,8 @@ def run_file(examples: str, questions: list[Any], trials: int, out: Path) -> lis
     """Every question through the generic graph with the reflector's examples ``examples``;
     the questions already in the run's file are read back, not run again (a rerun resumes,
     and one process per file can run them side by side, then one more prints the table)."""
-    shown = examples != "none"
-    graph = generic_builder(examples if shown else GENERIC_REFLECT_EXAMPLES).compile()
-    ctx = Context(max_trials=trials, temperature=0.0, reflection_examples=shown)
+    graph = generic_builder(examples).compile()
+    ctx = Context(max_trials=trials, temperature=0.0)
     path = out / f"{Path(examples).name}-{trials}.jsonl"
     done = {r["task_id"]: r for r in read_back(path)}
     with path.open("a", encoding="utf-8") as file:
@@ -106,7 +105,7 @@ def main() -> int:
     print("examples | trial 1 | solved | vs first file +/- (p) | reflections | copied")
     for name, rows in results.items():
         reflections = [r for row in rows for r in row["reflections"]]
-        source = load_prompt(name) if name != "none" else ""
+        source = load_prompt(name)
         versus = "-"
         if name != base_name:
             p = paired((b["solved"], r["solved"]) for b, r in zip(base, rows, strict=True))

@@ -6,13 +6,37 @@ import re
 import sys
 from pathlib import Path
 
+OLD_RETRY = {"fresh_once": "informed_once", "fresh": "informed"}
+"""The programming labels' retry part before ``retry`` replaced ``code_retry`` (``fresh_once``,
+``fresh``; ``repair`` named no part) and what it is named now."""
+
 
 def variant(path: Path) -> str:
     """The run's variant whatever scheme named its file: the part before ``__`` (named by what
-    ran), or the stem less its ``-<hash>`` (results format 1)."""
+    ran), or the stem less its ``-<hash>`` (results format 1); a programming label of before
+    ``retry`` under its name of now (:func:`programming_label`)."""
     if "__" in path.stem:
-        return path.stem.split("__")[0]
-    return re.sub(r"-[0-9a-f]{10}$", "", path.stem)
+        name = path.stem.split("__")[0]
+    else:
+        name = re.sub(r"-[0-9a-f]{10}$", "", path.stem)
+    match = re.match(r"(programming-(?:py|rs)-)(reflexion(?:-.*)?)$", name)
+    return match[1] + programming_label(match[2]) if match else name
+
+
+def programming_label(label: str) -> str:
+    """A programming reflexion loop's label under the names of now: ``reflexion-fresh_once`` is
+    ``reflexion-informed_once``, ``reflexion-fresh`` is ``reflexion-informed``, and a label with
+    no retry part (the repair loop, ``code_retry=repair``) is ``reflexion-informed-repair``; the
+    other parts (``-notests``, ``-noreflection``, ``-nofixes``…) stay in their place. A label of
+    now (one that names ``informed`` or ``informed_once``) is returned as it is."""
+    parts = label.split("-")
+    if {"informed", "informed_once"} & set(parts):
+        return label
+    if any(part in OLD_RETRY for part in parts):
+        return "-".join(OLD_RETRY.get(part, part) for part in parts)
+    # The repair loop: its retry part goes after the options written before it.
+    at = 1 + sum(part in ("notests", "noreflection") for part in parts[1:3])
+    return "-".join([*parts[:at], "informed", "repair", *parts[at:]])
 
 
 def finals(folder: str) -> dict[tuple[str, str], object]:
