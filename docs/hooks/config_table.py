@@ -84,7 +84,6 @@ MORE: dict[str, str] = {
     "test_trust": "agents/programming.md#settings-in-detail",
     "repair": "agents/programming.md#settings-in-detail",
     "compiler_fixes": "agents/programming.md#settings-in-detail",
-    "alfworld_diagnosis": "agents/alfworld.md#settings-in-detail",
     "alfworld_explain": "agents/alfworld.md#settings-in-detail",
     "alfworld_memory": "agents/alfworld.md#settings-in-detail",
     "preset": "concepts.md#presets",
@@ -96,7 +95,6 @@ MORE: dict[str, str] = {
     "max_tokens": "guide/embedding.md#the-arguments",
     "max_steps": "agents/qa.md#the-three-agents",
     "max_tests": "agents/programming.md#1-tests-once-per-problem",
-    "generate_tests": "agents/programming.md#1-tests-once-per-problem",
     "example_tests": "agents/programming.md#1-tests-once-per-problem",
     "games": "agents/alfworld.md#games-and-the-engine",
 }

@@ -173,16 +173,7 @@ def make_alfworld_actor(
         stop_reason: str | None,
         won: bool,
     ) -> dict[str, Any]:
-        failure = (
-            None
-            if won
-            else classify_failure(
-                turns,
-                stop_reason,
-                repeats=ctx.heuristic_repeats,
-                max_actions=ctx.heuristic_max_actions,
-            )
-        )
+        failure = None if won else classify_failure(turns, stop_reason)
         episode = Episode(
             trial=state.trial,
             won=won,
@@ -253,9 +244,7 @@ def make_alfworld_actor(
         if ended:
             pass
         elif ctx.evaluator != "llm":  # the heuristic (ALFWorld's default evaluator)
-            trip = heuristic_trip(
-                turns, repeats=ctx.heuristic_repeats, max_actions=ctx.heuristic_max_actions
-            )
+            trip = heuristic_trip(turns)
             stop_reason = template("alfworld/heuristic_stop").format(trip=trip) if trip else None
         if not ended and stop_reason is None and len(turns) >= ctx.alfworld_steps:
             stop_reason = render("alfworld/step_limit", max_steps=str(ctx.alfworld_steps))

@@ -1,6 +1,5 @@
-"""What a failed ALFWorld trial leaves for the next one: the reflector's prompt (with the
-diagnosis of refused commands) or, under ``AlfworldContext.alfworld_memory``, an entry written
-from the trial's turns without a model."""
+"""What a failed ALFWorld trial leaves for the next one: the reflector's prompt or, under
+``AlfworldContext.alfworld_memory``, an entry written from the trial's turns without a model."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from langchain_core.messages import BaseMessage
 
 from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.diagnosis import (
-    diagnosis,
     facts,
     found_leads,
     leads,
@@ -22,14 +20,10 @@ from reflexion.prompts import render
 
 def alfworld_reflection_messages(state: Any, ctx: AlfworldContext) -> list[BaseMessage]:
     """The reflector prompt for a failed ALFWorld trial: instructions, two worked examples,
-    then the trial and the evaluator's feedback, followed
-    (``AlfworldContext.alfworld_diagnosis``) by the commands the game refused and why."""
+    then the trial and the evaluator's feedback (the paper's)."""
     feedback = (
         state.evaluations[-1]["feedback"] if state.evaluations else render("common/trial_failed")
     )
-    if ctx.alfworld_diagnosis:
-        found = diagnosis(turns_of(state.trajectory), state.task)
-        feedback = f"{feedback}\n{found}" if found else feedback
     return reflection_messages(
         state, "alfworld/reflect_examples", prompts="alfworld/reflect", feedback=feedback
     )

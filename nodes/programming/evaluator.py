@@ -70,9 +70,8 @@ def make_unit_test_evaluator() -> Node:
     test (or none of them passed), it is not, and under ``select_answer="best"`` the earlier
     attempt stands. The score is the share of all internal tests passed, comparable across
     trials. Without internal tests it can only check that the code compiles and never reports
-    success: when tests were asked for (``generate_tests``) and none came, a compiling attempt
-    is the thread's last; in the paper's "no test generation" ablation every trial runs. It
-    calls no model."""
+    success: when tests were asked for (every ``retry`` but ``one_attempt``) and none came, a
+    compiling attempt is the thread's last. It calls no model."""
 
     def unit_test_evaluator(
         state: CodeState, runtime: Runtime[CodeContext]
@@ -191,8 +190,8 @@ def _without_tests(result: SuiteResult, ctx: CodeContext) -> _Verdict:
         render("programming/feedback_no_tests", no_tests=NO_TESTS, status=status),
         compiled=compiled,
         # Tests were asked for and none came: a compiling attempt leaves nothing to learn
-        # from, so the thread stops (in the no-tests ablation it goes on).
-        last=compiled and ctx.generate_tests,
+        # from, so the thread stops.
+        last=compiled and ctx.retry != "one_attempt",
     )
 
 

@@ -108,7 +108,7 @@ def make_test_writer(
     def test_writer(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
         problem = problem_of(state)
-        if state.tests or not ctx.generate_tests:
+        if state.tests or ctx.retry == "one_attempt":  # one attempt: no retry to decide on
             return {}
         trusted = trusted_tests(problem, ctx)
         if trusted and ctx.test_trust != "all":

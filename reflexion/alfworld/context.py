@@ -31,15 +31,12 @@ class AlfworldContext(Seeded):
 
     PRESETS: ClassVar[Presets] = {
         "paper": {
-            "alfworld_diagnosis": False,
             "alfworld_explain": False,
             "alfworld_memory": "reflection",
         }
     }
-    """``paper``: the reflector's feedback is the trajectory alone (no note of where the goal's
-    objects were seen or why commands failed), a refused command's reply says only "Nothing
-    happens.", and the memory holds reflections (the default keeps each trial's sightings and
-    calls no reflector)."""
+    """``paper``: a refused command's reply says only "Nothing happens.", and the memory holds
+    reflections (the default keeps each trial's sightings and calls no reflector)."""
 
     # The configuration of the ALFWorld figures: five trials, short replies (one command).
     max_trials: Trials = redefault("max_trials", 5)
@@ -61,29 +58,6 @@ class AlfworldContext(Seeded):
         },
     )
     context_budget: ContextBudget = context_budget_field()
-    heuristic_repeats: Annotated[int, Field(ge=1)] = field(
-        default=3,
-        metadata={
-            "description": "ALFWorld heuristic evaluator: reflect when the same command gives "
-            "the same observation more than this many times."
-        },
-    )
-    heuristic_max_actions: Annotated[int, Field(ge=1)] = field(
-        default=30,
-        metadata={
-            "description": "ALFWorld heuristic evaluator: reflect after more than this many "
-            "commands in a trial (inefficient planning)."
-        },
-    )
-    alfworld_diagnosis: bool = field(
-        default=True,
-        metadata={
-            "description": "ALFWorld: the reflector's feedback also says where the goal's objects "
-            "were seen and why each refused command was refused. Off: the paper's feedback only.",
-            "role": AFTER_FIRST_TRIAL,
-            "acts": "reflections",
-        },
-    )
     alfworld_explain: bool = field(
         default=True,
         metadata={

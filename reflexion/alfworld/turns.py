@@ -19,6 +19,14 @@ THINK_REPLY = "OK."
 NOTHING = "Nothing happens."
 """The engine's reply to a command it cannot carry out."""
 
+HEURISTIC_REPEATS = 3
+"""The paper's heuristic: reflect when the same command gave the same observation more than
+this many times."""
+
+HEURISTIC_MAX_ACTIONS = 30
+"""The paper's heuristic: reflect after more than this many commands in a trial (inefficient
+planning)."""
+
 EMPTY_REPLY = "(empty reply)"
 """The action recorded for a reply that held no line (the agent observes ``NOTHING``)."""
 
@@ -77,7 +85,12 @@ def most_repeated(turns: Sequence[Turn]) -> tuple[str, int]:
     return action, n
 
 
-def heuristic_trip(turns: Sequence[Turn], *, repeats: int, max_actions: int) -> str | None:
+def heuristic_trip(
+    turns: Sequence[Turn],
+    *,
+    repeats: int = HEURISTIC_REPEATS,
+    max_actions: int = HEURISTIC_MAX_ACTIONS,
+) -> str | None:
     """The paper's self-evaluation heuristic: a reason to stop and reflect when the agent has
     issued the same command with the same observation more than ``repeats`` times, or more
     than ``max_actions`` commands; ``None`` while neither holds."""
@@ -124,7 +137,11 @@ def hallucinated_actions(turns: Sequence[Turn]) -> list[str]:
 
 
 def classify_failure(
-    turns: Sequence[Turn], stop_reason: str | None, *, repeats: int, max_actions: int
+    turns: Sequence[Turn],
+    stop_reason: str | None,
+    *,
+    repeats: int = HEURISTIC_REPEATS,
+    max_actions: int = HEURISTIC_MAX_ACTIONS,
 ) -> FailureClass:
     """Figure 3b's classes for a trial that was not won: *hallucination* (acted on an object
     it did not hold) first, then *inefficient planning* (the heuristic holds: repeated

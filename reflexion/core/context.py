@@ -231,10 +231,10 @@ class Context:
     """Settings of one Reflexion run: what every Reflexion loop has (the generic graph's
     schema, and the base of each task family's)."""
 
-    PRESETS: ClassVar[Presets] = {"paper": {"select_answer": "last", "repeat_guard": 0}}
+    PRESETS: ClassVar[Presets] = {"paper": {"select_answer": "last"}}
     """What each preset sets of these fields (a family's context adds its own): ``paper``
-    returns the last attempt, not the best by the evaluator's evidence, and keeps a repeated
-    attempt (a family whose default informs one retry only also informs every retry)."""
+    returns the last attempt, not the best by the evaluator's evidence (a family whose default
+    informs one retry only also informs every retry)."""
 
     actor_model: Model = field(
         default=DEFAULT_MODEL,
@@ -330,16 +330,6 @@ class Context:
             "role": AFTER_FIRST_TRIAL,
         },
     )
-    repeat_guard: Annotated[int, Field(ge=0, le=10)] = field(
-        default=2,
-        metadata={
-            "description": "The repeat guard: when an attempt repeats one the evaluator "
-            "already rejected (an answer, code, a ReAct search), sample it again at temperature "
-            "0.8 up to this many times (the task families' actors; chain-of-thought then asks "
-            "once more in a turn of its own); 0 = keep the repeat (the paper).",
-            "role": AFTER_FIRST_TRIAL,
-        },
-    )
     review_reflections: bool = field(
         default=False,
         metadata={
@@ -430,6 +420,27 @@ class Seeded(Context, abstract=True):
             "description": "On models that take a seed (the embedded ones): retry seeds each "
             "retry's draws by the task, the trial and the draw (ALFWorld: each turn), so a "
             "rerun draws the same; process uses the model's one counter per process.",
+            "role": AFTER_FIRST_TRIAL,
+        },
+    )
+
+
+@settings_class
+class Guarded(Context, abstract=True):
+    """The base of the contexts whose actors redraw a repeated rejected attempt
+    (chain-of-thought, ReAct, programming): the one ``repeat_guard`` field they share (the
+    generic and ALFWorld actors have no repeat guard)."""
+
+    PRESETS: ClassVar[Presets] = {"paper": {"repeat_guard": 0}}
+    """``paper``: keeps a repeated attempt."""
+
+    repeat_guard: Annotated[int, Field(ge=0, le=10)] = field(
+        default=2,
+        metadata={
+            "description": "The repeat guard: when an attempt repeats one the evaluator "
+            "already rejected (an answer, code, a ReAct search), sample it again at temperature "
+            "0.8 up to this many times (the task families' actors; chain-of-thought then asks "
+            "once more in a turn of its own); 0 = keep the repeat (the paper).",
             "role": AFTER_FIRST_TRIAL,
         },
     )

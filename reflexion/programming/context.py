@@ -10,6 +10,7 @@ from pydantic import Field
 
 from reflexion.core.context import (
     AFTER_FIRST_TRIAL,
+    Guarded,
     Retry,
     Seeded,
     Temperature,
@@ -25,8 +26,9 @@ TestTrust = Literal["all", "held_out"]
 
 
 @settings_class
-class CodeContext(Seeded):
-    """Settings of a programming run (Python or Rust)."""
+class CodeContext(Seeded, Guarded):
+    """Settings of a programming run (Python or Rust). Under ``retry="one_attempt"`` the
+    model writes no tests: one attempt has no retry for them to decide on."""
 
     PRESETS: ClassVar[Presets] = {
         "paper": {
@@ -55,13 +57,6 @@ class CodeContext(Seeded):
         metadata={
             "description": "Programming: most self-written unit tests kept per problem (sampled "
             "from the valid ones; the paper keeps at most 6)."
-        },
-    )
-    generate_tests: bool = field(
-        default=True,
-        metadata={
-            "description": "Programming: have the model write unit tests. Off (the paper's "
-            "ablation), nothing can tell a trial succeeded, so every trial runs."
         },
     )
     example_tests: bool = field(
@@ -103,4 +98,3 @@ class CodeContext(Seeded):
         default=5.0,
         metadata={"description": "Programming: seconds each unit test may run in the sandbox."},
     )
-

@@ -13,8 +13,8 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field
 
 from reflexion.core.context import (
-    Context,
     ContextBudget,
+    Guarded,
     Retry,
     Seeded,
     Trials,
@@ -34,7 +34,7 @@ REACT_FAMILY = "react"
 
 
 @settings_class
-class QAContext(Seeded):
+class QAContext(Seeded, Guarded):
     """Settings of a chain-of-thought question-answering run."""
 
     PRESETS: ClassVar[Presets] = {"paper": {"retry": "informed"}}
@@ -46,7 +46,7 @@ class QAContext(Seeded):
 
 
 @settings_class
-class ReActContext(Context):
+class ReActContext(Guarded):
     """Settings of a ReAct question-answering run (Wikipedia search and lookup)."""
 
     max_steps: Annotated[int, Field(ge=1, le=100)] = field(

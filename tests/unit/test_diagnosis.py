@@ -24,7 +24,6 @@ from reflexion.alfworld.diagnosis import (
 from reflexion.alfworld.turns import NOTHING, Turn
 from reflexion.harness.bench.naming import tokens
 from reflexion.harness.bench.settings import first_trial_key, result_settings
-from reflexion.qa.context import QAContext
 from reflexion.testing import ScriptedChatModel
 from tests.unit.test_alfworld import WIN, build, run
 from tests.unit.test_alfworld import games as games  # a fixture
@@ -249,23 +248,17 @@ def test_turns_are_read_back_from_trajectory_lines():
     ]
 
 
-def test_the_reflector_reads_the_diagnosis_unless_it_is_off(games: str) -> None:
-    for on in (True, False):
-        actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
-        reflector = ScriptedChatModel(replies=["Reflection: go to countertop 1 first."])
-        graph, _ = build(actor, reflector)
-        ctx = AlfworldContext(
-            games=games, max_trials=2, alfworld_diagnosis=on, alfworld_memory="reflection"
-        )
-        out = run(graph, ctx)
-        assert out["solved"] and out["trial"] == 2
-        prompt = reflector.prompt_text(0)
-        assert "4 times" in prompt  # the heuristic's own feedback stays
-        line = "- take mug 1 from countertop 1 (4 times): you had not gone to countertop 1."
-        assert (line in prompt) is on
-        assert ("Commands the game refused" in prompt) is on
-        # the diagnosis goes to the reflector only: the evaluation keeps the paper's feedback
-        assert "refused" not in out["evaluations"][0]["feedback"]
+def test_the_reflector_reads_the_papers_feedback_only(games: str) -> None:
+    actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
+    reflector = ScriptedChatModel(replies=["Reflection: go to countertop 1 first."])
+    graph, _ = build(actor, reflector)
+    ctx = AlfworldContext(games=games, max_trials=2, alfworld_memory="reflection")
+    out = run(graph, ctx)
+    assert out["solved"] and out["trial"] == 2
+    prompt = reflector.prompt_text(0)
+    assert "4 times" in prompt  # the heuristic's own feedback
+    assert "Commands the game refused" not in prompt
+    assert "refused" not in out["evaluations"][0]["feedback"]
 
 
 def test_facts_are_one_memory_line():
@@ -347,26 +340,19 @@ def test_memory_entries_written_without_a_reflector_model(
     assert reflector.prompts == []
 
 
-def test_results_keys_change_only_where_the_diagnosis_can_act():
-    """A run's name shows the ALFWorld options only where they act: the diagnosis and the
-    reflector's options not where no reflector runs, the paper's values not at all."""
+def test_results_keys_change_only_where_the_memory_entry_can_act():
+    """A run's name shows the ALFWorld options only where they act: the reflector's options
+    not where no reflector runs, the paper's values not at all."""
 
     def named(ctx: AlfworldContext) -> list[str]:
         return tokens(result_settings(ctx))
 
     reflexion = AlfworldContext(strategy="reflexion", alfworld_memory="reflection")
-    assert result_settings(reflexion)["alfworld_diagnosis"] is True
-    assert "alfworld_diagnosis=true" in named(reflexion)
-    paper = replace(reflexion, alfworld_diagnosis=False)
-    assert not any(t.startswith("alfworld_diagnosis") for t in named(paper))  # the reference
+    assert "alfworld_diagnosis" not in result_settings(reflexion)  # no longer a field
+    paper = AlfworldContext.paper(strategy="reflexion", alfworld_explain=True)
     none = AlfworldContext(strategy="none")
-    assert result_settings(none) == result_settings(replace(none, alfworld_diagnosis=False))
-    assert "alfworld_diagnosis" not in result_settings(QAContext())  # not QA's field
-    # it acts after the first trial, so both settings fork the same first trials
-    assert first_trial_key(result_settings(reflexion)) == first_trial_key(result_settings(paper))
     facts_run = replace(reflexion, alfworld_memory="facts")
     assert result_settings(facts_run)["alfworld_memory"] == "facts"
-    assert "alfworld_diagnosis" not in result_settings(facts_run)  # no reflector runs
     assert not any(t.startswith("alfworld_memory=") for t in named(reflexion))
     assert result_settings(replace(none, alfworld_memory="facts")) == result_settings(none)
     assert first_trial_key(result_settings(facts_run)) == first_trial_key(result_settings(paper))
@@ -384,13 +370,9 @@ def test_reflector_options_do_not_rename_a_run_whose_memory_the_code_writes(entr
     """No reflector runs under a code-written memory entry: its model and the diagnosis cannot
     act, so setting them must not start the same games over."""
     run = AlfworldContext(strategy="reflexion", alfworld_memory=entry)
-    inert = replace(
-        run,
-        alfworld_diagnosis=False,
-        reflector_model="local:qwen2.5-coder-1.5b",
-    )
+    inert = replace(run, reflector_model="local:qwen2.5-coder-1.5b")
     assert result_settings(inert) == result_settings(run)
-    reflected = replace(run, alfworld_memory="reflection")  # where each of them acts
-    for option in ("alfworld_diagnosis", "reflector_model"):
+    reflected = replace(run, alfworld_memory="reflection")  # where it acts
+    for option in ("reflector_model",):
         changed = replace(reflected, **{option: getattr(inert, option)})
         assert result_settings(changed) != result_settings(reflected), option

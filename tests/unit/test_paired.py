@@ -287,7 +287,7 @@ def test_options_that_cannot_act_stay_out_of_a_strategys_results_key():
 
     from reflexion.harness.bench.settings import result_settings
 
-    reflector_only = {"alfworld_diagnosis": False}
+    reflector_only = {"reflector_model": "local:qwen2.5-coder-1.5b"}
     none = AlfworldContext(strategy="none", alfworld_memory="reflection")
     assert result_settings(replace(none, **reflector_only)) == result_settings(none)
     reflexion = AlfworldContext(strategy="reflexion", alfworld_memory="reflection")

@@ -71,9 +71,12 @@ def test_the_paper_preset_turns_every_addition_off_and_the_defaults_keep_them(cl
 
 
 def test_a_preset_of_a_family_is_its_own_fields_over_the_base_s_and_the_core_names_none():
-    assert preset_values("paper", Context) == {"select_answer": "last", "repeat_guard": 0}
+    assert preset_values("paper", Context) == {"select_answer": "last"}
     code = preset_values("paper", CodeContext)
     assert code["select_answer"] == "last" and (code["retry"], code["repair"]) == ("informed", True)
+    assert code["repeat_guard"] == 0 and "repeat_guard" not in preset_values(
+        "paper", AlfworldContext
+    )
     assert "alfworld_memory" not in code
     assert preset_values("default", AlfworldContext) == {}
     core = (Path(__file__).parents[2] / "reflexion" / "core" / "presets.py").read_text()
@@ -294,11 +297,7 @@ def test_bench_alfworld_preset_paper_with_an_option_given(monkeypatch, capsys):
     monkeypatch.setattr(alfworld, "engine_available", lambda: True)
     args = ["bench", "alfworld", "-n", "1", "--strategy", "reflexion", "--preset", "paper"]
     (ctx,) = captured_contexts(monkeypatch, capsys, *args)
-    assert (ctx.alfworld_memory, ctx.alfworld_diagnosis, ctx.alfworld_explain) == (
-        "reflection",
-        False,
-        False,
-    )
+    assert (ctx.alfworld_memory, ctx.alfworld_explain) == ("reflection", False)
     assert ctx.select_answer == "last"
     (ctx,) = captured_contexts(monkeypatch, capsys, *args, "--memory-entry", "sightings")
     assert ctx.alfworld_memory == "sightings" and ctx.alfworld_explain is False

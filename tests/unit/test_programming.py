@@ -291,14 +291,13 @@ def test_only_valid_tests_are_kept_and_at_most_max_tests():
     assert len(state["tests"]) == 4 and all(t.startswith("assert add(") for t in state["tests"])
 
 
-def test_no_test_generation_ablation_runs_every_iteration():
-    graph, _actor, tests_model, reflector = build([RIGHT])
-    state = run(graph, CodeContext(max_trials=3, generate_tests=False))
+def test_one_attempt_writes_no_tests():
+    graph, actor, tests_model, reflector = build([RIGHT])
+    state = run(graph, CodeContext(retry="one_attempt"))
     assert tests_model.prompts == [] and state.get("tests", []) == []
-    assert state["trial"] == 3 and not any(e["success"] for e in state["evaluations"])
+    assert state["trial"] == 1 and len(actor.prompts) == 1 and reflector.prompts == []
     assert "No unit tests were run" in state["evaluations"][0]["feedback"]
-    # one reflection: by default (informed_once) only the first retry reads one
-    assert len(reflector.prompts) == 1
+    assert not state["evaluations"][0].get("last")
 
 
 def test_a_thread_whose_test_writer_wrote_no_tests_stops_after_a_compiling_attempt():

@@ -84,7 +84,9 @@ it existed (a unit test checks that every field is here). The fields that a sett
 replaced (2026-12-04: ``answer_retry``, ``code_retry``, ``redraw_rejected``,
 ``correct_rejected``, ``resample_repeats``, ``redraw_steps`` by ``retry`` and
 ``repeat_guard``; the three per-family seeds by ``seeds``; ``show_rejected``, ``memory_first``,
-``alfworld_memory_place`` and ``reflection_examples`` removed) stay, for the files they name."""
+``alfworld_memory_place`` and ``reflection_examples`` removed; 2026-12-05: ``generate_tests``,
+``heuristic_repeats``, ``heuristic_max_actions`` and ``alfworld_diagnosis`` removed) stay, for
+the files they name."""
 
 SHOWN_APART = ("bench", "agent", "language", "strategy_name", "strategy", "dataset")
 """Settings a name shows in its stem or its data-set part, not as tokens (the strategy is the

@@ -82,7 +82,7 @@ def result_settings(ctx: Context) -> dict[str, Any]:
     left_out = set(NEVER_KEYED)
     if values.get("alfworld_memory", "reflection") != "reflection":
         # the code writes the memory and no reflector runs: its options are inert
-        left_out.update(("reflector_model", "alfworld_diagnosis"))
+        left_out.add("reflector_model")
     if not ctx.uses_reflections:
         left_out.add("reflector_model")  # no reflector runs
         left_out.update(REFLECTION_FIELDS)  # options that cannot act under this strategy

@@ -79,14 +79,6 @@ def bench_alfworld(
     memory: Annotated[
         int, opt.count_option("--memory", "-k", min=0, help="Ω: reflections the actor sees.")
     ] = opt.ALFWORLD_DEFAULTS.memory_size,
-    no_diagnose: Annotated[
-        bool,
-        typer.Option(
-            "--no-diagnose",
-            help="The reflector gets the paper's feedback only, not the list of commands the "
-            "game refused with why.",
-        ),
-    ] = False,
     memory_entry: Annotated[
         str,
         opt.word_option(
@@ -100,7 +92,6 @@ def bench_alfworld(
     ] = opt.ALFWORLD_DEFAULTS.alfworld_memory,
     seeds: opt.SeedsOpt = opt.ALFWORLD_DEFAULTS.seeds,
     retry: opt.RetryOpt = opt.ALFWORLD_DEFAULTS.retry,
-    repeat_guard: opt.RepeatGuardOpt = opt.ALFWORLD_DEFAULTS.repeat_guard,
     no_explain: Annotated[
         bool,
         typer.Option(
@@ -147,11 +138,9 @@ def bench_alfworld(
             max_tokens=opt.ALFWORLD_DEFAULTS.max_tokens,
             games=str(games) if games else None,
             alfworld_steps=max_steps,
-            alfworld_diagnosis=not no_diagnose,
             alfworld_memory=entry,
             seeds=seeding,
             retry=retry,
-            repeat_guard=repeat_guard,
             alfworld_explain=not no_explain,
         )
         ctx = common.apply(ctx)

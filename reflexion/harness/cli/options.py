@@ -221,7 +221,6 @@ PRESET_OPTIONS: dict[str, tuple[str, bool]] = {
     "no_example_tests": ("example_tests", True),
     "test_trust": ("test_trust", False),
     "no_compiler_fixes": ("compiler_fixes", True),
-    "no_diagnose": ("alfworld_diagnosis", True),
     "no_explain": ("alfworld_explain", True),
     "memory_entry": ("alfworld_memory", False),
 }

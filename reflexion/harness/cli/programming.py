@@ -61,10 +61,6 @@ def bench_programming(
     max_iters: Annotated[
         int, opt.count_option("--max-iters", help="reflexion: most implementations per problem.")
     ] = opt.CODE_DEFAULTS.max_trials,
-    no_tests: Annotated[
-        bool,
-        typer.Option("--no-tests", help="Ablation: no test generation (every iteration runs)."),
-    ] = False,
     no_reflection: Annotated[
         bool,
         typer.Option(
@@ -152,7 +148,6 @@ def bench_programming(
     language_name = problems[0].language
     # The options a results file's name shows (``reflexion-noreflection-fresh``…), as set.
     parts = [
-        ("notests", no_tests),
         ("noreflection", no_reflection),
         (retry, True),
         ("repair", repair),
@@ -171,7 +166,6 @@ def bench_programming(
             temperature=temperature,
             max_tokens=opt.CODE_DEFAULTS.max_tokens,
             max_tests=max_tests,
-            generate_tests=not (simple or no_tests),
             example_tests=not no_example_tests,
             test_timeout=test_timeout,
             test_trust=test_trust,
