@@ -132,19 +132,14 @@ def test_alfworld_unwritable_output(monkeypatch, capsys, tmp_path, games):
 
 
 @pytest.mark.parametrize(
-    ("args", "paired", "diagnosis", "memory"),
+    ("args", "paired", "memory"),
     [
-        ([], True, True, "sightings"),
-        (
-            ["--unpaired", "--no-diagnose", "--memory-entry", "leads", "--retry", "informed_once"],
-            False,
-            False,
-            "leads",
-        ),
+        ([], True, "sightings"),
+        (["--unpaired", "--memory-entry", "leads", "--retry", "informed_once"], False, "leads"),
     ],
 )
-def test_pairing_and_the_diagnosis_reach_the_run(
-    monkeypatch, capsys, games, args, paired, diagnosis, memory
+def test_pairing_the_memory_and_the_retry_reach_the_run(
+    monkeypatch, capsys, games, args, paired, memory
 ):
     monkeypatch.setattr(alfworld_cli, "engine_available", lambda: True)
     seen: dict[str, Any] = {}
@@ -157,7 +152,6 @@ def test_pairing_and_the_diagnosis_reach_the_run(
     code, err = cli(monkeypatch, capsys, "bench", "alfworld", "--games", str(games), *args)
     assert code == 0, err
     assert seen["paired"] is paired
-    assert [v.ctx.alfworld_diagnosis for v in seen["variants"]] == [diagnosis, diagnosis]
     assert [v.ctx.alfworld_memory for v in seen["variants"]] == [memory, memory]
     retry = "informed_once" if "informed_once" in args else "informed"
     assert [v.ctx.retry for v in seen["variants"]] == [retry, retry]
