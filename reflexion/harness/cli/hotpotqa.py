@@ -66,17 +66,7 @@ def bench_hotpotqa(
     ] = None,
     max_steps: opt.StepsOpt = opt.REACT_DEFAULTS.max_steps,
     repeat_guard: opt.RepeatGuardOpt = opt.QA_DEFAULTS.repeat_guard,
-    retry: Annotated[
-        str | None,
-        opt.word_option(
-            "--retry",
-            "<policy>",
-            help="Retries with memory: informed_once (CoT's default: the one informed retry is "
-            "drawn first without the memory, which speaks when that repeats a rejected answer; "
-            "later retries are blind redraws) or informed (every retry reads the memory: the "
-            "paper, and ReAct's default).",
-        ),
-    ] = None,
+    retry: opt.AgentRetryOpt = None,
     seeds: opt.SeedsOpt = opt.QA_DEFAULTS.seeds,
     *,
     common: run.Common,

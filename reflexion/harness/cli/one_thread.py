@@ -40,6 +40,7 @@ from reflexion.harness.cli.options import (
     DEFAULTS,
     QA_DEFAULTS,
     REACT_DEFAULTS,
+    AgentRetryOpt,
     AgentTrialsOpt,
     BaseUrlOpt,
     C,
@@ -124,16 +125,7 @@ def run(
     lessons: LessonsOpt = False,
     recall_k: RecallOpt = DEFAULTS.lessons.recall_k,
     lesson_filter: LessonFilterOpt = DEFAULTS.lessons.filter,
-    retry: Annotated[
-        str | None,
-        typer.Option(
-            "--retry",
-            metavar="<policy>",
-            help="informed_once (chain-of-thought's default: the informed retry is drawn "
-            "first without the memory, later retries blind) or informed (every retry reads "
-            "the memory: the paper, and ReAct's default).",
-        ),
-    ] = None,
+    retry: AgentRetryOpt = None,
     seeds: SeedsOpt = QA_DEFAULTS.seeds,
     preset: PresetOpt = "default",
     review: Annotated[

@@ -134,6 +134,18 @@ RetryOpt = Annotated[
         "resample runs.",
     ),
 ]
+AgentRetryOpt = Annotated[
+    str | None,
+    word_option(
+        "--retry",
+        "<policy>",
+        help="Retries with memory: informed_once (CoT's default: the one informed retry is "
+        "drawn first without the memory, which speaks when that repeats a rejected answer; "
+        "later retries are blind redraws) or informed (every retry reads the memory: the "
+        "paper, and ReAct's default).",
+    ),
+]
+"""``--retry`` of the question-answering commands: unset, each agent's graph's default."""
 RepeatGuardOpt = Annotated[
     int,
     count_option(
