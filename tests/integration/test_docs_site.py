@@ -43,7 +43,7 @@ CHROMIUM_FLAGS = [
 ]
 PAGES = {
     "index.html": ("Reflexion on LangGraph", "What it buys"),
-    "agents/programming.html": ("Programming - Reflexion on LangGraph", "Cross-check"),
+    "agents/programming.html": ("Programming - Reflexion on LangGraph", "Unit-test evaluator"),
     "reference/configuration.html": ("Configuration - Reflexion on LangGraph", "choices or range"),
 }
 """The pages opened: each one's title (its navigation entry and the site's name) and a text

@@ -143,7 +143,7 @@ def test_cli_run_killed_then_resumed_and_listed(dsn, loopback, tmp_path):
     question = load_hotpotqa(None, limit=3)[2]  # the plan solves it at trial 3
     base = [
         "--trials", "3", "--model", "openai:fake", "--base-url", loopback.base_url, "--db", dsn,
-        "--thread-id", "cli-1",
+        "--thread-id", "cli-1", "--retry", "informed",  # every retry reads the lessons
     ]  # fmt: skip
     start = [
         sys.executable, "-m", "reflexion.harness", "run", question.question,
@@ -152,8 +152,7 @@ def test_cli_run_killed_then_resumed_and_listed(dsn, loopback, tmp_path):
     kill_at(loopback, start, tmp_path, 3)  # trial 1 and its reflection done, trial 2 in flight
     loopback.reset()
     run_to_end([start[0], "-m", "reflexion.harness", "run", *base], tmp_path)
-    # trial 1 is not redone: its reflection is not asked for again (a fresh-first retry
-    # sends trial 1's prompt, so an actor call alone cannot tell)
+    # trial 1 is not redone: its reflection is not asked for again
     assert ("reflector", question.question, 1) not in loopback.calls
     assert ("reflector", question.question, 2) in loopback.calls
     done = subprocess.run(
