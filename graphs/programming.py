@@ -15,9 +15,19 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.graph import StateGraph
+from langgraph.graph import START, StateGraph
 
-from reflexion.graphs.builder import Retry, Verifier, build_reflexion_graph
+from reflexion.core.budget import metered
+from reflexion.graphs.loop import (
+    Retry,
+    Verifier,
+    add_loop_nodes,
+    add_loop_routes,
+    after_repair,
+    loop_graph,
+    node_input,
+    trial_repair,
+)
 from reflexion.nodes import make_reflector
 from reflexion.nodes.programming import (
     code_reflection_messages,
@@ -41,23 +51,41 @@ def _builder(
     actor: Any,
     reflector: Any,
     retry: Retry,
+    repair: Any,
     context_schema: type[CodeContext],
     evaluator_model: BaseChatModel | None,
     actor_model: BaseChatModel | None,
 ) -> StateGraph[Any, Any, Any, Any]:
-    return build_reflexion_graph(
-        actor,
-        make_unit_test_evaluator(),
-        reflector,
+    """The loop with programming's own nodes around it: the test writer before the first
+    trial, and ``repair`` (``rustc``'s fixes) that may make an attempt before the actor."""
+    builder = loop_graph(
         state_schema=CodeState,
         input_schema=CodeInputState,
         output_schema=CodeOutputState,
-        setup=("test_writer", make_test_writer(evaluator_model)),
-        family=lesson_family,
         context_schema=context_schema,
+    )
+    builder.add_edge(START, "test_writer")
+    builder.add_edge("test_writer", "actor")
+    add_loop_nodes(
+        builder,
+        actor,
+        make_unit_test_evaluator(),
+        reflector,
+        family=lesson_family,
+        empty_task=None,  # the test writer checks the problem first
+    )
+    writer = make_test_writer(evaluator_model)
+    builder.add_node("test_writer", metered(writer), input_schema=node_input(writer))
+    add_loop_routes(
+        builder,
+        family=lesson_family,
         retry=retry,
         verifier=Verifier("cross_check", make_cross_check(actor_model), awaits_cross_check),
     )
+    node, schema = trial_repair(repair, lesson_family, source="compiler")
+    builder.add_node("compiler_fix", metered(node), input_schema=schema)
+    builder.add_conditional_edges("compiler_fix", *after_repair(made_fix))
+    return builder
 
 
 def _reflector(model: BaseChatModel | None) -> Any:
@@ -75,15 +103,16 @@ def programming_builder(
     """The programming Reflexion loop: the test writer runs once, then the code actor, the
     unit-test evaluator (sandboxed) and the code reflector take turns. ``evaluator_model``
     writes the tests."""
-    retry = Retry(
-        reflects=retry_reads_feedback,
-        repair=("compiler_fix", make_compiler_fix()),
-        repairs=tries_compiler_fix,
-        repaired=made_fix,
-    )
+    retry = Retry(reflects=retry_reads_feedback, repair="compiler_fix", repairs=tries_compiler_fix)
     actor = make_code_actor(actor_model, family=lesson_family)
     return _builder(
-        actor, _reflector(reflector_model), retry, CodeContext, evaluator_model, actor_model
+        actor,
+        _reflector(reflector_model),
+        retry,
+        make_compiler_fix(),
+        CodeContext,
+        evaluator_model,
+        actor_model,
     )
 
 
@@ -97,17 +126,11 @@ def tree_search_builder(
     writer, evaluator and reflector (which also keeps each attempt's reflection for its
     branch), and an actor that expands the node UCT picks; every failed attempt is reflected
     on."""
-    retry = Retry(
-        repair=(
-            "compiler_fix",
-            make_compiler_fix(lambda state: parent_update(state, len(state.evaluations) - 1)),
-        ),
-        repairs=tries_compiler_fix,
-        repaired=made_fix,
-    )
+    retry = Retry(repair="compiler_fix", repairs=tries_compiler_fix)
+    repair = make_compiler_fix(lambda state: parent_update(state, len(state.evaluations) - 1))
     actor = make_tree_actor(actor_model, family=lesson_family)
     reflector = keeping_branch_reflections(_reflector(reflector_model))
-    return _builder(actor, reflector, retry, TreeContext, evaluator_model, actor_model)
+    return _builder(actor, reflector, retry, repair, TreeContext, evaluator_model, actor_model)
 
 
 graph = programming_builder().compile(name="reflexion-programming")

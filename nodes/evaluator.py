@@ -24,7 +24,7 @@ from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ProviderError, ReflexionError
 from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.parsing import Verdict, parse_verdict, read_answer
-from reflexion.core.state import State, TrialRecord
+from reflexion.core.state import State
 from reflexion.core.steps import Node, Steps, ask, block, drive
 from reflexion.nodes.common import attempt_values, judge_llm, trajectory_text
 from reflexion.prompts import render
@@ -240,7 +240,8 @@ def builtin_steps(model: BaseChatModel | None = None) -> EvaluateSteps:
 def make_evaluator(
     model: BaseChatModel | None = None, evaluate: EvaluateFn | EvaluateSteps | None = None
 ) -> Node:
-    """The evaluator node.
+    """The evaluator node: its :class:`Evaluation` of the trial (the loop builds the trial
+    record from it, :func:`reflexion.graphs.loop.trial_record`).
 
     ``evaluate`` replaces the built-in evaluators (an :data:`EvaluateFn`, run in a worker
     thread on the async path, or a generator function of :data:`EvaluateSteps`); otherwise
@@ -255,15 +256,7 @@ def make_evaluator(
         plain: Any = evaluate
         steps = lambda state, ctx: block(plain, state, ctx)  # noqa: E731
 
-    def evaluator(state: State, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
-        result = yield from steps(state, get_context(runtime))
-        record = TrialRecord(
-            trial=state.trial,
-            answer=state.answer,
-            score=float(result.score),
-            success=bool(result.success),
-            feedback=result.feedback,
-        )
-        return {"evaluations": [record], "solved": record["success"]}
+    def evaluator(state: State, runtime: Runtime[Context]) -> Steps[Evaluation]:
+        return (yield from steps(state, get_context(runtime)))
 
     return Node(evaluator, role="evaluator")

@@ -30,8 +30,7 @@ from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
 from reflexion.core.errors import ContextError
-from reflexion.core.lessons import Family, recalled_steps
-from reflexion.core.progress import emit
+from reflexion.core.lessons import Family
 from reflexion.core.state import TrialRecord
 from reflexion.core.steps import Node, Steps
 from reflexion.nodes.programming.actor import (
@@ -175,12 +174,10 @@ def make_tree_actor(model: BaseChatModel | None = None, *, family: Family = less
                 f"code_retry '{ctx.code_retry}' is not the tree search's: leave it at tree "
                 "here, or run reflexion_programming for the other retries"
             )
-        emit("trial_started", trial=state.trial + 1)
-        state, recalled = yield from recalled_steps(state, runtime, family)
         parent = choose_parent(state) if state.evaluations else ROOT
         messages = expansion_messages(state, ctx, parent) if state.trial else first_messages(state)
         fresh = state.trial > 0 and bool(state.evaluations)
         attempt = yield from draw_attempt(state, ctx, model, messages, fresh)
-        return {**recalled, **attempt, **parent_update(state, parent)}
+        return {**attempt, **parent_update(state, parent)}
 
     return Node(tree_actor, role="actor", family=family, acts=True)
