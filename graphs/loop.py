@@ -340,7 +340,8 @@ def trial_record(state: Any, result: Any) -> Any:
         success=bool(result.success),
         feedback=result.feedback,
     )
-    return {"evaluations": [record], "solved": record["success"]}
+    record.update(result.evidence)  # type: ignore[typeddict-item]
+    return {"evaluations": [record], "solved": record["success"], **result.writes}
 
 
 def trial_evaluator(evaluator: Any, family: Family) -> tuple[Node, type[Any] | None]:

@@ -39,6 +39,7 @@ def qa_builder(
         make_reflector(reflector_model, family=QA_FAMILY, with_passages=with_passages),
         family=QA_FAMILY,
         context_schema=QAContext,
+        empty_task="give the question to answer",
     )
 
 

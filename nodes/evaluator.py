@@ -9,8 +9,8 @@ reveal the reference answer.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -32,11 +32,18 @@ from reflexion.prompts import render
 
 @dataclass(frozen=True)
 class Evaluation:
-    """An evaluator's result for one trial."""
+    """An evaluator's result for one trial; the loop makes it the trial's record
+    (:func:`reflexion.graphs.loop.trial_record`)."""
 
     score: float
     success: bool
     feedback: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    """A family's own keys of the trial record, after the five every record has (programming's
+    ``compiled``, ``outcomes``, ``tests_passed``…: :class:`~reflexion.core.state.TrialRecord`)."""
+    writes: Mapping[str, Any] = field(default_factory=dict)
+    """Other state fields the evaluator writes with the record (programming's
+    ``test_failures``)."""
 
 
 CORRECT = render("common/verdict_correct")

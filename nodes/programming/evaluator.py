@@ -10,7 +10,7 @@ test passed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
 from reflexion.core.steps import Node, Steps, block
+from reflexion.nodes.evaluator import Evaluation
 from reflexion.nodes.programming.common import (
     NO_EVIDENCE,
     NO_TESTS,
@@ -34,7 +35,6 @@ from reflexion.programming.problems import assemble
 from reflexion.programming.sandbox import Limits, SuiteResult, TestOutcome
 from reflexion.programming.state import (
     CodeState,
-    CodeTrialRecord,
     OutcomeRecord,
     Witness,
     lesson_family,
@@ -86,7 +86,7 @@ def make_unit_test_evaluator() -> Node:
 
     def unit_test_evaluator(
         state: CodeState, runtime: Runtime[CodeContext]
-    ) -> Steps[dict[str, Any]]:
+    ) -> Steps[Evaluation | dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
         if state.answer is None:
             reason = state.stop_reason or render("programming/no_code_block")
@@ -110,10 +110,11 @@ def make_cross_check(
     passed, as witnesses that may outvote it on the probe tests
     (:func:`~reflexion.nodes.programming.witnesses.cross_check`)."""
 
-    def cross_check_node(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
+    def cross_check_node(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[Evaluation]:
         ctx = get_context(runtime, CodeContext)
         full = _restored(state.suite or {})
-        return {**_update(state, (yield from _judged(state, ctx, full, model))), "suite": None}
+        verdict = _update(state, (yield from _judged(state, ctx, full, model)))
+        return replace(verdict, writes={**verdict.writes, "suite": None})
 
     return Node(cross_check_node, role="verifier", family=lesson_family)
 
@@ -123,15 +124,15 @@ def awaits_cross_check(state: CodeState) -> bool:
     return state.suite is not None
 
 
-def _update(state: CodeState, verdict: _Verdict) -> dict[str, Any]:
-    update: dict[str, Any] = {
-        "evaluations": [_record(state, verdict)],
-        "solved": verdict.success,
-        "test_failures": verdict.failures,
-    }
+def _update(state: CodeState, verdict: _Verdict) -> Evaluation:
+    """The verdict as the loop's :class:`~reflexion.nodes.evaluator.Evaluation`: the record's
+    own keys as its evidence, the failed tests (and the witnesses drawn) as its writes."""
+    writes: dict[str, Any] = {"test_failures": verdict.failures}
     if verdict.drawn:
-        update["witnesses"] = verdict.drawn
-    return update
+        writes["witnesses"] = verdict.drawn
+    return Evaluation(
+        verdict.score, verdict.success, verdict.feedback, _evidence(state, verdict), writes
+    )
 
 
 def _kept(result: SuiteResult) -> dict[str, Any]:
@@ -268,15 +269,10 @@ def _without_tests(result: SuiteResult, ctx: CodeContext) -> _Verdict:
     )
 
 
-def _record(state: CodeState, verdict: _Verdict) -> CodeTrialRecord:
-    """The trial's record: the verdict, and what it rests on where there is something."""
-    record = CodeTrialRecord(
-        trial=state.trial,
-        answer=state.answer,
-        score=verdict.score,
-        success=verdict.success,
-        feedback=verdict.feedback,
-    )
+def _evidence(state: CodeState, verdict: _Verdict) -> dict[str, Any]:
+    """The trial record's own keys (after the five every record has): what the verdict rests
+    on where there is something."""
+    record: dict[str, Any] = {}
     if verdict.compiled is not None:
         record["compiled"] = verdict.compiled
     for key in ("tests_passed", "tests_counted", "ties"):
