@@ -20,7 +20,7 @@ from reflexion.alfworld.state import (
     AlfworldState,
     lesson_family,
 )
-from reflexion.graphs.builder import build_reflexion_graph
+from reflexion.graphs.loop import build_reflexion_graph
 from reflexion.nodes import make_reflector
 from reflexion.nodes.alfworld import (
     EnvFactory,

@@ -2,7 +2,7 @@
 
 :func:`create_reflexion_graph` takes an actor (a chat model plus a prompt, or any Runnable or
 callable), an evaluator (a Python function, or an LLM judge) and puts our self-reflector
-between them in the Reflexion loop of :func:`graphs.builder.build_reflexion_graph`. The result
+between them in the Reflexion loop of :func:`graphs.loop.build_reflexion_graph`. The result
 is a compiled LangGraph graph: invoke or stream it directly, or add it to your own graph as a
 subgraph.
 
@@ -31,12 +31,11 @@ from langgraph.types import Checkpointer
 
 from reflexion.core.context import Context, get_context, with_fields
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, with_recalled
-from reflexion.core.progress import emit
+from reflexion.core.lessons import Family
 from reflexion.core.state import State
 from reflexion.core.steps import Awaited, Node, Steps, ask, block, drive, steps_of
 from reflexion.core.window import reflection_window
-from reflexion.graphs.builder import build_reflexion_graph
+from reflexion.graphs.loop import build_reflexion_graph
 from reflexion.nodes.common import judge_llm, resolve_model
 from reflexion.nodes.evaluator import (
     CORRECT,
@@ -111,21 +110,15 @@ def read_reply(text: str) -> tuple[str | None, list[str]]:
     return answer, [*reasoning, f"Answer: {answer}"]
 
 
-def _begin_trial(
-    state: State, runtime: Runtime[Context], family: Family
-) -> Steps[tuple[State, dict[str, Any], dict[str, Any]]]:
-    """The state the actor reads, with lessons recalled (first trial, ``Context.lessons`` on),
-    what the recall adds to the update, and the actor's inputs (``reflections`` and ``lessons``
-    as lists). A blind retry (``Context.retry``: every one under ``resample``, those after the
-    first under ``informed_once``) gets no reflections and no last attempt: the task alone."""
-    if not state.task.strip():
-        raise ReflexionError("the task is empty: give the task to attempt")
-    emit("trial_started", trial=state.trial + 1)
+def _actor_inputs(state: State, runtime: Runtime[Context]) -> tuple[State, dict[str, Any]]:
+    """The state the actor reads and its inputs (``reflections`` and ``lessons`` as lists),
+    from the state the loop hands it (lessons recalled on the first trial). A blind retry
+    (``Context.retry``: every one under ``resample``, those after the first under
+    ``informed_once``) gets no reflections and no last attempt: the task alone."""
     ctx = get_context(runtime)
-    state, recalled = yield from with_recalled(state, runtime, family)
     if state.trial > 0 and not ctx.informs(state.trial):
         state = replace(state, reflections=[], previous_trajectory=[])
-    inputs = {
+    return state, {
         "task": state.task,
         "passages": state.passages,
         "reflections": reflection_window(state.reflections, ctx),
@@ -133,14 +126,11 @@ def _begin_trial(
         "memory": memory_block(state, ctx),
         "trial": state.trial + 1,
     }
-    return state, recalled, inputs
 
 
-def _trial_update(
-    state: State, answer: str | None, trajectory: list[str], reason: str | None
-) -> dict[str, Any]:
+def _attempt(answer: str | None, trajectory: list[str], reason: str | None) -> dict[str, Any]:
+    """An actor's attempt: its answer, its trajectory and why it gave no answer."""
     return {
-        "trial": state.trial + 1,
         "trajectory": trajectory,
         "answer": answer,
         "stop_reason": None if answer is not None else (reason or render("common/no_answer")),
@@ -222,7 +212,7 @@ def make_chat_actor(
 
     def actor(state: State, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime)
-        state, recalled, inputs = yield from _begin_trial(state, runtime, family)
+        state, inputs = _actor_inputs(state, runtime)
         override = model if isinstance(model, BaseChatModel) else None
         spec = model if isinstance(model, str) else ctx.actor_model
         llm = yield from block(
@@ -238,8 +228,7 @@ def make_chat_actor(
             }
             reply = yield from ask(llm, template.invoke(values))
         answer, trajectory = read_reply(reply.text)
-        update = _trial_update(state, answer, trajectory, render("common/no_answer_in_reply"))
-        return {**recalled, **update}
+        return _attempt(answer, trajectory, render("common/no_answer_in_reply"))
 
     named = model if isinstance(model, str) else model_label(model) if model else None
     return Node(actor, role="actor", family=family, acts=True, name="chat_actor", model=named)
@@ -312,9 +301,9 @@ def make_actor(
         )
 
     def custom_actor(state: State, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
-        state, recalled, inputs = yield from _begin_trial(state, runtime, family)
+        _, inputs = _actor_inputs(state, runtime)
         answer, trajectory = _read_actor_output((yield from call(inputs)))
-        return {**recalled, **_trial_update(state, answer, trajectory, None)}
+        return _attempt(answer, trajectory, None)
 
     return Node(custom_actor, role="actor", family=family, acts=True, model=named)
 

@@ -22,8 +22,8 @@ from langgraph.graph import StateGraph
 from reflexion.core.context import Context
 from reflexion.core.state import State
 from reflexion.core.steps import Steps, block
-from reflexion.graphs.builder import build_reflexion_graph
 from reflexion.graphs.custom import GENERIC_REFLECT_EXAMPLES, make_chat_actor
+from reflexion.graphs.loop import build_reflexion_graph
 from reflexion.nodes.common import judge_llm
 from reflexion.nodes.evaluator import (
     EvaluateSteps,

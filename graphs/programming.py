@@ -13,9 +13,18 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.graph import StateGraph
+from langgraph.graph import START, StateGraph
 
-from reflexion.graphs.builder import Retry, build_reflexion_graph
+from reflexion.core.budget import metered
+from reflexion.graphs.loop import (
+    Retry,
+    add_loop_nodes,
+    add_loop_routes,
+    after_repair,
+    loop_graph,
+    node_input,
+    trial_repair,
+)
 from reflexion.nodes import make_reflector
 from reflexion.nodes.programming import (
     code_reflection_messages,
@@ -33,21 +42,35 @@ def _builder(
     actor: Any,
     reflector: Any,
     retry: Retry,
+    repair: Any,
     context_schema: type[CodeContext],
     evaluator_model: BaseChatModel | None,
 ) -> StateGraph[Any, Any, Any, Any]:
-    return build_reflexion_graph(
-        actor,
-        make_unit_test_evaluator(),
-        reflector,
+    """The loop with programming's own nodes around it: the test writer before the first
+    trial, and ``repair`` (``rustc``'s fixes) that may make an attempt before the actor."""
+    builder = loop_graph(
         state_schema=CodeState,
         input_schema=CodeInputState,
         output_schema=CodeOutputState,
-        setup=("test_writer", make_test_writer(evaluator_model)),
-        family=lesson_family,
         context_schema=context_schema,
-        retry=retry,
     )
+    builder.add_edge(START, "test_writer")
+    builder.add_edge("test_writer", "actor")
+    add_loop_nodes(
+        builder,
+        actor,
+        make_unit_test_evaluator(),
+        reflector,
+        family=lesson_family,
+        empty_task=None,  # the test writer checks the problem first
+    )
+    writer = make_test_writer(evaluator_model)
+    builder.add_node("test_writer", metered(writer), input_schema=node_input(writer))
+    add_loop_routes(builder, retry=retry)
+    node, schema = trial_repair(repair, lesson_family, source="compiler")
+    builder.add_node("compiler_fix", metered(node), input_schema=schema)
+    builder.add_conditional_edges("compiler_fix", *after_repair(made_fix))
+    return builder
 
 
 def _reflector(model: BaseChatModel | None) -> Any:
@@ -65,14 +88,11 @@ def programming_builder(
     """The programming Reflexion loop: the test writer runs once, then the code actor, the
     unit-test evaluator (sandboxed) and the code reflector take turns. ``evaluator_model``
     writes the tests."""
-    retry = Retry(
-        reflects=retry_reads_feedback,
-        repair=("compiler_fix", make_compiler_fix()),
-        repairs=tries_compiler_fix,
-        repaired=made_fix,
-    )
+    retry = Retry(reflects=retry_reads_feedback, repair="compiler_fix", repairs=tries_compiler_fix)
     actor = make_code_actor(actor_model, family=lesson_family)
-    return _builder(actor, _reflector(reflector_model), retry, CodeContext, evaluator_model)
+    return _builder(
+        actor, _reflector(reflector_model), retry, make_compiler_fix(), CodeContext, evaluator_model
+    )
 
 
 graph = programming_builder().compile(name="reflexion-programming")

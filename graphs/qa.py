@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
-from reflexion.graphs.builder import build_reflexion_graph
+from reflexion.graphs.loop import build_reflexion_graph
 from reflexion.nodes import EvaluateFn, make_evaluator, make_reflector
 from reflexion.nodes.qa import make_cot_actor, make_react_actor
 from reflexion.qa.context import QA_FAMILY, REACT_FAMILY, QAContext, ReActContext
@@ -39,6 +39,7 @@ def qa_builder(
         make_reflector(reflector_model, family=QA_FAMILY, with_passages=with_passages),
         family=QA_FAMILY,
         context_schema=QAContext,
+        empty_task="give the question to answer",
     )
 
 

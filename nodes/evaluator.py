@@ -9,8 +9,8 @@ reveal the reference answer.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -23,7 +23,7 @@ from reflexion.core.answers import exact_match
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ProviderError, ReflexionError
 from reflexion.core.models import EmbeddedChatModel
-from reflexion.core.state import State, TrialRecord
+from reflexion.core.state import State
 from reflexion.core.steps import Node, Steps, ask, block
 from reflexion.nodes.common import attempt_values, judge_llm, trajectory_text
 from reflexion.nodes.replies import Verdict, parse_verdict, read_answer
@@ -32,11 +32,18 @@ from reflexion.prompts import render
 
 @dataclass(frozen=True)
 class Evaluation:
-    """An evaluator's result for one trial."""
+    """An evaluator's result for one trial; the loop makes it the trial's record
+    (:func:`reflexion.graphs.loop.trial_record`)."""
 
     score: float
     success: bool
     feedback: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+    """A family's own keys of the trial record, after the five every record has (programming's
+    ``compiled``, ``outcomes``, ``tests_passed``…: :class:`~reflexion.core.state.TrialRecord`)."""
+    writes: Mapping[str, Any] = field(default_factory=dict)
+    """Other state fields the evaluator writes with the record (programming's
+    ``test_failures``)."""
 
 
 CORRECT = render("common/verdict_correct")
@@ -212,7 +219,8 @@ def builtin_evaluation(model: BaseChatModel | None = None) -> EvaluateSteps:
 def make_evaluator(
     model: BaseChatModel | None = None, evaluate: EvaluateFn | EvaluateSteps | None = None
 ) -> Node:
-    """The evaluator node.
+    """The evaluator node: its :class:`Evaluation` of the trial (the loop builds the trial
+    record from it, :func:`reflexion.graphs.loop.trial_record`).
 
     ``evaluate`` replaces the built-in evaluators (an :data:`EvaluateFn`, run in a worker
     thread on the async path, or a generator function of :data:`EvaluateSteps`); otherwise
@@ -227,15 +235,7 @@ def make_evaluator(
         plain: Any = evaluate
         steps = lambda state, ctx: block(plain, state, ctx)  # noqa: E731
 
-    def evaluator(state: State, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
-        result = yield from steps(state, get_context(runtime))
-        record = TrialRecord(
-            trial=state.trial,
-            answer=state.answer,
-            score=float(result.score),
-            success=bool(result.success),
-            feedback=result.feedback,
-        )
-        return {"evaluations": [record], "solved": record["success"]}
+    def evaluator(state: State, runtime: Runtime[Context]) -> Steps[Evaluation]:
+        return (yield from steps(state, get_context(runtime)))
 
     return Node(evaluator, role="evaluator")

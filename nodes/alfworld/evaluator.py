@@ -3,7 +3,7 @@ step limit) and an LLM judge of the trajectory. Neither reads the engine's ``won
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -13,7 +13,6 @@ from pydantic import BaseModel, Field
 from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.state import AlfworldState, lesson_family
 from reflexion.core.context import get_context
-from reflexion.core.state import TrialRecord
 from reflexion.core.steps import Node, Steps, block
 from reflexion.nodes.common import (
     judge_llm,
@@ -52,7 +51,7 @@ def make_alfworld_evaluator(
     """The evaluator node: the heuristic by default, the LLM judge (a binary classification
     of the trajectory by ``Context.evaluator_model``, or ``model``) with ``evaluator=llm``."""
 
-    def evaluator(state: AlfworldState, runtime: Runtime[AlfworldContext]) -> Steps[dict[str, Any]]:
+    def evaluator(state: AlfworldState, runtime: Runtime[AlfworldContext]) -> Steps[Evaluation]:
         ctx = get_context(runtime, AlfworldContext)
         if ctx.evaluator == "llm":
             llm = yield from block(judge_llm, model, ctx)
@@ -68,13 +67,6 @@ def make_alfworld_evaluator(
             result = Evaluation(float(success), success, feedback)
         else:
             result = heuristic_evaluation(state)
-        record = TrialRecord(
-            trial=state.trial,
-            answer=None,
-            score=result.score,
-            success=result.success,
-            feedback=result.feedback,
-        )
-        return {"evaluations": [record], "solved": result.success}
+        return result  # the loop makes it the trial's record
 
     return Node(evaluator, role="evaluator", family=lesson_family)

@@ -20,8 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
-from reflexion.core.lessons import Family, with_recalled
-from reflexion.core.progress import emit
+from reflexion.core.lessons import Family
 from reflexion.core.steps import Node, Steps, ask, block
 from reflexion.core.window import reflection_window
 from reflexion.nodes.common import actor_llm, named_seed
@@ -154,7 +153,6 @@ def draw_attempt(
     if parsed.code is None:  # no resample gave code: keep the first reply
         reply, parsed = first
     return {
-        "trial": state.trial + 1,
         "trajectory": [parsed.code if parsed.code is not None else reply.text.strip()[:2000]],
         "answer": parsed.code,
         "stop_reason": parsed.error,
@@ -170,10 +168,8 @@ def make_code_actor(model: BaseChatModel | None = None, *, family: Family = less
 
     def code_actor(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
-        emit("trial_started", trial=state.trial + 1)
-        state, recalled = yield from with_recalled(state, runtime, family)
         messages = code_messages(state, ctx)
         fresh = retries_fresh(state, ctx)
-        return {**recalled, **(yield from draw_attempt(state, ctx, model, messages, fresh))}
+        return (yield from draw_attempt(state, ctx, model, messages, fresh))
 
     return Node(code_actor, role="actor", family=family, acts=True)

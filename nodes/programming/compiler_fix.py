@@ -13,7 +13,6 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
-from reflexion.core.progress import emit
 from reflexion.core.steps import Node, Steps, block
 from reflexion.nodes.programming.actor import code_key, tried_keys
 from reflexion.nodes.programming.common import did_compile, problem_of
@@ -55,9 +54,7 @@ def make_compiler_fix(
         fixed = yield from block(fix_rust, code, preamble=rust_preamble(problem.prompt, code))
         if fixed is None or code_key(fixed, "rs") in tried_keys(state, problem):
             return {"compiler_fix": False}
-        emit("trial_started", trial=state.trial + 1, source="compiler")
         return {
-            "trial": state.trial + 1,
             "trajectory": [fixed],
             "answer": fixed,
             "stop_reason": None,

@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
 from reflexion.core.steps import Node, Steps, block
+from reflexion.nodes.evaluator import Evaluation
 from reflexion.nodes.programming.common import (
     NO_EVIDENCE,
     NO_TESTS,
@@ -28,7 +29,6 @@ from reflexion.programming.problems import assemble
 from reflexion.programming.sandbox import Limits, SuiteResult
 from reflexion.programming.state import (
     CodeState,
-    CodeTrialRecord,
     OutcomeRecord,
     lesson_family,
 )
@@ -75,7 +75,7 @@ def make_unit_test_evaluator() -> Node:
 
     def unit_test_evaluator(
         state: CodeState, runtime: Runtime[CodeContext]
-    ) -> Steps[dict[str, Any]]:
+    ) -> Steps[Evaluation | dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
         if state.answer is None:
             reason = state.stop_reason or render("programming/no_code_block")
@@ -87,13 +87,13 @@ def make_unit_test_evaluator() -> Node:
     return Node(unit_test_evaluator, role="evaluator", family=lesson_family)
 
 
-def _update(state: CodeState, verdict: _Verdict) -> dict[str, Any]:
-    update: dict[str, Any] = {
-        "evaluations": [_record(state, verdict)],
-        "solved": verdict.success,
-        "test_failures": verdict.failures,
-    }
-    return update
+def _update(state: CodeState, verdict: _Verdict) -> Evaluation:
+    """The verdict as the loop's :class:`~reflexion.nodes.evaluator.Evaluation`: the record's
+    own keys as its evidence, the failed tests as its writes."""
+    writes: dict[str, Any] = {"test_failures": verdict.failures}
+    return Evaluation(
+        verdict.score, verdict.success, verdict.feedback, _evidence(state, verdict), writes
+    )
 
 
 def _limits(state: CodeState, ctx: CodeContext) -> Limits:
@@ -195,15 +195,10 @@ def _without_tests(result: SuiteResult, ctx: CodeContext) -> _Verdict:
     )
 
 
-def _record(state: CodeState, verdict: _Verdict) -> CodeTrialRecord:
-    """The trial's record: the verdict, and what it rests on where there is something."""
-    record = CodeTrialRecord(
-        trial=state.trial,
-        answer=state.answer,
-        score=verdict.score,
-        success=verdict.success,
-        feedback=verdict.feedback,
-    )
+def _evidence(state: CodeState, verdict: _Verdict) -> dict[str, Any]:
+    """The trial record's own keys (after the five every record has): what the verdict rests
+    on where there is something."""
+    record: dict[str, Any] = {}
     if verdict.compiled is not None:
         record["compiled"] = verdict.compiled
     for key in ("tests_passed", "tests_counted", "ties"):

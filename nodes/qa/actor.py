@@ -24,10 +24,8 @@ from langgraph.runtime import Runtime
 
 from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
-from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, with_recalled
+from reflexion.core.lessons import Family
 from reflexion.core.models import EmbeddedChatModel
-from reflexion.core.progress import emit
 from reflexion.core.state import State
 from reflexion.core.steps import Node, Steps, ask, block
 from reflexion.nodes.common import actor_llm, named_seed
@@ -170,18 +168,14 @@ def _resample(
     return parsed, text
 
 
-def _update(
-    state: State, recalled: dict[str, Any], parsed: FinishParse, text: str
-) -> dict[str, Any]:
-    """The actor's state update for one trial's parsed reply."""
+def _update(parsed: FinishParse, text: str) -> dict[str, Any]:
+    """The actor's attempt for one trial's parsed reply."""
     action = (
         f"Action: Finish[{parsed.answer}]"
         if parsed.answer is not None
         else f"Action: (unparseable: {parsed.error}) {text.strip()[:300]}"
     )
     return {
-        **recalled,
-        "trial": state.trial + 1,
         "trajectory": [f"Thought: {parsed.thought}", action],
         "answer": parsed.answer,
         "stop_reason": None if parsed.answer is not None else parsed.error,
@@ -191,15 +185,11 @@ def _update(
 def make_cot_actor(
     model: BaseChatModel | None = None, *, with_passages: bool = True, family: Family = QA_FAMILY
 ) -> Node:
-    """A chain-of-thought actor node; ``model`` overrides ``Context.actor_model``; ``family``
-    is the task family whose lessons it recalls on the first trial (``Context.lessons``)."""
+    """A chain-of-thought actor node (its attempt; the loop keeps the trial's books);
+    ``model`` overrides ``Context.actor_model``; ``family`` labels its model calls."""
 
     def actor(state: State, runtime: Runtime[QAContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, QAContext)
-        if not state.task.strip():
-            raise ReflexionError("the task is empty: give the question to answer")
-        emit("trial_started", trial=state.trial + 1)
-        state, recalled = yield from with_recalled(state, runtime, family)
         llm = yield from block(actor_llm, model, ctx)
         seed = draw_seeds(llm, state, ctx)
         options: dict[str, Any] = (
@@ -209,7 +199,7 @@ def make_cot_actor(
             parsed, text = yield from _resample(
                 state, ctx, llm, model, options, seed, with_passages
             )
-            return _update(state, recalled, parsed, text)
+            return _update(parsed, text)
         messages = cot_messages(state, ctx, with_passages=with_passages)
         rejected = rejected_keys(state, ctx)
         draw = 0
@@ -240,7 +230,7 @@ def make_cot_actor(
             ask = HumanMessage(render("qa/cot_rejected", answer=parsed.answer))
             turns = [*messages, AIMessage(text), ask]
             parsed = yield from _ask_again(llm, turns, parsed, seed("correct"))
-        return _update(state, recalled, parsed, text)
+        return _update(parsed, text)
 
     name = "cot_gt_actor" if with_passages else "cot_actor"
     return Node(actor, role="actor", family=family, acts=True, name=name)

@@ -153,7 +153,7 @@ def test_the_site_builds_strictly_with_every_page(built):
         "graphs.custom.create_reflexion_graph",
         "core.context.Context",
         "core.context.Context.paper",
-        "graphs.builder.build_reflexion_graph",
+        "graphs.loop.build_reflexion_graph",
         "graphs.qa.qa_builder",
         "graphs.qa.react_builder",
         "graphs.programming.programming_builder",

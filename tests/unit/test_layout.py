@@ -168,12 +168,12 @@ def test_a_module_named_in_a_string_counts_as_imported(tmp_path):
 
 
 def test_the_loop_core_knows_no_task_family():
-    """The loop (graphs/builder.py), the core package and the shared nodes import no task
+    """The loop (graphs/loop.py), the core package and the shared nodes import no task
     family's module: the families build their graphs from the loop, not the other way."""
     found = modules()
     known = set(found)
     core = [m for m in found if m.startswith("reflexion.core.")]
-    shared = ["reflexion.graphs.builder", "reflexion.nodes.reflector", "reflexion.nodes.evaluator"]
+    shared = ["reflexion.graphs.loop", "reflexion.nodes.reflector", "reflexion.nodes.evaluator"]
     for module in [*core, *shared]:
         bad = {
             imported

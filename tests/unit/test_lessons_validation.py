@@ -16,7 +16,7 @@ from langgraph.types import Command
 from reflexion.core.context import Context
 from reflexion.core.lessons import recall
 from reflexion.core.steps import drive
-from reflexion.graphs.builder import build_reflexion_graph
+from reflexion.graphs.loop import build_reflexion_graph
 from reflexion.graphs.qa import qa_builder
 from reflexion.nodes import make_reflector
 from reflexion.nodes.qa import make_cot_actor

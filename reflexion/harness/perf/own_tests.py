@@ -32,6 +32,7 @@ from rich.table import Table
 
 from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import chosen_index
+from reflexion.graphs.loop import trial_record
 from reflexion.harness.bench.ledger import load_finals
 from reflexion.harness.perf.code_retries import tie_stop
 from reflexion.harness.perf.machine import JsonOpt, report
@@ -160,7 +161,7 @@ def replay(final: dict[str, Any], later: list[dict[str, Any]], problem: CodeProb
     settled = False
     for trial, code in enumerate(attempts[: ctx.max_trials], start=1):
         state.trial, state.answer = trial, code
-        update = evaluate(state, runtime)
+        update = trial_record(state, evaluate(state, runtime))  # the loop's record of it
         state.evaluations = [*state.evaluations, *update["evaluations"]]
         state.test_failures = [*state.test_failures, *update["test_failures"]]
         record = update["evaluations"][0]
