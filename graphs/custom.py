@@ -31,11 +31,11 @@ from langgraph.types import Checkpointer
 
 from reflexion.core.context import Context, get_context, with_fields
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family
 from reflexion.core.state import State
 from reflexion.core.steps import Awaited, Node, Steps, ask, block, drive, steps_of
 from reflexion.core.window import reflection_window
 from reflexion.graphs.loop import build_reflexion_graph
+from reflexion.lessons import Family
 from reflexion.nodes.common import judge_llm, resolve_model
 from reflexion.nodes.evaluator import (
     CORRECT,

@@ -62,7 +62,11 @@ from langgraph.runtime import Runtime
 from reflexion.core.budget import BUDGET_STOPS, StopReason, metered, stop_reason
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import (
+from reflexion.core.progress import emit
+from reflexion.core.selection import chosen_index, succeeded
+from reflexion.core.state import InputState, OutputState, State, TrialRecord
+from reflexion.core.steps import Node, Steps, ask, inline, steps_of
+from reflexion.lessons import (
     Family,
     current_thread_id,
     family_of,
@@ -70,10 +74,6 @@ from reflexion.core.lessons import (
     validate_lessons,
     with_recalled,
 )
-from reflexion.core.progress import emit
-from reflexion.core.selection import chosen_index, succeeded
-from reflexion.core.state import InputState, OutputState, State, TrialRecord
-from reflexion.core.steps import Node, Steps, ask, inline, steps_of
 from reflexion.nodes.evaluator import Evaluation
 from reflexion.nodes.reflector import make_review
 

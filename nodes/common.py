@@ -9,9 +9,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from reflexion.core.context import Context
-from reflexion.core.hosted_retries import takes_seed
-from reflexion.core.models import EmbeddedChatModel, load_chat_model
-from reflexion.core.transport import transport_of
+from reflexion.models.providers import EmbeddedChatModel, load_chat_model
+from reflexion.models.retries import takes_seed
+from reflexion.models.transport import transport_of
 
 RESAMPLE_TEMPERATURE = 0.8
 """Temperature of the extra samples drawn when a retry repeats an earlier failed attempt
@@ -33,7 +33,7 @@ def resolve_model(
     """The model a node uses: the one it was built with, else the context's model string
     (an embedded model runs each ``role`` in its own llama.cpp context, keeping its cache; a
     hosted or served model is reached and retried as the process's transport says,
-    :mod:`reflexion.core.transport`). A model passed in is used as it is."""
+    :mod:`reflexion.models.transport`). A model passed in is used as it is."""
     if override is not None:
         return override
     transport = transport_of(ctx)

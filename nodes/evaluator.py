@@ -22,9 +22,9 @@ from pydantic import BaseModel, Field
 from reflexion.core.answers import exact_match
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ProviderError, ReflexionError
-from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.state import State
 from reflexion.core.steps import Node, Steps, ask, block
+from reflexion.models.providers import EmbeddedChatModel
 from reflexion.nodes.common import attempt_values, judge_llm, trajectory_text
 from reflexion.nodes.replies import Verdict, parse_verdict, read_answer
 from reflexion.prompts import render

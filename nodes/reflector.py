@@ -2,7 +2,7 @@
 a person reads, edits or drops that lesson before the next trial (``Context.review_reflections``).
 
 With ``Context.lessons`` on, every new reflection is also saved to the long-term lesson store
-(:mod:`reflexion.core.lessons`), not yet validated (the evaluator node marks it validated when a
+(:mod:`reflexion.lessons`), not yet validated (the evaluator node marks it validated when a
 later trial of this thread that saw it succeeds); an edit in review updates it there and a drop
 deletes it.
 """
@@ -20,7 +20,11 @@ from langgraph.types import interrupt
 
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import (
+from reflexion.core.progress import emit
+from reflexion.core.state import State
+from reflexion.core.steps import Node, Steps, ask, block, stored
+from reflexion.core.window import update_window
+from reflexion.lessons import (
     Family,
     current_thread_id,
     family_of,
@@ -30,10 +34,6 @@ from reflexion.core.lessons import (
     save_lesson,
     store_of,
 )
-from reflexion.core.progress import emit
-from reflexion.core.state import State
-from reflexion.core.steps import Node, Steps, ask, block, stored
-from reflexion.core.window import update_window
 from reflexion.nodes.common import attempt_values, resolve_model, trajectory_text
 from reflexion.nodes.replies import clean_reflection
 from reflexion.prompts import few_shot, render

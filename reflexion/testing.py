@@ -14,7 +14,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from reflexion.core.chat import OneReplyChatModel
+from reflexion.models.chat import OneReplyChatModel
 
 
 class FakeChatModel(OneReplyChatModel):

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.core.transport import set_transport
 from reflexion.graphs.qa import qa_builder
+from reflexion.models.transport import set_transport
 from reflexion.testing import ScriptedChatModel
 from tests.crashkit import LoopbackModel, loopback_model, reference_run
 

@@ -43,10 +43,10 @@ from reflexion.alfworld.turns import (
 )
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, recall_update
 from reflexion.core.progress import emit
 from reflexion.core.state import TrialInput
 from reflexion.core.steps import Node, Steps, ask, block
+from reflexion.lessons import Family, recall_update
 from reflexion.nodes.common import (
     actor_llm,
     named_seed,

@@ -20,9 +20,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
-from reflexion.core.lessons import Family
 from reflexion.core.steps import Node, Steps, ask, block
 from reflexion.core.window import reflection_window
+from reflexion.lessons import Family
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import with_lessons
 from reflexion.nodes.programming.common import (

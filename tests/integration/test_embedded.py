@@ -10,14 +10,14 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.core.context import Context
-from reflexion.core.models import (
+from reflexion.graphs.qa import qa_builder, react_builder
+from reflexion.models.providers import (
     DEFAULT_MODEL,
     PRESETS,
     TEST_MODEL,
     installed_presets,
     resolve_preset,
 )
-from reflexion.graphs.qa import qa_builder, react_builder
 from reflexion.qa.context import QAContext, ReActContext
 from reflexion.qa.questions import load_hotpotqa
 from tests.clikit import reflexion
@@ -169,8 +169,8 @@ def test_a_prompt_and_a_seed_draw_the_same_text_after_any_history():
     """Paired strategies fork one trial 1 and must draw alike where their prompts agree: the
     same prompt and seed give one text whether the context just ran that prompt (all of it
     cached), another question (the examples cached) or nothing."""
-    from reflexion.core.models import embedded_model
     from reflexion.core.state import State
+    from reflexion.models.providers import embedded_model
     from reflexion.nodes.qa.actor import cot_messages
 
     first, other = load_hotpotqa(limit=2)

@@ -20,7 +20,7 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from reflexion.alfworld.games import load_games, select_games
-from reflexion.core.models import MODEL_VARIABLE
+from reflexion.models.providers import MODEL_VARIABLE
 from tests.langgraph_server import ROOT, langgraph_dev
 
 pytestmark = [pytest.mark.integration, pytest.mark.enable_socket]

@@ -22,10 +22,10 @@ from langgraph_sdk.client import SyncLangGraphClient
 from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.context import Context, Strategy
 from reflexion.core.errors import ReflexionError
-from reflexion.core.models import TEST_MODEL
 from reflexion.harness.bench.driver import ServerGraph, run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink
 from reflexion.harness.bench.remote import server_thread_id
+from reflexion.models.providers import TEST_MODEL
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
 from tests.clikit import reflexion

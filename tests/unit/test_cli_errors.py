@@ -12,8 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 from reflexion.core import data as datasets
-from reflexion.core import models
 from reflexion.core.errors import DatasetError
+from reflexion.models import providers as models
 from reflexion.qa.questions import load_hotpotqa
 from tests.clikit import KEPT, cli, one_line_error
 
@@ -218,7 +218,7 @@ def test_missing_llama_cpp_package(monkeypatch, capsys, tmp_path):
     weights.write_bytes(b"GGUF")
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # `import llama_cpp` now fails
     # and so does the module built on it, should an earlier test have imported it
-    monkeypatch.delitem(sys.modules, "reflexion.core.aligned_cache", raising=False)
+    monkeypatch.delitem(sys.modules, "reflexion.models.cache", raising=False)
     code, err = cli(
         monkeypatch, capsys, "run", "Q?", "--reference", "a", "--model", f"local:{weights}"
     )

@@ -358,7 +358,11 @@ def test_read_reply_finds_the_last_answer_line():
             "Sydney",
             ["Thought: Australia's best-known city. The capital of Australia is Sydney."],
         ),
-        ("Answer: Canberra\nOn second thought, Answer: Sydney", "Sydney", ["Answer: Canberra", "On second thought,"]),
+        (
+            "Answer: Canberra\nOn second thought, Answer: Sydney",
+            "Sydney",
+            ["Answer: Canberra", "On second thought,"],
+        ),
         ("I would say ANSWER: 42 then. Final answer: 43", "43", ["I would say ANSWER: 42 then."]),
         ("**Answer:** x", "x", []),
     ],

@@ -20,14 +20,14 @@ from langchain_core.messages import HumanMessage
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ProviderError
-from reflexion.core.hosted_retries import RetryingChatModel, RetryPolicy
-from reflexion.core.models import load_chat_model
-from reflexion.core.transport import Transport, using_transport
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink, finished_tasks
 from reflexion.harness.cli.app import main
 from reflexion.harness.perf.concurrency import chat_completion
+from reflexion.models.providers import load_chat_model
+from reflexion.models.retries import RetryingChatModel, RetryPolicy
+from reflexion.models.transport import Transport, using_transport
 from reflexion.nodes import common as node_common
 from tests.conftest import hotpotqa_line
 

@@ -25,7 +25,6 @@ from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.sessions import EnvSessions
 from reflexion.core.context import Context, Lessons
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import MAX_CANDIDATES, namespace, rank, recall, save_lesson, tokenize
 from reflexion.core.steps import drive
 from reflexion.graphs.alfworld import alfworld_builder
 from reflexion.graphs.custom import create_reflexion_graph
@@ -33,6 +32,7 @@ from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder, react_builder
 from reflexion.harness.cli.app import main
 from reflexion.harness.persistence import open_store
+from reflexion.lessons import MAX_CANDIDATES, namespace, rank, recall, save_lesson, tokenize
 from reflexion.qa.context import QAContext
 from reflexion.testing import ScriptedChatModel, ScriptedGame
 from tests.conftest import answer, hotpotqa_line

@@ -22,7 +22,9 @@ from langgraph.store.sqlite import SqliteStore
 
 from reflexion.core.context import Context, Lessons
 from reflexion.core.errors import ReflexionError
-from reflexion.core.lessons import (
+from reflexion.core.steps import drive
+from reflexion.graphs.qa import qa_builder
+from reflexion.lessons import (
     INDEX_FIELDS,
     family_items,
     lifetime,
@@ -32,8 +34,6 @@ from reflexion.core.lessons import (
     save_lesson,
     validate_lessons,
 )
-from reflexion.core.steps import drive
-from reflexion.graphs.qa import qa_builder
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_lessons import ALL, PRAGUE, config, qa_graph

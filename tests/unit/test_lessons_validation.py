@@ -14,10 +14,10 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
 from reflexion.core.context import Context
-from reflexion.core.lessons import recall
 from reflexion.core.steps import drive
 from reflexion.graphs.loop import build_reflexion_graph
 from reflexion.graphs.qa import qa_builder
+from reflexion.lessons import recall
 from reflexion.nodes import make_reflector
 from reflexion.nodes.qa import make_cot_actor
 from reflexion.testing import ScriptedChatModel

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from reflexion.core import models
 from reflexion.core.errors import ModelError
+from reflexion.models import providers as models
 
 
 def test_missing_weight_package_names_the_extra(monkeypatch):
@@ -136,7 +136,7 @@ def test_a_corrupt_gguf_file_is_a_one_line_model_error(tmp_path):
     """llama.cpp's own ValueError (and its traceback) never reaches the user."""
     pytest.importorskip("llama_cpp", reason="needs the local extra (llama-cpp-python)")
     from reflexion.core.errors import ModelError
-    from reflexion.core.models import embedded_model
+    from reflexion.models.providers import embedded_model
 
     bad = tmp_path / "truncated.gguf"
     bad.write_bytes(b"GGUF\x03\x00\x00\x00" + b"\x00" * 64)

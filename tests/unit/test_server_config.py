@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from reflexion.core import models
 from reflexion.core.errors import ModelError
+from reflexion.models import providers as models
 
 ROOT = Path(__file__).resolve().parents[2]
 

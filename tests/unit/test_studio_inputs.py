@@ -62,6 +62,7 @@ def test_the_examples_hold_what_each_graph_needs():
     assert sample.get(react["task"].strip()) == react["reference"]
     code = given["reflexion_programming"]
     assert f"def {code['entry_point']}(" in code["task"]
-    assert resolve_game(given["reflexion_alfworld"]["game"]).name == (
-        given["reflexion_alfworld"]["game"]
+    assert (
+        resolve_game(given["reflexion_alfworld"]["game"]).name
+        == (given["reflexion_alfworld"]["game"])
     )

@@ -7,7 +7,7 @@ import pytest
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ContextError
-from reflexion.core.transport import (
+from reflexion.models.transport import (
     Transport,
     current_transport,
     set_transport,

@@ -16,8 +16,8 @@ from typing import Any
 from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.context import AFTER_FIRST_TRIAL as ACTS_AFTER_FIRST_TRIAL
 from reflexion.core.context import Context
-from reflexion.core.transport import Transport, transport_of
 from reflexion.harness.bench.naming import LESSONS_ADDED, run_name, thread_key
+from reflexion.models.transport import Transport, transport_of
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
 

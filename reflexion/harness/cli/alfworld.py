@@ -15,7 +15,6 @@ from reflexion.alfworld.env import ENGINE_MISSING, engine_available
 from reflexion.alfworld.games import load_games, pack_games, select_games
 from reflexion.core.context import RetrySeeds
 from reflexion.core.errors import ReflexionError
-from reflexion.core.models import DEFAULT_MODEL
 from reflexion.harness.bench.family_tables import alfworld_summary
 from reflexion.harness.bench.ledger import BenchTask
 from reflexion.harness.bench.plots import learning_curve
@@ -25,6 +24,7 @@ from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, one_model_context
 from reflexion.harness.scoring.alfworld import failure_curves, self_evaluation, solved_curve, won_at
+from reflexion.models.providers import DEFAULT_MODEL
 
 
 @run.common_options(

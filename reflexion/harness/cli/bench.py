@@ -23,7 +23,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.transport import current_transport
 from reflexion.graphs.agents import AGENTS
 from reflexion.harness.bench.driver import Finalize, Graph, ServerGraph, run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink, finished_tasks
@@ -42,6 +41,7 @@ from reflexion.harness.cli.common import (
 )
 from reflexion.harness.cli.options import STRATEGIES, choice
 from reflexion.harness.persistence import open_checkpointer
+from reflexion.models.transport import current_transport
 
 Printer = Callable[[dict[str, Any], str], None]
 Results = dict[str, list[dict[str, Any]]]

@@ -16,11 +16,11 @@ from rich.markup import escape
 
 from reflexion.core.context import LESSON_FILTERS, Context, EvaluatorKind, LessonFilter
 from reflexion.core.errors import ReflexionError
-from reflexion.core.transport import current_transport, set_transport
 from reflexion.graphs.agents import AGENTS
 from reflexion.harness.bench.driver import Graph
 from reflexion.harness.cli.options import STRATEGIES, C, check_memory, choice
 from reflexion.harness.persistence import MEMORY, open_store, parse_target
+from reflexion.models.transport import current_transport, set_transport
 from reflexion.nodes.common import resolve_model
 from reflexion.qa.context import QAContext, ReActContext, WikiKind
 

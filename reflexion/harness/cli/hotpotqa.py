@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from reflexion.core.errors import ReflexionError
-from reflexion.core.models import DEFAULT_MODEL
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
 from reflexion.harness.bench.family_tables import judge_table, qa_paired, truth_curve
 from reflexion.harness.bench.plots import learning_curve
@@ -18,6 +17,7 @@ from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, qa_context
 from reflexion.harness.scoring.reference import gold_scorer
+from reflexion.models.providers import DEFAULT_MODEL
 from reflexion.qa.questions import load_hotpotqa
 
 

@@ -16,10 +16,7 @@ from rich.markup import escape
 
 from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
-from reflexion.core.hosted_retries import provider_failure
-from reflexion.core.models import DEFAULT_MODEL, installed_presets
 from reflexion.core.presets import PRESET_NAMES, preset_values
-from reflexion.core.transport import current_transport, set_transport, transport_of
 from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
 from reflexion.harness.bench.driver import Graph, snapshot, stream_thread
 from reflexion.harness.bench.reports import table
@@ -67,6 +64,9 @@ from reflexion.harness.cli.options import (
     with_preset,
 )
 from reflexion.harness.persistence import open_checkpointer
+from reflexion.models.providers import DEFAULT_MODEL, installed_presets
+from reflexion.models.retries import provider_failure
+from reflexion.models.transport import current_transport, set_transport, transport_of
 from reflexion.qa.context import QAContext, ReActContext
 
 

@@ -14,7 +14,6 @@ from rich.table import Table
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.models import DEFAULT_MODEL
 from reflexion.graphs.custom import answering_model
 from reflexion.harness.bench.naming import thread_key
 from reflexion.harness.bench.own_tasks import SERVED, Row, comparison, load_graph, load_tasks
@@ -24,6 +23,7 @@ from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, one_model_context
 from reflexion.harness.scoring.reference import gold_scorer
+from reflexion.models.providers import DEFAULT_MODEL
 
 GRAPH_DEFAULT = "Default: the graph's own (its context's default)."
 

