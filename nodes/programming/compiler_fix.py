@@ -7,7 +7,6 @@ compile, the actor's retry follows as usual.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -37,13 +36,10 @@ def made_fix(state: CodeState) -> bool:
     return state.compiler_fix
 
 
-def make_compiler_fix(
-    parent_of: Callable[[CodeState], dict[str, Any]] | None = None,
-) -> Node:
+def make_compiler_fix() -> Node:
     """The node: the last attempt with ``rustc``'s fixes applied, as the next trial's attempt,
     when they make it compile into code no earlier attempt had; else only
-    ``compiler_fix=False`` (the actor follows). ``parent_of(state)`` adds what the tree
-    search records of an attempt (the attempt it expanded: the last one)."""
+    ``compiler_fix=False`` (the actor follows)."""
 
     def compiler_fix(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
         ctx = get_context(runtime, CodeContext)
@@ -59,7 +55,6 @@ def make_compiler_fix(
             "answer": fixed,
             "stop_reason": None,
             "compiler_fix": True,
-            **(parent_of(state) if parent_of is not None else {}),
         }
 
     return Node(compiler_fix, role="compiler_fix", family=lesson_family, acts=True)

@@ -4,8 +4,8 @@ trial, task and strategy it served.
 
 - ``reflexion_graph``: the graph's task family (``qa``, ``react``, ``programming-py``,
   ``alfworld-clean``, or the family your own graph was built with);
-- ``reflexion_role``: ``actor``, ``evaluator``, ``reflector``, ``test_writer``,
-  ``verifier`` (also the run's name);
+- ``reflexion_role``: ``actor``, ``evaluator``, ``reflector``, ``test_writer`` (also the
+  run's name);
 - ``reflexion_trial``: the trial the call belongs to (1 for the first attempt; 0 before it);
 - ``reflexion_task_id``: the task's id (``state.task_id``), or None;
 - ``reflexion_strategy``: ``Context.strategy``.
