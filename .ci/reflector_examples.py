@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from reflexion.core.context import Context
-from reflexion.graphs.custom import GENERIC_REFLECT_EXAMPLES
 from reflexion.graphs.generic import generic_builder
 from reflexion.harness.bench.stats import copy_rate, paired
+from reflexion.nodes.reflector import GENERIC_REFLECT_EXAMPLES
 from reflexion.prompts import load_prompt
 from reflexion.qa.questions import iter_hotpotqa
 

@@ -22,8 +22,8 @@ from langgraph.graph import StateGraph
 from reflexion.core.context import Context
 from reflexion.core.state import State
 from reflexion.core.steps import Steps, block
-from reflexion.graphs.custom import GENERIC_REFLECT_EXAMPLES, make_chat_actor
 from reflexion.graphs.loop import build_reflexion_graph
+from reflexion.nodes.actor import make_chat_actor
 from reflexion.nodes.common import judge_llm
 from reflexion.nodes.evaluator import (
     EvaluateSteps,
@@ -32,7 +32,7 @@ from reflexion.nodes.evaluator import (
     llm_judge_evaluation,
     make_evaluator,
 )
-from reflexion.nodes.reflector import make_reflector
+from reflexion.nodes.reflector import GENERIC_REFLECT_EXAMPLES, make_reflector
 
 GENERIC_FAMILY = "reflexion"
 """The task family of the generic graph's lessons (``Context.lessons``)."""

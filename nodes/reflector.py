@@ -36,9 +36,16 @@ from reflexion.lessons import (
 )
 from reflexion.nodes.common import attempt_values, resolve_model, trajectory_text
 from reflexion.nodes.replies import clean_reflection
+from reflexion.nodes.templates import kind
 from reflexion.prompts import few_shot, render
 
 STOP = ["\nTask:", "\n---", "\nPrevious attempt:"]
+
+GENERIC_REFLECT_EXAMPLES = "common/generic_reflect_examples"
+"""The prompt file of the worked examples of the generic graph's reflector (and
+``create_reflexion_graph``'s): tasks of no benchmark (a unit conversion, a word problem, a
+format instruction missed), each lesson naming the mistake, its cause and what to do
+differently."""
 
 
 REFLECTOR_VARIABLES = ("task", "passages", "trajectory", "answer", "feedback", "trial")
@@ -92,7 +99,7 @@ def reflection_messages(
 
 
 def make_reflector(
-    model: BaseChatModel | None = None,
+    model: BaseChatModel | str | None = None,
     *,
     examples: str = "qa/reflect_examples",
     messages: Callable[[Any, Any], list[BaseMessage]] | None = None,
@@ -102,7 +109,8 @@ def make_reflector(
     schema: type[Context] = Context,
     template: BasePromptTemplate[Any] | None = None,
 ) -> Node:
-    """The reflector node; ``model`` overrides ``Context.reflector_model``; ``examples`` names
+    """The reflector node; ``model`` (a chat model, or a ``provider:model`` string) overrides
+    ``Context.reflector_model``; ``examples`` names
     the prompt file of few-shot reflections (one per agent family); ``messages`` replaces the
     whole prompt (a function of the state and the context, e.g. the programming reflector's);
     ``written`` gives a lesson that needs no model where the context asks for one (ALFWorld's
@@ -119,14 +127,21 @@ def make_reflector(
     (``pending_review``, with ``Context.review_reflections``).
     """
 
+    if model is not None and not isinstance(model, BaseChatModel | str):
+        raise ReflexionError(
+            f"reflector_model is a {kind(model)}: pass a chat model or a provider:model string"
+        )
+    override = model if isinstance(model, BaseChatModel) else None
+
     def prompt(state: Any, ctx: Context) -> list[BaseMessage]:
         if messages is not None:
             return messages(state, ctx)
         return reflection_messages(state, examples, with_passages=with_passages)
 
     def ask_reflector(state: Any, ctx: Context) -> Steps[str]:
+        spec = model if isinstance(model, str) else ctx.reflector_model
         llm = yield from block(
-            resolve_model, model, ctx.reflector_model, ctx, temperature=0.0, role="reflector"
+            resolve_model, override, spec, ctx, temperature=0.0, role="reflector"
         )
         if template is not None:
             messages_in = template.invoke(reflector_values(state)).to_messages()

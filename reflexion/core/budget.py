@@ -21,7 +21,7 @@ import functools
 import inspect
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Literal
 
@@ -219,6 +219,18 @@ def metered(node: Any) -> Any:
         return _with_spent(update, meter, started)
 
     return sync_node
+
+
+def metered_steps(steps: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
+    """A node core's run (:mod:`reflexion.core.steps`) whose update also adds what it spent
+    to ``spent``: the meter is set while the core runs, on either driver's path."""
+    meter, started = _Meter(_prices()), time.perf_counter()
+    reset = _METER.set(meter)
+    try:
+        update = yield from steps
+    finally:
+        _METER.reset(reset)
+    return _with_spent(update, meter, started)
 
 
 # -- the stop rule ---------------------------------------------------------------------------

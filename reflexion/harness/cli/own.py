@@ -14,7 +14,7 @@ from rich.table import Table
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.graphs.custom import answering_model
+from reflexion.core.steps import Node
 from reflexion.harness.bench.naming import thread_key
 from reflexion.harness.bench.own_tasks import SERVED, Row, comparison, load_graph, load_tasks
 from reflexion.harness.bench.reports import compact, table
@@ -49,6 +49,19 @@ class Measured:
     errors: dict[str, int]
 
 
+def answering_model(graph: Any) -> str | None:
+    """The model that answers in ``graph`` (a graph of ``create_reflexion_graph``, compiled
+    or its builder) where its actor brings its own: a chat model's name, a ``provider:model``
+    string as given, a Runnable's chat model or name, a function's name. ``None`` where the
+    actor reads ``Context.actor_model`` (the served graphs, an actor given no model)."""
+    builder = getattr(graph, "builder", graph)
+    spec = getattr(builder, "nodes", {}).get("actor")
+    node = getattr(spec, "runnable", None)
+    node = getattr(node, "__wrapped__", node)  # metered (reflexion.core.budget)
+    model = getattr(node, "model", None) if isinstance(node, Node) else None
+    return model if isinstance(model, str) else None
+
+
 def measure_loop(
     tasks: Path | str,
     graph: str = "reflexion",
@@ -69,7 +82,7 @@ def measure_loop(
     run. The threads are kept in ``db`` and the results files in ``output_dir``, so a second
     call with the same arguments resumes where the first stopped. The files are named after the
     model that answers: the graph's own where its actor brings one
-    (:func:`~reflexion.graphs.custom.answering_model`), else ``actor_model``. A task with a
+    (:func:`answering_model`), else ``actor_model``. A task with a
     ``reference`` is solved when its answer matches it, whatever the evaluator; the
     evaluator's verdict is kept beside (``solved`` in the files, ``Row.accepted``)."""
     path = Path(tasks)
