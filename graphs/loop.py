@@ -16,8 +16,8 @@ around those nodes, once for every family:
   and, on the first trial with ``Context.lessons`` on, the lessons recalled from other
   threads; after it, the trial counter (``trial``). An actor that is a subgraph of its own
   (ReAct's, ALFWorld's) cannot be wrapped without its drawing and checkpoints changing: its
-  first node, ``begin``, is made here instead (:func:`trial_start`), the same bookkeeping
-  around the family's fresh trial;
+  first node, ``begin``, is made here instead (:func:`trial_start`, handed to the module that
+  builds the subgraph), the same bookkeeping around the family's check and fresh trial;
 - after the evaluator (:func:`trial_evaluator`): the trial record built from the
   ``Evaluation``, the ``attempt_scored`` event and the validation of the lessons shown in the
   Ω window of a successful later trial;

@@ -5,7 +5,7 @@ are subgraphs of their own (ReAct, ALFWorld) included: their first node is the l
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,11 +87,10 @@ def test_the_check_sees_the_loop():
 
 @dataclass(kw_only=True)
 class Play(TrialInput):
-    """A subgraph actor's state: the game it is given, and what its fresh trial sets."""
+    """A subgraph actor's state: the game it is given, and the kind its fresh trial sets."""
 
     game: str = ""
     kind: str = ""
-    turns: list[str] = field(default_factory=list)
 
 
 def resolve(game: str) -> str:
@@ -121,15 +120,20 @@ def start_graph(empty_task: str | None = None) -> Any:
     builder.add_node("begin", begin)
     builder.add_edge(START, "begin")
     store = InMemoryStore()
-    lesson = {"text": "Take the mug first.", "task": "mug shelf", "validated": True}
-    store.put(("reflexion", "lessons", "game-put"), "old:1", lesson)
+    # recalled for the fresh task, the older lesson wins; for none, the newer would
+    for key, text, task in [
+        ("b:1", "Take the mug first.", "mug shelf"),
+        ("a:1", "Cross the river.", "river Prague"),
+    ]:
+        lesson = {"text": text, "task": task, "validated": True}
+        store.put(("reflexion", "lessons", "game-put"), key, lesson)
     return builder.compile(store=store)
 
 
 def streamed(graph: Any, given: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The custom chunks of a run, in order, and its last values."""
     chunks, values = [], {}
-    ctx = Context(lessons=True)
+    ctx = Context(lessons={"enabled": True, "recall_k": 1})
     for mode, chunk in graph.stream(given, context=ctx, stream_mode=["custom", "values"]):
         if mode == "custom":
             chunks.append(chunk)
@@ -141,7 +145,7 @@ def streamed(graph: Any, given: dict[str, Any]) -> tuple[list[dict[str, Any]], d
 def test_a_subgraph_actor_s_first_node_keeps_the_trial_s_books():
     """``trial_start``: the family's check, then ``trial_started``, then its fresh trial
     (handed what the check returned); lessons recalled on the first trial for the fresh
-    task, in the family of the fresh state; the trial counted."""
+    task, in the family of the fresh state (its kind); the trial counted."""
     graph = start_graph()
     chunks, values = streamed(graph, {"game": "g1"})
     assert chunks == [
