@@ -20,7 +20,7 @@ from reflexion.alfworld.state import (
     AlfworldState,
     lesson_family,
 )
-from reflexion.graphs.loop import build_reflexion_graph
+from reflexion.graphs.loop import build_reflexion_graph, trial_start
 from reflexion.nodes import make_reflector
 from reflexion.nodes.alfworld import (
     EnvFactory,
@@ -44,7 +44,9 @@ def alfworld_builder(
     ``env_factory`` makes environments (default: the real TextWorld engine, an optional
     extra); ``sessions`` shares the live environments with the caller."""
     return build_reflexion_graph(
-        make_alfworld_actor(actor_model, env_factory, sessions, family=lesson_family),
+        make_alfworld_actor(
+            actor_model, env_factory, sessions, trial_start=trial_start, family=lesson_family
+        ),
         make_alfworld_evaluator(evaluator_model),
         make_reflector(
             reflector_model,

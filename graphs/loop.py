@@ -14,7 +14,10 @@ around those nodes, once for every family:
 
 - before the actor (:func:`trial_actor`): the empty-task check, the ``trial_started`` event
   and, on the first trial with ``Context.lessons`` on, the lessons recalled from other
-  threads; after it, the trial counter (``trial``);
+  threads; after it, the trial counter (``trial``). An actor that is a subgraph of its own
+  (ReAct's, ALFWorld's) cannot be wrapped without its drawing and checkpoints changing: its
+  first node, ``begin``, is made here instead (:func:`trial_start`, handed to the module that
+  builds the subgraph), the same bookkeeping around the family's check and fresh trial;
 - after the evaluator (:func:`trial_evaluator`): the trial record built from the
   ``Evaluation``, the ``attempt_scored`` event and the validation of the lessons shown in the
   Ω window of a successful later trial;
@@ -24,9 +27,6 @@ around those nodes, once for every family:
   choice (:func:`select_answer`, ``Context.select_answer``): the last trial's answer (the
   paper) or the best one by the evaluator's evidence; a node, so the drawing shows it. It also
   writes why the thread ended (``stopped``).
-
-(An actor that is a subgraph of its own, ReAct's and ALFWorld's, still does its trial's
-bookkeeping in its ``begin`` node: the loop cannot see inside it.)
 
 A family whose retries are not always "reflect, then act" says how with a :class:`Retry`: a
 failed trial then goes to the ``retry`` step, whose edges go to the reflector, or straight to
@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, get_type_hints
 
 from langchain_core.runnables import Runnable
@@ -74,6 +74,7 @@ from reflexion.lessons import (
     validate_lessons,
     with_recalled,
 )
+from reflexion.nodes.common import Check, Fresh
 from reflexion.nodes.evaluator import Evaluation
 from reflexion.nodes.reflector import make_review
 
@@ -264,26 +265,76 @@ def _labels(node: Any, role: str, family: Family) -> dict[str, Any]:
     return {"role": role, "family": family}
 
 
+def _trial(
+    state: Any,
+    runtime: Runtime[Any],
+    *,
+    family: Family,
+    empty_task: str | None,
+    check: Check | None = None,
+    fresh: Fresh | None = None,
+    attempt: Callable[[Any, Runtime[Any]], Steps[dict[str, Any]]] | None = None,
+) -> Steps[dict[str, Any]]:
+    """One trial's bookkeeping, for the actor node and a subgraph actor's first node alike, in
+    this order: the empty-task check (``empty_task`` says what to give; ``None``: the family
+    checks its own input), the family's ``check``, the ``trial_started`` event, the fresh
+    trial's fields (``fresh``, handed what ``check`` returned), on the first trial the lessons
+    recalled for the task of the state with those fields (``Context.lessons``), the
+    ``attempt`` made from that state, and the trial counter. Returns the update: recalled
+    lessons, counter, fields, then the attempt's own."""
+    if empty_task is not None and not state.task.strip():
+        raise ReflexionError(f"the task is empty: {empty_task}")
+    checked = (yield from check(state, runtime)) if check is not None else None
+    emit("trial_started", trial=state.trial + 1)
+    fields = (yield from fresh(state, runtime, checked)) if fresh is not None else {}
+    fresh_state = replace(state, **fields) if fields else state
+    started, recalled = yield from with_recalled(fresh_state, runtime, family)
+    update = (yield from attempt(started, runtime)) if attempt is not None else {}
+    return {**recalled, "trial": state.trial + 1, **fields, **update}
+
+
 def trial_actor(actor: Any, family: Family, empty_task: str | None) -> tuple[Any, type[Any] | None]:
     """The actor node: the family's ``actor`` (a node that returns only its attempt) inside the
-    trial's bookkeeping. Before it: the empty-task check (``empty_task`` says what to give;
-    ``None``: the family checks its own input), the ``trial_started`` event and, on the first
-    trial, the lessons recalled from other threads (``Context.lessons``), which the actor then
-    sees in its state; after it, the trial counter. An actor subgraph (a Runnable) does its own
-    bookkeeping and runs as it is. Returns the node and its input schema."""
+    trial's bookkeeping (:func:`_trial`): before it, the empty-task check, the
+    ``trial_started`` event and, on the first trial, the lessons recalled from other threads
+    (``Context.lessons``), which the actor then sees in its state; after it, the trial counter.
+    An actor subgraph (a Runnable) runs as it is: its first node is :func:`trial_start`'s.
+    Returns the node and its input schema."""
     if isinstance(actor, Runnable) and not isinstance(actor, Node):
         return actor, None
     call, schema = _steps_and_schema(actor)
 
     def actor_node(state: Any, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
-        if empty_task is not None and not state.task.strip():
-            raise ReflexionError(f"the task is empty: {empty_task}")
-        emit("trial_started", trial=state.trial + 1)
-        started, recalled = yield from with_recalled(state, runtime, family)
-        update = yield from call(started, runtime)
-        return {**recalled, "trial": state.trial + 1, **update}
+        return (
+            yield from _trial(state, runtime, family=family, empty_task=empty_task, attempt=call)
+        )
 
     return Node(actor_node, acts=True, **_labels(actor, "actor", family)), schema
+
+
+def trial_start(
+    fresh: Fresh,
+    *,
+    family: Family,
+    empty_task: str | None,
+    check: Check | None = None,
+) -> Node:
+    """The first node of an actor that is a subgraph of its own (ReAct's and ALFWorld's
+    ``begin``; see :class:`~reflexion.nodes.common.TrialStart`): the trial's bookkeeping
+    (:func:`_trial`) around the family's fresh trial. ``check(state, runtime)``, when given,
+    checks the family's own input before the trial is announced (ALFWorld: the game);
+    ``fresh(state, runtime, checked)``, given what it returned (or ``None``), gives the fields
+    the trial starts from (a ``task`` among them is what lessons are recalled for); the node
+    returns them with the recalled lessons and the trial counter."""
+
+    def begin(state: Any, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
+        return (
+            yield from _trial(
+                state, runtime, family=family, empty_task=empty_task, check=check, fresh=fresh
+            )
+        )
+
+    return Node(begin, role="actor", family=family, acts=True)
 
 
 def trial_repair(repair: Any, family: Family, source: str) -> tuple[Any, type[Any] | None]:

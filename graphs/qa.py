@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
-from reflexion.graphs.loop import build_reflexion_graph
+from reflexion.graphs.loop import build_reflexion_graph, trial_start
 from reflexion.nodes import EvaluateFn, make_evaluator, make_reflector
 from reflexion.nodes.qa import make_cot_actor, make_react_actor
 from reflexion.qa.context import QA_FAMILY, REACT_FAMILY, QAContext, ReActContext
@@ -54,7 +54,7 @@ def react_builder(
     """A question-answering Reflexion loop with the ReAct actor (a subgraph searching
     Wikipedia); ``backend`` overrides the Wikipedia chosen by the context."""
     return build_reflexion_graph(
-        make_react_actor(actor_model, backend, family=REACT_FAMILY),
+        make_react_actor(actor_model, backend, trial_start=trial_start, family=REACT_FAMILY),
         make_evaluator(evaluator_model, evaluate),
         make_reflector(reflector_model, examples=REACT_REFLECT_EXAMPLES, family=REACT_FAMILY),
         family=REACT_FAMILY,

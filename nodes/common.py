@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
+from langgraph.runtime import Runtime
 
 from reflexion.core.context import Context
+from reflexion.core.steps import Node, Steps
+from reflexion.lessons import Family
 from reflexion.models.providers import EmbeddedChatModel, load_chat_model
 from reflexion.models.retries import takes_seed
 from reflexion.models.transport import transport_of
@@ -20,6 +24,31 @@ a search of its trial, and of fresh code retries."""
 
 MESSAGE_OVERHEAD = 6
 """Tokens a chat template adds around each message (role markers), a close upper estimate."""
+
+
+Check = Callable[[Any, Runtime[Any]], Steps[Any]]
+"""A subgraph actor's check of its own input, ``check(state, runtime)``, made before its trial
+is announced; what it returns goes on to the family's :data:`Fresh` (ALFWorld: the game)."""
+
+Fresh = Callable[[Any, Runtime[Any], Any], Steps[dict[str, Any]]]
+"""A subgraph actor's fresh trial, ``fresh(state, runtime, checked)``: the fields its trial
+starts from (``checked``: what the family's :data:`Check` returned, or ``None``)."""
+
+
+class TrialStart(Protocol):
+    """The loop's factory of a subgraph actor's first node
+    (:func:`~reflexion.graphs.loop.trial_start`: the trial's bookkeeping around ``fresh``),
+    handed to the module that builds the subgraph, since no node module imports a graph
+    module."""
+
+    def __call__(
+        self,
+        fresh: Fresh,
+        *,
+        family: Family,
+        empty_task: str | None,
+        check: Check | None = None,
+    ) -> Node: ...
 
 
 def resolve_model(

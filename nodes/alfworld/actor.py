@@ -1,12 +1,13 @@
 """The ALFWorld actor: a ReAct player of a household game, one trial as a subgraph.
 
 One trial is ``begin → turn → turn → … → END``, used as the Reflexion graph's ``actor`` node.
-``begin`` resets the game; each ``turn`` asks the model for one line (a ``think:`` step, answered
-``OK.``, or a command sent to the environment) and records the observation, so every turn is
-checkpointed and a resumed thread replays its commands into a fresh environment
-(:class:`~reflexion.alfworld.sessions.EnvSessions`). A trial ends when the environment closes the
-episode, at the step limit, when the prompt outgrows the context budget, or (with the heuristic
-evaluator) as soon as the heuristic holds.
+``begin`` is the loop's trial bookkeeping (:func:`~reflexion.graphs.loop.trial_start`) around
+the game's check and reset; each ``turn`` asks the model for one line (a ``think:`` step,
+answered ``OK.``, or a command sent to the environment) and records the observation, so every
+turn is checkpointed and a resumed thread replays its commands into a fresh environment
+(:class:`~reflexion.alfworld.sessions.EnvSessions`). A trial ends when the environment closes
+the episode, at the step limit, when the prompt outgrows the context budget, or (with the
+heuristic evaluator) as soon as the heuristic holds.
 
 The engine's ``won`` flag is recorded per trial for scoring only (``episodes``); neither the
 agent nor the evaluators read it.
@@ -15,7 +16,7 @@ agent nor the evaluators read it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -43,11 +44,11 @@ from reflexion.alfworld.turns import (
 )
 from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.progress import emit
 from reflexion.core.state import TrialInput
 from reflexion.core.steps import Node, Steps, ask, block
-from reflexion.lessons import Family, recall_update
+from reflexion.lessons import Family
 from reflexion.nodes.common import (
+    TrialStart,
     actor_llm,
     named_seed,
     prompt_tokens,
@@ -149,13 +150,16 @@ def make_alfworld_actor(
     env_factory: EnvFactory | None = None,
     sessions: EnvSessions | None = None,
     *,
+    trial_start: TrialStart,
     family: Family = lesson_family,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The ALFWorld actor subgraph; ``model`` overrides ``Context.actor_model``;
     ``env_factory`` makes environments (default: the real TextWorld engine); ``sessions``
-    shares live environments with the caller (tests inspect replays through it); ``family``
-    (of the state, once ``kind`` is known) is the task family whose lessons ``begin`` recalls
-    on the first trial (``Context.lessons``)."""
+    shares live environments with the caller (tests inspect replays through it);
+    ``trial_start`` is the loop's :func:`~reflexion.graphs.loop.trial_start`, which makes
+    ``begin``: the trial's bookkeeping around the game's check and reset; ``family`` (of the
+    state, once ``kind`` is known) is the task family whose lessons ``begin`` recalls on the
+    first trial (``Context.lessons``)."""
     live = sessions if sessions is not None else EnvSessions(env_factory or TextWorldEnv)
 
     def game_of(state: PlayInput, ctx: AlfworldContext) -> Game:
@@ -184,16 +188,17 @@ def make_alfworld_actor(
         )
         return {"done": True, "stop_reason": stop_reason, "episodes": [episode]}
 
-    def begin(state: PlayState, runtime: Runtime[AlfworldContext]) -> Steps[dict[str, Any]]:
-        ctx = get_context(runtime, AlfworldContext)
-        game = yield from block(game_of, state, ctx)
-        emit("trial_started", trial=state.trial + 1)
+    def checked_game(state: PlayState, runtime: Runtime[AlfworldContext]) -> Steps[Game]:
+        """The game of ``state``, checked before the trial is announced."""
+        return (yield from block(game_of, state, get_context(runtime, AlfworldContext)))
+
+    def fresh(
+        state: PlayState, runtime: Runtime[AlfworldContext], game: Game
+    ) -> Steps[dict[str, Any]]:
+        """A trial starts from the game reset: its first observation is the task (and what
+        lessons are recalled for), with no turns yet."""
         observation = yield from block(live.start, thread_key(get_config()), game)
-        started = replace(state, task=observation, kind=game.kind)
-        family_name = family(started) if callable(family) else family
         return {
-            **(yield from recall_update(started, observation, runtime, family_name)),
-            "trial": state.trial + 1,
             "task": observation,
             "kind": game.kind,
             "turns": [],
@@ -259,7 +264,8 @@ def make_alfworld_actor(
     builder = StateGraph(
         PlayState, context_schema=AlfworldContext, input_schema=PlayInput, output_schema=PlayOutput
     )
-    builder.add_node("begin", Node(begin, role="actor", family=family, acts=True))
+    begin = trial_start(fresh, family=family, empty_task=None, check=checked_game)
+    builder.add_node("begin", begin)
     builder.add_node("turn", Node(turn, role="actor", family=family))
     builder.add_edge(START, "begin")
     builder.add_conditional_edges("begin", after)

@@ -2,13 +2,15 @@
 
 One trial is a small loop — ``begin → think → act → think → … → END`` — compiled as its own
 graph and used as the Reflexion graph's ``actor`` node, so Studio shows the steps and a
-checkpointed thread resumes mid-trial. ``think`` asks the model for one step; ``act`` runs the
-action (``Search``/``Lookup`` on a :class:`~reflexion.qa.wiki.WikiBackend`, or ``Finish``)
-and adds the observation. A trial halts, as in the paper, at the step limit or when the prompt
-outgrows the context budget; a halted trial has no answer and a ``stop_reason`` the evaluator
-reports. An unparseable reply becomes an observation that says so, and the loop goes on. A step
-that repeats a search of this trial, or finishes with an answer already judged incorrect, is
-drawn again hotter (the repeat guard, ``Context.repeat_guard``) before it runs.
+checkpointed thread resumes mid-trial. ``begin`` is the loop's trial bookkeeping
+(:func:`~reflexion.graphs.loop.trial_start`) around a fresh trial with no steps; ``think`` asks
+the model for one step; ``act`` runs the action (``Search``/``Lookup`` on a
+:class:`~reflexion.qa.wiki.WikiBackend`, or ``Finish``) and adds the observation. A trial
+halts, as in the paper, at the step limit or when the prompt outgrows the context budget; a
+halted trial has no answer and a ``stop_reason`` the evaluator reports. An unparseable reply
+becomes an observation that says so, and the loop goes on. A step that repeats a search of
+this trial, or finishes with an answer already judged incorrect, is drawn again hotter (the
+repeat guard, ``Context.repeat_guard``) before it runs.
 """
 
 from __future__ import annotations
@@ -25,13 +27,11 @@ from typing_extensions import TypedDict
 
 from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
-from reflexion.core.errors import ReflexionError
-from reflexion.core.progress import emit
 from reflexion.core.state import TrialInput
 from reflexion.core.steps import Node, Steps, ask, block
-from reflexion.lessons import Family, recall_update
+from reflexion.lessons import Family
 from reflexion.models.providers import EmbeddedChatModel
-from reflexion.nodes.common import actor_llm, prompt_tokens
+from reflexion.nodes.common import TrialStart, actor_llm, prompt_tokens
 from reflexion.nodes.memory import memory_block, with_lessons
 from reflexion.nodes.qa.retry_memory import rejected_keys, with_memory
 from reflexion.prompts import few_shot, render, template
@@ -194,24 +194,25 @@ def make_react_actor(
     model: BaseChatModel | None = None,
     backend: WikiBackend | None = None,
     *,
+    trial_start: TrialStart,
     family: Family = REACT_FAMILY,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The ReAct actor subgraph; ``model`` overrides ``Context.actor_model`` and ``backend``
-    overrides the Wikipedia chosen by ``ReActContext.wiki`` / ``ReActContext.corpus``; ``family``
-    is the task family whose lessons ``begin`` recalls on the first trial (``Context.lessons``)."""
+    overrides the Wikipedia chosen by ``ReActContext.wiki`` / ``ReActContext.corpus``;
+    ``trial_start`` is the loop's :func:`~reflexion.graphs.loop.trial_start`, which makes
+    ``begin``: the trial's bookkeeping around the reset of the steps; ``family`` is the task
+    family whose lessons ``begin`` recalls on the first trial (``Context.lessons``)."""
 
     def tools(ctx: ReActContext) -> WikiTools:
         return WikiTools(backend if backend is not None else get_backend(ctx.wiki, ctx.corpus))
 
-    def begin(state: ReactState, runtime: Runtime[ReActContext]) -> Steps[dict[str, Any]]:
-        if not state.task.strip():
-            raise ReflexionError("the task is empty: give the question to answer")
-        emit("trial_started", trial=state.trial + 1)
-        # a missing corpus fails here, before any model call
+    def fresh(
+        state: ReactState, runtime: Runtime[ReActContext], checked: None
+    ) -> Steps[dict[str, Any]]:
+        """A trial starts with no steps, after the backend is reached: a missing corpus fails
+        here, before any model call."""
         yield from block(tools, get_context(runtime, ReActContext))
         return {
-            **(yield from recall_update(state, state.task, runtime, family)),
-            "trial": state.trial + 1,
             "trajectory": [],
             "steps": [],
             "pending": None,
@@ -311,7 +312,8 @@ def make_react_actor(
     builder = StateGraph(
         ReactState, context_schema=ReActContext, input_schema=ReactInput, output_schema=ReactOutput
     )
-    builder.add_node("begin", Node(begin, role="actor", family=family, acts=True))
+    begin = trial_start(fresh, family=family, empty_task="give the question to answer")
+    builder.add_node("begin", begin)
     builder.add_node("think", Node(think, role="actor", family=family))
     builder.add_node("act", Node(act, role="actor", family=family))
     builder.add_edge(START, "begin")

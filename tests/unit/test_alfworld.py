@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.config import get_stream_writer
 
 from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.sessions import EnvSessions
@@ -352,6 +353,43 @@ def test_an_empty_or_unknown_game_is_a_clear_error(games: str) -> None:
             {"configurable": {"thread_id": "y"}},
             context=AlfworldContext(games=games),
         )
+
+
+def test_a_trial_is_announced_after_its_game_is_checked_and_before_it_starts(games: str) -> None:
+    """``begin`` (the loop's): the game name checked (a bad one announces no trial), then
+    ``trial_started``, then the game reset; each trial counted once."""
+
+    class Announced(ScriptedGame):
+        def reset(self, game: Any) -> str:
+            get_stream_writer()({"reset": game.name})
+            return super().reset(game)
+
+    graph = alfworld_builder(
+        actor_model=ScriptedChatModel(replies=WIN), sessions=EnvSessions(Announced)
+    ).compile(checkpointer=InMemorySaver())
+    ctx = AlfworldContext(games=games)
+    stream = graph.stream(
+        {"game": GAME},
+        {"configurable": {"thread_id": "a"}},
+        context=ctx,
+        stream_mode=["custom"],
+        subgraphs=True,  # the subgraph's events reach the caller with it
+    )
+    chunks = [chunk for _, _, chunk in stream]
+    assert chunks[:2] == [{"reflexion": "trial_started", "trial": 1}, {"reset": GAME}]
+    assert sum(chunk.get("reflexion") == "trial_started" for chunk in chunks) == 1
+    chunks = []
+    with pytest.raises(ReflexionError) as bad:
+        for _, _, chunk in graph.stream(
+            {"game": "no-such-game"},
+            {"configurable": {"thread_id": "b"}},
+            context=ctx,
+            stream_mode=["custom"],
+            subgraphs=True,
+        ):
+            chunks.append(chunk)
+    assert str(bad.value.args[0]).startswith("no game named 'no-such-game'; ")
+    assert chunks == []
 
 
 def test_environments_are_reused_across_threads(games: str) -> None:

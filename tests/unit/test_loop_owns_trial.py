@@ -1,23 +1,37 @@
 """The loop owns the trial: no actor or evaluator module but the loop's (graphs/loop.py) counts
-the trial, emits ``trial_started`` or builds a trial record."""
+the trial, emits ``trial_started``, recalls lessons or builds a trial record; the actors that
+are subgraphs of their own (ReAct, ALFWorld) included: their first node is the loop's."""
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.config import get_stream_writer
+from langgraph.graph import START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.store.memory import InMemoryStore
+
+from reflexion.core.context import Context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.state import TrialInput
+from reflexion.core.steps import Steps, block
+from reflexion.graphs.loop import trial_start
 
 ROOT = Path(__file__).parents[2]
 
-SUBGRAPH_ACTORS = {"nodes/qa/react.py", "nodes/alfworld/actor.py"}
-"""Actors that are subgraphs of their own: their ``begin`` node still counts the trial, emits
-``trial_started`` and recalls lessons (the loop cannot wrap a subgraph without its drawing and
-its checkpoints changing). Each is named here so that no other module may."""
+RECALLS = {"recall", "recall_update", "with_recalled"}
+"""The lesson store's reads for a trial (:mod:`reflexion.lessons`)."""
 
 
 def _bookkeeping(tree: ast.AST) -> list[str]:
-    """What of the trial's bookkeeping a module does: ``trial_started`` events, ``"trial":
-    <...>.trial + 1`` in a state update (a dict with a spread or the attempt's keys; the trial's
-    number among a prompt's inputs is no count), trial records built."""
+    """What of the trial's bookkeeping a module does: ``trial_started`` events, lessons
+    recalled, ``"trial": <...>.trial + 1`` in a state update (a dict with a spread or the
+    attempt's keys; the trial's number among a prompt's inputs is no count), trial records
+    built."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -32,6 +46,8 @@ def _bookkeeping(tree: ast.AST) -> list[str]:
                 found.append(f"{node.lineno}: emits trial_started")
             if name in {"TrialRecord", "CodeTrialRecord"}:
                 found.append(f"{node.lineno}: builds a trial record")
+            if name in RECALLS:
+                found.append(f"{node.lineno}: recalls lessons")
         keys = {k.value for k in getattr(node, "keys", []) if isinstance(k, ast.Constant)}
         # a state update (a spread, or the attempt's keys), not a prompt's inputs
         update = None in getattr(node, "keys", []) or bool(keys & {"answer", "trajectory"})
@@ -53,7 +69,7 @@ def test_no_family_node_keeps_the_trials_books():
     offenders = {}
     for path in modules:
         name = path.relative_to(ROOT).as_posix()
-        if name == "graphs/loop.py" or name in SUBGRAPH_ACTORS:
+        if name == "graphs/loop.py":
             continue
         found = _bookkeeping(ast.parse(path.read_text()))
         if found:
@@ -61,13 +77,103 @@ def test_no_family_node_keeps_the_trials_books():
     assert not offenders, f"only graphs/loop.py keeps the trial's books: {offenders}"
 
 
-def test_the_check_sees_the_loop_and_the_subgraph_actors():
+def test_the_check_sees_the_loop():
     """The check finds what it looks for where it is (so an empty result above means
     something)."""
-    for name in ["graphs/loop.py", *SUBGRAPH_ACTORS]:
-        found = _bookkeeping(ast.parse((ROOT / name).read_text()))
-        assert any("trial_started" in f for f in found), name
-        assert any("counts the trial" in f for f in found), name
-    assert any(
-        "record" in f for f in _bookkeeping(ast.parse((ROOT / "graphs/loop.py").read_text()))
+    found = _bookkeeping(ast.parse((ROOT / "graphs/loop.py").read_text()))
+    for what in ("trial_started", "counts the trial", "recalls lessons", "record"):
+        assert any(what in f for f in found), what
+
+
+@dataclass(kw_only=True)
+class Play(TrialInput):
+    """A subgraph actor's state: the game it is given, and the kind its fresh trial sets."""
+
+    game: str = ""
+    kind: str = ""
+
+
+def resolve(game: str) -> str:
+    """A game's name, or the one-line error of a game that does not exist."""
+    if game == "bad":
+        raise ReflexionError("no game named 'bad'")
+    return game.upper()
+
+
+def start_graph(empty_task: str | None = None) -> Any:
+    """A one-node actor subgraph whose ``begin`` is the loop's, around a game-like check and
+    fresh trial that say on the custom stream when they run; its store holds one lesson."""
+
+    def check(state: Play, runtime: Runtime[Context]) -> Steps[str]:
+        get_stream_writer()({"step": "check"})
+        return (yield from block(resolve, state.game))
+
+    def fresh(state: Play, runtime: Runtime[Context], checked: str) -> Steps[dict[str, Any]]:
+        get_stream_writer()({"step": "fresh", "checked": checked})
+        yield from ()  # no call out: the trial starts from its game alone
+        return {"task": f"Your task is to: put some mug on shelf ({checked}).", "kind": "put"}
+
+    builder = StateGraph(Play, context_schema=Context)
+    begin = trial_start(
+        fresh, family=lambda s: f"game-{s.kind}", empty_task=empty_task, check=check
     )
+    builder.add_node("begin", begin)
+    builder.add_edge(START, "begin")
+    store = InMemoryStore()
+    # recalled for the fresh task, the older lesson wins; for none, the newer would
+    for key, text, task in [
+        ("b:1", "Take the mug first.", "mug shelf"),
+        ("a:1", "Cross the river.", "river Prague"),
+    ]:
+        lesson = {"text": text, "task": task, "validated": True}
+        store.put(("reflexion", "lessons", "game-put"), key, lesson)
+    return builder.compile(store=store)
+
+
+def streamed(graph: Any, given: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The custom chunks of a run, in order, and its last values."""
+    chunks, values = [], {}
+    ctx = Context(lessons={"enabled": True, "recall_k": 1})
+    for mode, chunk in graph.stream(given, context=ctx, stream_mode=["custom", "values"]):
+        if mode == "custom":
+            chunks.append(chunk)
+        else:
+            values = chunk
+    return chunks, values
+
+
+def test_a_subgraph_actor_s_first_node_keeps_the_trial_s_books():
+    """``trial_start``: the family's check, then ``trial_started``, then its fresh trial
+    (handed what the check returned); lessons recalled on the first trial for the fresh
+    task, in the family of the fresh state (its kind); the trial counted."""
+    graph = start_graph()
+    chunks, values = streamed(graph, {"game": "g1"})
+    assert chunks == [
+        {"step": "check"},
+        {"reflexion": "trial_started", "trial": 1},
+        {"step": "fresh", "checked": "G1"},
+    ]
+    assert values["task"] == "Your task is to: put some mug on shelf (G1)."
+    assert (values["kind"], values["trial"]) == ("put", 1)
+    assert values["lessons"] == ["Take the mug first."]
+    # a later trial recalls nothing and counts on
+    chunks, values = streamed(graph, {"game": "g1", "trial": 2, "lessons": ["kept"]})
+    assert chunks[1] == {"reflexion": "trial_started", "trial": 3}
+    assert (values["trial"], values["lessons"]) == (3, ["kept"])
+
+
+def test_a_failed_check_or_an_empty_task_starts_no_trial():
+    graph = start_graph()
+    chunks: list[Any] = []
+    with pytest.raises(ReflexionError) as bad:
+        for _, chunk in graph.stream({"game": "bad"}, stream_mode=["custom"]):
+            chunks.append(chunk)
+    assert bad.value.args == ("no game named 'bad'",)
+    assert chunks == [{"step": "check"}]
+    graph = start_graph(empty_task="give the question to answer")
+    chunks = []
+    with pytest.raises(ReflexionError) as empty:
+        for _, chunk in graph.stream({"game": "g1", "task": " "}, stream_mode=["custom"]):
+            chunks.append(chunk)
+    assert empty.value.args == ("the task is empty: give the question to answer",)
+    assert chunks == []

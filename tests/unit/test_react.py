@@ -12,6 +12,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from reflexion.core.context import Context
+from reflexion.core.errors import ReflexionError
+from reflexion.core.progress import event_of
 from reflexion.graphs.qa import react_builder, react_graph
 from reflexion.nodes.qa.react import REACT_GRAMMAR
 from reflexion.qa.context import QAContext, ReActContext
@@ -86,6 +88,31 @@ def test_each_step_sees_the_previous_observations_as_turns(corpus):
     assert actor.prompts[0][-1].text == f"Question: {TASK['task']}"
     assert actor.kwargs_seen[0]["stop"][0] == "\nObservation"
     assert "gbnf" not in actor.kwargs_seen[0]  # the grammar is for the embedded model only
+
+
+def test_each_trial_is_announced_and_counted_once_and_an_empty_question_refused(corpus):
+    """``begin`` (the loop's): ``trial_started`` once per trial, the trial counted once; an
+    empty question is refused with the QA graphs' one-line error, before any model call."""
+    graph, actor, _ = build(corpus, [step("I know it.", "Finish[Paris]"), *SOLVING])
+    config = {"configurable": {"thread_id": "announced"}}
+    stream = graph.stream(
+        TASK, config, context=Context(max_trials=2), stream_mode=["custom"], subgraphs=True
+    )  # the subgraph's events reach the caller with subgraphs=True
+    found = [event for _, _, chunk in stream if (event := event_of(chunk)) is not None]
+    assert [(name, payload.get("trial")) for name, payload in found] == [
+        ("trial_started", 1),
+        ("attempt_scored", 1),
+        ("reflection_written", 1),
+        ("trial_started", 2),
+        ("attempt_scored", 2),
+        ("answer_chosen", 2),
+    ]
+    assert graph.get_state(config).values["trial"] == 2
+    graph, actor, _ = build(corpus, SOLVING)
+    with pytest.raises(ReflexionError) as empty:
+        graph.invoke({**TASK, "task": "  "}, {"configurable": {"thread_id": "empty"}})
+    assert empty.value.args == ("the task is empty: give the question to answer",)
+    assert actor.prompts == []
 
 
 def test_grammar_admits_exactly_the_three_actions():
