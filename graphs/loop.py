@@ -21,8 +21,9 @@ around those nodes, once for every family:
 - after the evaluator (:func:`trial_evaluator`): the trial record built from the
   ``Evaluation``, the ``attempt_scored`` event and the validation of the lessons shown in the
   Ω window of a successful later trial;
-- around every node but ``retry`` and ``select_answer``: the metering of what it spent
-  (:func:`~reflexion.core.budget.metered`);
+- one wrapper around every node but ``retry`` and ``select_answer`` (:func:`loop_node`): the
+  labels of its model calls and the metering of what it spent (an actor subgraph:
+  :func:`~reflexion.core.budget.metered`);
 - the stop rule every router asks (:func:`~reflexion.core.budget.stop_reason`) and the answer
   choice (:func:`select_answer`, ``Context.select_answer``): the last trial's answer (the
   paper) or the best one by the evaluator's evidence; a node, so the drawing shows it. It also
@@ -59,7 +60,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 
-from reflexion.core.budget import BUDGET_STOPS, StopReason, metered, stop_reason
+from reflexion.core.budget import BUDGET_STOPS, StopReason, metered, metered_steps, stop_reason
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.progress import emit
@@ -258,6 +259,26 @@ def node_input(node: Any) -> type[Any] | None:
     return _steps_and_schema(node)[1]
 
 
+def loop_node(core: Callable[[Any, Runtime[Any]], Steps[Any]], **labels: Any) -> Node:
+    """The one wrapper of a node in a loop graph: ``core`` (steps taking ``(state, runtime)``)
+    as a :class:`~reflexion.core.steps.Node` with both paths and the ``labels`` of its model
+    calls (role, family, name, model, acts), whose update also carries what it spent
+    (:func:`~reflexion.core.budget.metered_steps`)."""
+
+    def node(state: Any, runtime: Runtime[Any]) -> Steps[Any]:
+        return (yield from metered_steps(core(state, runtime)))
+
+    labels.setdefault("name", core.__name__)
+    return Node(node, **labels)
+
+
+def family_node(node: Any, role: str, family: Family) -> tuple[Node, type[Any] | None]:
+    """A family's own node (the reflector, the test writer…) wrapped once by the loop
+    (:func:`loop_node`), with its input schema for ``add_node``."""
+    call, schema = _steps_and_schema(node)
+    return loop_node(call, **_labels(node, role, family)), schema
+
+
 def _labels(node: Any, role: str, family: Family) -> dict[str, Any]:
     """The labels a family's node brings to the loop's wrapper (its name and model)."""
     if isinstance(node, Node):
@@ -301,7 +322,7 @@ def trial_actor(actor: Any, family: Family, empty_task: str | None) -> tuple[Any
     An actor subgraph (a Runnable) runs as it is: its first node is :func:`trial_start`'s.
     Returns the node and its input schema."""
     if isinstance(actor, Runnable) and not isinstance(actor, Node):
-        return actor, None
+        return metered(actor), None
     call, schema = _steps_and_schema(actor)
 
     def actor_node(state: Any, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
@@ -309,7 +330,7 @@ def trial_actor(actor: Any, family: Family, empty_task: str | None) -> tuple[Any
             yield from _trial(state, runtime, family=family, empty_task=empty_task, attempt=call)
         )
 
-    return Node(actor_node, acts=True, **_labels(actor, "actor", family)), schema
+    return loop_node(actor_node, acts=True, **_labels(actor, "actor", family)), schema
 
 
 def trial_start(
@@ -350,7 +371,7 @@ def trial_repair(repair: Any, family: Family, source: str) -> tuple[Any, type[An
         emit("trial_started", trial=state.trial + 1, source=source)
         return {"trial": state.trial + 1, **update}
 
-    return Node(repair_node, acts=True, **_labels(repair, "repair", family)), schema
+    return loop_node(repair_node, acts=True, **_labels(repair, "repair", family)), schema
 
 
 def trial_record(state: Any, result: Any) -> Any:
@@ -385,7 +406,7 @@ def trial_evaluator(evaluator: Any, family: Family) -> tuple[Node, type[Any] | N
 
     labels = _labels(evaluator, "evaluator", family)
     labels.pop("model", None)
-    return Node(evaluator_node, **{**labels, "name": "evaluator_node"}), schema
+    return loop_node(evaluator_node, **{**labels, "name": "evaluator_node"}), schema
 
 
 def loop_graph(
@@ -434,12 +455,14 @@ def add_loop_nodes(
     hold; all but the edge into ``actor``: the caller's, from ``START`` or from its own first
     node (see :func:`build_reflexion_graph`)."""
     actor_node, actor_input = trial_actor(actor, family, empty_task)
-    builder.add_node("actor", metered(actor_node), input_schema=actor_input)
+    builder.add_node("actor", actor_node, input_schema=actor_input)
     evaluator_node, evaluator_input = trial_evaluator(evaluator, family)
-    builder.add_node("evaluator", metered(evaluator_node), input_schema=evaluator_input)
-    builder.add_node("reflector", metered(reflector), input_schema=node_input(reflector))
-    review: Any = make_review(family)  # serves every graph's state class, like the reflector
-    builder.add_node("review", metered(review))
+    builder.add_node("evaluator", evaluator_node, input_schema=evaluator_input)
+    reflector_node, reflector_input = family_node(reflector, "reflector", family)
+    builder.add_node("reflector", reflector_node, input_schema=reflector_input)
+    # the review serves every graph's state class, like the reflector
+    review, _ = family_node(make_review(family), "review", family)
+    builder.add_node("review", review)
     chooser: Any = inline(select_answer)  # reads the evaluations every graph's state has
     builder.add_node("select_answer", chooser, input_schema=builder.state_schema)
     builder.add_edge("actor", "evaluator")

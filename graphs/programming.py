@@ -15,14 +15,13 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import START, StateGraph
 
-from reflexion.core.budget import metered
 from reflexion.graphs.loop import (
     Retry,
     add_loop_nodes,
     add_loop_routes,
     after_repair,
+    family_node,
     loop_graph,
-    node_input,
     trial_repair,
 )
 from reflexion.nodes import make_reflector
@@ -64,11 +63,11 @@ def _builder(
         family=lesson_family,
         empty_task=None,  # the test writer checks the problem first
     )
-    writer = make_test_writer(evaluator_model)
-    builder.add_node("test_writer", metered(writer), input_schema=node_input(writer))
+    writer, writer_input = family_node(make_test_writer(evaluator_model), "tests", lesson_family)
+    builder.add_node("test_writer", writer, input_schema=writer_input)
     add_loop_routes(builder, retry=retry)
     node, schema = trial_repair(repair, lesson_family, source="compiler")
-    builder.add_node("compiler_fix", metered(node), input_schema=schema)
+    builder.add_node("compiler_fix", node, input_schema=schema)
     builder.add_conditional_edges("compiler_fix", *after_repair(made_fix))
     return builder
 

@@ -17,8 +17,6 @@ routers ask it, and ``select_answer`` writes its answer to the state's ``stopped
 
 from __future__ import annotations
 
-import functools
-import inspect
 import threading
 import time
 from collections.abc import Generator, Mapping, Sequence
@@ -164,61 +162,33 @@ def _with_spent(update: Any, meter: _Meter, started: float) -> Any:
     return update  # another form of update: left as it is, uncounted
 
 
-def metered(node: Any) -> Any:
-    """``node`` (a function taking ``(state)`` or ``(state, runtime)``…, sync or async, or a
-    Runnable such as an actor subgraph) whose update also adds what it spent to ``spent``.
-    A function keeps its signature and type hints (LangGraph reads its input schema and what
-    to inject from them); a subgraph stays a subgraph to LangGraph (drawn, checkpointed)."""
-    if isinstance(node, Runnable):
-        runnable = node
+def metered(node: Runnable[Any, Any]) -> Runnable[Any, Any]:
+    """A Runnable node (an actor subgraph) whose update also adds what it spent to
+    ``spent``; it stays a subgraph to LangGraph (drawn, checkpointed). The loop's other nodes
+    are metered inside their one wrapper (:func:`metered_steps`)."""
+    runnable = node
 
-        def call(state: Any, config: RunnableConfig) -> Any:
-            meter, started = _Meter(_prices()), time.perf_counter()
-            reset = _METER.set(meter)
-            try:
-                update = runnable.invoke(state, config)
-            finally:
-                _METER.reset(reset)
-            return _with_spent(update, meter, started)
-
-        async def acall(state: Any, config: RunnableConfig) -> Any:
-            meter, started = _Meter(_prices()), time.perf_counter()
-            reset = _METER.set(meter)
-            try:
-                update = await runnable.ainvoke(state, config)
-            finally:
-                _METER.reset(reset)
-            return _with_spent(update, meter, started)
-
-        wrapped = RunnableLambda(call, afunc=acall, name=getattr(node, "name", None))
-        wrapped.__wrapped__ = node  # type: ignore[attr-defined]  # what it meters, as wraps says
-        return wrapped
-
-    if inspect.iscoroutinefunction(node):
-
-        @functools.wraps(node)
-        async def async_node(*args: Any, **kwargs: Any) -> Any:
-            meter, started = _Meter(_prices()), time.perf_counter()
-            reset = _METER.set(meter)
-            try:
-                update = await node(*args, **kwargs)
-            finally:
-                _METER.reset(reset)
-            return _with_spent(update, meter, started)
-
-        return async_node
-
-    @functools.wraps(node)
-    def sync_node(*args: Any, **kwargs: Any) -> Any:
+    def call(state: Any, config: RunnableConfig) -> Any:
         meter, started = _Meter(_prices()), time.perf_counter()
         reset = _METER.set(meter)
         try:
-            update = node(*args, **kwargs)
+            update = runnable.invoke(state, config)
         finally:
             _METER.reset(reset)
         return _with_spent(update, meter, started)
 
-    return sync_node
+    async def acall(state: Any, config: RunnableConfig) -> Any:
+        meter, started = _Meter(_prices()), time.perf_counter()
+        reset = _METER.set(meter)
+        try:
+            update = await runnable.ainvoke(state, config)
+        finally:
+            _METER.reset(reset)
+        return _with_spent(update, meter, started)
+
+    wrapped = RunnableLambda(call, afunc=acall, name=getattr(node, "name", None))
+    wrapped.__wrapped__ = node  # type: ignore[attr-defined]  # what it meters, as wraps says
+    return wrapped
 
 
 def metered_steps(steps: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:

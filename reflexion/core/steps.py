@@ -111,7 +111,9 @@ def stored(store: BaseStore, method: str, *args: Any, **kwargs: Any) -> Steps[An
 
 
 def drive(steps: Steps[T]) -> T:
-    """Run a core to its end with blocking calls."""
+    """Run a core to its end with blocking calls. A core left at a ``yield`` (a step raised
+    what is no ``Exception``: the run was cancelled or interrupted) is closed here, so that
+    its ``finally`` blocks run in the node's own context."""
     try:
         step = next(steps)
         while True:
@@ -124,10 +126,13 @@ def drive(steps: Steps[T]) -> T:
     except StopIteration as stop:
         value: T = stop.value
         return value
+    finally:
+        steps.close()
 
 
 async def adrive(steps: Steps[T]) -> T:
-    """Run a core to its end, awaiting each call."""
+    """Run a core to its end, awaiting each call (a core left at a ``yield`` closed, as
+    :func:`drive` does)."""
     try:
         step = next(steps)
         while True:
@@ -140,6 +145,8 @@ async def adrive(steps: Steps[T]) -> T:
     except StopIteration as stop:
         value: T = stop.value
         return value
+    finally:
+        steps.close()
 
 
 _INJECTED: dict[str, Callable[[], Any]] = {
