@@ -11,18 +11,16 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.core.context import Context
 from reflexion.graphs.qa import qa_builder, react_builder
-from reflexion.models.providers import (
-    DEFAULT_MODEL,
-    PRESETS,
-    TEST_MODEL,
-    installed_presets,
-    resolve_preset,
-)
+from reflexion.harness.bench.datasets import load_hotpotqa
+from reflexion.harness.cli.one_thread import installed_presets
+from reflexion.models.providers import DEFAULT_MODEL, PRESETS, resolve_preset
 from reflexion.qa.context import QAContext, ReActContext
-from reflexion.qa.questions import load_hotpotqa
 from tests.clikit import reflexion
 
 pytestmark = pytest.mark.integration
+
+TEST_MODEL = "local:smollm2-135m"
+"""The smallest preset: the embedded model these tests run."""
 
 SMALL = Context(
     actor_model=TEST_MODEL,

@@ -19,11 +19,10 @@ from reflexion.alfworld.games import (
     Game,
     bundled_games_path,
     load_games,
-    pack_games,
     resolve_game,
-    select_games,
 )
 from reflexion.core.errors import ReflexionError
+from reflexion.harness.bench.datasets import pack_games, select_games
 
 SHARED = Path("/work/shared/datasets/alfworld/valid_unseen")
 """The original ALFWorld files, where this machine has them (the bundle was packed from them)."""

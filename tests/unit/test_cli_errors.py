@@ -13,8 +13,8 @@ import pytest
 
 from reflexion.core import data as datasets
 from reflexion.core.errors import DatasetError
+from reflexion.harness.bench.datasets import load_hotpotqa
 from reflexion.models import providers as models
-from reflexion.qa.questions import load_hotpotqa
 from tests.clikit import KEPT, cli, one_line_error
 
 

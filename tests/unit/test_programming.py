@@ -13,9 +13,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.core.context import Context
 from reflexion.core.errors import DatasetError
-from reflexion.core.selection import answers_in_force
 from reflexion.graphs.programming import programming_builder
 from reflexion.harness.scoring.programming import (
+    answers_in_force,
     confusion,
     pass_at_1,
     pass_curve,

@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from rich.table import Column, Table
 
 from reflexion.core.errors import ReflexionError
+from reflexion.harness.bench.datasets import load_hotpotqa
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.models.providers import (
     DEFAULT_MODEL,
@@ -23,7 +24,6 @@ from reflexion.models.providers import (
     llama_messages,
 )
 from reflexion.qa.context import QAContext
-from reflexion.qa.questions import load_hotpotqa
 
 GENERATION_PROMPT = [
     SystemMessage("You are a helpful programming assistant."),

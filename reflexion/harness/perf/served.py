@@ -28,10 +28,10 @@ from langgraph_sdk import get_client
 from rich.table import Table
 
 from reflexion.core.errors import ReflexionError
+from reflexion.harness.bench.datasets import load_hotpotqa
 from reflexion.harness.perf.concurrency import FakeOpenAIServer
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.harness.processes import free_port, serving
-from reflexion.qa.questions import load_hotpotqa
 
 GRAPH_ID = "reflexion_qa"
 SOLVE_AT = 2
