@@ -36,9 +36,6 @@ TASK_TYPES: dict[str, str] = {
 }
 """ALFWorld's task-type directory prefixes and the short kind each one stands for."""
 
-KINDS: tuple[str, ...] = ("put", "clean", "heat", "cool", "examine", "puttwo")
-"""The task kinds, in the order a balanced selection takes them."""
-
 BUNDLE = "alfworld/valid_unseen.jsonl.gz"
 """The bundled games, relative to ``reflexion/data``."""
 
@@ -64,7 +61,7 @@ class Game:
     """The game's directory relative to the games root, ``/``-separated
     (``pick_and_place_simple-Book-None-Desk-308/trial_T2019…``)."""
     kind: str
-    """The task kind, one of :data:`KINDS`."""
+    """The task kind, one of :data:`TASK_TYPES`' values."""
     path: Path
     """The absolute path of the ``game.tw-pddl`` file the engine loads."""
     walkthrough: tuple[str, ...]

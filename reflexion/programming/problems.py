@@ -173,13 +173,6 @@ def assemble(problem: CodeProblem, code: str) -> str:
     return f"{preamble}\n\n{code.strip()}\n" if preamble else f"{code.strip()}\n"
 
 
-def hidden_test(problem: CodeProblem) -> str:
-    """The benchmark's hidden test as a program that checks the entry point (scoring only)."""
-    if problem.kind == "humaneval":
-        return f"{problem.test}\n\ncheck({problem.entry_point})\n"
-    return f"{problem.test}\n"
-
-
 def stub(problem: CodeProblem) -> str:
     """The prompt completed with a placeholder body (compiles; used to check tests)."""
     if problem.language == "py":
@@ -194,7 +187,6 @@ __all__ = [
     "Language",
     "assemble",
     "dataset_path",
-    "hidden_test",
     "humaneval_path",
     "language_of",
     "load_problems",

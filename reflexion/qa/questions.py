@@ -24,17 +24,6 @@ class HotpotQuestion:
     supporting_titles: list[str]
     """Titles of the gold paragraphs, in order of first mention in ``supporting_facts``."""
 
-    @property
-    def gold_passages(self) -> str:
-        """The gold (supporting) paragraphs as text, one per line: ``Title: sentences``."""
-        by_title = dict(self.paragraphs)
-        lines = []
-        for title in self.supporting_titles:
-            sentences = by_title.get(title)
-            if sentences:
-                lines.append(f"{title}: {''.join(sentences).strip()}")
-        return "\n".join(lines)
-
 
 def _parse_hotpot(obj: object, where: str) -> HotpotQuestion:
     if not isinstance(obj, dict):

@@ -14,7 +14,6 @@ import pytest
 from reflexion.alfworld import env as alfworld_env
 from reflexion.alfworld.env import Environment, TextWorldEnv, tidy_observation
 from reflexion.alfworld.games import (
-    KINDS,
     TASK_TYPES,
     Game,
     bundled_games_path,
@@ -22,7 +21,7 @@ from reflexion.alfworld.games import (
     resolve_game,
 )
 from reflexion.core.errors import ReflexionError
-from reflexion.harness.bench.datasets import pack_games, select_games
+from reflexion.harness.bench.datasets import KINDS, pack_games, select_games
 
 SHARED = Path("/work/shared/datasets/alfworld/valid_unseen")
 """The original ALFWorld files, where this machine has them (the bundle was packed from them)."""

@@ -1,7 +1,8 @@
-"""The benchmarks' task sets, cut from the families' data: a slice of HotPotQA questions, ALFWorld
-games in a balanced order, and ``reflexion pack-games``, which packs a directory of ALFWorld
-games into the bundle :func:`reflexion.alfworld.games.load_games` reads (the package ships the
-134 ``valid_unseen`` games that way)."""
+"""The benchmarks' task sets, cut from the families' data: a slice of HotPotQA questions and the
+gold passages ``cot-gt`` reads, ALFWorld games in a balanced order, and ``reflexion
+pack-games``, which packs a directory of ALFWorld games into the bundle
+:func:`reflexion.alfworld.games.load_games` reads (the package ships the 134 ``valid_unseen``
+games that way)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from reflexion.alfworld.games import (
     BUNDLE_FORMAT,
     BUNDLE_VERSION,
     GAME_FILE,
-    KINDS,
     Game,
     load_games,
     read_bundle,
@@ -43,7 +43,22 @@ def load_hotpotqa(
     return questions[offset:end]
 
 
+def gold_passages(question: HotpotQuestion) -> str:
+    """The question's gold (supporting) paragraphs as text, one per line: ``Title:
+    sentences`` (what the ``cot-gt`` agent reads as its passages)."""
+    by_title = dict(question.paragraphs)
+    lines = []
+    for title in question.supporting_titles:
+        sentences = by_title.get(title)
+        if sentences:
+            lines.append(f"{title}: {''.join(sentences).strip()}")
+    return "\n".join(lines)
+
+
 # ---- choosing ALFWorld games ----------------------------------------------------------------
+
+KINDS: tuple[str, ...] = ("put", "clean", "heat", "cool", "examine", "puttwo")
+"""The ALFWorld task kinds, in the order a balanced selection takes them."""
 
 
 def select_games(

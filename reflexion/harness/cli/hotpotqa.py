@@ -9,7 +9,7 @@ import typer
 
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.agents import AGENTS
-from reflexion.harness.bench.datasets import load_hotpotqa
+from reflexion.harness.bench.datasets import gold_passages, load_hotpotqa
 from reflexion.harness.bench.family_tables import judge_table, qa_paired, truth_curve
 from reflexion.harness.bench.plots import learning_curve
 from reflexion.harness.bench.reports import outcome_table, summarize
@@ -145,7 +145,7 @@ def bench_hotpotqa(
                 q.id,
                 {
                     "task": q.question,
-                    "passages": q.gold_passages if agent == "cot-gt" else "",
+                    "passages": gold_passages(q) if agent == "cot-gt" else "",
                     "reference": q.answer,
                     "task_id": q.id,
                 },

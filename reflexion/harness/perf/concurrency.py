@@ -20,7 +20,7 @@ from rich.table import Table
 
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.qa import qa_builder
-from reflexion.harness.bench.datasets import load_hotpotqa
+from reflexion.harness.bench.datasets import gold_passages, load_hotpotqa
 from reflexion.harness.bench.driver import run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink
 from reflexion.harness.perf.machine import JsonOpt, report
@@ -211,7 +211,7 @@ def concurrency_figures(
                     thread_id=f"perf-{label}-{i}",
                     input={
                         "task": q.question,
-                        "passages": q.gold_passages,
+                        "passages": gold_passages(q),
                         "reference": q.answer,
                         "task_id": q.id,
                     },

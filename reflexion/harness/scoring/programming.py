@@ -15,13 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from reflexion.core.selection import AnswerChoice, chosen_index, succeeded
-from reflexion.programming.problems import (
-    CodeProblem,
-    assemble,
-    hidden_test,
-    stub,
-)
+from reflexion.programming.problems import CodeProblem, assemble, stub
 from reflexion.programming.sandbox import Limits, run_python_check, run_rust_check
+
+
+def hidden_test(problem: CodeProblem) -> str:
+    """The benchmark's hidden test as a program that checks the entry point (never shown to
+    the graphs: the runtime has no use for it)."""
+    if problem.kind == "humaneval":
+        return f"{problem.test}\n\ncheck({problem.entry_point})\n"
+    return f"{problem.test}\n"
 
 
 def run_hidden(problem: CodeProblem, code: str, limits: Limits) -> tuple[bool, str]:
