@@ -25,6 +25,7 @@ from typing import Any
 
 from reflexion.core.context import Context
 from reflexion.graphs.generic import generic_builder
+from reflexion.harness.bench.datasets import gold_passages
 from reflexion.harness.bench.stats import copy_rate, paired
 from reflexion.nodes.reflector import GENERIC_REFLECT_EXAMPLES
 from reflexion.prompts import load_prompt
@@ -50,7 +51,7 @@ def run_file(examples: str, questions: list[Any], trials: int, out: Path) -> lis
                 continue
             started = time.monotonic()
             state = graph.invoke(
-                {"task": q.question, "passages": q.gold_passages, "reference": q.answer},
+                {"task": q.question, "passages": gold_passages(q), "reference": q.answer},
                 context=ctx,
             )
             row = {

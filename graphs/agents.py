@@ -48,6 +48,3 @@ AGENTS: dict[str, Agent] = {
         ),
     )
 }
-
-QUESTION_AGENTS = tuple(name for name, agent in AGENTS.items() if agent.answers_questions)
-"""The agents ``reflexion run`` and ``reflexion bench hotpotqa`` take."""

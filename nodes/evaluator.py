@@ -197,8 +197,7 @@ def llm_judge_evaluation(
 
 def builtin_evaluation(model: BaseChatModel | None = None) -> EvaluateSteps:
     """The evaluator ``Context.evaluator`` names: exact match, the LLM judge or agreement with
-    the judge's own answer, the judge on ``model`` (default ``Context.evaluator_model``).
-    ``heuristic`` belongs to ALFWorld and is refused here."""
+    the judge's own answer, the judge on ``model`` (default ``Context.evaluator_model``)."""
 
     def evaluate(state: State, ctx: Context) -> Steps[Evaluation]:
         if ctx.evaluator == "llm":
@@ -207,10 +206,6 @@ def builtin_evaluation(model: BaseChatModel | None = None) -> EvaluateSteps:
         if ctx.evaluator == "agreement":
             judge = yield from block(judge_llm, model, ctx)
             return (yield from agreement_evaluation(judge, state))
-        if ctx.evaluator == "heuristic":
-            raise ReflexionError(
-                "the heuristic evaluator is for ALFWorld: use exact_match, llm or agreement here"
-            )
         return exact_match_evaluation(state, ctx)
 
     return evaluate

@@ -26,8 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from reflexion.harness.bench.datasets import load_hotpotqa
 from reflexion.harness.perf.concurrency import chat_completion
-from reflexion.qa.questions import load_hotpotqa
 
 REPO = Path(__file__).resolve().parent.parent
 

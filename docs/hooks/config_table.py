@@ -9,7 +9,9 @@ default, the one its family's figures were measured with, is named beside it) an
 ``description`` in the field's metadata, the text LangGraph Studio shows.
 
 ``SOURCES`` lists the classes, base first. A field is listed under the first class in
-``SOURCES`` that has it, so a subclass adds only its own fields.
+``SOURCES`` that has it, so a subclass adds only its own fields, and a field it declares again
+with another type (ALFWorld's ``evaluator``, whose choices are its own): that row is read by
+the graphs whose context has the field with that type, the earlier row by the others.
 
 Run as a script, it prints the table: ``python docs/hooks/config_table.py``.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import json
 import types
 import typing
@@ -191,11 +194,14 @@ def graph_schemas() -> dict[str, set[str]]:
     return {graph_id: field_names(schema) for graph_id, schema in graph_classes().items()}
 
 
-def graph_defaults(name: str, default: Any) -> str:
-    """Where a graph's context gives field ``name`` another default than ``default`` (the
-    configuration its figures were measured with): ``; `graph`: `value```, one per value."""
+def graph_defaults(name: str, default: Any, readers: list[str]) -> str:
+    """Where a graph of ``readers`` gives field ``name`` another default than ``default``
+    (the configuration its figures were measured with): ``; `graph`: `value```, one per
+    value."""
     by_value: dict[str, list[str]] = {}
     for graph_id, schema in graph_classes().items():
+        if graph_id not in readers:
+            continue
         own = {f.name: f for f in dataclasses.fields(schema)}.get(name)
         if own is not None and own.default is not dataclasses.MISSING and own.default != default:
             by_value.setdefault(code(own.default), []).append(f"`{graph_id}`")
@@ -212,14 +218,28 @@ def field_names(cls: type[Any]) -> set[str]:
     return names
 
 
-def rows(sources: list[str] = SOURCES) -> list[dict[str, str]]:
+def declared(cls: type[Any], name: str) -> str:
+    """Field ``name``'s annotation as written by the class that last declared it: two
+    declarations that write the same type (a family's context giving a field another default)
+    read alike."""
+    for klass in cls.__mro__:
+        own = inspect.get_annotations(klass)
+        if name in own:
+            return str(own[name])
+    return ""
+
+
+def rows(sources: list[str] = SOURCES) -> list[dict[str, Any]]:
     """One row per field of the classes in ``sources``; a field already listed under an
-    earlier class is not repeated. Init-only settings (``InitVar``, such as ``preset``)
-    come last in their class, marked as such."""
+    earlier class is not repeated unless this class gives it another type. Init-only settings
+    (``InitVar``, such as ``preset``) come last in their class, marked as such. Each row keeps
+    its ``readers`` (graph ids) beside the ``read_by`` text, and its ``source`` (the index of
+    its class in ``sources``)."""
     schemas = graph_schemas()
-    seen: set[str] = set()
+    classes = graph_classes()
+    seen: dict[str, str] = {}
     found = []
-    for path in sources:
+    for source, path in enumerate(sources):
         cls = load(path)
         prefix = f"{NESTED[path]}." if path in NESTED else ""
         hints = typing.get_type_hints(cls, include_extras=True)
@@ -230,14 +250,20 @@ def rows(sources: list[str] = SOURCES) -> list[dict[str, str]]:
         ]
         for f in [*dataclasses.fields(cls), *init_only]:
             name = prefix + f.name
-            if name in seen:
-                continue
-            seen.add(name)
+            if seen.get(name) == declared(cls, f.name):
+                continue  # listed already, with this type
+            seen[name] = declared(cls, f.name)
             hint = hints[f.name]
             if isinstance(hint, dataclasses.InitVar):
                 hint = hint.type
+            readers = [
+                g
+                for g, names in schemas.items()
+                if f in init_only
+                or (name in names and (prefix or declared(classes[g], f.name) == seen[name]))
+            ]
             if f.default is not dataclasses.MISSING:
-                default = code(f.default) + graph_defaults(f.name, f.default)
+                default = code(f.default) + graph_defaults(f.name, f.default, readers)
             elif f.default_factory is not dataclasses.MISSING:
                 default = "see below" if f.name in NESTED.values() else code(f.default_factory())
             else:
@@ -249,7 +275,6 @@ def rows(sources: list[str] = SOURCES) -> list[dict[str, str]]:
             description = cell(f.metadata.get("description", ""))
             if f in init_only:
                 description = "(init only: not kept as a field) " + description
-            readers = [g for g, names in schemas.items() if name in names or f in init_only]
             found.append(
                 {
                     "field": name,
@@ -260,6 +285,8 @@ def rows(sources: list[str] = SOURCES) -> list[dict[str, str]]:
                     if len(readers) == len(schemas)
                     else ", ".join(f"`{g}`" for g in readers),
                     "description": description,
+                    "readers": readers,
+                    "source": source,
                 }
             )
     return found
@@ -286,7 +313,7 @@ def described(row: dict[str, str]) -> str:
 def common_tables() -> str:
     """Per graph of ``COMMON``, its handful of most-set fields at that graph's default, each
     with the first sentence of its description."""
-    by_name = {row["field"]: row for row in rows()}
+    listed = rows()
     classes = graph_classes()
     parts = []
     for graph_id, names in COMMON.items():
@@ -295,7 +322,8 @@ def common_tables() -> str:
         for name in names:
             own = defaults[name]
             default = code(own.default) if own.default is not dataclasses.MISSING else "required"
-            first = by_name[name]["description"].split(". ", 1)[0].rstrip(".") + "."
+            row = next(r for r in listed if r["field"] == name and graph_id in r["readers"])
+            first = row["description"].split(". ", 1)[0].rstrip(".") + "."
             lines.append(f"| `{name}` | {default} | {first} |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)

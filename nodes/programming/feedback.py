@@ -88,12 +88,6 @@ def failed_tests(record: Mapping[str, Any], among: Iterable[str]) -> list[tuple[
     ]
 
 
-def passed_tests(record: Mapping[str, Any], among: Iterable[str]) -> list[str]:
-    """The tests of ``among`` a trial's attempt passed, in the tests' order."""
-    wanted = set(among)
-    return [o["test"] for o in record.get("outcomes", []) if o["passed"] and o["test"] in wanted]
-
-
 def own_tests_decide(state: CodeState) -> bool:
     """Whether every internal test is the model's own (no trusted test: the prompt gave no
     example and the input no test), so that any of them may be wrong."""

@@ -11,18 +11,19 @@ from pydantic import Field
 from reflexion.core.context import (
     AFTER_FIRST_TRIAL,
     ContextBudget,
-    EvaluatorKind,
     Seeded,
     Tokens,
     Trials,
     context_budget_field,
     redefault,
 )
-from reflexion.core.errors import ContextError
-from reflexion.core.presets import Preset, Presets
+from reflexion.core.presets import Presets
 from reflexion.core.schema import settings_class
 
 AlfworldMemory = Literal["reflection", "facts", "leads", "sightings"]
+AlfworldEvaluator = Literal["heuristic", "llm"]
+"""ALFWorld's self-evaluators, in place of the base's (exact match and agreement compare short
+answers, which a game has none of)."""
 
 
 @settings_class
@@ -41,7 +42,14 @@ class AlfworldContext(Seeded):
     # The configuration of the ALFWorld figures: five trials, short replies (one command).
     max_trials: Trials = redefault("max_trials", 5)
     max_tokens: Tokens = redefault("max_tokens", 128)
-    evaluator: EvaluatorKind = redefault("evaluator", "heuristic")
+    evaluator: AlfworldEvaluator = field(  # type: ignore[assignment]
+        default="heuristic",
+        metadata={
+            "description": "ALFWorld's self-evaluator: heuristic (the paper's: a trial "
+            "succeeds when the game is won before the agent repeats itself or takes too many "
+            "commands) or llm (a judge model classifies the trajectory)."
+        },
+    )
 
     games: str | None = field(
         default=None,
@@ -77,11 +85,3 @@ class AlfworldContext(Seeded):
             "acts": "reflections",
         },
     )
-
-    def __post_init__(self, preset: Preset | None) -> None:
-        super().__post_init__(preset)
-        if self.evaluator == "agreement":
-            raise ContextError(
-                "evaluator is 'agreement', which compares short answers: "
-                "use heuristic or llm for ALFWorld"
-            )

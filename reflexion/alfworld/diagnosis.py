@@ -1,5 +1,5 @@
-"""What an ALFWorld trial's own turns show, for the reflector
-(``AlfworldContext.alfworld_diagnosis``) and, refusal by refusal, for the actor
+"""What an ALFWorld trial's own turns show, for the memory entries written without a model
+(``AlfworldContext.alfworld_memory``) and, refusal by refusal, for the actor
 (``AlfworldContext.alfworld_explain``):
 where the goal's objects were seen (or which receptacles were searched in vain), and why the
 game refused each refused command, worked out from where the agent was, what it held, which
@@ -311,22 +311,9 @@ def sightings(turns: Sequence[Turn], task: str) -> list[str]:
     return []
 
 
-def diagnosis(turns: Sequence[Turn], task: str = "") -> str:
-    """What the trial's turns show, as a feedback paragraph: where the goal's objects were (or
-    where they were not), and the refused commands with why; ``""`` when there is neither."""
-    parts = []
-    if seen := sightings(turns, task):
-        parts.append("What the trial showed about the task's objects:\n" + "\n".join(seen))
-    if refused := refused_commands(turns, task):
-        parts.append(
-            'Commands the game refused (it answered "Nothing happens."):\n' + "\n".join(refused)
-        )
-    return "\n".join(parts)
-
-
 def facts(turns: Sequence[Turn], task: str = "") -> str:
-    """The diagnosis as one memory entry (``AlfworldContext.alfworld_memory="facts"``): where
-    the goal's objects were, then the refused commands with why, on one line."""
+    """What the turns show as one memory entry (``AlfworldContext.alfworld_memory="facts"``):
+    where the goal's objects were, then the refused commands with why, on one line."""
     lines = [line.removeprefix("- ") for line in sightings(turns, task)]
     refused = [line.removeprefix("- ") for line in refused_commands(turns, task)]
     if refused:

@@ -1,22 +1,20 @@
-"""ALFWorld game files: the bundled ``valid_unseen`` set, reading and packing games, and choosing
-them (the engine that plays them is :mod:`reflexion.alfworld.env`).
+"""ALFWorld game files: the bundled ``valid_unseen`` set, reading games and naming one (the
+engine that plays them is :mod:`reflexion.alfworld.env`).
 
 A game is an ALFWorld ``game.tw-pddl`` file: a JSON object holding a PDDL domain, a PDDL
 problem, a text grammar (which carries the ``Your task is to: …`` line) and, usually, an expert
 walkthrough. The 134 ``valid_unseen`` games ship inside the package as one compact bundle
-(:func:`pack_games`): the domain and the grammar are the same in every game apart from the task
-line, so they are stored once. :func:`load_games` unpacks a bundle once into a cache directory,
-because the engine loads games from files.
+(made by ``reflexion pack-games``): the domain and the grammar are the same in every game
+apart from the task line, so they are stored once.
+:func:`load_games` unpacks a bundle once into a cache directory, because the engine loads games
+from files.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import json
-import os
-import re
 import shutil
 import sys
 import tempfile
@@ -38,9 +36,6 @@ TASK_TYPES: dict[str, str] = {
 }
 """ALFWorld's task-type directory prefixes and the short kind each one stands for."""
 
-KINDS: tuple[str, ...] = ("put", "clean", "heat", "cool", "examine", "puttwo")
-"""The task kinds, in the order a balanced selection takes them."""
-
 BUNDLE = "alfworld/valid_unseen.jsonl.gz"
 """The bundled games, relative to ``reflexion/data``."""
 
@@ -50,14 +45,12 @@ GAME_FILE = "game.tw-pddl"
 LIST_HINT = "list the game names with `reflexion list-games [SOURCE]`"
 """How a user sees the available game names (quoted by errors about unknown names)."""
 
-"""The error message when the optional engine cannot be imported."""
+BUNDLE_FORMAT = "reflexion-alfworld-games"
+BUNDLE_VERSION = 1
+"""What a bundle's header line says it is: the format and its version (``reflexion
+pack-games`` writes them, :func:`load_games` reads only these)."""
 
-_FORMAT = "reflexion-alfworld-games"
-_VERSION = 1
 _REQUIRED = ("pddl_domain", "grammar", "pddl_problem")
-# The task line inside the grammar text (which is itself JSON-like text embedded in a string):
-# group 1 is the raw, still-escaped sentence between the quotes.
-_TASK_LINE = re.compile(r'"rhs": "(Your task is to: (?:[^"\\]|\\.)*)"')
 
 
 @dataclass(frozen=True)
@@ -68,7 +61,7 @@ class Game:
     """The game's directory relative to the games root, ``/``-separated
     (``pick_and_place_simple-Book-None-Desk-308/trial_T2019…``)."""
     kind: str
-    """The task kind, one of :data:`KINDS`."""
+    """The task kind, one of :data:`TASK_TYPES`' values."""
     path: Path
     """The absolute path of the ``game.tw-pddl`` file the engine loads."""
     walkthrough: tuple[str, ...]
@@ -164,35 +157,9 @@ def bundled_games_path() -> Path:
     return bundled(BUNDLE)
 
 
-def _split_grammar(grammar: str) -> tuple[str, str, str] | None:
-    """``(head, task, tail)`` with ``head + task + tail == grammar``, where ``task`` is the
-    raw task sentence; None unless the grammar has exactly one task line."""
-    matches = list(_TASK_LINE.finditer(grammar))
-    if len(matches) != 1:
-        return None
-    start, end = matches[0].span(1)
-    return grammar[:start], grammar[start:end], grammar[end:]
-
-
-def _encode(header: dict[str, Any], name: str, obj: dict[str, Any]) -> dict[str, Any]:
-    """The bundle record of one game: only what differs from the header."""
-    record: dict[str, Any] = {"name": name}
-    data = dict(obj)
-    if data["pddl_domain"] == header["pddl_domain"]:
-        del data["pddl_domain"]
-    split = _split_grammar(data["grammar"])
-    if split is not None and (split[0], split[2]) == (
-        header["grammar_head"],
-        header["grammar_tail"],
-    ):
-        record["task"] = split[1]
-        del data["grammar"]
-    record["data"] = data
-    return record
-
-
 def _decode(header: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
-    """The game object a bundle record stands for (the inverse of :func:`_encode`)."""
+    """The game object a bundle record stands for (the inverse of what
+    ``reflexion pack-games`` writes)."""
     data = record["data"]
     obj: dict[str, Any] = {"pddl_domain": data.get("pddl_domain", header["pddl_domain"])}
     if "task" in record:
@@ -213,7 +180,7 @@ def _safe_name(name: object, where: str) -> str:
     return name
 
 
-def _read_bundle(file: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+def read_bundle(file: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(name, game object)`` for each game of a bundle, validated."""
     try:
         with gzip.open(file, "rt", encoding="utf-8") as handle:
@@ -235,12 +202,12 @@ def _read_bundle(file: Path) -> Iterator[tuple[str, dict[str, Any]]]:
                 "`reflexion pack-games`"
             ) from None
     header = records[0] if records else None
-    if not isinstance(header, dict) or header.get("format") != _FORMAT:
+    if not isinstance(header, dict) or header.get("format") != BUNDLE_FORMAT:
         raise DatasetError(
             f"{file}: not a game bundle made by `reflexion pack-games`; give a directory of "
             "ALFWorld games or such a bundle"
         )
-    if header.get("version") != _VERSION or len(records) - 1 != header.get("games"):
+    if header.get("version") != BUNDLE_VERSION or len(records) - 1 != header.get("games"):
         raise DatasetError(
             f"{file}: unsupported or truncated bundle (version {header.get('version')}, "
             f"{len(records) - 1} of {header.get('games')} games); rebuild it with "
@@ -265,64 +232,6 @@ def _dump_game(obj: dict[str, Any]) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
-def pack_games(src_dir: Path, out_file: Path) -> int:
-    """Pack every game below ``src_dir`` into one gzip JSONL bundle at ``out_file``.
-
-    The first line is a header with the shared PDDL domain and the grammar around its task
-    line; each further line is one game (name, task sentence, PDDL problem, walkthrough and any
-    other field), holding a full domain or grammar only where it differs from the header. The
-    written file is read back and every game compared with its source (parsed JSON equality)
-    before it replaces ``out_file``. Returns the number of games.
-    """
-    src_dir, out_file = Path(src_dir), Path(out_file)
-    if not src_dir.is_dir():
-        raise DatasetError(f"{src_dir}: no such directory; give the directory of ALFWorld games")
-    games = _scan(src_dir)
-    sources = {game.name: read_json(game.path) for game in games}
-    first = sources[games[0].name]
-    split = _split_grammar(first["grammar"])
-    head, tail = (split[0], split[2]) if split else (first["grammar"], "")
-    header = {
-        "format": _FORMAT,
-        "version": _VERSION,
-        "games": len(games),
-        "pddl_domain": first["pddl_domain"],
-        "grammar_head": head,
-        "grammar_tail": tail,
-    }
-    lines = [json.dumps(header, ensure_ascii=False)]
-    lines += [
-        json.dumps(_encode(header, name, obj), ensure_ascii=False) for name, obj in sources.items()
-    ]
-    payload = ("\n".join(lines) + "\n").encode("utf-8")
-    buffer = io.BytesIO()
-    # mtime=0 and no file name: the same games always give the same bytes (and cache key).
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, compresslevel=9, mtime=0) as gz:
-        gz.write(payload)
-    tmp = out_file.with_name(f".{out_file.name}.{os.getpid()}.tmp")
-    try:
-        out_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(buffer.getvalue())
-        unpacked = dict(_read_bundle(tmp))
-        if unpacked.keys() != sources.keys():
-            raise DatasetError(f"{out_file}: packing lost or renamed games; nothing was written")
-        for name, obj in sources.items():
-            if unpacked[name] != obj:
-                raise DatasetError(
-                    f"{src_dir / name / GAME_FILE}: does not survive packing unchanged; "
-                    "nothing was written"
-                )
-        tmp.replace(out_file)
-    except OSError as exc:
-        raise DatasetError(
-            f"{out_file}: cannot be written ({exc.strerror or exc}); give a file path in a "
-            "writable directory"
-        ) from None
-    finally:
-        tmp.unlink(missing_ok=True)
-    return len(games)
-
-
 def _unpacked(file: Path) -> Path:
     """The directory a bundle is unpacked to, unpacking it first when it is not cached.
 
@@ -338,7 +247,7 @@ def _unpacked(file: Path) -> Path:
     target = root / digest
     if target.is_dir():
         return target
-    games = list(_read_bundle(file))
+    games = list(read_bundle(file))
     try:
         root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=root))
@@ -371,7 +280,7 @@ def load_games(source: str | Path | None = None) -> list[Game]:
     """The games of ``source``, sorted by name, every file validated.
 
     ``None`` means the bundled ``valid_unseen`` set; a directory means every ``*/game.tw-pddl``
-    below it; a file means a bundle made by :func:`pack_games` (unpacked once into
+    below it; a file means a bundle made by ``reflexion pack-games`` (unpacked once into
     ``alfworld/<hash>/`` of :func:`~reflexion.core.data.cache_root`). A game's kind comes from
     the first path component that starts with one of the :data:`TASK_TYPES` prefixes. Problems raise
     :class:`~reflexion.core.errors.DatasetError` with a one-line message naming the file.
@@ -385,36 +294,6 @@ def load_games(source: str | Path | None = None) -> list[Game]:
         f"{path}: no such file or directory; give a directory of ALFWorld games or a bundle "
         "made by `reflexion pack-games`"
     )
-
-
-# ---- choosing games -------------------------------------------------------------------------
-
-
-def select_games(
-    games: list[Game], limit: int | None = None, offset: int = 0, *, balanced: bool = True
-) -> list[Game]:
-    """The games ``offset … offset+limit`` of an ordering of ``games``.
-
-    Balanced, the ordering takes one game of each kind in turn (in :data:`KINDS` order, each
-    kind's games by name, skipping kinds that have run out), so ``limit=12`` gives two games of
-    each kind; otherwise it is name order.
-    """
-    if limit is not None and limit < 0:
-        raise ReflexionError(f"the number of games must be 0 or more, not {limit}")
-    if offset < 0:
-        raise ReflexionError(f"the games offset must be 0 or more, not {offset}")
-    ordered = sorted(games, key=lambda game: game.name)
-    if balanced:
-        queues = [[game for game in ordered if game.kind == kind] for kind in KINDS]
-        others = [game for game in ordered if game.kind not in KINDS]
-        ordered = [
-            queue[depth]
-            for depth in range(max((len(queue) for queue in queues), default=0))
-            for queue in queues
-            if depth < len(queue)
-        ] + others
-    end = None if limit is None else offset + limit
-    return ordered[offset:end]
 
 
 def _standalone(file: Path, source: str | Path | None) -> Game:

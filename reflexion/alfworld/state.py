@@ -16,12 +16,6 @@ EXAMPLE_GAME = "look_at_obj_in_light-AlarmClock-None-DeskLamp-308/trial_T2019090
 """A bundled game, the example Studio's form and the server guide give."""
 
 FailureClass = Literal["hallucination", "inefficient_planning", "step_limit", "other"]
-FAILURE_CLASSES: tuple[FailureClass, ...] = (
-    "hallucination",
-    "inefficient_planning",
-    "step_limit",
-    "other",
-)
 
 
 class Episode(TypedDict):

@@ -33,7 +33,6 @@ from typing_extensions import TypedDict
 
 from reflexion.core.context import Context, get_context
 from reflexion.core.selection import rank
-from reflexion.core.usage import reported_tokens
 
 StopReason = Literal[
     "solved",
@@ -85,6 +84,25 @@ def spent_tokens(spent: Mapping[str, Any] | None) -> int:
 
 
 # -- the meter -------------------------------------------------------------------------------
+
+
+def reported_tokens(response: LLMResult) -> tuple[int, int]:
+    """The prompt and completion tokens a reply reports (``usage_metadata``, else the
+    provider's ``token_usage``)."""
+    prompt = completion = 0
+    reported = False
+    for generations in response.generations:
+        for generation in generations:
+            usage = getattr(getattr(generation, "message", None), "usage_metadata", None)
+            if usage:
+                reported = True
+                prompt += int(usage.get("input_tokens") or 0)
+                completion += int(usage.get("output_tokens") or 0)
+    if not reported:
+        token_usage = (response.llm_output or {}).get("token_usage") or {}
+        prompt = int(token_usage.get("prompt_tokens") or 0)
+        completion = int(token_usage.get("completion_tokens") or 0)
+    return prompt, completion
 
 
 def _reported_cost(response: LLMResult) -> float | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import InitVar, field, fields, replace
-from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args, overload
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, overload
 
 from langgraph.runtime import Runtime
 from pydantic import Field
@@ -34,12 +34,10 @@ DEFAULT_MODEL = os.environ.get(MODEL_VARIABLE, "").strip() or EMBEDDED_MODEL
 """Every role's default model: ``REFLEXION_MODEL`` where it is set, else the embedded one."""
 
 Strategy = Literal["none", "last_attempt", "reflexion", "last_attempt_and_reflexion"]
-EvaluatorKind = Literal["exact_match", "llm", "agreement", "heuristic"]
+EvaluatorKind = Literal["exact_match", "llm", "agreement"]
 LessonFilter = Literal["validated", "all"]
-LESSON_FILTERS: tuple[LessonFilter, ...] = get_args(LessonFilter)
 RetrySeeds = Literal["retry", "process"]
 Retry = Literal["one_attempt", "resample", "informed_once", "informed"]
-RETRIES: tuple[Retry, ...] = get_args(Retry)
 
 # Each field says in its metadata what it is and how a benchmark treats it, in place of lists
 # of field names kept by hand (the benchmark harness reads them):
@@ -289,10 +287,8 @@ class Context:
         default="exact_match",
         metadata={
             "description": "exact_match (against the input's reference; the generic graph "
-            "sends a task without one to the LLM judge), llm (a judge model), agreement (the "
-            "judge answers the task itself and success is the two answers matching) or "
-            "heuristic (ALFWorld only: repeated or too many actions). ALFWorld uses the "
-            "heuristic unless llm is chosen."
+            "sends a task without one to the LLM judge), llm (a judge model) or agreement (the "
+            "judge answers the task itself and success is the two answers matching)."
         },
     )
     judge_threshold: Annotated[float, Field(ge=0.0, le=1.0)] | None = field(

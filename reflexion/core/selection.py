@@ -50,16 +50,4 @@ def succeeded(records: Sequence[Mapping[str, Any]], index: int) -> bool:
     )
 
 
-def answers_in_force(
-    records: Sequence[Mapping[str, Any]], iterations: int, choice: AnswerChoice
-) -> list[str | None]:
-    """The answer the thread would return had it stopped after each of ``iterations``
-    iterations (a thread that stopped early keeps its final choice)."""
-    out: list[str | None] = []
-    for t in range(iterations):
-        index = chosen_index(records[: t + 1], choice)
-        out.append(None if index is None else records[index]["answer"])
-    return out
-
-
-__all__ = ["AnswerChoice", "answers_in_force", "chosen_index", "rank", "succeeded"]
+__all__ = ["AnswerChoice", "chosen_index", "rank", "succeeded"]

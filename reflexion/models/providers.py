@@ -28,7 +28,6 @@ import importlib.metadata as md
 import itertools
 import os
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +44,6 @@ from reflexion.models.chat import OneReplyChatModel
 from reflexion.models.retries import RetryingChatModel, RetryPolicy
 
 LOCAL_PREFIX = "local:"
-TEST_MODEL = "local:smollm2-135m"
 
 OTHER_MODEL = (
     f"or choose another model ({MODEL_VARIABLE}=provider:model in the environment, or the "
@@ -397,16 +395,3 @@ def load_chat_model(
     if retry is None:
         return chat
     return RetryingChatModel(inner=chat, spec=spec, policy=retry)
-
-
-def installed_presets() -> Iterator[tuple[Preset, bool]]:
-    """Every preset with whether its weight packages are installed."""
-    for preset in PRESETS.values():
-        ok = True
-        for dist, _ in preset.parts:
-            try:
-                md.distribution(dist)
-            except md.PackageNotFoundError:
-                ok = False
-                break
-        yield preset, ok

@@ -18,7 +18,7 @@ from langchain_core.runnables.retry import ExponentialJitterParams
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel
 
-from reflexion.core.errors import EmptyReplyError, ProviderError, first_line, typed_first_line
+from reflexion.core.errors import EmptyReplyError, ProviderError, typed_first_line
 from reflexion.models.chat import OneReplyChatModel
 
 RETRIED_STATUS = frozenset({408, 409, 429})
@@ -86,17 +86,6 @@ def describe_fault(exc: BaseException, timeout: float | None = None) -> str:
     if isinstance(exc, TimeoutError) or any("Timeout" in c.__name__ for c in type(exc).__mro__):
         return "request timed out" + (f" (limit {timeout:g} s)" if timeout else "")
     return typed_first_line(exc)
-
-
-def provider_failure(exc: BaseException) -> str | None:
-    """Why a model call failed, when the provider is the cause: a :class:`ProviderError` (a
-    transient fault that outlived the retries) or an HTTP error answer that is not retried
-    (``400 Bad Request: …``, ``401 Unauthorized: …``); ``None`` for any other exception."""
-    if isinstance(exc, ProviderError):
-        return str(exc)
-    if isinstance(getattr(exc, "status_code", None), int):
-        return f"{describe_fault(exc)}: {first_line(exc)}"
-    return None
 
 
 def require_reply(message: BaseMessage) -> BaseMessage:

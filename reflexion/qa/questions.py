@@ -24,17 +24,6 @@ class HotpotQuestion:
     supporting_titles: list[str]
     """Titles of the gold paragraphs, in order of first mention in ``supporting_facts``."""
 
-    @property
-    def gold_passages(self) -> str:
-        """The gold (supporting) paragraphs as text, one per line: ``Title: sentences``."""
-        by_title = dict(self.paragraphs)
-        lines = []
-        for title in self.supporting_titles:
-            sentences = by_title.get(title)
-            if sentences:
-                lines.append(f"{title}: {''.join(sentences).strip()}")
-        return "\n".join(lines)
-
 
 def _parse_hotpot(obj: object, where: str) -> HotpotQuestion:
     if not isinstance(obj, dict):
@@ -75,17 +64,3 @@ def iter_hotpotqa(path: str | Path | None = None) -> Iterator[HotpotQuestion]:
     file = Path(path) if path is not None else bundled(HOTPOTQA_SAMPLE)
     for where, obj in iter_jsonl(file):
         yield _parse_hotpot(obj, where)
-
-
-def load_hotpotqa(
-    path: str | Path | None = None, limit: int | None = None, offset: int = 0
-) -> list[HotpotQuestion]:
-    """The questions ``offset … offset+limit`` of a HotPotQA JSONL file.
-
-    The whole file is validated first, so a bad line is reported before any work starts.
-    """
-    questions = list(iter_hotpotqa(path))
-    if not questions:
-        raise DatasetError(f"dataset {path or HOTPOTQA_SAMPLE} holds no questions")
-    end = None if limit is None else offset + limit
-    return questions[offset:end]

@@ -11,9 +11,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.env import TextWorldEnv
-from reflexion.alfworld.games import load_games, select_games
+from reflexion.alfworld.games import load_games
 from reflexion.alfworld.sessions import EnvSessions
 from reflexion.graphs.alfworld import alfworld_builder
+from reflexion.harness.bench.datasets import select_games
 from tests.clikit import reflexion
 
 pytestmark = pytest.mark.integration

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from reflexion.alfworld.env import TextWorldEnv, engine_available
-from reflexion.alfworld.games import Game, load_games, select_games
+from reflexion.alfworld.games import Game, load_games
 from reflexion.core.errors import ReflexionError
+from reflexion.harness.bench.datasets import select_games
 
 pytestmark = [
     pytest.mark.integration,

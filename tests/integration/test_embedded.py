@@ -11,18 +11,16 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.core.context import Context
 from reflexion.graphs.qa import qa_builder, react_builder
-from reflexion.models.providers import (
-    DEFAULT_MODEL,
-    PRESETS,
-    TEST_MODEL,
-    installed_presets,
-    resolve_preset,
-)
+from reflexion.harness.bench.datasets import gold_passages, load_hotpotqa
+from reflexion.harness.cli.one_thread import installed_presets
+from reflexion.models.providers import DEFAULT_MODEL, PRESETS, resolve_preset
 from reflexion.qa.context import QAContext, ReActContext
-from reflexion.qa.questions import load_hotpotqa
 from tests.clikit import reflexion
 
 pytestmark = pytest.mark.integration
+
+TEST_MODEL = "local:smollm2-135m"
+"""The smallest preset: the embedded model these tests run."""
 
 SMALL = Context(
     actor_model=TEST_MODEL,
@@ -62,7 +60,7 @@ def bench_with_plot(tmp_path: Path, plot: str, *args: str) -> str:
 def test_two_trials_with_the_real_smallest_model():
     q = load_hotpotqa(limit=1)[0]
     graph = qa_builder().compile(checkpointer=InMemorySaver())
-    task = {"task": q.question, "passages": q.gold_passages, "reference": "zq-unreachable-answer"}
+    task = {"task": q.question, "passages": gold_passages(q), "reference": "zq-unreachable-answer"}
     state = two_failed_trials(graph, task, SMALL)
     assert state["trial"] == 2
     assert [e["trial"] for e in state["evaluations"]] == [1, 2]
@@ -176,7 +174,7 @@ def test_a_prompt_and_a_seed_draw_the_same_text_after_any_history():
     first, other = load_hotpotqa(limit=2)
     prompts = [
         cot_messages(
-            State(task=q.question, passages=q.gold_passages), QAContext(), with_passages=True
+            State(task=q.question, passages=gold_passages(q)), QAContext(), with_passages=True
         )
         for q in (first, other)
     ]

@@ -26,11 +26,11 @@ import pytest
 from reflexion.core.context import Context
 from reflexion.core.steps import drive
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.bench.datasets import load_hotpotqa
 from reflexion.harness.bench.driver import stream_thread
 from reflexion.harness.checkpoints import annotate_head, fork_thread, thread_history
 from reflexion.harness.persistence import open_checkpointer, open_store
 from reflexion.lessons import family_items, recall, save_lesson
-from reflexion.qa.questions import load_hotpotqa
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.crashkit import (

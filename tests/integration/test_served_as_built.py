@@ -19,7 +19,8 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from reflexion.alfworld.games import load_games, select_games
+from reflexion.alfworld.games import load_games
+from reflexion.harness.bench.datasets import select_games
 from reflexion.models.providers import MODEL_VARIABLE
 from tests.langgraph_server import ROOT, langgraph_dev
 

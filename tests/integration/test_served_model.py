@@ -15,10 +15,11 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion import Context, create_reflexion_graph
-from reflexion.core.usage import UsageRecorder, totals
+from reflexion.harness.bench.usage import UsageRecorder, totals
 from reflexion.harness.processes import free_port, serving
-from reflexion.models.providers import TEST_MODEL, resolve_preset
+from reflexion.models.providers import resolve_preset
 from reflexion.models.transport import Transport, using_transport
+from tests.integration.test_embedded import TEST_MODEL
 
 pytestmark = [pytest.mark.integration, pytest.mark.enable_socket]
 

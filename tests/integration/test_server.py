@@ -25,10 +25,10 @@ from reflexion.core.errors import ReflexionError
 from reflexion.harness.bench.driver import ServerGraph, run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink
 from reflexion.harness.bench.remote import server_thread_id
-from reflexion.models.providers import TEST_MODEL
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
 from tests.clikit import reflexion
+from tests.integration.test_embedded import TEST_MODEL
 from tests.langgraph_server import ROOT, free_port, langgraph_dev
 
 pytestmark = [pytest.mark.integration, pytest.mark.enable_socket]

@@ -13,10 +13,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from reflexion.core.context import Context
-from reflexion.core.usage import UsageRecorder, merge, node_of, recorded_usage, totals
 from reflexion.graphs.qa import qa_builder, react_builder
 from reflexion.harness.bench.driver import run_benchmark, stream_thread
 from reflexion.harness.bench.ledger import Sink
+from reflexion.harness.bench.usage import UsageRecorder, merge, node_of, recorded_usage, totals
 from reflexion.qa.wiki import OfflineCorpus
 from reflexion.testing import RuleChatModel, ScriptedChatModel
 from tests.benchkit import QUESTIONS, bench, gold_on_trial, rows, tasks

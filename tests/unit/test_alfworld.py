@@ -279,9 +279,12 @@ def test_the_llm_evaluator_can_misjudge_a_won_game(games: str) -> None:
     assert out["trial"] == 2 and not out["solved"]
 
 
-def test_the_agreement_evaluator_is_refused_with_the_choices_that_fit(games: str) -> None:
-    with pytest.raises(ReflexionError, match="use heuristic or llm for ALFWorld"):
-        AlfworldContext(games=games, evaluator="agreement")
+@pytest.mark.parametrize("kind", ["agreement", "exact_match"])
+def test_an_evaluator_of_short_answers_is_refused_with_the_choices_that_fit(
+    games: str, kind: str
+) -> None:
+    with pytest.raises(ReflexionError, match=f"^evaluator is '{kind}': use one of heuristic, llm$"):
+        AlfworldContext(games=games, evaluator=kind)
 
 
 def test_omega_three_keeps_the_last_three_reflections(games: str) -> None:

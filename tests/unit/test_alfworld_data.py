@@ -14,16 +14,14 @@ import pytest
 from reflexion.alfworld import env as alfworld_env
 from reflexion.alfworld.env import Environment, TextWorldEnv, tidy_observation
 from reflexion.alfworld.games import (
-    KINDS,
     TASK_TYPES,
     Game,
     bundled_games_path,
     load_games,
-    pack_games,
     resolve_game,
-    select_games,
 )
 from reflexion.core.errors import ReflexionError
+from reflexion.harness.bench.datasets import KINDS, pack_games, select_games
 
 SHARED = Path("/work/shared/datasets/alfworld/valid_unseen")
 """The original ALFWorld files, where this machine has them (the bundle was packed from them)."""

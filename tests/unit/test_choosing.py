@@ -13,13 +13,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion import create_reflexion_graph
 from reflexion.alfworld.context import AlfworldContext
-from reflexion.core.context import RETRIES, Context
+from reflexion.core.context import Context, Retry
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder
 from reflexion.programming.context import CodeContext
@@ -51,7 +52,11 @@ SETTINGS = recommended()
 
 
 def test_the_table_recommends_each_measured_policy():
-    assert set(SETTINGS) == set(RETRIES) == {"one_attempt", "resample", "informed_once", "informed"}
+    assert (
+        set(SETTINGS)
+        == set(get_args(Retry))
+        == {"one_attempt", "resample", "informed_once", "informed"}
+    )
 
 
 @pytest.mark.parametrize("schema", CONTEXTS, ids=lambda c: c.__name__)

@@ -13,8 +13,8 @@ import pytest
 
 from reflexion.core import data as datasets
 from reflexion.core.errors import DatasetError
+from reflexion.harness.bench.datasets import gold_passages, load_hotpotqa
 from reflexion.models import providers as models
-from reflexion.qa.questions import load_hotpotqa
 from tests.clikit import KEPT, cli, one_line_error
 
 
@@ -120,7 +120,7 @@ def test_dataset_loader_reads_any_file_of_the_format(tmp_path):
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
     qs = load_hotpotqa(path)
     assert [q.id for q in qs] == ["x1", "x2"]
-    assert qs[0].gold_passages == "T2: three.\nT1: one. two."
+    assert gold_passages(qs[0]) == "T2: three.\nT1: one. two."
     assert load_hotpotqa(path, limit=1, offset=1)[0].question == "Q2?"
 
 
@@ -143,7 +143,7 @@ def test_dataset_errors_name_the_line(tmp_path, line, message):
 def test_bundled_sample_loads():
     qs = load_hotpotqa()
     assert len(qs) == 100
-    assert all(q.gold_passages for q in qs)
+    assert all(gold_passages(q) for q in qs)
     assert Path(__file__).exists()
 
 

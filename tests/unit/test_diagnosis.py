@@ -1,6 +1,6 @@
-"""Why the game refused a command, read from the trial's own turns, and the reflector prompt
-that carries it (``Context.alfworld_diagnosis``): on by default, off gives the paper's
-feedback, and results keys of runs without reflections, or of the other benchmarks, unchanged."""
+"""What a trial's own turns show (why the game refused a command, where the goal's objects
+were) and what reads it: the actor's explained refusals, the memory entries written without a
+model, the reflector's prompt (the paper's feedback only), and the results keys they move."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.diagnosis import (
     MOST_REASONS,
-    diagnosis,
     explained,
     facts,
     found_leads,
@@ -184,20 +183,6 @@ def test_where_the_goals_objects_were_seen_or_searched_for_in_vain():
     assert sightings(vain, ROOM) == ["- Searched without finding it: cabinet 1, countertop 1."]
     assert sightings([], ROOM) == []
     assert task_words(ROOM) == {"heat", "some", "apple", "and", "put", "it", "in", "fridge"}
-
-
-def test_the_diagnosis_puts_the_sightings_before_the_refusals():
-    text = diagnosis(turns(("go to countertop 1", COUNTER), ("look", NOTHING)), ROOM)
-    assert text == (
-        "What the trial showed about the task's objects:\n- Seen: apple 2 at countertop 1.\n"
-        'Commands the game refused (it answered "Nothing happens."):\n'
-        "- look: nothing in the turns shows why."
-    )
-
-
-def test_a_trial_without_sightings_or_refusals_has_no_diagnosis():
-    assert diagnosis(turns(("inventory", "You are not carrying anything.")), ROOM) == ""
-    assert diagnosis([]) == ""
 
 
 def test_the_actor_reads_why_each_refusal_happened_at_the_time():

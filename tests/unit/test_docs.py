@@ -55,15 +55,19 @@ def source_classes(hook: ModuleType) -> list[tuple[str, type[Any]]]:
 
 
 def test_the_configuration_table_has_every_field_as_the_code_has_it():
+    """Each class's field is on the last row of that name listed under it or an earlier class
+    (a field declared again with another type has a row of its own)."""
     hook = config_hook()
-    rows = {row["field"]: row for row in hook.rows()}
+    listing = hook.rows()
+    rows = {row["field"]: row for row in listing}
     listed = set()
-    for prefix, cls in source_classes(hook):
+    for index, (prefix, cls) in enumerate(source_classes(hook)):
         hints = typing.get_type_hints(cls, include_extras=True)
+        upto = [r for r in listing if r["source"] <= index]
         for f in dataclasses.fields(cls):
             name = prefix + f.name
             listed.add(name)
-            row = rows[name]
+            row = [r for r in upto if r["field"] == name][-1]
             if f.default is not dataclasses.MISSING:  # the base's, then each graph's own
                 assert f"`{f.default!r}`" in row["default"], name
             description = f.metadata["description"]
@@ -85,6 +89,21 @@ def test_read_by_names_the_graphs_whose_schema_has_the_field():
     assert rows["max_tests"] == "`reflexion_programming`"
     assert rows["max_steps"] == "`reflexion_react`"
     assert rows["context_budget"] == "`reflexion_react`, `reflexion_alfworld`"
+
+
+def test_a_field_a_family_declares_with_its_own_choices_has_its_own_row():
+    """ALFWorld's evaluator takes other values than the base's: two rows, each read by the
+    graphs whose context has that type, each with its own choices and default."""
+    hook = config_hook()
+    base, alfworld = [row for row in hook.rows() if row["field"] == "evaluator"]
+    assert "reflexion_alfworld" not in base["readers"] and "reflexion" in base["readers"]
+    assert base["accepts"] == "`'exact_match'`, `'llm'`, `'agreement'`"
+    assert base["default"] == "`'exact_match'`" and "heuristic" not in base["description"]
+    assert alfworld["readers"] == ["reflexion_alfworld"]
+    assert alfworld["accepts"] == "`'heuristic'`, `'llm'`"
+    assert alfworld["default"] == "`'heuristic'`"
+    assert [row["field"] for row in hook.rows()].count("max_trials") == 1  # same type, one row
+    assert "ALFWorld's self-evaluator" in hook.common_tables().split("**`reflexion_alfworld`**")[1]
 
 
 NEEDS: dict[str, dict[str, Any]] = {"cost": {"prompt_price": 1.0, "completion_price": 2.0}}

@@ -13,10 +13,11 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.core.context import Context
 from reflexion.core.errors import DatasetError
-from reflexion.core.selection import answers_in_force
 from reflexion.graphs.programming import programming_builder
 from reflexion.harness.scoring.programming import (
+    answers_in_force,
     confusion,
+    hidden_test,
     pass_at_1,
     pass_curve,
     score_thread,
@@ -24,7 +25,7 @@ from reflexion.harness.scoring.programming import (
 )
 from reflexion.nodes.programming import outcome_records, render_outcomes
 from reflexion.programming.context import CodeContext
-from reflexion.programming.problems import CodeProblem, assemble, hidden_test, load_problems
+from reflexion.programming.problems import CodeProblem, assemble, load_problems
 from reflexion.programming.replies import candidate_tests, extract_code, sample_tests
 from reflexion.programming.sandbox import SuiteResult, TestOutcome
 from reflexion.testing import ScriptedChatModel, SeededScriptedChatModel

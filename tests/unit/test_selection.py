@@ -12,12 +12,12 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.alfworld.context import AlfworldContext
-from reflexion.core.context import Context
+from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ReflexionError
-from reflexion.core.selection import answers_in_force, chosen_index
+from reflexion.core.selection import chosen_index
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder
-from reflexion.harness.scoring.programming import score_thread
+from reflexion.harness.scoring.programming import answers_in_force, score_thread
 from reflexion.nodes.programming.feedback import retry_reads_feedback
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem
@@ -266,6 +266,21 @@ def test_every_choice_field_rejects_a_value_outside_its_type(
 ):
     with pytest.raises(ReflexionError, match=f"^{field} is '{value}': use one of "):
         cls(**{field: value})
+
+
+def test_each_graph_offers_its_own_evaluators():
+    """The base context offers the evaluators of short answers, ALFWorld's its own two: each
+    refuses the other's with the choices that fit, when the context is made."""
+    with pytest.raises(
+        ReflexionError, match=r"^evaluator is 'heuristic': use one of exact_match, llm, agreement$"
+    ):
+        Context(evaluator="heuristic")
+    with pytest.raises(
+        ReflexionError, match=r"^evaluator is 'heuristic': use one of exact_match, llm, agreement$"
+    ):
+        context_from({"evaluator": "heuristic"}, QAContext)
+    assert AlfworldContext().evaluator == "heuristic"
+    assert AlfworldContext(evaluator="llm").evaluator == "llm"
 
 
 def test_a_nested_fields_error_names_its_path():

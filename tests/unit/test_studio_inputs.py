@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from reflexion.alfworld.games import resolve_game
-from reflexion.qa.questions import load_hotpotqa
+from reflexion.harness.bench.datasets import load_hotpotqa
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVED: dict[str, Any] = json.loads((ROOT / "langgraph.json").read_text())["graphs"]

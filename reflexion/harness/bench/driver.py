@@ -6,12 +6,13 @@ last line is its ``final`` line (or an ``error`` line when it failed with an exc
 with the same settings skips tasks that have a ``final`` line and resumes the others from their
 checkpoint, so an interrupted run loses at most the step in flight.
 
-Accounting (:mod:`reflexion.core.usage`): every ``trial`` and ``reflection`` line carries ``usage``,
-the prompt and completion tokens, model calls and wall time per node of what ran since the
-thread's previous line — a trial line the actor and the evaluator (and a setup node such as
-the test writer on the first trial, or a reflector that wrote no reflection), a reflection line
-the reflector. The ``final`` line carries the thread's totals per node: the usage of its lines
-written by earlier, interrupted runs plus this run's, so a resumed thread counts nothing twice.
+Accounting (:mod:`reflexion.harness.bench.usage`): every ``trial`` and ``reflection`` line
+carries ``usage``, the prompt and completion tokens, model calls and wall time per node of what
+ran since the thread's previous line — a trial line the actor and the evaluator (and a setup
+node such as the test writer on the first trial, or a reflector that wrote no reflection), a
+reflection line the reflector. The ``final`` line carries the thread's totals per node: the
+usage of its lines written by earlier, interrupted runs plus this run's, so a resumed thread
+counts nothing twice.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from langgraph.types import Command
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.usage import Usage, UsageRecorder, merge
 from reflexion.harness.bench.ledger import BenchTask, Emit, Ledger, Sink
 from reflexion.harness.bench.thread_updates import Finalize as Finalize
 from reflexion.harness.bench.thread_updates import ServerGraph as ServerGraph
@@ -41,6 +41,7 @@ from reflexion.harness.bench.thread_updates import (
     unrecorded,
     update_events,
 )
+from reflexion.harness.bench.usage import Usage, UsageRecorder, merge
 from reflexion.harness.checkpoints import annotate_head, fork_thread, replay_from
 
 Graph = CompiledStateGraph[Any, Any, Any, Any]

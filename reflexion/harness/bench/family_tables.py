@@ -10,12 +10,11 @@ from typing import Any
 
 from rich.table import Table
 
-from reflexion.alfworld.state import FAILURE_CLASSES
 from reflexion.core.answers import normalize_answer
 from reflexion.harness.bench.driver import solved_by_trial
 from reflexion.harness.bench.reports import copied, outcome, paired_cells, table
 from reflexion.harness.bench.stats import paired
-from reflexion.harness.scoring.alfworld import failure_counts, solved_curve
+from reflexion.harness.scoring.alfworld import FAILURE_CLASSES, failure_counts, solved_curve
 from reflexion.harness.scoring.programming import (
     accepted,
     broken_first,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from reflexion.core.errors import ReflexionError
-from reflexion.core.usage import Usage, merge, recorded_usage
+from reflexion.harness.bench.usage import Usage, merge, recorded_usage
 
 Emit = Callable[[str, "BenchTask", dict[str, Any]], None]
 """Called with (event, task, payload) for ``trial``, ``reflection``, ``final``, ``error`` and

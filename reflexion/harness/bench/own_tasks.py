@@ -33,9 +33,9 @@ from typing import Any
 from langgraph.graph import StateGraph
 
 from reflexion.core.errors import ReflexionError
-from reflexion.core.usage import merge, totals
 from reflexion.harness.bench.ledger import read_results
 from reflexion.harness.bench.stats import Paired, paired
+from reflexion.harness.bench.usage import merge, totals
 
 KEYS = ("task", "passages", "reference", "task_id")
 """What a task line may hold."""

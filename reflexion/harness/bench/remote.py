@@ -57,7 +57,6 @@ from langgraph_sdk.schema import Config, StreamMode, ThreadState
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError, first_line, typed_first_line
-from reflexion.core.usage import OTHER, UNCOUNTED, Usage, merge, node_of, zero_usage
 from reflexion.harness.bench.ledger import BenchTask, Ledger
 from reflexion.harness.bench.thread_updates import (
     Finalize,
@@ -67,6 +66,7 @@ from reflexion.harness.bench.thread_updates import (
     unrecorded,
     update_events,
 )
+from reflexion.harness.bench.usage import OTHER, UNCOUNTED, Usage, merge, node_of, zero_usage
 from reflexion.harness.checkpoints import replay_from, unfinished
 
 STREAM_MODES: tuple[StreamMode, ...] = ("updates", "checkpoints", "messages-tuple", "tasks")

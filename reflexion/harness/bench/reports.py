@@ -12,9 +12,9 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
-from reflexion.core.usage import merge, totals
 from reflexion.harness.bench.driver import solved_by_trial
 from reflexion.harness.bench.stats import Paired, copy_rate, paired
+from reflexion.harness.bench.usage import merge, totals
 
 LABEL_WIDTH = 15
 """Room the row names get when a table has it (``reflexion-fresh``, ``last_attempt``)."""

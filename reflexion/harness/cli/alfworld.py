@@ -12,9 +12,10 @@ from rich.markup import escape
 
 from reflexion.alfworld.context import AlfworldContext, AlfworldMemory
 from reflexion.alfworld.env import ENGINE_MISSING, engine_available
-from reflexion.alfworld.games import load_games, pack_games, select_games
+from reflexion.alfworld.games import load_games
 from reflexion.core.context import RetrySeeds
 from reflexion.core.errors import ReflexionError
+from reflexion.harness.bench.datasets import pack_games, select_games
 from reflexion.harness.bench.family_tables import alfworld_summary
 from reflexion.harness.bench.ledger import BenchTask
 from reflexion.harness.bench.plots import learning_curve

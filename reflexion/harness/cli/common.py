@@ -14,7 +14,7 @@ from langgraph.store.base import BaseStore
 from rich.console import Console
 from rich.markup import escape
 
-from reflexion.core.context import LESSON_FILTERS, Context, EvaluatorKind, LessonFilter
+from reflexion.core.context import Context, EvaluatorKind, LessonFilter
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.agents import AGENTS
 from reflexion.harness.bench.driver import Graph
@@ -24,8 +24,10 @@ from reflexion.models.transport import current_transport, set_transport
 from reflexion.nodes.common import resolve_model
 from reflexion.qa.context import QAContext, ReActContext, WikiKind
 
-QA_EVALUATORS = tuple(e for e in get_args(EvaluatorKind) if e != "heuristic")
-"""The evaluators a question-answering run takes (``heuristic`` is ALFWorld's)."""
+QA_EVALUATORS: tuple[EvaluatorKind, ...] = get_args(EvaluatorKind)
+"""The evaluators a question-answering run takes: every one of the base context's."""
+LESSON_FILTERS: tuple[LessonFilter, ...] = get_args(LessonFilter)
+"""The choices of ``--lesson-filter``."""
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)

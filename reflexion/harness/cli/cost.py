@@ -13,9 +13,9 @@ from typing import Annotated, Any
 import typer
 
 from reflexion.core.errors import ReflexionError
-from reflexion.core.usage import merge, totals
 from reflexion.harness.bench.plots import cost_plot
 from reflexion.harness.bench.reports import outcome
+from reflexion.harness.bench.usage import merge, totals
 from reflexion.harness.cli.common import console
 from reflexion.harness.cli.results import finals_of
 

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from reflexion.core.errors import ReflexionError
-from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
+from reflexion.graphs.agents import AGENTS
+from reflexion.harness.bench.datasets import gold_passages, load_hotpotqa
 from reflexion.harness.bench.family_tables import judge_table, qa_paired, truth_curve
 from reflexion.harness.bench.plots import learning_curve
 from reflexion.harness.bench.reports import outcome_table, summarize
@@ -18,7 +19,6 @@ from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, qa_context
 from reflexion.harness.scoring.reference import gold_scorer
 from reflexion.models.providers import DEFAULT_MODEL
-from reflexion.qa.questions import load_hotpotqa
 
 
 @run.common_options(plot_help="Learning-curve PNG (default: next to the results).")
@@ -75,7 +75,7 @@ def bench_hotpotqa(
     """Reflexion on HotPotQA: every trial printed and saved, a per-trial accuracy table, a
     paired comparison with the no-memory baseline and a learning-curve PNG (one line per
     strategy)."""
-    agent = opt.choice(agent, QUESTION_AGENTS, "--agent")
+    agent = opt.choice(agent, opt.QUESTION_AGENTS, "--agent")
     if trials is None:  # the served graph's default, the figures' setting
         trials = (opt.REACT_DEFAULTS if agent == "react" else opt.QA_DEFAULTS).max_trials
     strategies = run.strategies_of(strategy, (*opt.STRATEGIES, "resample"))
@@ -145,7 +145,7 @@ def bench_hotpotqa(
                 q.id,
                 {
                     "task": q.question,
-                    "passages": q.gold_passages if agent == "cot-gt" else "",
+                    "passages": gold_passages(q) if agent == "cot-gt" else "",
                     "reference": q.answer,
                     "task_id": q.id,
                 },

@@ -3,10 +3,12 @@ and ``history`` (inspect one), and ``models`` (the embedded presets)."""
 
 from __future__ import annotations
 
+import importlib.metadata as md
 import json
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import asdict, replace
 from typing import Annotated, Any
 
@@ -15,9 +17,9 @@ from langgraph.types import Command
 from rich.markup import escape
 
 from reflexion.core.context import Context, context_from
-from reflexion.core.errors import ReflexionError
+from reflexion.core.errors import ProviderError, ReflexionError, first_line
 from reflexion.core.presets import PRESET_NAMES, preset_values
-from reflexion.graphs.agents import AGENTS, QUESTION_AGENTS
+from reflexion.graphs.agents import AGENTS
 from reflexion.harness.bench.driver import Graph, snapshot, stream_thread
 from reflexion.harness.bench.reports import table
 from reflexion.harness.checkpoints import thread_history, unfinished
@@ -36,6 +38,7 @@ from reflexion.harness.cli.options import (
     DEFAULT_DB,
     DEFAULTS,
     QA_DEFAULTS,
+    QUESTION_AGENTS,
     REACT_DEFAULTS,
     AgentRetryOpt,
     AgentTrialsOpt,
@@ -64,10 +67,21 @@ from reflexion.harness.cli.options import (
     with_preset,
 )
 from reflexion.harness.persistence import open_checkpointer
-from reflexion.models.providers import DEFAULT_MODEL, installed_presets
-from reflexion.models.retries import provider_failure
+from reflexion.models.providers import DEFAULT_MODEL, PRESETS, Preset
+from reflexion.models.retries import describe_fault
 from reflexion.models.transport import current_transport, set_transport, transport_of
 from reflexion.qa.context import QAContext, ReActContext
+
+
+def provider_failure(exc: BaseException) -> str | None:
+    """Why a model call failed, when the provider is the cause: a :class:`ProviderError` (a
+    transient fault that outlived the retries) or an HTTP error answer that is not retried
+    (``400 Bad Request: …``, ``401 Unauthorized: …``); ``None`` for any other exception."""
+    if isinstance(exc, ProviderError):
+        return str(exc)
+    if isinstance(getattr(exc, "status_code", None), int):
+        return f"{describe_fault(exc)}: {first_line(exc)}"
+    return None
 
 
 def print_event(label: str) -> Any:
@@ -425,6 +439,19 @@ def history(
         console.print(
             f"resume it with: reflexion run --thread-id {escape(thread_id)} (and the same --db)"
         )
+
+
+def installed_presets() -> Iterator[tuple[Preset, bool]]:
+    """Every preset with whether its weight packages are installed."""
+    for preset in PRESETS.values():
+        ok = True
+        for dist, _ in preset.parts:
+            try:
+                md.distribution(dist)
+            except md.PackageNotFoundError:
+                ok = False
+                break
+        yield preset, ok
 
 
 def models() -> None:

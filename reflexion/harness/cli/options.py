@@ -14,6 +14,7 @@ from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.context import Context, RetrySeeds, Strategy
 from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import PRESET_NAMES, preset_values
+from reflexion.graphs.agents import AGENTS
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
 
@@ -25,6 +26,8 @@ CODE_DEFAULTS = CodeContext()
 ALFWORLD_DEFAULTS = AlfworldContext()
 C = TypeVar("C", bound=Context)
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
+QUESTION_AGENTS = tuple(name for name, agent in AGENTS.items() if agent.answers_questions)
+"""The agents ``reflexion run`` and ``reflexion bench hotpotqa`` take."""
 INFORMED: tuple[str, ...] = ("informed_once", "informed")
 """The ``--retry`` policies of a loop that reflects (:func:`informed_retry`)."""
 

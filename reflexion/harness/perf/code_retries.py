@@ -31,7 +31,7 @@ pass@1 comes from.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -43,7 +43,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.harness.bench.ledger import load_finals, read_results
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.harness.scoring.programming import run_hidden
-from reflexion.nodes.programming.feedback import failed_tests, passed_tests
+from reflexion.nodes.programming.feedback import failed_tests
 from reflexion.programming.problems import CodeProblem, load_problems
 from reflexion.programming.sandbox import Limits
 
@@ -153,6 +153,12 @@ def retry_pairs(final: dict[str, Any]) -> list[tuple[int, int]]:
     attempts with code: the one before."""
     attempts = sum(1 for record in final.get("evaluations") or [] if record.get("answer"))
     return [(i - 1, i) for i in range(1, attempts)]
+
+
+def passed_tests(record: Mapping[str, Any], among: Iterable[str]) -> list[str]:
+    """The tests of ``among`` a trial's attempt passed, in the tests' order."""
+    wanted = set(among)
+    return [o["test"] for o in record.get("outcomes", []) if o["passed"] and o["test"] in wanted]
 
 
 def _test_outcomes(record: dict[str, Any], tests: list[str]) -> dict[str, str | None]:

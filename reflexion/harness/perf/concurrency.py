@@ -20,13 +20,13 @@ from rich.table import Table
 
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.bench.datasets import gold_passages, load_hotpotqa
 from reflexion.harness.bench.driver import run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.harness.perf.overhead import sqlite_saver
 from reflexion.models.transport import Transport, using_transport
 from reflexion.qa.context import QAContext
-from reflexion.qa.questions import load_hotpotqa
 
 REFLECTION_MARK = "(perf-lesson)"
 """In every reflection the fake server writes; the actor's trial is 1 + how many it sees."""
@@ -211,7 +211,7 @@ def concurrency_figures(
                     thread_id=f"perf-{label}-{i}",
                     input={
                         "task": q.question,
-                        "passages": q.gold_passages,
+                        "passages": gold_passages(q),
                         "reference": q.answer,
                         "task_id": q.id,
                     },

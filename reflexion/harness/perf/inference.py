@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from rich.table import Column, Table
 
 from reflexion.core.errors import ReflexionError
+from reflexion.harness.bench.datasets import gold_passages, load_hotpotqa
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.models.providers import (
     DEFAULT_MODEL,
@@ -23,7 +24,6 @@ from reflexion.models.providers import (
     llama_messages,
 )
 from reflexion.qa.context import QAContext
-from reflexion.qa.questions import load_hotpotqa
 
 GENERATION_PROMPT = [
     SystemMessage("You are a helpful programming assistant."),
@@ -162,9 +162,9 @@ def _prefix_cache(chat: EmbeddedChatModel, reps: int) -> dict[str, Any]:
 
     question = load_hotpotqa(limit=1)[0]
     ctx = QAContext(strategy="reflexion", memory_size=3)
-    first = State(task=question.question, passages=question.gold_passages)
+    first = State(task=question.question, passages=gold_passages(question))
     second = State(
-        task=question.question, passages=question.gold_passages, reflections=[TRIAL2_REFLECTION]
+        task=question.question, passages=gold_passages(question), reflections=[TRIAL2_REFLECTION]
     )
     trial1 = cot_messages(first, ctx, with_passages=True)
     trial2 = cot_messages(second, ctx, with_passages=True)

@@ -14,9 +14,9 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from reflexion.core.errors import ReflexionError
-from reflexion.core.usage import merge, totals
 from reflexion.harness.bench.ledger import load_finals
 from reflexion.harness.bench.reports import outcome
+from reflexion.harness.bench.usage import merge, totals
 from reflexion.harness.perf.machine import JsonOpt, console, report
 from reflexion.models.providers import DEFAULT_MODEL
 

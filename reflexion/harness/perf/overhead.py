@@ -20,10 +20,10 @@ from rich.markup import escape
 from rich.table import Column, Table
 
 from reflexion.core.errors import ReflexionError
-from reflexion.core.usage import UsageRecorder, merge, totals
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import thread_config
 from reflexion.harness.bench.ledger import finished_tasks
+from reflexion.harness.bench.usage import UsageRecorder, merge, totals
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.harness.persistence import open_checkpointer, parse_target
 from reflexion.qa.context import QAContext

@@ -22,6 +22,8 @@ passed it, failed it with the same output, or failed it otherwise.
 
 from __future__ import annotations
 
+import gzip
+import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -43,7 +45,7 @@ from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import (
     CodeProblem,
     assemble,
-    canonical_solutions,
+    humaneval_path,
     load_problems,
 )
 from reflexion.programming.sandbox import Limits, run_python_tests
@@ -54,6 +56,14 @@ KINDS = ("all wrong", "mixed", "all right")
 """How the tests a tied earlier attempt failed fare on the canonical solution."""
 SECOND = ("passed", "same output", "other")
 """What the second attempt did with the first failed shown test."""
+
+
+def canonical_solutions() -> dict[str, str]:
+    """HumanEval's canonical solutions as whole programs (prompt and body), by task id: the
+    ``perf`` commands' perfect witness (never shown to the agent)."""
+    with gzip.open(humaneval_path(), "rt", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    return {r["task_id"]: r["prompt"] + r["canonical_solution"] for r in rows}
 
 
 @dataclass

@@ -28,10 +28,10 @@ from langgraph_sdk import get_client
 from rich.table import Table
 
 from reflexion.core.errors import ReflexionError
+from reflexion.harness.bench.datasets import gold_passages, load_hotpotqa
 from reflexion.harness.perf.concurrency import FakeOpenAIServer
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.harness.processes import free_port, serving
-from reflexion.qa.questions import load_hotpotqa
 
 GRAPH_ID = "reflexion_qa"
 SOLVE_AT = 2
@@ -97,7 +97,7 @@ def _inputs(runs: int) -> list[dict[str, Any]]:
     questions = load_hotpotqa()
     picked = [questions[i % len(questions)] for i in range(runs)]
     return [
-        {"task": q.question, "passages": q.gold_passages, "reference": q.answer, "task_id": q.id}
+        {"task": q.question, "passages": gold_passages(q), "reference": q.answer, "task_id": q.id}
         for q in picked
     ]
 

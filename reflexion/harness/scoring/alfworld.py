@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import get_args
 
-from reflexion.alfworld.state import FAILURE_CLASSES, Episode, FailureClass
+from reflexion.alfworld.state import Episode, FailureClass
+
+FAILURE_CLASSES: tuple[FailureClass, ...] = get_args(FailureClass)
+"""The failure classes of Figure 3b, in the order its table and plot give them."""
 
 
 def won_at(episodes: Sequence[Episode]) -> int | None:

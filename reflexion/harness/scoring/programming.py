@@ -9,19 +9,22 @@ gives pass@1 per iteration (a thread that stopped early keeps its last implement
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reflexion.core.selection import AnswerChoice, answers_in_force, chosen_index, succeeded
-from reflexion.programming.problems import (
-    CodeProblem,
-    assemble,
-    hidden_test,
-    stub,
-)
+from reflexion.core.selection import AnswerChoice, chosen_index, succeeded
+from reflexion.programming.problems import CodeProblem, assemble, stub
 from reflexion.programming.sandbox import Limits, run_python_check, run_rust_check
+
+
+def hidden_test(problem: CodeProblem) -> str:
+    """The benchmark's hidden test as a program that checks the entry point (never shown to
+    the graphs: the runtime has no use for it)."""
+    if problem.kind == "humaneval":
+        return f"{problem.test}\n\ncheck({problem.entry_point})\n"
+    return f"{problem.test}\n"
 
 
 def run_hidden(problem: CodeProblem, code: str, limits: Limits) -> tuple[bool, str]:
@@ -42,6 +45,18 @@ def run_hidden(problem: CodeProblem, code: str, limits: Limits) -> tuple[bool, s
             entry_point=problem.entry_point,
         )
     return result.passed, result.detail
+
+
+def answers_in_force(
+    records: Sequence[Mapping[str, Any]], iterations: int, choice: AnswerChoice
+) -> list[str | None]:
+    """The answer the thread would return had it stopped after each of ``iterations``
+    iterations (a thread that stopped early keeps its final choice)."""
+    out: list[str | None] = []
+    for t in range(iterations):
+        index = chosen_index(records[: t + 1], choice)
+        out.append(None if index is None else records[index]["answer"])
+    return out
 
 
 def score_thread(

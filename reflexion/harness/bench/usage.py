@@ -27,6 +27,8 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 
+from reflexion.core.budget import reported_tokens
+
 Usage = dict[str, dict[str, Any]]
 """Counters by node: ``{"actor": {"prompt_tokens": 20, "completion_tokens": 10, …}}``."""
 
@@ -98,25 +100,6 @@ def node_of(metadata: Mapping[str, Any] | None) -> str:
         return namespace.split("|", 1)[0].split(":", 1)[0]
     node = metadata.get("langgraph_node")
     return str(node) if node else OTHER
-
-
-def reported_tokens(response: LLMResult) -> tuple[int, int]:
-    """The prompt and completion tokens a reply reports (``usage_metadata``, else the
-    provider's ``token_usage``)."""
-    prompt = completion = 0
-    reported = False
-    for generations in response.generations:
-        for generation in generations:
-            usage = getattr(getattr(generation, "message", None), "usage_metadata", None)
-            if usage:
-                reported = True
-                prompt += int(usage.get("input_tokens") or 0)
-                completion += int(usage.get("output_tokens") or 0)
-    if not reported:
-        token_usage = (response.llm_output or {}).get("token_usage") or {}
-        prompt = int(token_usage.get("prompt_tokens") or 0)
-        completion = int(token_usage.get("completion_tokens") or 0)
-    return prompt, completion
 
 
 class UsageRecorder(BaseCallbackHandler):
