@@ -454,12 +454,16 @@ class Guarded(Context, abstract=True):
     )
 
 
-def redefault(name: str, value: Any) -> Any:
+def redefault(name: str, value: Any, description: str | None = None) -> Any:
     """A field of :class:`Context` with another default, for a family's context: the default
-    of its graph is the configuration its figures were measured with (the same description,
-    constraints and role; the annotation is written again, with the type above)."""
+    of its graph is the configuration its figures were measured with (the same constraints and
+    role, and the same description unless ``description`` says what the field does in that
+    family; the annotation is written again, with the type above)."""
     base = next(f for f in fields(Context) if f.name == name)
-    return field(default=value, metadata=dict(base.metadata))
+    metadata = dict(base.metadata)
+    if description is not None:
+        metadata["description"] = description
+    return field(default=value, metadata=metadata)
 
 
 def with_fields(ctx: C, **changes: Any) -> C:

@@ -25,7 +25,12 @@ from reflexion.harness.bench.naming import (
     same_run,
     tokens,
 )
-from reflexion.harness.bench.settings import CONTEXTS, NEVER_KEYED, result_settings
+from reflexion.harness.bench.settings import (
+    CONTEXTS,
+    NAMED_AS_BEFORE,
+    NEVER_KEYED,
+    result_settings,
+)
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
 
@@ -33,9 +38,9 @@ MEASURED = Path(__file__).resolve().parents[2] / "runs" / "measured"
 FILES = sorted(p for p in MEASURED.rglob("*.jsonl") if "__" in p.name)
 BENCH_KEYS = ("bench", "agent", "strategy_name", "dataset", "language", "games_source")
 ADDED = ("paired", "reflector_sees_context", "base_url")
-FIELDS = {f.name for cls in CONTEXTS for f in fields(cls)}
-"""Every field a context has now; a recorded setting that is none of them nor a bench command's
-is a field since removed."""
+FIELDS = {f.name for cls in CONTEXTS for f in fields(cls)} | set(NAMED_AS_BEFORE)
+"""Every field a context has now, and what a programming run records in place of some; a
+recorded setting that is none of them nor a bench command's is a field since removed."""
 
 
 def removed(settings: dict[str, Any]) -> set[str]:
@@ -120,7 +125,32 @@ def translated(settings: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if name in settings:
             new["seeds"] = {"turn": "retry"}.get(settings[name], settings[name])
     gone += [f"{k}={settings[k]}" for k, kept in KEPT.items() if settings.get(k, kept) != kept]
+    if settings.get("bench") == "programming":
+        gone += as_programming_fields(new)
     return new, gone
+
+
+INTERNAL_TESTS = {
+    (True, "held_out"): "examples",
+    (False, "held_out"): "held_out",
+    (False, "all"): "all",
+}
+LAST_ATTEMPT = {"none": "last_attempt", "reflexion": "last_attempt_and_reflexion"}
+
+
+def as_programming_fields(new: dict[str, Any]) -> list[str]:
+    """A programming run's ``example_tests``, ``test_trust`` and ``repair`` (recorded, or at
+    the reference) as the fields that replaced them (2026-12-05), in place in ``new``; what of
+    them no setting runs any more."""
+    named = completed(new)
+    pair = (named.pop("example_tests"), named.pop("test_trust"))
+    repair = new.pop("repair", named["repair"])
+    if pair not in INTERNAL_TESTS:
+        return [f"example_tests={pair[0]} with test_trust={pair[1]}"]
+    new["internal_tests"] = INTERNAL_TESTS[pair]
+    if repair:
+        new["strategy"] = LAST_ATTEMPT[named["strategy"]]
+    return []
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[:60])
@@ -134,6 +164,7 @@ def test_a_measured_files_settings_name_it_again(path: Path):
     cls = graph_of(settings)
     own = {f.name for f in fields(cls)}
     known = own | set(BENCH_KEYS) | set(ADDED) | set(ROLE_MODELS) | set(REPLACED)
+    known |= set(NAMED_AS_BEFORE) if cls is CodeContext else set()
     assert set(settings) <= known, set(settings) - known
     assert run_name(path.stem.split("__")[0], settings) == path.stem  # old names still read
     new, gone = translated(settings)
