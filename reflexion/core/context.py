@@ -280,8 +280,12 @@ class Context:
     strategy: Strategy = field(
         default="reflexion",
         metadata={
-            "description": "What carries over between trials: none, last_attempt (previous "
-            "trajectory), reflexion (the latest reflections), or last_attempt_and_reflexion.",
+            "description": "What carries over between trials: none, last_attempt (the previous "
+            "trajectory; programming: the previous implementation, which an informed retry "
+            "repairs instead of starting over from the task), reflexion (the latest "
+            "reflections), or last_attempt_and_reflexion (both). Programming starts over by "
+            "default, which measured better (+7/−0 on HumanEval, 1.5B model): carry the last "
+            "attempt there to follow the paper.",
             "role": AFTER_FIRST_TRIAL,
         },
     )
@@ -454,16 +458,12 @@ class Guarded(Context, abstract=True):
     )
 
 
-def redefault(name: str, value: Any, description: str | None = None) -> Any:
+def redefault(name: str, value: Any) -> Any:
     """A field of :class:`Context` with another default, for a family's context: the default
-    of its graph is the configuration its figures were measured with (the same constraints and
-    role, and the same description unless ``description`` says what the field does in that
-    family; the annotation is written again, with the type above)."""
+    of its graph is the configuration its figures were measured with (the same description,
+    constraints and role; the annotation is written again, with the type above)."""
     base = next(f for f in fields(Context) if f.name == name)
-    metadata = dict(base.metadata)
-    if description is not None:
-        metadata["description"] = description
-    return field(default=value, metadata=metadata)
+    return field(default=value, metadata=dict(base.metadata))
 
 
 def with_fields(ctx: C, **changes: Any) -> C:

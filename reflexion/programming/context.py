@@ -60,16 +60,6 @@ class CodeContext(Seeded, Guarded):
     # implementations, room for a whole function.
     max_trials: Trials = redefault("max_trials", 4)
     memory_size: Window = redefault("memory_size", 1)
-    strategy: Strategy = redefault(
-        "strategy",
-        "reflexion",
-        description="What carries over between trials: none, last_attempt (an informed retry "
-        "repairs the previous implementation, shown as the model's own turn with its test "
-        "results, instead of starting over from the task with the failed tests), reflexion "
-        "(the latest reflections), or last_attempt_and_reflexion (both: the paper's). Starting "
-        "over measured better on HumanEval (+7/−0 on the 1.5B model): carry the last attempt "
-        "to follow the paper.",
-    )
     temperature: Temperature = redefault("temperature", 0.0)
     max_tokens: Tokens = redefault("max_tokens", 768)
     retry: Retry = redefault("retry", "informed_once")
@@ -84,14 +74,11 @@ class CodeContext(Seeded, Guarded):
     internal_tests: InternalTests = field(
         default="examples",
         metadata={
-            "description": "Programming: which internal tests decide. examples: the examples in "
-            "the prompt's documentation (>>> f(x) / y, f(x) ==> y) become the tests and decide "
-            "alone; a prompt without any gets the model's own tests, as under held_out. "
-            "held_out: the model's own tests only, every second one hidden from the retries "
-            "and the reflector (it still decides), and a test every attempt failed is doubted; "
-            "choose it to measure the model's own tests. all: the model's own tests only, "
-            "every one deciding and shown (the paper). Tests given in the input are kept "
-            "under each."
+            "description": "Programming: which internal tests decide: examples (the prompt's "
+            "examples alone where it gives any, else as held_out), held_out (the model's own "
+            "tests, every second one unseen by the retries and the reflector) or all (the "
+            "model's own, every one shown: the paper). Set held_out to measure the model's own "
+            "tests, all to follow the paper."
         },
     )
     compiler_fixes: bool = field(
