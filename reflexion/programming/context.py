@@ -4,7 +4,7 @@ evaluator add to :class:`~reflexion.core.context.Context`."""
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Annotated, ClassVar, Literal, get_args
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
@@ -24,7 +24,6 @@ from reflexion.core.presets import Presets
 from reflexion.core.schema import settings_class
 
 InternalTests = Literal["examples", "held_out", "all"]
-INTERNAL_TESTS: tuple[InternalTests, ...] = get_args(InternalTests)
 
 REPAIRING: tuple[Strategy, ...] = ("last_attempt", "last_attempt_and_reflexion")
 """The strategies that carry the last attempt: under them an informed retry repairs it."""
@@ -52,7 +51,8 @@ class CodeContext(Seeded, Guarded):
     RENAMED: ClassVar[dict[str, str]] = {
         "repair": "strategy: last_attempt or last_attempt_and_reflexion repairs the last attempt",
         "example_tests": "internal_tests: examples (on) or held_out (off)",
-        "test_trust": "internal_tests: examples or held_out (held_out), all (all)",
+        "test_trust": "internal_tests: held_out is examples, or held_out without example_tests; "
+        "all is all",
     }
     """The fields the 2026-12-05 settings replaced, and what to set instead."""
 

@@ -375,3 +375,11 @@ def test_a_resumed_thread_keeps_its_preset(server, tmp_path, monkeypatch, capsys
     assert code == 2 and "started with another --preset" in err
     code, out, err = run_cli(monkeypatch, capsys, *resume, "--preset", "paper")
     assert code == 0 and "solved after 2 trial(s)" in out, err
+
+
+def test_a_family_graphs_form_has_at_most_22_settings():
+    """Studio's form lists a graph's context fields and ``preset``: a family keeps the fields
+    a user of it would set, and the generic graph the base's 16."""
+    assert len(fields(Context)) + 1 == 16
+    for cls in (QAContext, ReActContext, CodeContext, AlfworldContext):
+        assert len(fields(cls)) + 1 <= 22, cls.__name__

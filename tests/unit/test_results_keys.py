@@ -29,6 +29,7 @@ from reflexion.harness.bench.settings import (
     CONTEXTS,
     NAMED_AS_BEFORE,
     NEVER_KEYED,
+    first_trial_key,
     result_settings,
 )
 from reflexion.programming.context import CodeContext
@@ -184,6 +185,42 @@ def test_a_measured_files_settings_name_it_again(path: Path):
     kept = {k: v for k, v in settings.items() if k not in REPLACED}
     assert set(kept) <= set(again)
     assert {k: again[k] for k in kept} == kept
+
+
+@pytest.mark.parametrize(
+    ("given", "recorded"),
+    [
+        ({}, (True, "held_out", False, "reflexion")),
+        ({"internal_tests": "held_out"}, (False, "held_out", False, "reflexion")),
+        (
+            {"internal_tests": "all", "strategy": "last_attempt_and_reflexion"},
+            (False, "all", True, "reflexion"),
+        ),
+        ({"strategy": "last_attempt"}, (True, "held_out", True, "none")),
+        ({"strategy": "none"}, (True, "held_out", False, "none")),
+    ],
+)
+def test_a_programming_run_records_the_fields_that_named_its_files(given, recorded):
+    """``internal_tests`` and a strategy that repairs are recorded as ``example_tests``,
+    ``test_trust``, ``repair`` and the strategy without the last attempt, as they were before
+    (2026-12-05), so a rerun finds its file by name and resumes it."""
+    settings = result_settings(CodeContext(max_trials=4, **given))
+    assert "internal_tests" not in settings
+    keys = ("example_tests", "test_trust", "repair", "strategy")
+    assert tuple(settings[k] for k in keys) == recorded
+    assert set(NAMED_AS_BEFORE) <= set(REFERENCE)
+
+
+def test_runs_that_differ_in_repair_alone_share_their_first_trials():
+    """``repair`` is no field any more, but still acts only after the first trial."""
+    fresh = {"bench": "programming", **result_settings(CodeContext())}
+    repairing = {
+        "bench": "programming",
+        **result_settings(CodeContext(strategy="last_attempt_and_reflexion")),
+    }
+    assert fresh != repairing and first_trial_key(fresh) == first_trial_key(repairing)
+    tests = {"bench": "programming", **result_settings(CodeContext(internal_tests="held_out"))}
+    assert first_trial_key(tests) != first_trial_key(fresh)
 
 
 def test_every_replaced_field_stays_in_the_reference():

@@ -326,6 +326,12 @@ def test_an_unknown_key_s_warning_names_what_to_write_instead():
         QAContext(max_tests=3)  # type: ignore[call-arg]
     with pytest.warns(UserWarning, match=r"\(check the spelling;"):
         CodeContext(max_tset=3)  # type: ignore[call-arg]
+    with pytest.warns(UserWarning) as caught:
+        ctx = CodeContext(repair=True, example_tests=False)  # type: ignore[call-arg]
+    message = str(caught[0].message)
+    assert "repair is now strategy: last_attempt or last_attempt_and_reflexion" in message
+    assert "example_tests is now internal_tests" in message
+    assert ctx == CodeContext()  # ignored: a typo must not stop a server run
 
 
 def test_the_warning_names_another_family_s_context_that_the_caller_never_imported():

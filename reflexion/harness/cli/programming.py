@@ -126,8 +126,7 @@ def bench_programming(
             "--repair/--no-repair",
             help="reflexion: an informed retry repairs the previous code with its test "
             "results and the reflection (the paper; on under --preset paper) instead of "
-            "starting from the task: the strategy last_attempt_and_reflexion "
-            "(last_attempt with --no-reflection).",
+            "starting from the task: a strategy that carries the last attempt.",
         ),
     ] = opt.CODE_DEFAULTS.repairs,
     paired_runs: opt.PairedOpt = True,
