@@ -65,7 +65,7 @@ COMMON: dict[str, list[str]] = {
         "max_trials",
         "memory_size",
         "retry",
-        "test_trust",
+        "internal_tests",
         "temperature",
     ],
     "reflexion_alfworld": ["actor_model", "max_trials", "evaluator", "alfworld_memory", "games"],
@@ -84,8 +84,7 @@ MORE: dict[str, str] = {
     "repeat_guard": "agents/qa.md#retries-beyond-the-paper",
     "seeds": "agents/qa.md#settings-in-detail",
     "wiki": "agents/qa.md#wikipedia-three-backends-or-any-retriever-the-same-observations",
-    "test_trust": "agents/programming.md#settings-in-detail",
-    "repair": "agents/programming.md#settings-in-detail",
+    "internal_tests": "agents/programming.md#settings-in-detail",
     "compiler_fixes": "agents/programming.md#settings-in-detail",
     "alfworld_explain": "agents/alfworld.md#settings-in-detail",
     "alfworld_memory": "agents/alfworld.md#settings-in-detail",
@@ -98,7 +97,6 @@ MORE: dict[str, str] = {
     "max_tokens": "guide/embedding.md#the-arguments",
     "max_steps": "agents/qa.md#the-three-agents",
     "max_tests": "agents/programming.md#1-tests-once-per-problem",
-    "example_tests": "agents/programming.md#1-tests-once-per-problem",
     "games": "agents/alfworld.md#games-and-the-engine",
 }
 """Where a field's description continues (a page under docs/ and its anchor): the table links

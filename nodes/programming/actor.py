@@ -1,8 +1,9 @@
 """The code actor: writes a complete implementation each trial.
 
 From the second trial on, an informed retry (``Context.retry``) sees the task with the failed
-tests and, under strategy ``reflexion``, the last Ω reflections; with ``CodeContext.repair`` (the
-paper) it sees its previous implementation and the test results instead of starting over. A
+tests and, under strategy ``reflexion``, the last Ω reflections; under a strategy that carries
+the last attempt (``last_attempt``, ``last_attempt_and_reflexion``: the paper's) it sees its
+previous implementation and the test results instead of starting over. A
 blind retry (``resample``, and every retry after the first under ``informed_once``) sees the
 task alone. A retry that repeats earlier code is drawn again (``Context.repeat_guard``).
 One other node makes attempts: ``rustc``'s own fixes
@@ -41,11 +42,12 @@ from reflexion.prompts import render
 
 def retries_fresh(state: CodeState, ctx: CodeContext) -> bool:
     """Whether the next attempt is a fresh sample rather than a repair of the last one: a
-    retry repairs only under ``CodeContext.repair`` (the paper) when it is informed; a blind
-    retry is fresh, from the first trial's prompt alone."""
+    retry repairs only when it is informed under a strategy that carries the last attempt
+    (``CodeContext.repairs``, the paper's); a blind retry is fresh, from the first trial's
+    prompt alone."""
     if state.trial == 0 or not state.evaluations:
         return False
-    return not ctx.repair or ctx.retry == "resample"
+    return not ctx.repairs or ctx.retry == "resample"
 
 
 def first_messages(state: CodeState) -> list[BaseMessage]:
@@ -163,7 +165,7 @@ def draw_attempt(
 def make_code_actor(model: BaseChatModel | None = None, *, family: Family = lesson_family) -> Node:
     """The code actor node; ``model`` overrides ``Context.actor_model``; ``family`` is the task
     family whose lessons it recalls on the first trial (``Context.lessons``). A retry is
-    prompted as ``Context.retry`` and ``CodeContext.repair`` say (:func:`code_messages`) and
+    prompted as ``Context.retry`` and ``Context.strategy`` say (:func:`code_messages`) and
     drawn by :func:`draw_attempt`."""
 
     def code_actor(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:

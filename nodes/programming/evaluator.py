@@ -38,8 +38,8 @@ from reflexion.prompts import render, template
 def doubted_tests(state: CodeState, failed_written: list[str], ctx: CodeContext) -> frozenset[str]:
     """Self-written tests this attempt failed that every earlier attempt with code failed too
     (agreement across attempts: the test, not the code, is the likelier culprit); none on the
-    first attempt or under ``CodeContext.test_trust="all"``."""
-    if ctx.test_trust == "all" or not state.test_failures:
+    first attempt or under ``CodeContext.internal_tests="all"``."""
+    if ctx.every_test_decides or not state.test_failures:
         return frozenset()
     common = set(failed_written)
     for earlier in state.test_failures:
@@ -65,13 +65,14 @@ def earlier_equal(state: CodeState, set_apart: frozenset[str]) -> int | None:
 
 def make_unit_test_evaluator() -> Node:
     """The evaluator node: success when every internal test that counts passes (under
-    every ``CodeContext.test_trust`` but ``"all"``, self-written tests that every attempt failed do
-    not count). An attempt is never a success on empty evidence: when doubt leaves no counted
-    test (or none of them passed), it is not, and under ``select_answer="best"`` the earlier
-    attempt stands. The score is the share of all internal tests passed, comparable across
-    trials. Without internal tests it can only check that the code compiles and never reports
-    success: when tests were asked for (every ``retry`` but ``one_attempt``) and none came, a
-    compiling attempt is the thread's last. It calls no model."""
+    every ``CodeContext.internal_tests`` but ``"all"``, self-written tests that every attempt
+    failed do not count). An attempt is never a success on empty evidence: when doubt leaves
+    no counted test (or none of them passed), it is not, and under ``select_answer="best"``
+    the earlier attempt stands. The score is the share of all internal tests passed,
+    comparable across trials. Without internal tests it can only check that the code
+    compiles and never reports success: when tests were asked for (every ``retry`` but
+    ``one_attempt``) and none came, a compiling attempt is the thread's last. It calls no
+    model."""
 
     def unit_test_evaluator(
         state: CodeState, runtime: Runtime[CodeContext]

@@ -1,8 +1,8 @@
 """The evaluator's feedback, rendered from the per-test outcomes a trial record keeps
 (:class:`~reflexion.programming.state.OutcomeRecord`), and what a retry and the reflector read
 of it: whether the next retry reads it at all (``Context.retry``) and, where the tests
-are the model's own, under ``CodeContext.test_trust="held_out"`` the held-out tests left out
-of it.
+are the model's own, under every ``CodeContext.internal_tests`` but ``"all"`` the held-out
+tests left out of it.
 
 The evaluator's records keep the whole feedback; only the prompts built from them change.
 Nothing here reads the feedback's text back: every decision rests on the outcomes.
@@ -95,11 +95,11 @@ def own_tests_decide(state: CodeState) -> bool:
 
 
 def held_out(state: CodeState, ctx: CodeContext) -> frozenset[str]:
-    """Under ``CodeContext.test_trust="held_out"``, where the model's own tests decide: every
-    second of them (by position, so the same tests on every trial), which the retries and the
-    reflector never see. They still decide, so an attempt tuned to the tests it was shown must
-    also pass tests it was not. Empty otherwise."""
-    if ctx.test_trust != "held_out" or not own_tests_decide(state):
+    """Under every ``CodeContext.internal_tests`` but ``"all"``, where the model's own tests
+    decide: every second of them (by position, so the same tests on every trial), which the
+    retries and the reflector never see. They still decide, so an attempt tuned to the tests
+    it was shown must also pass tests it was not. Empty otherwise."""
+    if ctx.every_test_decides or not own_tests_decide(state):
         return frozenset()
     return frozenset(state.written_tests[1::2])
 

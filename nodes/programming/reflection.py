@@ -19,7 +19,7 @@ from reflexion.prompts import few_shot, render
 def code_reflection_messages(state: CodeState, ctx: CodeContext) -> list[BaseMessage]:
     """The code reflector prompt: instructions, two worked examples as turns, then the problem,
     the failed implementation and its test results (less any held out,
-    ``CodeContext.test_trust="held_out"``)."""
+    every ``CodeContext.internal_tests`` but ``"all"``)."""
     problem = problem_of(state)
     names = prompt_names(problem.language)
     messages: list[BaseMessage] = [SystemMessage(render("programming/reflect_system", **names))]

@@ -3,13 +3,11 @@
 The evaluator model writes unit tests for the signature and documentation; only statements
 that parse (Python ``ast``) or compile against the signature (Rust) are kept, deduplicated, and
 at most ``CodeContext.max_tests`` are sampled. The prompt's own examples come first as trusted
-tests (``CodeContext.example_tests``); under every ``CodeContext.test_trust`` but ``"all"`` they
-decide alone.
+tests under ``CodeContext.internal_tests="examples"``, the default, and then decide alone.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -47,25 +45,10 @@ def test_messages(problem: CodeProblem, count: int) -> list[BaseMessage]:
     return [SystemMessage(system), HumanMessage(user)]
 
 
-def _call_of(test: str) -> str:
-    """The call a test checks: the left-hand side of ``assert f(x) == y`` or the first
-    argument of ``assert_eq!(f(x), y)``, without spaces; the whole test otherwise."""
-    body = re.sub(r"^\s*assert(?:_eq!\s*\()?\s*", "", test)
-    depth = 0
-    for i, ch in enumerate(body):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        elif depth == 0 and (body.startswith("==", i) or ch == ","):
-            return re.sub(r"\s+", "", body[:i])
-    return re.sub(r"\s+", "", test)
-
-
 def trusted_tests(problem: CodeProblem, ctx: CodeContext) -> list[str]:
-    """The prompt's own examples as tests (``ctx.example_tests``), at most ``ctx.max_tests``;
-    Rust ones only when they compile against the signature."""
-    examples = example_tests(problem) if ctx.example_tests else []
+    """The prompt's own examples as tests (``internal_tests="examples"``), at most
+    ``ctx.max_tests``; Rust ones only when they compile against the signature."""
+    examples = example_tests(problem) if ctx.examples_decide else []
     return _compiling(examples, problem, ctx)[: ctx.max_tests]
 
 
@@ -78,23 +61,11 @@ def _compiling(tests: list[str], problem: CodeProblem, ctx: CodeContext) -> list
     return [t for t in tests if t in valid]
 
 
-def valid_tests(
-    reply: str,
-    problem: CodeProblem,
-    ctx: CodeContext,
-    trusted: list[str] | None = None,
-    room: int | None = None,
-) -> list[str]:
+def valid_tests(reply: str, problem: CodeProblem, ctx: CodeContext) -> list[str]:
     """The model's tests in a reply that parse (Python) or compile against the signature
-    (Rust), deduplicated, less any that checks the same call as a trusted test (it repeats or
-    contradicts the documentation); at most ``room``, sampled reproducibly (by default what
-    fills ``ctx.max_tests`` after ``trusted``, itself by default the prompt's examples)."""
-    trusted = trusted_tests(problem, ctx) if trusted is None else trusted
-    calls = {_call_of(t) for t in trusted}
-    written = [t for t in candidate_tests(reply, problem) if _call_of(t) not in calls]
-    written = _compiling(written, problem, ctx)
-    room = max(ctx.max_tests - len(trusted), 0) if room is None else room
-    return sample_tests(written, room, seed=problem.task_id)
+    (Rust), deduplicated; at most ``ctx.max_tests``, sampled reproducibly."""
+    written = _compiling(candidate_tests(reply, problem), problem, ctx)
+    return sample_tests(written, ctx.max_tests, seed=problem.task_id)
 
 
 def make_test_writer(
@@ -102,7 +73,7 @@ def make_test_writer(
 ) -> Node:
     """The test-writer node; ``model`` overrides ``Context.evaluator_model`` (the tests are the
     evaluator's instrument). Tests given in the input are kept as they are. Under
-    every ``CodeContext.test_trust`` but ``"all"`` a problem whose prompt gives examples gets those
+    ``CodeContext.internal_tests="examples"`` a problem whose prompt gives examples gets those
     only: the model writes no tests that could outvote them."""
 
     def test_writer(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[dict[str, Any]]:
@@ -111,12 +82,12 @@ def make_test_writer(
         if state.tests or ctx.retry == "one_attempt":  # one attempt: no retry to decide on
             return {}
         trusted = trusted_tests(problem, ctx)
-        if trusted and ctx.test_trust != "all":
+        if trusted:
             return {"tests": trusted}
         llm = yield from block(judge_llm, model, ctx)
         messages = test_messages(problem, ctx.max_tests + 2)
         reply = yield from ask(llm, messages, stop=["\n```\n", "\n\n\n"])
-        written = yield from block(valid_tests, reply.text, problem, ctx, trusted)
-        return {"tests": [*trusted, *written], "written_tests": written}
+        written = yield from block(valid_tests, reply.text, problem, ctx)
+        return {"tests": written, "written_tests": written}
 
     return Node(test_writer, role="test_writer", family=lesson_family)

@@ -278,8 +278,12 @@ class Context:
     strategy: Strategy = field(
         default="reflexion",
         metadata={
-            "description": "What carries over between trials: none, last_attempt (previous "
-            "trajectory), reflexion (the latest reflections), or last_attempt_and_reflexion.",
+            "description": "What carries over between trials: none, last_attempt (the previous "
+            "trajectory; programming: the previous implementation, which an informed retry "
+            "repairs instead of starting over from the task), reflexion (the latest "
+            "reflections), or last_attempt_and_reflexion (both). Programming starts over by "
+            "default, which measured better (+7/−0 on HumanEval, 1.5B model): carry the last "
+            "attempt there to follow the paper.",
             "role": AFTER_FIRST_TRIAL,
         },
     )

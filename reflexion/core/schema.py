@@ -53,7 +53,8 @@ RENAMED = {
     "retry_backoff": "the transport (REFLEXION_RETRY_BACKOFF)",
 }
 """Context keys that were renamed before the first release, and what replaced each: an unknown
-key's warning names the replacement."""
+key's warning names the replacement (a family's context class names its own in a ``RENAMED``
+class attribute)."""
 
 
 @functools.cache
@@ -72,8 +73,11 @@ def unknown_key_hint(key: str, own: type) -> str:
     """What to write instead of ``key``, which is no field of context class ``own``: its
     replacement where it was renamed, the context classes that have it where it belongs to
     another graph's context, or nothing."""
-    if key in RENAMED:
-        return f"{key} is now {RENAMED[key]}"
+    renamed = dict(RENAMED)
+    for klass in reversed(own.__mro__):
+        renamed.update(vars(klass).get("RENAMED", {}))
+    if key in renamed:
+        return f"{key} is now {renamed[key]}"
     _import_context_modules()
     root = next((k for k in reversed(own.__mro__) if hasattr(k, "__pydantic_fields__")), own)
     pending, holders = [root], set()

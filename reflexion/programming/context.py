@@ -13,6 +13,7 @@ from reflexion.core.context import (
     Guarded,
     Retry,
     Seeded,
+    Strategy,
     Temperature,
     Tokens,
     Trials,
@@ -22,7 +23,10 @@ from reflexion.core.context import (
 from reflexion.core.presets import Presets
 from reflexion.core.schema import settings_class
 
-TestTrust = Literal["all", "held_out"]
+InternalTests = Literal["examples", "held_out", "all"]
+
+REPAIRING: tuple[Strategy, ...] = ("last_attempt", "last_attempt_and_reflexion")
+"""The strategies that carry the last attempt: under them an informed retry repairs it."""
 
 
 @settings_class
@@ -32,17 +36,25 @@ class CodeContext(Seeded, Guarded):
 
     PRESETS: ClassVar[Presets] = {
         "paper": {
-            "example_tests": False,
-            "test_trust": "all",
-            "repair": True,
+            "internal_tests": "all",
+            "strategy": "last_attempt_and_reflexion",
             "retry": "informed",
             "compiler_fixes": False,
         }
     }
-    """``paper``: the prompt's examples do not become tests; every test decides alike (none
-    is doubted or held out); every retry repairs the last attempt (the default's first retry
-    starts fresh, later ones are blind redraws); no rustc fixes applied first. The base
-    preset informs every retry and turns the repeat guard off."""
+    """``paper``: the model's own tests, every one of which decides alike (none is doubted or
+    held out; the prompt's examples do not become tests); every retry repairs the last attempt
+    and reads the reflections (the default's first retry starts fresh, later ones are blind
+    redraws); no rustc fixes applied first. The base preset informs every retry and turns the
+    repeat guard off."""
+
+    RENAMED: ClassVar[dict[str, str]] = {
+        "repair": "strategy: last_attempt or last_attempt_and_reflexion repairs the last attempt",
+        "example_tests": "internal_tests: examples (on) or held_out (off)",
+        "test_trust": "internal_tests: held_out is examples, or held_out without example_tests; "
+        "all is all",
+    }
+    """The fields the 2026-12-05 settings replaced, and what to set instead."""
 
     # The configuration of the HumanEval figures: greedy first attempts, Ω = 1, up to four
     # implementations, room for a whole function.
@@ -59,30 +71,14 @@ class CodeContext(Seeded, Guarded):
             "from the valid ones; the paper keeps at most 6)."
         },
     )
-    example_tests: bool = field(
-        default=True,
+    internal_tests: InternalTests = field(
+        default="examples",
         metadata={
-            "description": "Programming: turn the examples in the prompt's documentation "
-            "(>>> f(x) / y, f(x) ==> y) into the first internal tests; the model's own tests "
-            "fill up to max_tests. Off: the model's tests only, as in the paper."
-        },
-    )
-    test_trust: TestTrust = field(
-        default="held_out",
-        metadata={
-            "description": "Programming: which internal tests decide. held_out: the prompt's "
-            "examples alone when there are any, otherwise the self-written tests with every "
-            "second one hidden from the retries; all: every test (the paper).",
-        },
-    )
-    repair: bool = field(
-        default=False,
-        metadata={
-            "description": "Programming: an informed retry repairs the previous implementation, "
-            "reading it with its test results (the paper), instead of starting over from the "
-            "task with the failed tests, which measured better on HumanEval (+7/−0 on the "
-            "1.5B model). Set it to follow the paper.",
-            "role": AFTER_FIRST_TRIAL,
+            "description": "Programming: which internal tests decide: examples (the prompt's "
+            "examples alone where it gives any, else as held_out), held_out (the model's own "
+            "tests, every second one unseen by the retries and the reflector) or all (the "
+            "model's own, every one shown: the paper). Set held_out to measure the model's own "
+            "tests, all to follow the paper."
         },
     )
     compiler_fixes: bool = field(
@@ -98,3 +94,20 @@ class CodeContext(Seeded, Guarded):
         default=5.0,
         metadata={"description": "Programming: seconds each unit test may run in the sandbox."},
     )
+
+    @property
+    def repairs(self) -> bool:
+        """Whether an informed retry repairs the last attempt (a strategy that carries it)
+        rather than starting over from the task."""
+        return self.strategy in REPAIRING
+
+    @property
+    def examples_decide(self) -> bool:
+        """Whether the prompt's examples become the tests (``internal_tests="examples"``)."""
+        return self.internal_tests == "examples"
+
+    @property
+    def every_test_decides(self) -> bool:
+        """Whether every internal test decides alike and is shown (``internal_tests="all"``,
+        the paper's): none is doubted or held out."""
+        return self.internal_tests == "all"

@@ -33,7 +33,7 @@ class OutcomeRecord(TypedDict):
 class CodeTrialRecord(TrialRecord):
     """The unit-test evaluator's verdict on one trial: the generic record plus the evidence.
 
-    Which tests a retry is not shown (``CodeContext.test_trust="held_out"``) is no part of
+    Which tests a retry is not shown (``CodeContext.internal_tests``) is no part of
     the record: it is decided where the feedback is read, by the reader's own context, so
     that a thread forked from another run's first trial hides what its own settings say.
     """
@@ -105,7 +105,7 @@ class CodeState(State, CodeInputState):
     examples and tests given in the input, are trusted."""
     test_failures: Annotated[list[list[str]], operator.add] = field(default_factory=list)
     """Per finished trial, the self-written tests it failed: a test every attempt has failed
-    is doubted under every ``CodeContext.test_trust`` but ``"all"``."""
+    is doubted under every ``CodeContext.internal_tests`` but ``"all"``."""
     # The family's record extends the generic one; lists are invariant, hence the ignore.
     evaluations: Annotated[list[CodeTrialRecord], operator.add] = field(  # type: ignore[assignment]
         default_factory=list

@@ -130,7 +130,7 @@ def test_each_graph_lists_only_the_fields_its_nodes_read_with_their_ranges(clien
     code = schemas["reflexion_programming"]["properties"]
     assert code["max_tests"]["maximum"] == 100 and code["test_timeout"]["exclusiveMinimum"] == 0
     assert "max_tests" not in schemas["reflexion_qa"]["properties"]
-    assert "repair" not in schemas["reflexion_react"]["properties"]
+    assert "internal_tests" not in schemas["reflexion_react"]["properties"]
 
 
 def test_a_bad_json_context_on_a_server_run_is_one_line(client):

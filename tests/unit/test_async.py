@@ -135,7 +135,7 @@ def test_programming():
         ).compile(checkpointer=InMemorySaver())
         return graph, models
 
-    ctx = CodeContext(max_trials=3, retry="informed", repair=True)
+    ctx = CodeContext(max_trials=3, retry="informed", strategy="last_attempt_and_reflexion")
     out = both(build, START, ctx)
     assert out["solved"] and "a + b" in out["answer"]
 

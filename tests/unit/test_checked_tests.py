@@ -1,6 +1,6 @@
-"""Where the tests are the model's own: ``test_trust="held_out"`` (every second test decides
-unseen by the retries and the reflector); nothing changes where trusted tests decide.
-``held_out`` is the default. And ``reflexion perf retries``, which judges every attempt by the
+"""Where the tests are the model's own: ``internal_tests`` ``held_out``, and ``examples`` where
+the prompt has no example (every second test decides unseen by the retries and the
+reflector); nothing changes where trusted tests decide. ``examples`` is the default. And ``reflexion perf retries``, which judges every attempt by the
 hidden tests. Scripted models, the real sandbox."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def run(prompt: str, ctx: CodeContext) -> tuple[ScriptedChatModel, ScriptedChatM
 def test_held_out_changes_nothing_where_trusted_tests_decide():
     """The prompt's example decides alone (no test is written): nothing is held out, and the
     retry is asked to pass the tests."""
-    actor, reflector = run(ONE_EXAMPLE, CodeContext(max_trials=2, test_trust="held_out"))
+    actor, reflector = run(ONE_EXAMPLE, CodeContext(max_trials=2))
     for prompt in (actor.prompt_text(1), reflector.prompt_text(0)):
         assert "assert add(2, 3) == 5 # output: -1" in prompt and "held out" not in prompt
     assert "passes these tests" in actor.prompt_text(1)
@@ -56,7 +56,7 @@ def test_held_out_changes_nothing_where_trusted_tests_decide():
 def test_held_out_tests_decide_but_neither_the_retry_nor_the_reflector_sees_them():
     """The wrong second test (add(1, 2) == 4) is held out: the retry and the reflector see
     only the first one, and how many held-out tests passed; the trial record keeps both."""
-    actor, reflector = run(NO_EXAMPLES, CodeContext(max_trials=2, test_trust="held_out"))
+    actor, reflector = run(NO_EXAMPLES, CodeContext(max_trials=2, internal_tests="held_out"))
     for prompt in (actor.prompt_text(1), reflector.prompt_text(0)):
         assert "assert add(1, 1) == 2 # output: 0" in prompt
         assert "add(1, 2)" not in prompt
@@ -66,7 +66,8 @@ def test_held_out_tests_decide_but_neither_the_retry_nor_the_reflector_sees_them
 
 def test_the_default_holds_out_every_second_own_test():
     """Measured on whole HumanEval with the model's own tests (docs/results/noisy-evidence.md):
-    held_out is the default, so a context that names no test_trust hides the second test."""
+    the default holds them out where the prompt has no example, so a context that names no
+    internal_tests hides the second test."""
     actor, reflector = run(NO_EXAMPLES, CodeContext(max_trials=2))
     assert "add(1, 2)" not in actor.prompt_text(1)
     assert "add(1, 2)" not in reflector.prompt_text(0)
@@ -82,7 +83,8 @@ def test_held_out_names_the_files_of_one_attempt_and_of_resample_as_it_is():
 
     assert trust(max_trials=1) == "held_out"
     assert trust(strategy="none", retry="resample") == "held_out"
-    assert trust(strategy="none", retry="resample", test_trust="all") == "all"
+    assert trust(strategy="none", retry="resample", internal_tests="all") == "all"
+    assert trust(internal_tests="held_out") == "held_out"
 
 
 def test_an_attempt_must_pass_the_held_out_tests_too():
@@ -96,7 +98,7 @@ def test_an_attempt_must_pass_the_held_out_tests_too():
     ).compile(checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t"}, "recursion_limit": 50}
     start = {"task": NO_EXAMPLES, "entry_point": "add", "language": "py", "task_id": "t/0"}
-    graph.invoke(start, config, context=CodeContext(max_trials=1, test_trust="held_out"))
+    graph.invoke(start, config, context=CodeContext(max_trials=1))
     record = graph.get_state(config).values["evaluations"][0]
     assert record["success"] is False and "add(1, 2) == 4" in record["feedback"]
 
@@ -144,11 +146,11 @@ def test_held_out_tests_are_left_out_by_name_even_where_a_shown_test_starts_with
         1, "x", {tests[0]: None, tests[1]: "output: 0", tests[2]: None, tests[3]: None}
     )
     state = CodeState(task="def f(s): ...", tests=tests, written_tests=tests, language="py")
-    shown = shown_feedback(record, state, CodeContext(test_trust="held_out"))  # type: ignore[arg-type]
+    shown = shown_feedback(record, state, CodeContext(internal_tests="held_out"))  # type: ignore[arg-type]
     assert shown.startswith("Tests passed:\nassert f('<') == 0\nassert f('[]') == 1\n\n")
     assert "Tests failed:\n(none)" in shown and "f('<>')" not in shown
     assert "assert f('[]')\n" not in shown + "\n" and "passed 1 of them" in shown
-    assert shown_feedback(record, state, CodeContext(test_trust="all")) == record["feedback"]  # type: ignore[arg-type]
+    assert shown_feedback(record, state, CodeContext(internal_tests="all")) == record["feedback"]  # type: ignore[arg-type]
 
 
 def thread(verdicts: list[bool], hidden: bool, **extra: Any) -> dict[str, Any]:

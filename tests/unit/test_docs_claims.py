@@ -277,7 +277,10 @@ def test_the_pages_make_claims_for_the_checks_to_read():
             "memory_size defaults to 1 or 3, not 5",
         ),
         ("`strategy` defaults to `none`.\n", "not none"),
-        ("| field | default |\n|---|---|\n| `test_trust` | `all` |\n", "test_trust defaults to"),
+        (
+            "| field | default |\n|---|---|\n| `internal_tests` | `all` |\n",
+            "internal_tests defaults to",
+        ),
     ],
 )
 def test_a_wrong_page_fails(page, said):

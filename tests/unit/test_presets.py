@@ -73,7 +73,10 @@ def test_the_paper_preset_turns_every_addition_off_and_the_defaults_keep_them(cl
 def test_a_preset_of_a_family_is_its_own_fields_over_the_base_s_and_the_core_names_none():
     assert preset_values("paper", Context) == {"select_answer": "last"}
     code = preset_values("paper", CodeContext)
-    assert code["select_answer"] == "last" and (code["retry"], code["repair"]) == ("informed", True)
+    assert code["select_answer"] == "last" and code["retry"] == "informed"
+    assert code["strategy"] == "last_attempt_and_reflexion" and "strategy" not in preset_values(
+        "paper", QAContext
+    )
     assert code["repeat_guard"] == 0 and "repeat_guard" not in preset_values(
         "paper", AlfworldContext
     )
@@ -87,8 +90,8 @@ def test_values_given_beside_a_preset_win():
     ctx = QAContext.paper(retry="informed_once", max_trials=2)
     assert (ctx.retry, ctx.max_trials) == ("informed_once", 2)
     assert ctx.repeat_guard == 0 and ctx.select_answer == "last"
-    code = CodeContext.paper(example_tests=True)
-    assert code.example_tests and (code.retry, code.repair) == ("informed", True)
+    code = CodeContext.paper(internal_tests="examples")
+    assert code.examples_decide and (code.retry, code.repairs) == ("informed", True)
 
 
 def test_a_mapping_with_a_preset_starts_from_it():
@@ -218,13 +221,13 @@ def test_each_preset_option_defaults_to_the_contexts_default(command):
     the command's contexts default the field differently (each keeps its own)."""
     for param in inspect.signature(command).parameters.values():
         if param.name in PRESET_OPTIONS:
-            name, negated = PRESET_OPTIONS[param.name]
+            name, as_option = PRESET_OPTIONS[param.name]
             defaults = {getattr(cls(), name) for cls in BENCH_CONTEXTS[command]}
             if len(defaults) > 1:
                 assert param.default is None, param.name
                 continue
             (default,) = defaults
-            assert param.default == (not default if negated else default), param.name
+            assert param.default == as_option(default), param.name
 
 
 @pytest.mark.usefixtures("_workdir")
@@ -261,9 +264,11 @@ def captured_contexts(monkeypatch, capsys, *args: str) -> list[Context]:
 def test_bench_hotpotqa_preset_paper_with_an_option_given(monkeypatch, capsys):
     args = ["bench", "hotpotqa", "-n", "1", "--strategy", "reflexion,resample"]
     reflexion, resample = captured_contexts(monkeypatch, capsys, *args, "--preset", "paper")
-    for name, value in PAPER.items():
-        if name != "retry" and hasattr(reflexion, name):
+    for name, value in preset_values("paper", type(reflexion)).items():
+        if name != "retry":
             assert getattr(reflexion, name) == getattr(resample, name) == value, name
+    # programming's paper strategy is its own: a question run keeps the one it was given
+    assert (reflexion.strategy, resample.strategy) == ("reflexion", "none")
     assert reflexion.retry == "informed"
     assert resample.retry == "resample"  # the baseline stays itself
     given = ["--preset", "paper", "--repeat-guard", "1"]
@@ -279,17 +284,53 @@ def test_bench_programming_preset_paper_with_an_option_given(monkeypatch, capsys
     args = ["bench", "programming", "--dataset", "humaneval-py", "-n", "1"]
     args += ["--loop", "reflexion", "--preset", "paper"]
     (ctx,) = captured_contexts(monkeypatch, capsys, *args)
-    assert (ctx.retry, ctx.repair, ctx.example_tests, ctx.test_trust) == (
+    assert (ctx.retry, ctx.strategy, ctx.internal_tests) == (
         "informed",
-        True,
-        False,
+        "last_attempt_and_reflexion",
         "all",
     )
     assert (ctx.select_answer, ctx.repeat_guard) == ("last", 0)
     assert not hasattr(ctx, "max_steps")  # the programming graph's context has no QA field
     given = ["--retry", "informed_once", "--select", "best"]
     (ctx,) = captured_contexts(monkeypatch, capsys, *args, *given)
-    assert (ctx.retry, ctx.select_answer, ctx.example_tests) == ("informed_once", "best", False)
+    assert (ctx.retry, ctx.select_answer, ctx.internal_tests) == ("informed_once", "best", "all")
+    (ctx,) = captured_contexts(monkeypatch, capsys, *args, "--no-reflection")
+    assert ctx.strategy == "last_attempt" and ctx.repairs  # the paper's repair, no reflection
+    (ctx,) = captured_contexts(monkeypatch, capsys, *args, "--no-repair", "--no-example-tests")
+    assert (ctx.strategy, ctx.internal_tests) == ("reflexion", "all")
+
+
+@pytest.mark.usefixtures("_workdir")
+@pytest.mark.parametrize(
+    ("given", "strategy", "tests"),
+    [
+        ([], "reflexion", "examples"),
+        (["--repair"], "last_attempt_and_reflexion", "examples"),
+        (["--repair", "--no-reflection"], "last_attempt", "examples"),
+        (["--no-reflection"], "none", "examples"),
+        (["--no-example-tests"], "reflexion", "held_out"),
+        (["--internal-tests", "all"], "reflexion", "all"),
+        (["--no-example-tests", "--internal-tests", "all"], "reflexion", "all"),
+    ],
+)
+def test_bench_programmings_repair_and_test_options_set_the_strategy_and_internal_tests(
+    monkeypatch, capsys, given, strategy, tests
+):
+    args = ["bench", "programming", "--dataset", "humaneval-py", "-n", "1"]
+    reflexion, resample = captured_contexts(
+        monkeypatch, capsys, *args, "--loop", "reflexion,resample", *given
+    )
+    assert (reflexion.strategy, reflexion.internal_tests) == (strategy, tests)
+    assert (resample.strategy, resample.internal_tests) == ("none", tests)  # never repairs
+
+
+@pytest.mark.usefixtures("_workdir")
+def test_no_example_tests_beside_internal_tests_examples_is_refused(monkeypatch, capsys):
+    args = ["bench", "programming", "--dataset", "humaneval-py", "-n", "1"]
+    code, err = cli(
+        monkeypatch, capsys, *args, "--no-example-tests", "--internal-tests", "examples"
+    )
+    one_line_error(code, err, "--no-example-tests", "--internal-tests examples")
 
 
 @pytest.mark.usefixtures("_workdir")
@@ -334,3 +375,11 @@ def test_a_resumed_thread_keeps_its_preset(server, tmp_path, monkeypatch, capsys
     assert code == 2 and "started with another --preset" in err
     code, out, err = run_cli(monkeypatch, capsys, *resume, "--preset", "paper")
     assert code == 0 and "solved after 2 trial(s)" in out, err
+
+
+def test_a_family_graphs_form_has_at_most_22_settings():
+    """Studio's form lists a graph's context fields and ``preset``: a family keeps the fields
+    a user of it would set, and the generic graph the base's 16."""
+    assert len(fields(Context)) + 1 == 16
+    for cls in (QAContext, ReActContext, CodeContext, AlfworldContext):
+        assert len(fields(cls)) + 1 <= 22, cls.__name__

@@ -254,7 +254,13 @@ def test_loop_reflects_on_failed_tests_then_stops_when_they_pass():
     graph, actor, _tests_model, reflector = build([WRONG, RIGHT])
     state = run(
         graph,
-        CodeContext(max_trials=4, memory_size=1, test_trust="all", retry="informed", repair=True),
+        CodeContext(
+            max_trials=4,
+            memory_size=1,
+            internal_tests="all",
+            retry="informed",
+            strategy="last_attempt_and_reflexion",
+        ),
     )
     assert state["tests"] == [
         "assert add(2, 3) == 5",
@@ -288,7 +294,7 @@ def test_only_valid_tests_are_kept_and_at_most_max_tests():
         + "\nassert add(1,\nnot a test\n"
     )
     graph, *_ = build([RIGHT], tests=[reply])
-    state = run(graph, CodeContext(max_trials=2, max_tests=4, test_trust="all"))
+    state = run(graph, CodeContext(max_trials=2, max_tests=4, internal_tests="all"))
     assert len(state["tests"]) == 4 and all(t.startswith("assert add(") for t in state["tests"])
 
 
@@ -303,7 +309,7 @@ def test_one_attempt_writes_no_tests():
 
 def test_a_thread_whose_test_writer_wrote_no_tests_stops_after_a_compiling_attempt():
     graph, actor, tests_model, reflector = build([RIGHT, RIGHT], tests=["No tests."])
-    state = run(graph, CodeContext(max_trials=4, example_tests=False))
+    state = run(graph, CodeContext(max_trials=4, internal_tests="held_out"))
     assert len(tests_model.prompts) == 1 and state.get("tests", []) == []
     assert state["trial"] == 1 and reflector.prompts == [] and len(actor.prompts) == 1
     assert state["evaluations"][0].get("last") is True and not state["solved"]
@@ -311,7 +317,7 @@ def test_a_thread_whose_test_writer_wrote_no_tests_stops_after_a_compiling_attem
 
 def test_no_reflection_ablation_keeps_code_and_feedback_but_no_lesson():
     graph, actor, _tests, reflector = build([WRONG, RIGHT])
-    state = run(graph, CodeContext(max_trials=3, strategy="none", retry="informed", repair=True))
+    state = run(graph, CodeContext(max_trials=3, strategy="last_attempt", retry="informed"))
     assert reflector.prompts == [] and state.get("reflections", []) == []
     retry = actor.prompt_text(1)
     assert "return a - b" in retry and "# output: -1" in retry and "reflection" not in retry.lower()
@@ -329,7 +335,9 @@ def test_caller_given_tests_are_used_as_they_are():
 
 def test_a_reply_without_code_is_a_failed_trial_with_a_reason():
     graph, actor, *_ = build(["Sorry, I cannot.", RIGHT])
-    state = run(graph, CodeContext(max_trials=2, retry="informed", repair=True))
+    state = run(
+        graph, CodeContext(max_trials=2, retry="informed", strategy="last_attempt_and_reflexion")
+    )
     assert state["evaluations"][0]["feedback"].startswith(
         "No implementation: the reply does not define add"
     )
@@ -430,16 +438,15 @@ def test_prompt_examples_become_the_first_tests():
     assert example_tests(rust) == ["assert_eq!(f(2), 4);"]
 
 
-def test_examples_first_then_the_models_tests_up_to_max_tests():
-    graph, *_ = build(
-        [RIGHT], tests=["assert add(7, 1) == 8\nassert add(2, 3) == 5\nassert add(9, 9) == 18\n"]
-    )
-    state = run(graph, CodeContext(max_trials=1, max_tests=2, test_trust="all"))
-    assert state["tests"][0] == "assert add(2, 3) == 5"  # from the docstring
-    assert len(state["tests"]) == 2
-    graph, *_ = build([RIGHT], tests=["assert add(7, 1) == 8\n"])
-    state = run(graph, CodeContext(max_trials=1, example_tests=False), thread="no-examples")
-    assert state["tests"] == ["assert add(7, 1) == 8"]
+def test_the_examples_are_the_tests_else_the_models_own_up_to_max_tests():
+    written = "assert add(7, 1) == 8\nassert add(2, 3) == 5\nassert add(9, 9) == 18\n"
+    graph, _actor, tests_model, _ = build([RIGHT], tests=[written])
+    state = run(graph, CodeContext(max_trials=1, max_tests=2))
+    assert state["tests"] == ["assert add(2, 3) == 5"]  # from the docstring
+    assert tests_model.prompts == [] and state.get("written_tests", []) == []
+    graph, *_ = build([RIGHT], tests=[written])
+    state = run(graph, CodeContext(max_trials=1, max_tests=2, internal_tests="held_out"))
+    assert len(state["tests"]) == 2 and state["written_tests"] == state["tests"]
 
 
 def test_unittest_assertions_small_models_write_become_assert_lines():

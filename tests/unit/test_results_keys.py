@@ -25,7 +25,13 @@ from reflexion.harness.bench.naming import (
     same_run,
     tokens,
 )
-from reflexion.harness.bench.settings import CONTEXTS, NEVER_KEYED, result_settings
+from reflexion.harness.bench.settings import (
+    CONTEXTS,
+    NAMED_AS_BEFORE,
+    NEVER_KEYED,
+    first_trial_key,
+    result_settings,
+)
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
 
@@ -33,9 +39,9 @@ MEASURED = Path(__file__).resolve().parents[2] / "runs" / "measured"
 FILES = sorted(p for p in MEASURED.rglob("*.jsonl") if "__" in p.name)
 BENCH_KEYS = ("bench", "agent", "strategy_name", "dataset", "language", "games_source")
 ADDED = ("paired", "reflector_sees_context", "base_url")
-FIELDS = {f.name for cls in CONTEXTS for f in fields(cls)}
-"""Every field a context has now; a recorded setting that is none of them nor a bench command's
-is a field since removed."""
+FIELDS = {f.name for cls in CONTEXTS for f in fields(cls)} | set(NAMED_AS_BEFORE)
+"""Every field a context has now, and what a programming run records in place of some; a
+recorded setting that is none of them nor a bench command's is a field since removed."""
 
 
 def removed(settings: dict[str, Any]) -> set[str]:
@@ -120,7 +126,32 @@ def translated(settings: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if name in settings:
             new["seeds"] = {"turn": "retry"}.get(settings[name], settings[name])
     gone += [f"{k}={settings[k]}" for k, kept in KEPT.items() if settings.get(k, kept) != kept]
+    if settings.get("bench") == "programming":
+        gone += as_programming_fields(new)
     return new, gone
+
+
+INTERNAL_TESTS = {
+    (True, "held_out"): "examples",
+    (False, "held_out"): "held_out",
+    (False, "all"): "all",
+}
+LAST_ATTEMPT = {"none": "last_attempt", "reflexion": "last_attempt_and_reflexion"}
+
+
+def as_programming_fields(new: dict[str, Any]) -> list[str]:
+    """A programming run's ``example_tests``, ``test_trust`` and ``repair`` (recorded, or at
+    the reference) as the fields that replaced them (2026-12-05), in place in ``new``; what of
+    them no setting runs any more."""
+    named = completed(new)
+    pair = (named.pop("example_tests"), named.pop("test_trust"))
+    repair = new.pop("repair", named["repair"])
+    if pair not in INTERNAL_TESTS:
+        return [f"example_tests={pair[0]} with test_trust={pair[1]}"]
+    new["internal_tests"] = INTERNAL_TESTS[pair]
+    if repair:
+        new["strategy"] = LAST_ATTEMPT[named["strategy"]]
+    return []
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name[:60])
@@ -134,6 +165,7 @@ def test_a_measured_files_settings_name_it_again(path: Path):
     cls = graph_of(settings)
     own = {f.name for f in fields(cls)}
     known = own | set(BENCH_KEYS) | set(ADDED) | set(ROLE_MODELS) | set(REPLACED)
+    known |= set(NAMED_AS_BEFORE) if cls is CodeContext else set()
     assert set(settings) <= known, set(settings) - known
     assert run_name(path.stem.split("__")[0], settings) == path.stem  # old names still read
     new, gone = translated(settings)
@@ -153,6 +185,42 @@ def test_a_measured_files_settings_name_it_again(path: Path):
     kept = {k: v for k, v in settings.items() if k not in REPLACED}
     assert set(kept) <= set(again)
     assert {k: again[k] for k in kept} == kept
+
+
+@pytest.mark.parametrize(
+    ("given", "recorded"),
+    [
+        ({}, (True, "held_out", False, "reflexion")),
+        ({"internal_tests": "held_out"}, (False, "held_out", False, "reflexion")),
+        (
+            {"internal_tests": "all", "strategy": "last_attempt_and_reflexion"},
+            (False, "all", True, "reflexion"),
+        ),
+        ({"strategy": "last_attempt"}, (True, "held_out", True, "none")),
+        ({"strategy": "none"}, (True, "held_out", False, "none")),
+    ],
+)
+def test_a_programming_run_records_the_fields_that_named_its_files(given, recorded):
+    """``internal_tests`` and a strategy that repairs are recorded as ``example_tests``,
+    ``test_trust``, ``repair`` and the strategy without the last attempt, as they were before
+    (2026-12-05), so a rerun finds its file by name and resumes it."""
+    settings = result_settings(CodeContext(max_trials=4, **given))
+    assert "internal_tests" not in settings
+    keys = ("example_tests", "test_trust", "repair", "strategy")
+    assert tuple(settings[k] for k in keys) == recorded
+    assert set(NAMED_AS_BEFORE) <= set(REFERENCE)
+
+
+def test_runs_that_differ_in_repair_alone_share_their_first_trials():
+    """``repair`` is no field any more, but still acts only after the first trial."""
+    fresh = {"bench": "programming", **result_settings(CodeContext())}
+    repairing = {
+        "bench": "programming",
+        **result_settings(CodeContext(strategy="last_attempt_and_reflexion")),
+    }
+    assert fresh != repairing and first_trial_key(fresh) == first_trial_key(repairing)
+    tests = {"bench": "programming", **result_settings(CodeContext(internal_tests="held_out"))}
+    assert first_trial_key(tests) != first_trial_key(fresh)
 
 
 def test_every_replaced_field_stays_in_the_reference():

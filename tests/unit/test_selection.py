@@ -120,16 +120,15 @@ def test_anchored_tests_are_the_prompts_examples_and_the_model_writes_none():
     assert "assert add(2, 3) == 5 # output: -1" in actor.prompt_text(1)
 
 
-def test_a_written_test_that_contradicts_an_example_is_dropped():
-    wrong_twin = "assert add(2, 3) == 6\nassert add(2,3) == 5\nassert add(4, 4) == 8\n"
-    graph, *_ = build([RIGHT], tests=[wrong_twin])
-    state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=1, test_trust="all"))
-    assert state["tests"] == [
-        "assert add(2, 3) == 5",
-        "assert add(0, 0) == 0",
-        "assert add(4, 4) == 8",
-    ]
-    assert state["written_tests"] == ["assert add(4, 4) == 8"]
+@pytest.mark.parametrize("tests", ["held_out", "all"])
+def test_under_held_out_and_all_the_models_own_tests_decide_though_the_prompt_has_examples(tests):
+    """The examples do not become tests, so a written test that contradicts one stays."""
+    wrong_twin = "assert add(2, 3) == 6\nassert add(4, 4) == 8\n"
+    graph, _actor, tests_model, _ = build([RIGHT], tests=[wrong_twin])
+    state = run(graph, TWO_EXAMPLES, CodeContext(max_trials=1, internal_tests=tests))
+    assert len(tests_model.prompts) == 1
+    assert sorted(state["tests"]) == ["assert add(2, 3) == 6", "assert add(4, 4) == 8"]
+    assert state["written_tests"] == state["tests"]
 
 
 def test_a_self_written_test_every_attempt_fails_is_doubted_and_stops_the_loop():
@@ -142,7 +141,7 @@ def test_a_self_written_test_every_attempt_fails_is_doubted_and_stops_the_loop()
     assert "possibly wrong" in state["evaluations"][1]["feedback"]
     assert state["test_failures"] == [["assert add(1, 2) == 4"], ["assert add(1, 2) == 4"]]
     graph, *_ = build([RIGHT, RIGHT, RIGHT], tests=tests)
-    state = run(graph, NO_EXAMPLES, CodeContext(max_trials=3, test_trust="all"))
+    state = run(graph, NO_EXAMPLES, CodeContext(max_trials=3, internal_tests="all"))
     assert [e["success"] for e in state["evaluations"]] == [False, False, False]
 
 
@@ -257,7 +256,7 @@ def test_informed_once_counts_only_retries_the_model_wrote():
         (Context, "evaluator", "exact"),
         (ReActContext, "wiki", "online"),
         (Context, "select_answer", "first"),
-        (CodeContext, "test_trust", "none"),
+        (CodeContext, "internal_tests", "none"),
         (AlfworldContext, "alfworld_memory", "notes"),
     ],
 )
@@ -342,6 +341,12 @@ def test_an_unknown_key_s_warning_names_what_to_write_instead():
         QAContext(max_tests=3)  # type: ignore[call-arg]
     with pytest.warns(UserWarning, match=r"\(check the spelling;"):
         CodeContext(max_tset=3)  # type: ignore[call-arg]
+    with pytest.warns(UserWarning) as caught:
+        ctx = CodeContext(repair=True, example_tests=False)  # type: ignore[call-arg]
+    message = str(caught[0].message)
+    assert "repair is now strategy: last_attempt or last_attempt_and_reflexion" in message
+    assert "example_tests is now internal_tests" in message
+    assert ctx == CodeContext()  # ignored: a typo must not stop a server run
 
 
 def test_the_warning_names_another_family_s_context_that_the_caller_never_imported():
@@ -402,7 +407,11 @@ def test_a_fresh_retry_shows_the_failures_and_reflection_but_not_the_previous_co
     assert "a - b" not in text and "from scratch" in text
     assert "assert add(2, 3) == 5 # output: -1" in text and "check the arithmetic" in text
     graph, actor, *_ = build([SUBTRACTS, RIGHT])
-    run(graph, TWO_EXAMPLES, CodeContext(max_trials=2, retry="informed", repair=True))
+    run(
+        graph,
+        TWO_EXAMPLES,
+        CodeContext(max_trials=2, retry="informed", strategy="last_attempt_and_reflexion"),
+    )
     assert [m.type for m in actor.prompts[1]] == ["system", "human", "ai", "human"]
 
 

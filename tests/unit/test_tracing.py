@@ -124,8 +124,11 @@ def test_react_actor_steps(tmp_path: Path):
 
 def test_programming_roles():
     ctx = CodeContext(
-        max_trials=2, test_trust="all", retry="informed", repair=True
-    )  # tests written
+        max_trials=2,
+        internal_tests="all",  # tests written
+        retry="informed",
+        strategy="last_attempt_and_reflexion",
+    )
     graph = programming_builder(
         actor_model=ScriptedChatModel(replies=[WRONG, RIGHT]),
         evaluator_model=ScriptedChatModel(replies=["assert add(2, 3) == 5\n"]),

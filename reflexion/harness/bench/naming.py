@@ -47,6 +47,7 @@ REFERENCE: dict[str, Any] = {
     "generate_tests": True,
     "heuristic_max_actions": 30,
     "heuristic_repeats": 3,
+    "internal_tests": "examples",  # recorded as example_tests and test_trust: names no file
     "judge_threshold": None,
     "lessons": None,
     "max_steps": 6,
@@ -86,7 +87,10 @@ replaced (2026-12-04: ``answer_retry``, ``code_retry``, ``redraw_rejected``,
 ``repeat_guard``; the three per-family seeds by ``seeds``; ``show_rejected``, ``memory_first``,
 ``alfworld_memory_place`` and ``reflection_examples`` removed; 2026-12-05: ``generate_tests``,
 ``heuristic_repeats``, ``heuristic_max_actions`` and ``alfworld_diagnosis`` removed) stay, for
-the files they name."""
+the files they name. Programming's ``internal_tests`` (2026-12-05) and the strategies that
+repair the last attempt replaced ``example_tests``, ``test_trust`` and ``repair``; a run still
+records those three, derived from the new fields
+(:func:`~reflexion.harness.bench.settings.named_as_before`), so they keep naming its files."""
 
 SHOWN_APART = ("bench", "agent", "language", "strategy_name", "strategy", "dataset")
 """Settings a name shows in its stem or its data-set part, not as tokens (the strategy is the

@@ -64,10 +64,36 @@ alike, so paired runs share it, and a run with one attempt or with retries that 
 feedback (``resample``) runs, and is named, as the value it maps to."""
 
 
+NAMED_AS_BEFORE = ("example_tests", "test_trust", "repair")
+"""The settings a programming run records in place of ``CodeContext.internal_tests`` and of
+the strategy's repair (:func:`named_as_before`): the fields they replaced (2026-12-05), which
+name its results files."""
+
+_WITHOUT_LAST_ATTEMPT = {"last_attempt": "none", "last_attempt_and_reflexion": "reflexion"}
+
+
+def named_as_before(ctx: CodeContext, values: dict[str, Any]) -> dict[str, Any]:
+    """A programming run's field ``values`` as the fields that named its results files before
+    ``internal_tests`` and the repairing strategies replaced them: ``example_tests`` and
+    ``test_trust`` for ``internal_tests``, and ``repair`` beside the strategy without the last
+    attempt (``last_attempt_and_reflexion`` is ``reflexion`` with ``repair``), so a rerun of
+    a command gives its file's name and resumes it."""
+    values = dict(values)
+    tests = values.pop("internal_tests")
+    values["example_tests"] = tests == "examples"
+    values["test_trust"] = "all" if tests == "all" else "held_out"
+    values["repair"] = ctx.repairs
+    values["strategy"] = _WITHOUT_LAST_ATTEMPT.get(ctx.strategy, ctx.strategy)
+    return values
+
+
 def result_settings(ctx: Context) -> dict[str, Any]:
     """The settings of a run of ``ctx``: its fields (``lessons`` only when on, ``budget`` and
-    ``base_url`` only when set), without those that cannot act in it."""
+    ``base_url`` only when set; a programming run's in the fields that name its files,
+    :func:`named_as_before`), without those that cannot act in it."""
     values = asdict(ctx)
+    if isinstance(ctx, CodeContext):
+        values = named_as_before(ctx, values)
     budget = values.pop("budget")
     if ctx.budget:
         values["budget"] = {k: v for k, v in budget.items() if v is not None}
@@ -106,13 +132,15 @@ AFTER_FIRST_TRIAL = (
             if f.metadata.get("role") == ACTS_AFTER_FIRST_TRIAL
         }
     ),
+    "repair",
     "strategy_name",
     "reflector_sees_context",
 )
 """Settings that act only after a task's first trial: runs that differ in them alone share
-their first trials in a paired comparison. The context fields marked so in their metadata, and
-two settings a bench command adds (the strategy's label, and whether the reflector reads the
-question's context)."""
+their first trials in a paired comparison. The context fields marked so in their metadata, a
+programming run's ``repair`` (the strategy's, :func:`named_as_before`), and two settings a
+bench command adds (the strategy's label, and whether the reflector reads the question's
+context)."""
 
 
 def first_trial_key(settings: dict[str, Any]) -> str:

@@ -306,8 +306,9 @@ class Common:
     recall_k: int
     lesson_filter: str
     role_models: list[str] | None = None
-    preset: dict[str, Any] = field(default_factory=dict)
-    """``--preset``'s fields that no option of the command sets (:func:`opt.preset_options`)."""
+    preset: opt.PresetFields = field(default_factory=dict)
+    """``--preset``'s fields that no option of the command sets, by context class
+    (:func:`opt.preset_options`)."""
 
     def apply(self, ctx: opt.C) -> opt.C:
         """``ctx`` with ``--preset`` (the fields no option of the command sets), ``--lessons``,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +15,7 @@ from reflexion.core.context import Context, RetrySeeds, Strategy
 from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import PRESET_NAMES, preset_values
 from reflexion.graphs.agents import AGENTS
-from reflexion.programming.context import CodeContext
+from reflexion.programming.context import REPAIRING, CodeContext
 from reflexion.qa.context import QAContext, ReActContext
 
 DEFAULT_DB = str(Path(".reflexion") / "checkpoints.sqlite")
@@ -228,19 +228,38 @@ PresetOpt = Annotated[
     ),
 ]
 
-PRESET_OPTIONS: dict[str, tuple[str, bool]] = {
-    "retry": ("retry", False),
-    "repeat_guard": ("repeat_guard", False),
-    "repair": ("repair", False),
-    "select": ("select_answer", False),
-    "no_example_tests": ("example_tests", True),
-    "test_trust": ("test_trust", False),
-    "no_compiler_fixes": ("compiler_fixes", True),
-    "no_explain": ("alfworld_explain", True),
-    "memory_entry": ("alfworld_memory", False),
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _negated(value: Any) -> bool:
+    return not value
+
+
+def _repairs(strategy: Any) -> bool:
+    return strategy in REPAIRING
+
+
+PRESET_OPTIONS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "retry": ("retry", _same),
+    "repeat_guard": ("repeat_guard", _same),
+    "repair": ("strategy", _repairs),
+    "select": ("select_answer", _same),
+    "internal_tests": ("internal_tests", _same),
+    "no_compiler_fixes": ("compiler_fixes", _negated),
+    "no_explain": ("alfworld_explain", _negated),
+    "memory_entry": ("alfworld_memory", _same),
 }
-"""The command parameters that set a Context field a preset may set: the field, and whether
-the option is its negation (``--no-correction`` sets ``correct_rejected`` False)."""
+"""The command parameters that set a Context field a preset may set: the field, and the
+option's value for a value of the field (``--no-compiler-fixes`` is ``compiler_fixes`` False;
+``--repair`` is a programming strategy that carries the last attempt)."""
+
+PRESET_SCHEMAS: tuple[type[Context], ...] = (QAContext, ReActContext, CodeContext, AlfworldContext)
+"""The contexts of the graphs a command runs, whose presets ``--preset`` applies."""
+
+PresetFields = dict[type[Context], dict[str, Any]]
+"""A preset's fields that no option of a command sets, by context class."""
 
 
 def paired_locally(cli: typer.Context, paired_runs: bool, server: str | None) -> bool:
@@ -252,33 +271,35 @@ def paired_locally(cli: typer.Context, paired_runs: bool, server: str | None) ->
     return False
 
 
-def preset_options(
-    cli: typer.Context | None, values: dict[str, Any], preset: str
-) -> dict[str, Any]:
+def preset_options(cli: typer.Context | None, values: dict[str, Any], preset: str) -> PresetFields:
     """``--preset``: each of a command's option ``values`` that sets a field of the preset and
     was not given takes the preset's value (in place, so what the command prints and names
-    its runs by says so); returns the preset's other fields, for :func:`with_preset`."""
+    its runs by says so); returns each context's other preset fields, for
+    :func:`with_preset`."""
     name = choice(preset, PRESET_NAMES, "--preset")
-    rest: dict[str, Any] = {}
-    for schema in (QAContext, ReActContext, CodeContext, AlfworldContext):
-        rest.update(preset_values(name, schema, "--preset"))
-    for option, (name, negated) in PRESET_OPTIONS.items():
-        if option not in values or name not in rest:
+    by_schema = {schema: preset_values(name, schema, "--preset") for schema in PRESET_SCHEMAS}
+    every = {k: v for own in by_schema.values() for k, v in own.items()}
+    set_by_options: set[str] = set()
+    for option, (field_name, as_option) in PRESET_OPTIONS.items():
+        if option not in values or field_name not in every:
             continue
-        value = rest.pop(name)
+        set_by_options.add(field_name)
         if not given(cli, option):
-            values[option] = not value if negated else value
-    return rest
+            values[option] = as_option(every[field_name])
+    return {
+        schema: {k: v for k, v in own.items() if k not in set_by_options}
+        for schema, own in by_schema.items()
+    }
 
 
-def with_preset(ctx: C, fields: Mapping[str, Any]) -> C:
-    """``ctx`` with a preset's ``fields`` (those no option of the command sets) where it holds
-    the default: a value the command chose on purpose (``resample``'s retry) is kept."""
+def with_preset(ctx: C, preset: PresetFields) -> C:
+    """``ctx`` with its own class's ``preset`` fields (those no option of the command sets)
+    where it holds the default: a value the command chose on purpose (``resample``'s retry)
+    is kept, and a field another family's preset sets (programming's strategy) is not."""
+    own = next((preset[k] for k in type(ctx).__mro__ if k in preset), {})
     defaults = type(ctx)()
     chosen = {
-        k: v
-        for k, v in fields.items()
-        if hasattr(ctx, k) and getattr(ctx, k) == getattr(defaults, k)
+        k: v for k, v in own.items() if hasattr(ctx, k) and getattr(ctx, k) == getattr(defaults, k)
     }
     return replace(ctx, **chosen) if chosen else ctx
 

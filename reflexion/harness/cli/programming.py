@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from reflexion.core.context import Strategy
 from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import AnswerChoice
 from reflexion.graphs.agents import AGENTS
@@ -24,7 +25,7 @@ from reflexion.harness.cli.common import console, one_model_context
 from reflexion.harness.scoring.programming import pass_curve, score_thread, write_human_eval_files
 from reflexion.models.providers import DEFAULT_MODEL
 from reflexion.nodes.programming import NO_TESTS, did_compile
-from reflexion.programming.context import CodeContext, TestTrust
+from reflexion.programming.context import CodeContext, InternalTests
 from reflexion.programming.problems import CodeProblem, language_of, load_problems
 from reflexion.programming.sandbox import rustc_path
 
@@ -83,23 +84,24 @@ def bench_programming(
         bool,
         typer.Option(
             "--no-example-tests",
-            help="Internal tests from the model only (by default the prompt's own examples "
-            "come first).",
+            help="Internal tests from the model only: short for --internal-tests held_out "
+            "(by default the prompt's own examples decide).",
         ),
     ] = False,
     test_timeout: Annotated[
         float, typer.Option("--test-timeout", metavar="X", min=0.1, help="Seconds per unit test.")
     ] = opt.CODE_DEFAULTS.test_timeout,
-    test_trust: Annotated[
-        TestTrust,
+    internal_tests: Annotated[
+        InternalTests,
         opt.word_option(
-            "--test-trust",
-            "<trust>",
-            help="held_out: the prompt's examples decide alone where there are any, else "
-            "the model's own tests, every second one unseen by the retries; all: every "
-            "internal test decides (the paper).",
+            "--internal-tests",
+            "<tests>",
+            help="examples: the prompt's examples decide alone where there are any, else "
+            "the model's own tests as under held_out; held_out: the model's own tests only, "
+            "every second one unseen by the retries; all: the model's own tests only, every "
+            "one deciding (the paper).",
         ),
-    ] = opt.CODE_DEFAULTS.test_trust,
+    ] = opt.CODE_DEFAULTS.internal_tests,
     select: Annotated[
         AnswerChoice,
         typer.Option(
@@ -124,9 +126,9 @@ def bench_programming(
             "--repair/--no-repair",
             help="reflexion: an informed retry repairs the previous code with its test "
             "results and the reflection (the paper; on under --preset paper) instead of "
-            "starting from the task.",
+            "starting from the task: a strategy that carries the last attempt.",
         ),
-    ] = opt.CODE_DEFAULTS.repair,
+    ] = opt.CODE_DEFAULTS.repairs,
     paired_runs: opt.PairedOpt = True,
 ) -> None:
     """Reflexion on programming problems: pass@1 on the hidden tests, the paper's Table 2
@@ -134,6 +136,7 @@ def bench_programming(
     file for Python."""
     names = run.strategies_of(loop, LOOPS, "--loop")
     retry = opt.informed_retry(retry)
+    tests = tests_of(internal_tests, no_example_tests, opt.given(cli, "internal_tests"))
     opt.check_memory(memory, max_iters, "--max-iters", given=opt.given(cli, "memory"))
     paired = opt.paired_locally(cli, paired_runs, common.where.server)
     run.check_output(common.where.output, names, "loop")
@@ -162,17 +165,15 @@ def bench_programming(
             base_url,
             max_trials=1 if simple else max_iters,
             memory_size=memory,
-            strategy="none" if simple or resampled or no_reflection else "reflexion",
+            strategy=strategy_of(name, no_reflection=no_reflection, repair=repair),
             temperature=temperature,
             max_tokens=opt.CODE_DEFAULTS.max_tokens,
             max_tests=max_tests,
-            example_tests=not no_example_tests,
+            internal_tests=tests,
             test_timeout=test_timeout,
-            test_trust=test_trust,
             select_answer=select,
             repeat_guard=repeat_guard,
             retry=retry_of(name, retry),
-            repair=repair and not (simple or resampled),
             # Only Rust has a compiler to ask; simple never retries, resample never repairs.
             compiler_fixes=language_name == "rs" and not (simple or resampled or no_compiler_fixes),
             seeds="process" if simple else seeds,
@@ -253,6 +254,30 @@ def bench_programming(
         )
     files = ", ".join(str(f) for f in outcome.files.values())
     console.print(f"results in {files} · pass@1 plot {plot}")
+
+
+def tests_of(internal_tests: str, no_example_tests: bool, given: bool) -> str:
+    """``--internal-tests``, where ``--no-example-tests`` (short for ``held_out``) turns the
+    default's examples off; with ``--internal-tests examples`` given it is a one-line error."""
+    if not no_example_tests or internal_tests != "examples":
+        return internal_tests
+    if given:
+        raise ReflexionError(
+            "--no-example-tests and --internal-tests examples contradict each other: give "
+            "one of them (--no-example-tests is --internal-tests held_out)"
+        )
+    return "held_out"
+
+
+def strategy_of(name: str, *, no_reflection: bool, repair: bool) -> Strategy:
+    """What a loop's retries carry over (``Context.strategy``): ``simple`` and ``resample``
+    nothing; ``reflexion`` the reflections unless ``--no-reflection``, and the last attempt,
+    which an informed retry repairs, with ``--repair``."""
+    if name in ("simple", "resample"):
+        return "none"
+    if repair:
+        return "last_attempt" if no_reflection else "last_attempt_and_reflexion"
+    return "none" if no_reflection else "reflexion"
 
 
 def retry_of(name: str, retry: str) -> str:

@@ -99,7 +99,7 @@ def first_shown_failure(final: dict[str, Any]) -> tuple[str, str] | None:
     if len(records) < 2 or not records[0].get("feedback") or not records[1].get("feedback"):
         return None
     thread = CodeState(tests=list(final.get("tests") or []), written_tests=written)
-    hidden = held_out(thread, CodeContext(test_trust="held_out"))
+    hidden = held_out(thread, CodeContext(internal_tests="held_out"))
     failed = failed_tests(records[0], written)
     return next(((t, out) for t, out in failed if t not in hidden), None)
 
@@ -154,7 +154,7 @@ def replay(final: dict[str, Any], later: list[dict[str, Any]], problem: CodeProb
     ctx = CodeContext(
         max_trials=int(settings.get("max_trials", 4)),
         # the evaluator weighs every test_trust but "all" alike (older runs recorded others)
-        test_trust="all" if settings.get("test_trust") == "all" else "held_out",
+        internal_tests="all" if settings.get("test_trust") == "all" else "held_out",
         test_timeout=float(settings.get("test_timeout", 5.0)),
     )
     runtime = Runtime(context=ctx)
