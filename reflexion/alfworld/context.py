@@ -9,7 +9,6 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field
 
 from reflexion.core.context import (
-    AFTER_FIRST_TRIAL,
     ContextBudget,
     Seeded,
     Tokens,
@@ -81,7 +80,5 @@ class AlfworldContext(Seeded):
             "sightings (where it saw the goal's objects, no model call), reflection (the "
             "reflector's, the paper), facts or leads (no model call). Each is detailed on the "
             "ALFWorld page.",
-            "role": AFTER_FIRST_TRIAL,
-            "acts": "reflections",
         },
     )

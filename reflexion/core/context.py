@@ -39,19 +39,9 @@ LessonFilter = Literal["validated", "all"]
 RetrySeeds = Literal["retry", "process"]
 Retry = Literal["one_attempt", "resample", "informed_once", "informed"]
 
-# Each field says in its metadata what it is and how a benchmark treats it, in place of lists
-# of field names kept by hand (the benchmark harness reads them):
-#   description   the text of the schema, Studio's form and the configuration reference
-#   role          "after_first_trial": acts only after a task's first trial
-#   acts          "memory", "memory_or_resample" or "reflections": the strategies it can act
-#                 under; under the others it does not name a results file
-#   keyed         "never": changes no figure, so it is no setting of a benchmark run
-#   first_trial_as  values that differ only in what a retry reads, mapped to the value whose
-#                 first trial they share (paired runs fork it)
-
-AFTER_FIRST_TRIAL = "after_first_trial"
-"""Field role: acts only after a task's first trial, so paired runs that differ in it alone
-share their first trials (the benchmark harness forks them)."""
+# Each field's metadata holds its ``description``: the text of the JSON schema, Studio's form
+# and the configuration reference. How a benchmark names and pairs runs by a field is the
+# harness's own table (reflexion.harness.bench.settings), not the runtime's.
 
 _MODEL_HELP = (
     "A provider:model string: local:qwen2.5-coder-0.5b, local:smollm2-135m, "
@@ -257,14 +247,12 @@ class Context:
         metadata={
             "description": "The model that writes a reflection after a failed trial. "
             + _MODEL_HELP,
-            "role": AFTER_FIRST_TRIAL,
         },
     )
     max_trials: Trials = field(
         default=3,
         metadata={
             "description": "Most trials per task; the loop also stops on success.",
-            "role": AFTER_FIRST_TRIAL,
         },
     )
     memory_size: Window = field(
@@ -272,7 +260,6 @@ class Context:
         metadata={
             "description": "Memory size: how many of the latest reflections the actor sees "
             "(0 = none).",
-            "role": AFTER_FIRST_TRIAL,
         },
     )
     strategy: Strategy = field(
@@ -284,7 +271,6 @@ class Context:
             "reflections), or last_attempt_and_reflexion (both). Programming starts over by "
             "default, which measured better (+7/−0 on HumanEval, 1.5B model): carry the last "
             "attempt there to follow the paper.",
-            "role": AFTER_FIRST_TRIAL,
         },
     )
     evaluator: EvaluatorKind = field(
@@ -323,7 +309,6 @@ class Context:
             "description": "Which attempt the thread returns: best (a successful trial, else "
             "the highest evaluator score, the earliest among equals: never worse on the "
             "evaluator's evidence than the first attempt) or last (the paper).",
-            "role": AFTER_FIRST_TRIAL,
         },
     )
     retry: Retry = field(
@@ -335,7 +320,6 @@ class Context:
             "keeps the first it accepts, else the best), informed_once (the first retry reads "
             "it, later ones are blind redraws: the programming and chain-of-thought default) or "
             "informed (every retry reads it: the paper). See the choosing guide.",
-            "role": AFTER_FIRST_TRIAL,
         },
     )
     review_reflections: bool = field(
@@ -345,8 +329,6 @@ class Context:
             "interrupt so a person can read and edit it, then resume with "
             "Command(resume=...): '' or {'action': 'accept'} keeps it, a string or "
             "{'reflection': text} replaces it, {'action': 'drop'} removes it.",
-            "role": AFTER_FIRST_TRIAL,
-            "keyed": "never",
         },
     )
     lessons: Lessons = field(
@@ -363,7 +345,6 @@ class Context:
             "description": "What a thread may spend before it stops with its best attempt: "
             "{tokens, cost, prompt_price, completion_price, seconds, plateau_trials}, each "
             "empty for no limit.",
-            "role": AFTER_FIRST_TRIAL,
         },
     )
 
@@ -428,7 +409,6 @@ class Seeded(Context, abstract=True):
             "description": "On models that take a seed (the embedded ones): retry seeds each "
             "retry's draws by the task, the trial and the draw (ALFWorld: each turn), so a "
             "rerun draws the same; process uses the model's one counter per process.",
-            "role": AFTER_FIRST_TRIAL,
         },
     )
 
@@ -449,15 +429,14 @@ class Guarded(Context, abstract=True):
             "already rejected (an answer, code, a ReAct search), sample it again at temperature "
             "0.8 up to this many times (the task families' actors; chain-of-thought then asks "
             "once more in a turn of its own); 0 = keep the repeat (the paper).",
-            "role": AFTER_FIRST_TRIAL,
         },
     )
 
 
 def redefault(name: str, value: Any) -> Any:
     """A field of :class:`Context` with another default, for a family's context: the default
-    of its graph is the configuration its figures were measured with (the same description,
-    constraints and role; the annotation is written again, with the type above)."""
+    of its graph is the configuration its figures were measured with (the same description and
+    constraints; the annotation is written again, with the type above)."""
     base = next(f for f in fields(Context) if f.name == name)
     return field(default=value, metadata=dict(base.metadata))
 

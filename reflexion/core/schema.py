@@ -6,11 +6,11 @@ Why ``pydantic.dataclasses`` and not a ``BaseModel``: LangGraph takes either as
 ``context_schema`` and publishes both as JSON schema with each field's ``minimum``/``maximum``
 and ``enum`` (which Studio renders as a form), but a dataclass keeps what the code and its
 users already rely on: ``dataclasses.replace``, ``asdict``, ``fields`` and their metadata (the
-configuration page and the benchmark's results keys are built from it), and plain attribute
-access without a model's extra API on every node's context.
+configuration page is built from it), and plain attribute access without a model's extra API
+on every node's context.
 
-Each field documents itself in its ``metadata``: ``description`` (the schema's and the docs'),
-and ``role`` (what the benchmark commands do with it).
+Each field documents itself in its ``metadata``: ``description`` (the schema's, Studio's and
+the docs'). How the benchmark commands treat a field is the harness's table, not metadata.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field
 
 from reflexion.core.context import (
-    AFTER_FIRST_TRIAL,
     Guarded,
     Retry,
     Seeded,
@@ -87,7 +86,6 @@ class CodeContext(Seeded, Guarded):
             "description": "Rust: when an attempt does not compile and rustc suggests fixes, the "
             "next attempt is that code with the fixes applied, with no model call. false = off "
             "(the paper).",
-            "role": AFTER_FIRST_TRIAL,
         },
     )
     test_timeout: Annotated[float, Field(gt=0)] = field(

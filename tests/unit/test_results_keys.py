@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from reflexion.alfworld.context import AlfworldContext
-from reflexion.core.context import Context, context_from
+from reflexion.core.context import Context, context_from, with_fields
 from reflexion.harness.bench.naming import (
     REFERENCE,
     ROLE_MODELS,
@@ -26,9 +26,15 @@ from reflexion.harness.bench.naming import (
     tokens,
 )
 from reflexion.harness.bench.settings import (
+    AFTER_FIRST_TRIAL,
+    AFTER_FIRST_TRIAL_FIELDS,
     CONTEXTS,
+    FIRST_TRIAL_AS,
+    FROM_FIRST_TRIAL,
+    MEMORY_FIELDS,
     NAMED_AS_BEFORE,
     NEVER_KEYED,
+    REFLECTION_FIELDS,
     first_trial_key,
     result_settings,
 )
@@ -235,6 +241,57 @@ def test_the_reference_has_every_field_a_run_records():
     every = {f.name for cls in CONTEXTS for f in fields(cls)}
     missing = every - set(REFERENCE) - set(ROLE_MODELS) - set(NEVER_KEYED)
     assert missing == set()
+
+
+@pytest.mark.parametrize("cls", CONTEXTS, ids=lambda c: c.__name__)
+def test_every_field_is_classified_by_when_it_acts(cls):
+    """A new field must be put in the harness's tables: whether it can act on the first trial
+    (paired runs that differ in it share no first trials) or only after it."""
+    names = {f.name for f in fields(cls)}
+    assert not set(FROM_FIRST_TRIAL) & set(AFTER_FIRST_TRIAL_FIELDS)
+    assert names - set(FROM_FIRST_TRIAL) - set(AFTER_FIRST_TRIAL_FIELDS) == set()
+
+
+def test_the_harness_tables_name_only_fields_and_agree():
+    """Each table names current fields, once; a field that acts only under some strategies, or
+    names no run, acts after the first trial (the first trial has no memory and no reviewer)."""
+    every = {f.name for cls in CONTEXTS for f in fields(cls)}
+    tables = {
+        "FROM_FIRST_TRIAL": FROM_FIRST_TRIAL,
+        "AFTER_FIRST_TRIAL_FIELDS": AFTER_FIRST_TRIAL_FIELDS,
+        "NEVER_KEYED": NEVER_KEYED,
+        "MEMORY_FIELDS": MEMORY_FIELDS,
+        "REFLECTION_FIELDS": REFLECTION_FIELDS,
+        "FIRST_TRIAL_AS": tuple(FIRST_TRIAL_AS),
+    }
+    for table, names in tables.items():
+        assert len(set(names)) == len(names), table
+        assert set(names) <= every, table
+    acting_later = (*NEVER_KEYED, *MEMORY_FIELDS, *REFLECTION_FIELDS)
+    assert set(acting_later) <= set(AFTER_FIRST_TRIAL_FIELDS)
+    assert set(AFTER_FIRST_TRIAL_FIELDS) <= set(AFTER_FIRST_TRIAL)
+
+
+@pytest.mark.parametrize("cls", CONTEXTS, ids=lambda c: c.__name__)
+def test_a_context_field_carries_only_its_description(cls):
+    """How a benchmark names and pairs runs is the harness's table, not the runtime's metadata."""
+    for f in fields(cls):
+        assert set(f.metadata) == {"description"}, f.name
+
+
+def test_a_field_the_tables_place_acts_as_they_say():
+    """The tables drive what a run records and which first trials paired runs share."""
+    alfworld = AlfworldContext(alfworld_memory="reflection")
+    assert "alfworld_memory" in result_settings(alfworld)
+    assert "alfworld_memory" not in result_settings(with_fields(alfworld, strategy="none"))
+    assert "review_reflections" not in result_settings(Context(review_reflections=True))
+    base = {"bench": "hotpotqa", **result_settings(QAContext())}
+    for name, value in (("max_trials", 5), ("seeds", "process"), ("select_answer", "last")):
+        other = {"bench": "hotpotqa", **result_settings(QAContext(**{name: value}))}
+        assert other != base and first_trial_key(other) == first_trial_key(base), name
+    for name, value in (("temperature", 0.0), ("max_tokens", 128)):
+        other = {"bench": "hotpotqa", **result_settings(QAContext(**{name: value}))}
+        assert first_trial_key(other) != first_trial_key(base), name
 
 
 def test_a_name_shows_what_differs_from_the_reference_and_nothing_else():

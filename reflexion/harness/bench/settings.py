@@ -14,7 +14,6 @@ from dataclasses import asdict, fields
 from typing import Any
 
 from reflexion.alfworld.context import AlfworldContext
-from reflexion.core.context import AFTER_FIRST_TRIAL as ACTS_AFTER_FIRST_TRIAL
 from reflexion.core.context import Context
 from reflexion.harness.bench.naming import LESSONS_ADDED, run_name, thread_key
 from reflexion.models.transport import Transport, transport_of
@@ -31,37 +30,72 @@ CONTEXTS: tuple[type[Context], ...] = (
 """Every graph's context class."""
 
 
-def _marked(key: str, *values: Any) -> dict[str, Any]:
-    """Every field of every graph whose metadata sets ``key`` (to one of ``values``, if
-    given), with that value."""
-    found: dict[str, Any] = {}
-    for cls in CONTEXTS:
-        for f in fields(cls):
-            if key in f.metadata and (not values or f.metadata[key] in values):
-                found[f.name] = f.metadata[key]
-    return found
-
-
 TRANSPORT_FIELDS = tuple(f.name for f in fields(Transport) if f.name != "base_url")
 """How model calls are made, not what a run computes: left out of a results file's settings,
 so changing them does not start a benchmark over (``base_url`` stays: another server is
 another model)."""
 
-NEVER_KEYED = tuple(_marked("keyed", "never"))
-"""Fields that change no figure (``review_reflections``: a person may edit a reflection)."""
+# How a benchmark treats each context field, by name: the harness's own tables (the runtime's
+# field metadata holds only the description). Every field of every class in CONTEXTS is in
+# exactly one of FROM_FIRST_TRIAL and AFTER_FIRST_TRIAL_FIELDS (a unit test checks it, so a new
+# field is classified where it is added); the other tables name some of those fields.
 
-MEMORY_FIELDS = tuple(_marked("acts", "memory"))
-"""Fields that act only under a strategy with memory (metadata ``acts``)."""
+FROM_FIRST_TRIAL = (
+    "actor_model",
+    "alfworld_explain",
+    "alfworld_steps",
+    "context_budget",
+    "corpus",
+    "evaluator",
+    "evaluator_model",
+    "games",
+    "internal_tests",
+    "judge_threshold",
+    "lessons",
+    "max_steps",
+    "max_tests",
+    "max_tokens",
+    "temperature",
+    "test_timeout",
+    "wiki",
+)
+"""Fields that can act on a task's first trial: runs that differ in one do not share first
+trials."""
 
-REFLECTION_FIELDS = tuple(_marked("acts", "reflections"))
-"""Fields that act only where a reflector runs (metadata ``acts="reflections"``)."""
+AFTER_FIRST_TRIAL_FIELDS = (
+    "alfworld_memory",
+    "budget",
+    "compiler_fixes",
+    "max_trials",
+    "memory_size",
+    "reflector_model",
+    "repeat_guard",
+    "retry",
+    "review_reflections",
+    "seeds",
+    "select_answer",
+    "strategy",
+)
+"""Fields that act only after a task's first trial: paired runs that differ in them alone
+share their first trials (:data:`AFTER_FIRST_TRIAL`)."""
 
+NEVER_KEYED = ("review_reflections",)
+"""Fields that change no figure, so no run records them nor is named by them
+(``review_reflections``: a person may edit a reflection)."""
 
-FIRST_TRIAL_AS: dict[str, dict[Any, Any]] = _marked("first_trial_as")
-"""Fields with values that differ from another value only in what a retry or the reflector
-reads (metadata ``first_trial_as``): such a value and the one it maps to run the first trial
-alike, so paired runs share it, and a run with one attempt or with retries that read no
-feedback (``resample``) runs, and is named, as the value it maps to."""
+MEMORY_FIELDS: tuple[str, ...] = ()
+"""Fields that act only under a strategy with memory (the last attempt or reflections): under
+the others a run does not record them. None at present."""
+
+REFLECTION_FIELDS = ("alfworld_memory",)
+"""Fields that act only under a strategy where a reflector runs: under the others a run does
+not record them."""
+
+FIRST_TRIAL_AS: dict[str, dict[Any, Any]] = {}
+"""Per field, values that differ from another value only in what a retry or the reflector
+reads, mapped to that value: such a value and the one it maps to run the first trial alike, so
+paired runs share it, and a run with one attempt or with retries that read no feedback
+(``resample``) runs, and is named, as the value it maps to. None at present."""
 
 
 NAMED_AS_BEFORE = ("example_tests", "test_trust", "repair")
@@ -124,23 +158,16 @@ def result_settings(ctx: Context) -> dict[str, Any]:
 
 
 AFTER_FIRST_TRIAL = (
-    *sorted(
-        {
-            f.name
-            for cls in CONTEXTS
-            for f in fields(cls)
-            if f.metadata.get("role") == ACTS_AFTER_FIRST_TRIAL
-        }
-    ),
+    *AFTER_FIRST_TRIAL_FIELDS,
     "repair",
     "strategy_name",
     "reflector_sees_context",
 )
 """Settings that act only after a task's first trial: runs that differ in them alone share
-their first trials in a paired comparison. The context fields marked so in their metadata, a
-programming run's ``repair`` (the strategy's, :func:`named_as_before`), and two settings a
-bench command adds (the strategy's label, and whether the reflector reads the question's
-context)."""
+their first trials in a paired comparison. The context fields of
+:data:`AFTER_FIRST_TRIAL_FIELDS`, a programming run's ``repair`` (the strategy's,
+:func:`named_as_before`), and two settings a bench command adds (the strategy's label, and
+whether the reflector reads the question's context)."""
 
 
 def first_trial_key(settings: dict[str, Any]) -> str:
