@@ -150,7 +150,7 @@ def result_settings(ctx: Context) -> dict[str, Any]:
             left_out.update(MEMORY_FIELDS)
     if ctx.max_trials == 1 or not ctx.retries_read_feedback:
         # One attempt, or retries that read no feedback: a value that differs from another
-        # only in what a retry reads (``first_trial_as``) runs as that one, and is named so.
+        # only in what a retry reads (:data:`FIRST_TRIAL_AS`) runs as that one, and is named so.
         values.update(
             {k: to.get(values[k], values[k]) for k, to in FIRST_TRIAL_AS.items() if k in values}
         )
