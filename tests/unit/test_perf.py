@@ -150,7 +150,7 @@ def test_usage_records_model_time_per_node():
 
 
 @pytest.mark.allow_hosts(["127.0.0.1"])
-def test_concurrency_speeds_up_against_the_fake_server(monkeypatch, capsys, tmp_path):
+def test_concurrency_overlaps_calls_to_the_fake_server(monkeypatch, capsys, tmp_path):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     code, out, err = cli(
         monkeypatch,
@@ -162,7 +162,7 @@ def test_concurrency_speeds_up_against_the_fake_server(monkeypatch, capsys, tmp_
         "--levels",
         "1,2",
         "--latency",
-        "0.2",  # long against the run's own overhead, which a loaded machine stretches
+        "0.2",
         "--json",
         "c.json",
     )
@@ -174,7 +174,9 @@ def test_concurrency_speeds_up_against_the_fake_server(monkeypatch, capsys, tmp_
         # Every task solved at trial 2: two actor calls and one reflector call.
         assert row["errors"] == 0 and row["uneven"] == 0 and row["model_calls"] == 12
         assert row["tasks_per_s"] > 0 and row["calls_per_s"] > 0
-    assert levels[1]["speedup"] > 1.3
+    # Overlap shown without a clock (a loaded machine stretches any timing): one call at a time
+    # at c=1, two tasks' calls answered at once at c=2.
+    assert [row["peak_in_flight"] for row in levels] == [1, 2]
 
 
 def test_served_needs_a_server_python_with_reflexion(monkeypatch, capsys, tmp_path):

@@ -48,6 +48,9 @@ class FakeOpenAIServer(ThreadingHTTPServer):
         self.answers = answers
         self.solve_at = solve_at
         self.requests = 0
+        self.in_flight = 0
+        self.peak = 0
+        """The most requests answered at once since ``peak`` was last set to 0."""
         self.lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -132,7 +135,13 @@ class _FakeHandler(BaseHTTPRequestHandler):
             return
         with self.server.lock:
             self.server.requests += 1
-        time.sleep(self.server.latency)
+            self.server.in_flight += 1
+            self.server.peak = max(self.server.peak, self.server.in_flight)
+        try:
+            time.sleep(self.server.latency)
+        finally:
+            with self.server.lock:
+                self.server.in_flight -= 1
         text = self.server.reply_to(body)
         prompt = sum(len(str(m.get("content") or "")) for m in body.get("messages") or []) // 4
         completion = len(text) // 4
@@ -168,6 +177,8 @@ class LevelTiming:
     errors: int
     uneven: int
     """Tasks whose work differed from the fixed amount (not solved at ``solve_at``)."""
+    peak: int = 0
+    """The most model calls the server answered at once: overlap shown without a clock."""
     first_error: str = ""
 
     @property
@@ -225,7 +236,7 @@ def concurrency_figures(
                 (work / "results.jsonl").open("a", encoding="utf-8") as handle,
             ):
                 graph = qa_builder(with_passages=True).compile(checkpointer=saver)
-                before = server.requests
+                before, server.peak = server.requests, 0
                 started = time.perf_counter()
                 finals, errors = run_benchmark(
                     graph,
@@ -240,7 +251,7 @@ def concurrency_figures(
             uneven = sum(1 for f in finals if not f["solved"] or f["trials"] != solve_at)
             first = str(errors[0].get("error", "")) if errors else ""
             return LevelTiming(
-                c, count, server.requests - before, seconds, len(errors), uneven, first
+                c, count, server.requests - before, seconds, len(errors), uneven, server.peak, first
             )
 
         warm = level(1, "warm", 1)
@@ -307,6 +318,7 @@ def concurrency(
         "calls/s",
         "speed-up",
         "ideal tasks/s",
+        "peak",
         "errors",
         title=f"run_benchmark against a fake server, {latency:g} s per call",
     )
@@ -324,6 +336,7 @@ def concurrency(
             f"{t.calls_per_s:.1f}",
             f"{speedup:.2f}x",
             f"{ideal:.2f}" if math.isfinite(ideal) else "-",
+            str(t.peak),
             str(t.errors) + (f" ({t.uneven} uneven)" if t.uneven else ""),
         )
         figures.append(
@@ -337,13 +350,15 @@ def concurrency(
                 "speedup": round(speedup, 4),
                 "errors": t.errors,
                 "uneven": t.uneven,
+                "peak_in_flight": t.peak,
             }
         )
     table.caption = (
         f"HotPotQA CoT (GT), bundled sample, exact match; every task is solved at trial "
         f"{solve_at} ({solve_at} actor + {solve_at - 1} reflector calls = {calls_per_task}); "
         f"SQLite checkpointer; speed-up = tasks/s over tasks/s at c={base.concurrency}; ideal = "
-        "latency only: tasks / (⌈tasks / c⌉ × calls per task × latency)"
+        "latency only: tasks / (⌈tasks / c⌉ × calls per task × latency); peak = the most "
+        "calls the server answered at once"
     )
     settings = {"tasks": tasks, "latency": latency, "levels": chosen, "solve_at": solve_at}
     report("concurrency", [table], {"levels": figures}, settings, json_path)
