@@ -8,12 +8,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from reflexion.alfworld.context import AlfworldContext
-from reflexion.alfworld.diagnosis import (
-    facts,
-    found_leads,
-    leads,
-    turns_of,
-)
+from reflexion.alfworld.diagnosis import found_leads, turns_of
 from reflexion.nodes.reflector import reflection_messages
 from reflexion.prompts import render
 
@@ -31,12 +26,9 @@ def alfworld_reflection_messages(state: Any, ctx: AlfworldContext) -> list[BaseM
 
 def alfworld_written(state: Any, ctx: AlfworldContext) -> str | None:
     """The memory entry of a failed trial written without a model
-    (``AlfworldContext.alfworld_memory`` ``"facts"``, ``"leads"`` or ``"sightings"``, where
-    ``""`` adds no entry); None for ``"reflection"``, so the reflector model writes it."""
-    if ctx.alfworld_memory == "facts":
-        return facts(turns_of(state.trajectory), state.task)
-    if ctx.alfworld_memory == "leads":
-        return leads(turns_of(state.trajectory), state.task)
+    (``AlfworldContext.alfworld_memory="sightings"``: where the trial saw the goal's objects,
+    ``""``, no entry, when it saw none); None for ``"reflection"``, so the reflector model
+    writes it."""
     if ctx.alfworld_memory == "sightings":
         return found_leads(turns_of(state.trajectory), state.task)
     return None

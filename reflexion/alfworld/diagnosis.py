@@ -1,11 +1,10 @@
-"""What an ALFWorld trial's own turns show, for the memory entries written without a model
-(``AlfworldContext.alfworld_memory``) and, refusal by refusal, for the actor
-(``AlfworldContext.alfworld_explain``):
-where the goal's objects were seen (or which receptacles were searched in vain), and why the
-game refused each refused command, worked out from where the agent was, what it held, which
-receptacles it found closed and what it saw in each. The engine answers every command it cannot
-carry out with the same "Nothing happens.", which a small model cannot learn from, and a small
-reflector misremembers where things were.
+"""What an ALFWorld trial's own turns show, for the sightings memory entry written without a
+model (``AlfworldContext.alfworld_memory="sightings"``: where the goal's objects were seen) and,
+refusal by refusal, for the actor (``AlfworldContext.alfworld_explain``): why the game refused
+each refused command, worked out from where the agent was, what it held, which receptacles it
+found closed and what it saw in each. The engine answers every command it cannot carry out
+with the same "Nothing happens.", which a small model cannot learn from, and a small reflector
+misremembers where things were.
 
 Nothing here asks the engine: every reason follows from observations the agent itself saw, as
 the paper's heuristic does, so it is self-evaluation, not a hint from the environment.
@@ -18,9 +17,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from reflexion.alfworld.turns import EMPTY_REPLY, NOTHING, Turn, commands_of
-
-MOST_REASONS = 5
-"""Distinct refused commands explained per trial (the first ones): the feedback stays short."""
 
 MOST_SEEN = 6
 """Objects listed when a ``take`` names one the agent did not see there."""
@@ -104,14 +100,10 @@ class _Where:
     seen: dict[str, list[str]] = field(default_factory=dict)
     first_seen: dict[str, str] = field(default_factory=dict)
     """Each object, and the receptacle where the agent first saw it."""
-    searched: list[str] = field(default_factory=list)
-    """The receptacles whose contents the agent saw, in order."""
 
     def look(self, place: str, listed: list[str]) -> None:
         """Record what the agent saw at ``place``."""
         self.seen[place] = listed
-        if place not in self.searched:
-            self.searched.append(place)
         for thing in listed:
             self.first_seen.setdefault(thing, place)
 
@@ -243,15 +235,12 @@ def _room(task: str) -> _Where:
     return _Where(room=things_seen(task.split("\n")[0]) if task else None)
 
 
-def _replay(turns: Sequence[Turn], task: str) -> tuple[_Where, dict[tuple[str, str], int]]:
-    """The room as the turns left it, and each refused command with its reason and count."""
+def _replay(turns: Sequence[Turn], task: str) -> _Where:
+    """The room as the turns left it."""
     where = _room(task)
-    counts: dict[tuple[str, str], int] = {}
-    for turn, reason in _walk(turns, where):
-        if reason is not None:
-            key = (" ".join(turn["action"].split()), reason)
-            counts[key] = counts.get(key, 0) + 1
-    return where, counts
+    for _ in _walk(turns, where):
+        pass
+    return where
 
 
 def explained(turns: Sequence[Turn], task: str) -> list[str]:
@@ -267,20 +256,6 @@ def explained(turns: Sequence[Turn], task: str) -> list[str]:
         else turn["observation"]
         for turn in turns
     ]
-
-
-def refused_commands(turns: Sequence[Turn], task: str = "") -> list[str]:
-    """One line per distinct command the game refused (``Nothing happens.``), the
-    :data:`MOST_REASONS` sent most often (the first of equals), each with the likeliest reason
-    and how often it was sent; ``task`` (the game's first observation) names the room's
-    receptacles."""
-    _, counts = _replay(turns, task)
-    lines = []
-    commonest = sorted(counts.items(), key=lambda item: -item[1])  # stable: ties keep order
-    for (command, reason), count in commonest[:MOST_REASONS]:
-        times = f" ({count} times)" if count > 1 else ""
-        lines.append(f"- {command}{times}: {reason}.")
-    return lines
 
 
 def task_words(task: str) -> set[str]:
@@ -299,51 +274,14 @@ def goal_objects(where: _Where, task: str) -> list[tuple[str, str]]:
     ][:MOST_SEEN]
 
 
-def sightings(turns: Sequence[Turn], task: str) -> list[str]:
-    """Where the trial saw the objects its goal names ("- mug 2 was at countertop 2."), or,
-    when it saw none, the receptacles it searched in vain, so the next trial looks elsewhere."""
-    where, _ = _replay(turns, task)
-    found = [f"{thing} at {place}" for thing, place in goal_objects(where, task)]
-    if found:
-        return [f"- Seen: {', '.join(found)}."]
-    if where.searched:
-        return [f"- Searched without finding it: {', '.join(where.searched)}."]
-    return []
-
-
-def facts(turns: Sequence[Turn], task: str = "") -> str:
-    """What the turns show as one memory entry (``AlfworldContext.alfworld_memory="facts"``):
-    where the goal's objects were, then the refused commands with why, on one line."""
-    lines = [line.removeprefix("- ") for line in sightings(turns, task)]
-    refused = [line.removeprefix("- ") for line in refused_commands(turns, task)]
-    if refused:
-        lines.append("Refused: " + " ".join(refused))
-    return " ".join(lines) or "The trial's turns show nothing about the goal's objects."
-
-
 def found_leads(turns: Sequence[Turn], task: str = "") -> str:
     """Each of the goal's objects the trial saw, with the ``go to`` that reaches it, as one
     memory entry (``AlfworldContext.alfworld_memory="sightings"``); ``""`` (no entry) when it
     saw none: a trial that found nothing leaves the next one's prompt as it was."""
-    where, _ = _replay(turns, task)
+    where = _replay(turns, task)
     return " ".join(
         f"{thing} was at {place}: go to {place}." for thing, place in goal_objects(where, task)
     )
-
-
-def leads(turns: Sequence[Turn], task: str = "") -> str:
-    """Where the next trial should go, as one memory entry
-    (``AlfworldContext.alfworld_memory="leads"``): each of the goal's objects the trial saw
-    with the ``go to`` that reaches it, or, when it saw none, the receptacles it never looked
-    into. Nothing the game refused is quoted: a small actor repeats the commands its memory
-    names, even under "refused"."""
-    if found := found_leads(turns, task):
-        return found
-    where, _ = _replay(turns, task)
-    unseen = [place for place in where.room or [] if place not in where.searched]
-    if unseen:
-        return f"Places not looked into yet: {', '.join(unseen)}."
-    return "Every place was looked into once: open the closed ones and look again."
 
 
 def turns_of(trajectory: Sequence[str]) -> list[Turn]:

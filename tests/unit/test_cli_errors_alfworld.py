@@ -40,7 +40,7 @@ def games(tmp_path: Path) -> Path:
         (["--evaluator", "oracle"], ["--evaluator 'oracle'", "heuristic, llm"]),
         (
             ["--memory-entry", "plan"],
-            ["--memory-entry 'plan'", "reflection, facts, leads, sightings"],
+            ["--memory-entry 'plan'", "reflection, sightings"],
         ),
         (["--seeds", "turn"], ["--seeds", "'turn' is not one of 'retry', 'process'"]),
         (["--strategy", "none,best"], ["--strategy 'best'"]),
@@ -135,7 +135,11 @@ def test_alfworld_unwritable_output(monkeypatch, capsys, tmp_path, games):
     ("args", "paired", "memory"),
     [
         ([], True, "sightings"),
-        (["--unpaired", "--memory-entry", "leads", "--retry", "informed_once"], False, "leads"),
+        (
+            ["--unpaired", "--memory-entry", "reflection", "--retry", "informed_once"],
+            False,
+            "reflection",
+        ),
     ],
 )
 def test_pairing_the_memory_and_the_retry_reach_the_run(

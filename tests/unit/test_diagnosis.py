@@ -10,13 +10,10 @@ import pytest
 
 from reflexion.alfworld.context import AlfworldContext
 from reflexion.alfworld.diagnosis import (
-    MOST_REASONS,
+    _room,
+    _walk,
     explained,
-    facts,
     found_leads,
-    leads,
-    refused_commands,
-    sightings,
     task_words,
     turns_of,
 )
@@ -37,6 +34,18 @@ COUNTER = "You arrive at countertop 1. On the countertop 1, you see a apple 2, a
 
 def turns(*pairs: tuple[str, str]) -> list[Turn]:
     return [Turn(action=a, observation=o) for a, o in pairs]
+
+
+def refused_commands(trial: list[Turn], task: str = "") -> list[str]:
+    """Each distinct refused command with the reason the turns before it give (unexplained
+    ones included, which the actor reads as the game wrote them), in order: what
+    :func:`explained` draws on."""
+    lines: list[str] = []
+    for turn, reason in _walk(trial, _room(task)):
+        line = f"- {' '.join(turn['action'].split())}: {reason}."
+        if reason is not None and line not in lines:
+            lines.append(line)
+    return lines
 
 
 def test_each_refusal_gets_the_reason_the_turns_show():
@@ -157,31 +166,15 @@ def test_an_opened_receptacle_keeps_its_own_contents():
     assert found[1] == "- use desklamp 1: nothing in the turns shows why."
 
 
-def test_repeats_are_counted_and_the_list_is_capped():
-    loop = [("try another command", NOTHING)] * 3
-    others = [(f"go to shelf {i}", NOTHING) for i in range(MOST_REASONS + 2)]
-    twice = [("go to garage 1", NOTHING)] * 2
-    found = refused_commands(turns(*others, *loop, *twice), ROOM)
-    assert len(found) == MOST_REASONS
-    # the commonest first (the loop that ended the trial is never cut), equals in order
-    assert found[0].startswith("- try another command (3 times): the game has no such command")
-    assert found[1] == "- go to garage 1 (2 times): the room has no garage 1."
-    assert found[2:] == [f"- go to shelf {i}: the room has no shelf {i}." for i in range(3)]
-
-
-def test_where_the_goals_objects_were_seen_or_searched_for_in_vain():
+def test_where_the_goals_objects_were_seen():
     found = turns(
         ("go to countertop 1", COUNTER),
         ("go to fridge 1", "You arrive at fridge 1. The fridge 1 is closed."),
         ("open fridge 1", "You open the fridge 1. The fridge 1 is open. In it, you see a apple 1."),
     )
-    assert sightings(found, ROOM) == ["- Seen: apple 2 at countertop 1, apple 1 at fridge 1."]
-    vain = turns(
-        ("go to cabinet 1", "You arrive at cabinet 1. On the cabinet 1, you see a cup 1."),
-        ("go to countertop 1", "You arrive at countertop 1. On the countertop 1, you see nothing."),
+    assert found_leads(found, ROOM) == (
+        "apple 2 was at countertop 1: go to countertop 1. apple 1 was at fridge 1: go to fridge 1."
     )
-    assert sightings(vain, ROOM) == ["- Searched without finding it: cabinet 1, countertop 1."]
-    assert sightings([], ROOM) == []
     assert task_words(ROOM) == {"heat", "some", "apple", "and", "put", "it", "in", "fridge"}
 
 
@@ -246,34 +239,6 @@ def test_the_reflector_reads_the_papers_feedback_only(games: str) -> None:
     assert "refused" not in out["evaluations"][0]["feedback"]
 
 
-def test_facts_are_one_memory_line():
-    trial = turns(("go to countertop 1", COUNTER), ("heat apple 2 with microwave 1", NOTHING))
-    assert facts(trial, ROOM) == (
-        "Seen: apple 2 at countertop 1. Refused: heat apple 2 with microwave 1: you were not "
-        "holding apple 2 (take it first)."
-    )
-    assert facts([], ROOM) == "The trial's turns show nothing about the goal's objects."
-
-
-def test_leads_name_where_to_go_and_quote_no_refused_command():
-    refused = ("heat apple 2 with microwave 1", NOTHING)
-    trial = turns(("go to countertop 1", COUNTER), refused)
-    assert leads(trial, ROOM) == "apple 2 was at countertop 1: go to countertop 1."
-    closed = "You arrive at cabinet 1. The cabinet 1 is closed."
-    empty = "You arrive at fridge 1. On the fridge 1, you see nothing."
-    trial = turns(("go to cabinet 1", closed), ("go to fridge 1", empty), ("take apple", NOTHING))
-    lead = leads(trial, ROOM)
-    assert lead == (
-        "Places not looked into yet: cabinet 1, countertop 1, microwave 1, sinkbasin 1."
-    )
-    assert "take apple" not in lead
-    everywhere = [
-        (f"go to {place}", f"You arrive at {place}. On the {place}, you see nothing.")
-        for place in ("cabinet 1", "countertop 1", "fridge 1", "microwave 1", "sinkbasin 1")
-    ]
-    assert leads(turns(*everywhere), ROOM).startswith("Every place was looked into once")
-
-
 def test_sightings_name_only_the_goal_objects_seen_and_are_empty_otherwise():
     trial = turns(("go to countertop 1", COUNTER), ("heat apple 2 with microwave 1", NOTHING))
     assert found_leads(trial, ROOM) == "apple 2 was at countertop 1: go to countertop 1."
@@ -300,31 +265,6 @@ def test_a_trial_that_saw_no_goal_object_leaves_the_sightings_memory_empty(games
     assert out["reflections"][0] in actor.prompt_text(4)
 
 
-@pytest.mark.parametrize(
-    ("entry", "written"),
-    [
-        (
-            "facts",
-            "Refused: take mug 1 from countertop 1 (4 times): you had not gone to countertop 1.",
-        ),
-        ("leads", "Places not looked into yet: "),
-    ],
-)
-def test_memory_entries_written_without_a_reflector_model(
-    games: str, entry: str, written: str
-) -> None:
-    actor = ScriptedChatModel(replies=["take mug 1 from countertop 1"] * 4 + WIN)
-    reflector = ScriptedChatModel(replies=[])  # any call would fail: no replies scripted
-    graph, _ = build(actor, reflector)
-    out = run(graph, AlfworldContext(games=games, max_trials=2, alfworld_memory=entry))  # type: ignore[arg-type]
-    assert out["solved"] and out["trial"] == 2
-    (lesson,) = out["reflections"]
-    assert lesson.startswith(written)
-    assert (entry == "facts") == ("take mug" in lesson)  # leads quote no refused command
-    assert lesson in actor.prompt_text(4)  # the second trial's first turn reads it
-    assert reflector.prompts == []
-
-
 def test_results_keys_change_only_where_the_memory_entry_can_act():
     """A run's name shows the ALFWorld options only where they act: the reflector's options
     not where no reflector runs, the paper's values not at all."""
@@ -336,11 +276,11 @@ def test_results_keys_change_only_where_the_memory_entry_can_act():
     assert "alfworld_diagnosis" not in result_settings(reflexion)  # no longer a field
     paper = AlfworldContext.paper(strategy="reflexion", alfworld_explain=True)
     none = AlfworldContext(strategy="none")
-    facts_run = replace(reflexion, alfworld_memory="facts")
-    assert result_settings(facts_run)["alfworld_memory"] == "facts"
+    sightings = replace(reflexion, alfworld_memory="sightings")
+    assert result_settings(sightings)["alfworld_memory"] == "sightings"
     assert not any(t.startswith("alfworld_memory=") for t in named(reflexion))
-    assert result_settings(replace(none, alfworld_memory="facts")) == result_settings(none)
-    assert first_trial_key(result_settings(facts_run)) == first_trial_key(result_settings(paper))
+    assert result_settings(replace(none, alfworld_memory="sightings")) == result_settings(none)
+    assert first_trial_key(result_settings(sightings)) == first_trial_key(result_settings(paper))
     assert result_settings(reflexion)["alfworld_explain"] is True  # the default since it came
     unexplained = replace(reflexion, alfworld_explain=False)
     assert not any(t.startswith("alfworld_explain") for t in named(unexplained))
@@ -350,7 +290,7 @@ def test_results_keys_change_only_where_the_memory_entry_can_act():
     )
 
 
-@pytest.mark.parametrize("entry", ["sightings", "facts", "leads"])
+@pytest.mark.parametrize("entry", ["sightings"])
 def test_reflector_options_do_not_rename_a_run_whose_memory_the_code_writes(entry: str) -> None:
     """No reflector runs under a code-written memory entry: its model and the diagnosis cannot
     act, so setting them must not start the same games over."""

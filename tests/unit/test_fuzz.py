@@ -40,12 +40,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reflexion.alfworld.diagnosis import (
-    MOST_REASONS,
-    found_leads,
-    leads,
-    refused_commands,
-)
+from reflexion.alfworld.diagnosis import explained, found_leads
 from reflexion.alfworld.turns import (
     NOTHING,
     ParsedTurn,
@@ -449,12 +444,11 @@ def check_trial(turns: list[Turn], stop_reason: str | None) -> None:
     assert failure in FAILURE_CLASSES
     assert (failure == "hallucination") == bool(found)
     task = turns[0]["observation"] if turns else ""
-    refused = refused_commands(turns, task)
-    assert len(refused) <= MOST_REASONS and all(line.startswith("- ") for line in refused)
-    lead = leads(turns, task)
-    assert lead and "Nothing happens" not in lead
+    read = explained(turns, task)
+    assert len(read) == len(turns)
+    assert all(r.startswith(t["observation"]) for r, t in zip(read, turns, strict=True))
     found = found_leads(turns, task)
-    assert "Nothing happens" not in found and (not found or lead == found)
+    assert "Nothing happens" not in found
 
 
 observation = st.one_of(

@@ -3,7 +3,7 @@ exception, a wrong result, or quadratic time), with what it broke in a comment."
 
 from __future__ import annotations
 
-from reflexion.alfworld.diagnosis import refused_commands
+from reflexion.alfworld.diagnosis import explained
 from reflexion.alfworld.turns import NOTHING, Turn, hallucinated_actions, parse_turn
 from reflexion.nodes.replies import clean_reflection, parse_verdict
 from reflexion.programming.problems import python_preamble
@@ -88,5 +88,5 @@ def test_a_command_cut_at_200_characters_has_no_trailing_blank() -> None:
 def test_a_refused_command_with_a_newline_is_linear() -> None:
     # (.+?) from (.+)$ stops at a newline, so every " from " before it was tried to the end.
     command = "take " + "a from " * 30_000 + "\nx"
-    found = bounded(refused_commands, [Turn(action=command, observation=NOTHING)], limit=2)
+    found = bounded(explained, [Turn(action=command, observation=NOTHING)], "", limit=2)
     assert len(found) == 1
