@@ -254,11 +254,6 @@ def _steps_and_schema(
     return call, schema
 
 
-def node_input(node: Any) -> type[Any] | None:
-    """The input schema of a family's node (its first parameter's type), for ``add_node``."""
-    return _steps_and_schema(node)[1]
-
-
 def loop_node(core: Callable[[Any, Runtime[Any]], Steps[Any]], **labels: Any) -> Node:
     """The one wrapper of a node in a loop graph: ``core`` (steps taking ``(state, runtime)``)
     as a :class:`~reflexion.core.steps.Node` with both paths and the ``labels`` of its model
