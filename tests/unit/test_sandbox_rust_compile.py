@@ -50,13 +50,13 @@ def _fields(result: SuiteResult | ProgramResult) -> str:
     results files and checkpoints hold it (an outcome's ``test`` is the test as given)."""
     if isinstance(result, ProgramResult):
         return repr(astuple(result))
-    return repr((result.compile_error, [(o.passed, o.detail) for o in result.outcomes]))
+    return repr((result.compile_error, [(o["passed"], o["detail"]) for o in result.outcomes]))
 
 
 def _passed(result: SuiteResult | ProgramResult) -> bool:
     if isinstance(result, ProgramResult):
         return result.passed
-    return any(o.passed for o in result.outcomes)
+    return any(o["passed"] for o in result.outcomes)
 
 
 def _leaks(code: str, secret: str, tests: list[str] | None = None) -> str:
@@ -393,7 +393,7 @@ def test_a_judge_is_compiled_once_and_kept_by_the_caller() -> None:
     test = f"assert_eq!(candidate({secrets.randbelow(10**6)}), String::new());"
     tests = [test]
     first = run_rust_tests("fn f(x: i64) -> String { String::new() }", tests, FAST, entry_point="f")
-    assert first.passed, first
+    assert first["passed"], first
     kept = set(KEPT.binaries)
     with Sandbox(FAST) as box:
         code = "fn f(x: i64) -> String { String::new() }"
