@@ -208,7 +208,7 @@ SYSV_SHM = (
 def test_sysv_shared_memory_does_not_carry_between_runs(no_hook: None) -> None:
     secret = secrets.randbelow(10**9) + 1
     first = run_python_tests(SYSV_SHM, [f"assert put({secret}) >= 0", "assert get(0) == -1"])
-    assert first["passed"], details(first)  # a test's segment is gone by the next test
+    assert first.passed, details(first)  # a test's segment is gone by the next test
     second = run_python_tests(SYSV_SHM, [f"assert get(0) == {secret}"], FAST)
     assert details(second) == ["output: -1"]
 

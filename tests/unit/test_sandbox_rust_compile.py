@@ -393,7 +393,7 @@ def test_a_judge_is_compiled_once_and_kept_by_the_caller() -> None:
     test = f"assert_eq!(candidate({secrets.randbelow(10**6)}), String::new());"
     tests = [test]
     first = run_rust_tests("fn f(x: i64) -> String { String::new() }", tests, FAST, entry_point="f")
-    assert first["passed"], first
+    assert first.passed, first
     kept = set(KEPT.binaries)
     with Sandbox(FAST) as box:
         code = "fn f(x: i64) -> String { String::new() }"
