@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from reflexion.nodes.programming import render_outcomes
-from reflexion.programming.state import OutcomeRecord
+from reflexion.programming.sandbox import counted
 
 
 def code_record(
@@ -14,10 +14,7 @@ def code_record(
 ) -> dict[str, Any]:
     """A compiled attempt's record: ``outcomes`` maps each test, in order, to ``None`` (passed)
     or its actual output or error; every test counts."""
-    kept = [
-        OutcomeRecord(test=t, passed=d is None, detail=d or "", standing="counted")
-        for t, d in outcomes.items()
-    ]
+    kept = [counted(t, d is None, d or "") for t, d in outcomes.items()]
     return {
         "trial": trial,
         "answer": answer,

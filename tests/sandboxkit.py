@@ -19,7 +19,7 @@ needs_rustc = pytest.mark.skipif(rustc_path() is None, reason="rustc is not inst
 
 
 def details(result: SuiteResult) -> list[str]:
-    return [o.detail for o in result.outcomes]
+    return [o["detail"] for o in result.outcomes]
 
 
 def processes(

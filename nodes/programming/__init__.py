@@ -21,7 +21,7 @@ from reflexion.nodes.programming.common import (
     run_tests,
 )
 from reflexion.nodes.programming.evaluator import doubted_tests, make_unit_test_evaluator
-from reflexion.nodes.programming.feedback import failed_tests, outcome_records, render_outcomes
+from reflexion.nodes.programming.feedback import failed_tests, render_outcomes
 from reflexion.nodes.programming.reflection import code_reflection_messages
 from reflexion.nodes.programming.test_writer import (
     make_test_writer,
@@ -44,7 +44,6 @@ __all__ = [
     "make_code_actor",
     "make_test_writer",
     "make_unit_test_evaluator",
-    "outcome_records",
     "problem_of",
     "render_outcomes",
     "retries_fresh",

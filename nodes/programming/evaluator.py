@@ -8,7 +8,6 @@ doubted, and an attempt is never a success when no counted test passed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -23,15 +22,11 @@ from reflexion.nodes.programming.common import (
     problem_of,
     run_tests,
 )
-from reflexion.nodes.programming.feedback import outcome_records, render_outcomes
+from reflexion.nodes.programming.feedback import render_outcomes
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import assemble
-from reflexion.programming.sandbox import Limits, SuiteResult
-from reflexion.programming.state import (
-    CodeState,
-    OutcomeRecord,
-    lesson_family,
-)
+from reflexion.programming.sandbox import Limits, OutcomeRecord, SuiteResult
+from reflexion.programming.state import CodeState, lesson_family
 from reflexion.prompts import render, template
 
 
@@ -81,20 +76,13 @@ def make_unit_test_evaluator() -> Node:
         if state.answer is None:
             reason = state.stop_reason or render("programming/no_code_block")
             feedback = template("programming/feedback_no_implementation").format(reason=reason)
-            return _update(state, _Verdict(0.0, False, feedback))
+            return Evaluation(0.0, False, feedback, _fixed(state, {}), {"test_failures": []})
         result = yield from block(run_suite, state, ctx, state.answer)
-        return _update(state, _judged(state, ctx, result))
+        if not state.tests:
+            return _without_tests(state, ctx, result)
+        return _judged(state, ctx, result)
 
     return Node(unit_test_evaluator, role="evaluator", family=lesson_family)
-
-
-def _update(state: CodeState, verdict: _Verdict) -> Evaluation:
-    """The verdict as the loop's :class:`~reflexion.nodes.evaluator.Evaluation`: the record's
-    own keys as its evidence, the failed tests as its writes."""
-    writes: dict[str, Any] = {"test_failures": verdict.failures}
-    return Evaluation(
-        verdict.score, verdict.success, verdict.feedback, _evidence(state, verdict), writes
-    )
 
 
 def _limits(state: CodeState, ctx: CodeContext) -> Limits:
@@ -113,104 +101,76 @@ def run_suite(state: CodeState, ctx: CodeContext, answer: str) -> SuiteResult:
     return run_tests(program, tests, problem.language, _limits(state, ctx), problem.entry_point)
 
 
-@dataclass
-class _Verdict:
-    """What the evaluator found of one attempt, before it becomes the trial's record."""
-
-    score: float
-    success: bool
-    feedback: str
-    """The feedback's text: the tests rendered from ``outcomes``, then the ``notes``."""
-    compiled: bool | None = None
-    outcomes: list[OutcomeRecord] | None = None
-    """Each internal test's outcome, where the attempt compiled and tests ran."""
-    notes: list[str] = field(default_factory=list)
-    failures: list[list[str]] = field(default_factory=list)
-    """The self-written tests a compiled attempt failed (one entry, or none)."""
-    evidence: dict[str, int] = field(default_factory=dict)
-    """``tests_passed`` and ``tests_counted`` (and ``ties``) where tests decided."""
-    last: bool = False
-    """The thread stops here: tests were asked for, none came, and the attempt compiles."""
-
-
-def _judged(state: CodeState, ctx: CodeContext, result: SuiteResult) -> _Verdict:
-    """The verdict on the attempt's results on the internal tests."""
-    problem = problem_of(state)
+def _judged(state: CodeState, ctx: CodeContext, result: SuiteResult) -> Evaluation:
+    """The verdict on the attempt's results on the internal tests: the record's own keys as
+    its evidence (``compiled``, ``tests_passed``, ``tests_counted``, ``ties``, ``outcomes``,
+    ``notes``, ``compiler_fix``), the self-written tests a compiled attempt failed as its
+    writes."""
     tests = list(state.tests)
-    if not tests:
-        return _without_tests(result, ctx)
     compiled = result.compile_error is None
-    failed = {o.test for o in result.outcomes if not o.passed}
+    failed = {o["test"] for o in result.outcomes if not o["passed"]}
     written = set(state.written_tests)
     failed_written = [t for t in tests if t in written and t in failed]
     doubted = doubted_tests(state, failed_written, ctx)
-    passed = sum(o.passed for o in result.outcomes) if compiled else 0
+    passed = sum(o["passed"] for o in result.outcomes) if compiled else 0
     counted = [t for t in tests if t not in doubted]
     held = sum(t not in failed for t in counted) if compiled else 0
     # An attempt is a success on evidence only: every counted test passed, and at least one
     # did (doubt can leave nothing to fail, which proves nothing).
     success = compiled and not (failed - doubted) and held > 0
-    outcomes = outcome_records(result, doubted)
     notes = []
     if compiled and not counted:
         notes.append(render("programming/feedback_all_doubted", no_evidence=NO_EVIDENCE))
-    evidence = {"tests_passed": held, "tests_counted": len(counted)}
+    evidence: dict[str, Any] = {
+        "compiled": compiled,
+        "tests_passed": held,
+        "tests_counted": len(counted),
+    }
     tie = earlier_equal(state, doubted) if success else None
     if tie is not None:
         evidence["ties"] = tie
         notes.append(render("programming/feedback_tie", trial=str(tie)))
     if compiled:
-        tested = render_outcomes(outcomes, problem.language)
-        feedback = "\n\n".join([tested, *notes])
+        outcomes = [_weighed(o, doubted) for o in result.outcomes]
+        feedback = render_outcomes(outcomes, problem_of(state).language, notes)
+        evidence["outcomes"] = outcomes
     else:
         assert result.compile_error is not None
         feedback = f"{NOT_COMPILED}\n{result.compile_error.strip()}"
-    return _Verdict(
-        score=passed / len(tests),
-        success=success,
-        feedback=feedback,
-        compiled=compiled,
-        outcomes=outcomes if compiled else None,
-        notes=notes,
-        failures=[failed_written] if compiled else [],
-        evidence=evidence,
+    if notes:
+        evidence["notes"] = notes
+    writes = {"test_failures": [failed_written] if compiled else []}
+    return Evaluation(passed / len(tests), success, feedback, _fixed(state, evidence), writes)
+
+
+def _weighed(outcome: OutcomeRecord, doubted: frozenset[str]) -> OutcomeRecord:
+    """The sandbox's outcome as the verdict weighed it: ``doubted`` where the test is."""
+    if outcome["test"] not in doubted:
+        return outcome
+    return OutcomeRecord(
+        test=outcome["test"], passed=outcome["passed"], detail=outcome["detail"], standing="doubted"
     )
 
 
-def _without_tests(result: SuiteResult, ctx: CodeContext) -> _Verdict:
-    """No internal tests: the attempt can only compile, and is never a success."""
-    status = (
-        f"{NOT_COMPILED}\n{result.compile_error.strip()}"
-        if result.compile_error is not None
-        else render("programming/feedback_compiles")
-    )
+def _without_tests(state: CodeState, ctx: CodeContext, result: SuiteResult) -> Evaluation:
+    """No internal tests: the attempt can only compile, and is never a success. Tests were
+    asked for and none came: a compiling attempt leaves nothing to learn from, so the thread
+    stops (``last``)."""
     compiled = result.compile_error is None
-    return _Verdict(
-        0.0,
-        False,
-        render("programming/feedback_no_tests", no_tests=NO_TESTS, status=status),
-        compiled=compiled,
-        # Tests were asked for and none came: a compiling attempt leaves nothing to learn
-        # from, so the thread stops.
-        last=compiled and ctx.retry != "one_attempt",
+    status = (
+        render("programming/feedback_compiles")
+        if result.compile_error is None
+        else f"{NOT_COMPILED}\n{result.compile_error.strip()}"
     )
+    feedback = render("programming/feedback_no_tests", no_tests=NO_TESTS, status=status)
+    evidence = _fixed(state, {"compiled": compiled})
+    if compiled and ctx.retry != "one_attempt":
+        evidence["last"] = True
+    return Evaluation(0.0, False, feedback, evidence, {"test_failures": []})
 
 
-def _evidence(state: CodeState, verdict: _Verdict) -> dict[str, Any]:
-    """The trial record's own keys (after the five every record has): what the verdict rests
-    on where there is something."""
-    record: dict[str, Any] = {}
-    if verdict.compiled is not None:
-        record["compiled"] = verdict.compiled
-    for key in ("tests_passed", "tests_counted", "ties"):
-        if key in verdict.evidence:
-            record[key] = verdict.evidence[key]
-    if verdict.outcomes is not None:
-        record["outcomes"] = verdict.outcomes
-    if verdict.notes:
-        record["notes"] = verdict.notes
+def _fixed(state: CodeState, evidence: dict[str, Any]) -> dict[str, Any]:
+    """``evidence`` with ``compiler_fix`` set where the answer was the compiler's fix."""
     if state.compiler_fix:
-        record["compiler_fix"] = True
-    if verdict.last:
-        record["last"] = True
-    return record
+        evidence["compiler_fix"] = True
+    return evidence

@@ -1,5 +1,6 @@
-"""The evaluator's feedback, rendered from the per-test outcomes a trial record keeps
-(:class:`~reflexion.programming.state.OutcomeRecord`), and what a retry and the reflector read
+"""The evaluator's feedback, rendered from the per-test outcomes a trial record keeps (the
+sandbox's :class:`~reflexion.programming.sandbox.OutcomeRecord`, as it returned them but for
+the doubted ones), and what a retry and the reflector read
 of it: whether the next retry reads it at all (``Context.retry``) and, where the tests
 are the model's own, under every ``CodeContext.internal_tests`` but ``"all"`` the held-out
 tests left out of it.
@@ -14,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from reflexion.programming.context import CodeContext
-from reflexion.programming.sandbox import SuiteResult
-from reflexion.programming.state import CodeState, CodeTrialRecord, OutcomeRecord
+from reflexion.programming.sandbox import OutcomeRecord
+from reflexion.programming.state import CodeState, CodeTrialRecord
 from reflexion.prompts import render
 
 
@@ -36,30 +37,19 @@ DOUBTED = render("programming/feedback_doubted")
 NONE = "(none)"
 
 
-def outcome_records(
-    result: SuiteResult, doubted: frozenset[str] = frozenset()
-) -> list[OutcomeRecord]:
-    """The suite's outcomes as the trial record keeps them, each with its standing: ``doubted``
-    tests (failed by every attempt) do not count."""
-    return [
-        OutcomeRecord(
-            test=o.test,
-            passed=o.passed,
-            detail=o.detail,
-            standing="doubted" if o.test in doubted else "counted",
-        )
-        for o in result.outcomes
-    ]
-
-
 def render_outcomes(
-    outcomes: Iterable[OutcomeRecord], language: str, hidden: frozenset[str] = frozenset()
+    outcomes: Iterable[OutcomeRecord],
+    language: str,
+    notes: Iterable[str] = (),
+    hidden: frozenset[str] = frozenset(),
 ) -> str:
-    """The tests in the paper's format: the passed ones, then each failed one that counts with
-    its actual value or error as a comment; doubted tests listed apart, as tests that may
-    themselves be wrong. ``hidden`` tests are left out (an empty list that is not
-    the passed or the failed one is left out with them)."""
+    """The feedback on a compiled attempt, in the paper's format: the passed tests, then each
+    failed one that counts with its actual value or error as a comment; doubted tests listed
+    apart, as tests that may themselves be wrong; then the ``notes``. ``hidden`` tests are left
+    out (an empty list that is not the passed or the failed one is left out with them), and a
+    last line says how many of them the attempt passed."""
     comment = "#" if language == "py" else "//"
+    outcomes = list(outcomes)
     shown = [o for o in outcomes if o["test"] not in hidden]
 
     def line(o: OutcomeRecord) -> str:
@@ -74,6 +64,10 @@ def render_outcomes(
     doubted = [o["test"] for o in shown if o["standing"] == "doubted"]
     if doubted:
         blocks.append("\n".join([DOUBTED, *doubted]))
+    blocks.extend(notes)
+    if hidden:
+        held = sum(o["passed"] for o in outcomes if o["test"] in hidden)
+        blocks.append(render("programming/held_out", held=str(len(hidden)), passed=str(held)))
     return "\n\n".join(blocks)
 
 
@@ -105,15 +99,13 @@ def held_out(state: CodeState, ctx: CodeContext) -> frozenset[str]:
 
 
 def shown_feedback(record: CodeTrialRecord | None, state: CodeState, ctx: CodeContext) -> str:
-    """A trial's feedback as a retry or the reflector may read it: without the
-    :func:`held_out` tests, and with a line saying how many of them the attempt passed."""
+    """A trial's feedback as a retry or the reflector may read it: rendered again from its
+    outcomes without the :func:`held_out` tests (:func:`render_outcomes`); the record's own
+    text where nothing is hidden or no test ran."""
     if record is None:
         return "The tests failed."
     hidden = held_out(state, ctx)
     outcomes = record.get("outcomes")
     if not hidden or not outcomes:
         return record["feedback"]
-    passed = sum(o["passed"] for o in outcomes if o["test"] in hidden)
-    note = render("programming/held_out", held=str(len(hidden)), passed=str(passed))
-    text = render_outcomes(outcomes, state.language, hidden)
-    return "\n\n".join([text, *record.get("notes", []), note])
+    return render_outcomes(outcomes, state.language, record.get("notes", []), hidden)

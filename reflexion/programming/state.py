@@ -5,29 +5,12 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Annotated, Literal, NotRequired
+from typing import Annotated, NotRequired
 
 from pydantic import Field
-from typing_extensions import TypedDict
 
 from reflexion.core.state import InputState, OutputState, State, TrialRecord
-
-Standing = Literal["counted", "doubted"]
-"""How the verdict weighs a test: it ``counted``, or it was ``doubted`` (self-written, and
-every attempt failed it)."""
-
-
-class OutcomeRecord(TypedDict):
-    """One internal test run on one attempt, as the state keeps it (the sandbox's
-    :class:`~reflexion.programming.sandbox.TestOutcome` plus how the verdict weighed it)."""
-
-    test: str
-    """The test statement, as the tests list holds it."""
-    passed: bool
-    detail: str
-    """The actual value or the error of a failed test; "" for a passed one."""
-    standing: Standing
-    """Whether it counted for the verdict (a doubted test does not)."""
+from reflexion.programming.sandbox.results import OutcomeRecord
 
 
 class CodeTrialRecord(TrialRecord):

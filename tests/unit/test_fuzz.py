@@ -53,7 +53,7 @@ from reflexion.alfworld.turns import (
 from reflexion.core.answers import exact_match, normalize_answer
 from reflexion.core.errors import DatasetError
 from reflexion.harness.scoring.alfworld import FAILURE_CLASSES
-from reflexion.nodes.programming import outcome_records, render_outcomes, valid_tests
+from reflexion.nodes.programming import render_outcomes, valid_tests
 from reflexion.nodes.replies import Verdict, clean_reflection, parse_verdict
 from reflexion.programming.context import CodeContext
 from reflexion.programming.examples import example_tests
@@ -66,7 +66,7 @@ from reflexion.programming.problems import (
     rust_preamble,
 )
 from reflexion.programming.replies import CodeParse, candidate_tests, extract_code, tidy_python
-from reflexion.programming.sandbox import SuiteResult, TestOutcome
+from reflexion.programming.sandbox import SuiteResult, counted
 from reflexion.qa.parsing import FinishParse, ReactStepParse, parse_finish, parse_react_step
 from reflexion.qa.wiki import (
     LookupCursor,
@@ -401,9 +401,7 @@ def test_programming_sweep() -> None:
         check_replies(text, big)
 
 
-outcomes = st.builds(
-    TestOutcome, test=model_text, passed=st.booleans(), detail=st.text(max_size=300)
-)
+outcomes = st.builds(counted, test=model_text, passed=st.booleans(), detail=st.text(max_size=300))
 
 
 @SOME
@@ -415,7 +413,7 @@ outcomes = st.builds(
     st.sampled_from(["py", "rs"]),
 )
 def test_render_outcomes(result: SuiteResult, language: str) -> None:
-    text = bounded(lambda: render_outcomes(outcome_records(result), language))
+    text = bounded(lambda: render_outcomes(result.outcomes, language))
     assert isinstance(text, str)
     assert text.startswith("Tests passed:") and "\n\nTests failed:\n" in text
 

@@ -23,11 +23,11 @@ from reflexion.harness.scoring.programming import (
     score_thread,
     write_human_eval_files,
 )
-from reflexion.nodes.programming import outcome_records, render_outcomes
+from reflexion.nodes.programming import render_outcomes
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem, assemble, load_problems
 from reflexion.programming.replies import candidate_tests, extract_code, sample_tests
-from reflexion.programming.sandbox import SuiteResult, TestOutcome
+from reflexion.programming.sandbox import SuiteResult, counted
 from reflexion.testing import ScriptedChatModel, SeededScriptedChatModel
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b.\n    >>> add(2, 3)\n    5\n    """\n'
@@ -188,19 +188,44 @@ def test_assemble_brings_the_prompts_helpers_and_imports():
 def test_feedback_is_in_the_papers_format():
     result = SuiteResult(
         outcomes=(
-            TestOutcome("assert add(2, 3) == 5", True, ""),
-            TestOutcome("assert add(0, 1) == 1", False, "output: -1"),
+            counted("assert add(2, 3) == 5", True, ""),
+            counted("assert add(0, 1) == 1", False, "output: -1"),
         )
     )
-    assert render_outcomes(outcome_records(result), "py") == (
+    assert render_outcomes(result.outcomes, "py") == (
         "Tests passed:\nassert add(2, 3) == 5\n\nTests failed:\nassert add(0, 1) == 1 # output: -1"
     )
-    doubted = outcome_records(result, doubted=frozenset({"assert add(0, 1) == 1"}))
-    assert [o["standing"] for o in doubted] == ["counted", "doubted"]
+    doubted = [result.outcomes[0], {**result.outcomes[1], "standing": "doubted"}]
     assert render_outcomes(doubted, "rs").endswith(
         "Tests failed:\n(none)\n\nTests every attempt failed (self-written, possibly wrong; "
         "not counted):\nassert add(0, 1) == 1"
     )
+
+
+def test_the_sandbox_returns_outcomes_in_the_records_shape():
+    """One shape from the sandbox to the record: plain dicts, every test counted."""
+    result = SuiteResult(outcomes=(counted("assert add(2, 3) == 5", False, "output: -1"),))
+    (outcome,) = result.outcomes
+    assert outcome == {
+        "test": "assert add(2, 3) == 5",
+        "passed": False,
+        "detail": "output: -1",
+        "standing": "counted",
+    }
+    assert type(outcome) is dict and json.loads(json.dumps(outcome)) == outcome
+
+
+def test_one_function_renders_the_notes_and_the_held_out_line():
+    outcomes = [
+        counted("assert add(2, 3) == 5", True, ""),
+        counted("assert add(1, 1) == 3", False, "output: 2"),
+        counted("assert add(0, 0) == 0", True, ""),
+    ]
+    whole = render_outcomes(outcomes, "py", ["A note."])
+    assert whole.endswith("assert add(1, 1) == 3 # output: 2\n\nA note.")
+    shown = render_outcomes(outcomes, "py", ["A note."], frozenset({"assert add(1, 1) == 3"}))
+    assert "add(1, 1)" not in shown and "Tests failed:\n(none)\n\nA note.\n\n" in shown
+    assert "1" in shown.rsplit("\n\n", 1)[1] and "0" in shown.rsplit("\n\n", 1)[1]
 
 
 # ---- the graph --------------------------------------------------------------------------------

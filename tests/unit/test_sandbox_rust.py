@@ -50,7 +50,7 @@ def test_rust_tests_pass_fail_panic_and_time_out() -> None:
     )
     assert time.monotonic() - start < 8
     assert result.compile_error is None
-    assert [o.passed for o in result.outcomes] == [
+    assert [o["passed"] for o in result.outcomes] == [
         True,
         True,
         False,

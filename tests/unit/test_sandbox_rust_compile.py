@@ -50,13 +50,13 @@ def _fields(result: SuiteResult | ProgramResult) -> str:
     results files and checkpoints hold it (an outcome's ``test`` is the test as given)."""
     if isinstance(result, ProgramResult):
         return repr(astuple(result))
-    return repr((result.compile_error, [(o.passed, o.detail) for o in result.outcomes]))
+    return repr((result.compile_error, [(o["passed"], o["detail"]) for o in result.outcomes]))
 
 
 def _passed(result: SuiteResult | ProgramResult) -> bool:
     if isinstance(result, ProgramResult):
         return result.passed
-    return any(o.passed for o in result.outcomes)
+    return any(o["passed"] for o in result.outcomes)
 
 
 def _leaks(code: str, secret: str, tests: list[str] | None = None) -> str:

@@ -84,8 +84,8 @@ right one is (a red-team case of 2026-12-01)."""
 def test_a_candidate_cannot_run_the_judge_to_learn_the_expected_value() -> None:
     tests = [f'assert_eq!(candidate({i}), "EXPECTED_SECRET_{i}".to_string());' for i in range(3)]
     result = run_rust_tests(ORACLE, tests, FAST, entry_point="f")
-    assert not any(o.passed for o in result.outcomes), result
-    assert "EXPECTED_SECRET" not in repr([o.detail for o in result.outcomes])
+    assert not any(o["passed"] for o in result.outcomes), result
+    assert "EXPECTED_SECRET" not in repr([o["detail"] for o in result.outcomes])
     program = 'fn main() { let candidate = f; assert_eq!(candidate(1), "EXPECTED_X".to_string()); }'
     checked = run_rust_check(ORACLE, program, FAST, entry_point="f")
     assert not checked.passed and "EXPECTED_X" not in checked.detail, checked
@@ -142,4 +142,4 @@ def test_tests_that_do_not_compile_against_the_code_quote_none_of_their_source()
     assert (
         "HELD-OUT-VALUE" not in result.compile_error and "candidate(41)" not in result.compile_error
     )
-    assert [o.detail for o in result.outcomes] == ["compile error"]
+    assert [o["detail"] for o in result.outcomes] == ["compile error"]

@@ -112,9 +112,9 @@ def second_try(final: dict[str, Any], problem: CodeProblem, test: str, output: s
     if not code:
         return "other"
     outcome = run_python_tests(assemble(problem, code), [test], LIMITS).outcomes
-    if outcome and outcome[0].passed:
+    if outcome and outcome[0]["passed"]:
         return "passed"
-    again = outcome[0].detail if outcome else ""
+    again = outcome[0]["detail"] if outcome else ""
     return "same output" if again.strip() == output else "other"
 
 
@@ -133,7 +133,7 @@ def _failed(code: str | None, problem: CodeProblem, tests: list[str]) -> set[str
     if not code:
         return set(tests)
     result = run_python_tests(assemble(problem, code), tests, LIMITS)
-    return {o.test for o in result.outcomes if not o.passed}
+    return {o["test"] for o in result.outcomes if not o["passed"]}
 
 
 @dataclass

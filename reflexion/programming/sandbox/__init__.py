@@ -7,7 +7,14 @@ library only) enters the sandbox in each process. See :mod:`.runner` for what co
 process.
 """
 
-from reflexion.programming.sandbox.results import Limits, ProgramResult, SuiteResult, TestOutcome
+from reflexion.programming.sandbox.results import (
+    Limits,
+    OutcomeRecord,
+    ProgramResult,
+    Standing,
+    SuiteResult,
+    counted,
+)
 from reflexion.programming.sandbox.runner import (
     check_rust_tests,
     fix_rust,
@@ -22,10 +29,12 @@ from reflexion.programming.sandbox.rust import rustc_path
 
 __all__ = [
     "Limits",
+    "OutcomeRecord",
     "ProgramResult",
+    "Standing",
     "SuiteResult",
-    "TestOutcome",
     "check_rust_tests",
+    "counted",
     "fix_rust",
     "run_python_check",
     "run_python_program",

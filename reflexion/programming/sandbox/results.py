@@ -4,7 +4,9 @@ program."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Literal
+
+from typing_extensions import TypedDict
 
 
 @dataclass(frozen=True)
@@ -24,11 +26,14 @@ class Limits:
     """Wall-clock seconds one ``rustc`` run may take."""
 
 
-@dataclass(frozen=True)
-class TestOutcome:
-    """The result of one unit test."""
+Standing = Literal["counted", "doubted"]
+"""How a verdict weighs a test: it ``counted``, or it was ``doubted`` (self-written, and
+every attempt failed it). The sandbox leaves every test ``counted``."""
 
-    __test__: ClassVar[bool] = False  # not a pytest test class despite its name
+
+class OutcomeRecord(TypedDict):
+    """The result of one unit test, in the one shape it keeps from the sandbox to the trial
+    record (a JSON-like dict, so checkpoints and results files hold it as it is)."""
 
     test: str
     """The test statement as given."""
@@ -39,13 +44,21 @@ class TestOutcome:
     (``timed out after 5.0s``, ``MemoryError``, ``RecursionError: ...``, ``exited with code 3
     (sys.exit)``, ``process killed by signal 9 (SIGKILL)``, ``PermissionError: write outside the
     sandbox: /etc/x``, ``reads stdin: EOFError: ...``, ``compile error`` ...)."""
+    standing: Standing
+    """Whether it counted for the verdict: ``"counted"`` as the sandbox returns it; the
+    evaluator marks the tests it doubts."""
+
+
+def counted(test: str, passed: bool, detail: str) -> OutcomeRecord:
+    """One test's outcome as the sandbox returns it (it counts until a verdict doubts it)."""
+    return OutcomeRecord(test=test, passed=passed, detail=detail, standing="counted")
 
 
 @dataclass(frozen=True)
 class SuiteResult:
     """The results of running unit tests against one implementation."""
 
-    outcomes: tuple[TestOutcome, ...]
+    outcomes: tuple[OutcomeRecord, ...]
     """One outcome per test, in the order given."""
     compile_error: str | None = None
     """The implementation's Python ``SyntaxError`` or ``rustc``'s errors (trimmed to about 1500
@@ -57,7 +70,7 @@ class SuiteResult:
         return (
             self.compile_error is None
             and bool(self.outcomes)
-            and all(o.passed for o in self.outcomes)
+            and all(o["passed"] for o in self.outcomes)
         )
 
 

@@ -24,9 +24,10 @@ from reflexion.programming.sandbox.fixes import apply_edits, suggested_edits
 from reflexion.programming.sandbox.results import (
     DEFAULT_LIMITS,
     Limits,
+    OutcomeRecord,
     ProgramResult,
     SuiteResult,
-    TestOutcome,
+    counted,
 )
 from reflexion.programming.sandbox.rust import (
     COMPILE_ERROR_CHARS,
@@ -73,20 +74,20 @@ def run_python_tests(
         if not tests:
             status, detail = box.python_check(code, limits.test_timeout_s)
             return SuiteResult((), detail if status == "compile_error" else None)
-        outcomes: list[TestOutcome] = []
+        outcomes: list[OutcomeRecord] = []
         for test in tests:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                outcomes.append(TestOutcome(test, False, suite_timeout(limits)))
+                outcomes.append(counted(test, False, suite_timeout(limits)))
                 continue
             timeout = min(limits.test_timeout_s, remaining)
             judge, candidate = box.judged(code, test, timeout)
             status, detail = judged_verdict(judge, candidate, timeout, limits)
             if status == "compile_error":
                 reason = clip(detail, DETAIL_CHARS)
-                failed = tuple(TestOutcome(t, False, reason) for t in tests)
+                failed = tuple(counted(t, False, reason) for t in tests)
                 return SuiteResult(failed, clip_block(detail, COMPILE_ERROR_CHARS))
-            outcomes.append(TestOutcome(test, status == "pass", "" if status == "pass" else detail))
+            outcomes.append(counted(test, status == "pass", "" if status == "pass" else detail))
         return SuiteResult(tuple(outcomes))
 
 
@@ -160,26 +161,26 @@ def run_rust_tests(
         sig = entry_signature(code, entry_point)
     except UnsupportedSignature as exc:
         reason = f"cannot judge {entry_point}: {exc}"
-        return SuiteResult(tuple(TestOutcome(t, False, "compile error") for t in tests), reason)
+        return SuiteResult(tuple(counted(t, False, "compile error") for t in tests), reason)
     sources = {"solution": candidate_server(code, sig)}
     if tests:
         sources["judge"] = judge_suite(tests, sig)
     with Sandbox(limits) as box:
         error = box.compile_rust(rustc, sources)
         if error is not None:
-            failed = tuple(TestOutcome(t, False, "compile error") for t in tests)
+            failed = tuple(counted(t, False, "compile error") for t in tests)
             return SuiteResult(failed, error)
         deadline = time.monotonic() + limits.suite_timeout_s
-        outcomes: list[TestOutcome] = []
+        outcomes: list[OutcomeRecord] = []
         for index, test in enumerate(tests):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                outcomes.append(TestOutcome(test, False, suite_timeout(limits)))
+                outcomes.append(counted(test, False, suite_timeout(limits)))
                 continue
             timeout = min(limits.test_timeout_s, remaining)
             judge, candidate = box.judged_binary([str(index)], timeout)
             reason = rust_judged(judge, candidate, timeout, limits)
-            outcomes.append(TestOutcome(test, not reason, reason))
+            outcomes.append(counted(test, not reason, reason))
         return SuiteResult(tuple(outcomes))
 
 
