@@ -134,8 +134,8 @@ def test_cli_bench_prints_trials_summary_and_resumes(tmp_path):
 
 def test_programming_solves_an_easy_humaneval_problem_with_the_default_model():
     from reflexion.graphs.programming import programming_builder
+    from reflexion.harness.bench.datasets import load_problems
     from reflexion.harness.scoring.programming import score_thread
-    from reflexion.programming.problems import load_problems
 
     problem = next(p for p in load_problems("humaneval") if p.task_id == "HumanEval/53")  # add
     graph = programming_builder().compile(checkpointer=InMemorySaver())

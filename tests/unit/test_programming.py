@@ -14,6 +14,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reflexion.core.context import Context
 from reflexion.core.errors import DatasetError
 from reflexion.graphs.programming import programming_builder
+from reflexion.harness.bench.datasets import load_problems
 from reflexion.harness.scoring.programming import (
     answers_in_force,
     confusion,
@@ -25,7 +26,7 @@ from reflexion.harness.scoring.programming import (
 )
 from reflexion.nodes.programming import render_outcomes
 from reflexion.programming.context import CodeContext
-from reflexion.programming.problems import CodeProblem, assemble, load_problems
+from reflexion.programming.problems import CodeProblem, assemble
 from reflexion.programming.replies import candidate_tests, extract_code, sample_tests
 from reflexion.programming.sandbox import SuiteResult, counted
 from reflexion.testing import ScriptedChatModel, SeededScriptedChatModel

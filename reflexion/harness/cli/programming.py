@@ -13,6 +13,7 @@ from reflexion.core.context import Strategy
 from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import AnswerChoice
 from reflexion.graphs.agents import AGENTS
+from reflexion.harness.bench.datasets import load_problems
 from reflexion.harness.bench.driver import Finalize
 from reflexion.harness.bench.family_tables import accepted_table, code_paired, code_summary
 from reflexion.harness.bench.ledger import BenchTask
@@ -26,7 +27,7 @@ from reflexion.harness.scoring.programming import pass_curve, score_thread, writ
 from reflexion.models.providers import DEFAULT_MODEL
 from reflexion.nodes.programming import NO_TESTS, did_compile
 from reflexion.programming.context import CodeContext, InternalTests
-from reflexion.programming.problems import CodeProblem, language_of, load_problems
+from reflexion.programming.problems import CodeProblem, language_of
 from reflexion.programming.sandbox import rustc_path
 
 LOOPS = ("simple", "resample", "reflexion")

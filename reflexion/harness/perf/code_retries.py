@@ -40,11 +40,12 @@ import typer
 from rich.table import Table
 
 from reflexion.core.errors import ReflexionError
+from reflexion.harness.bench.datasets import load_problems
 from reflexion.harness.bench.ledger import load_finals, read_results
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.harness.scoring.programming import run_hidden
 from reflexion.nodes.programming.feedback import failed_tests
-from reflexion.programming.problems import CodeProblem, load_problems
+from reflexion.programming.problems import CodeProblem
 from reflexion.programming.sandbox import Limits
 
 Judge = Callable[[str, str], bool]

@@ -35,6 +35,7 @@ from rich.table import Table
 from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import chosen_index
 from reflexion.graphs.loop import trial_record
+from reflexion.harness.bench.datasets import humaneval_path, load_problems
 from reflexion.harness.bench.ledger import load_finals
 from reflexion.harness.perf.code_retries import tie_stop
 from reflexion.harness.perf.machine import JsonOpt, report
@@ -42,12 +43,7 @@ from reflexion.harness.scoring.programming import run_hidden
 from reflexion.nodes.programming import make_unit_test_evaluator
 from reflexion.nodes.programming.feedback import failed_tests, held_out
 from reflexion.programming.context import CodeContext
-from reflexion.programming.problems import (
-    CodeProblem,
-    assemble,
-    humaneval_path,
-    load_problems,
-)
+from reflexion.programming.problems import CodeProblem, assemble
 from reflexion.programming.sandbox import Limits, run_python_tests
 from reflexion.programming.state import CodeState
 
