@@ -80,14 +80,6 @@ from reflexion.nodes.evaluator import Evaluation
 from reflexion.nodes.reflector import make_review
 
 
-def route_after_evaluation(
-    state: State, runtime: Runtime[Any]
-) -> Literal["reflector", "select_answer"]:
-    """Stop on success or when the trial limit is reached (the answer is then chosen);
-    otherwise reflect and retry."""
-    return "select_answer" if _ends_thread(state, get_context(runtime)) else "reflector"
-
-
 def _ends_thread(state: Any, ctx: Context) -> bool:
     """Whether a thread stops after its latest evaluated trial: on success, when the
     evaluator says another trial could learn nothing, at the trial limit, or on a budget or
@@ -115,24 +107,31 @@ class Retry:
     """``repairs(state, ctx)``: whether the repair node is tried before the actor."""
 
 
-def _retry_routes(
-    retry: Retry, schema: type[Context]
+def _routes(
+    retry: Retry | None, schema: type[Context]
 ) -> dict[str, tuple[Callable[..., str], list[str]]]:
-    """Each router of a :class:`Retry` graph, by the node it follows, with the nodes it may
-    choose (the path map the drawing shows: a ``Literal`` could not name the family's repair
-    node). The hooks get the run's context as ``schema``, the graph's context class."""
-    repair = retry.repair
+    """Each router of the loop, by the node it follows, with the nodes it may choose (the path
+    map the drawing shows: a ``Literal`` could not name a family's repair node). Without a
+    :class:`Retry` a failed trial goes straight to the reflector; with one, to the ``retry``
+    step first. The routers and hooks get the run's context as ``schema``, the graph's context
+    class (its defaults where a caller passes no context)."""
+    stepped = retry is not None
+    hooks = retry or Retry()
+    repair = hooks.repair
     onward = ["actor", *([repair] if repair else [])]
+    failed: Literal["retry", "reflector"] = "retry" if stepped else "reflector"
 
     def attempt(state: Any, ctx: Any) -> str:
-        return repair if repair and retry.repairs(state, ctx) else "actor"
+        return repair if repair and hooks.repairs(state, ctx) else "actor"
 
-    def after_evaluation(state: Any, runtime: Runtime[Any]) -> str:
-        return "select_answer" if _ends_thread(state, get_context(runtime, schema)) else "retry"
+    def after_evaluation(
+        state: Any, runtime: Runtime[Any]
+    ) -> Literal["select_answer", "retry", "reflector"]:
+        return "select_answer" if _ends_thread(state, get_context(runtime, schema)) else failed
 
     def after_retry(state: Any, runtime: Runtime[Any]) -> str:
         ctx = get_context(runtime, schema)
-        if retry.reflects is None or retry.reflects(state, ctx):
+        if hooks.reflects is None or hooks.reflects(state, ctx):
             return "reflector"
         return attempt(state, ctx)
 
@@ -143,9 +142,11 @@ def _retry_routes(
     def after_review(state: Any, runtime: Runtime[Any]) -> str:
         return attempt(state, get_context(runtime, schema))
 
+    evaluated = ["select_answer", "retry"] if stepped else ["reflector", "select_answer"]
+    retried = {"retry": (after_retry, ["reflector", *(onward if hooks.reflects else [])])}
     return {
-        "evaluator": (after_evaluation, ["select_answer", "retry"]),
-        "retry": (after_retry, ["reflector", *(onward if retry.reflects else [])]),
+        "evaluator": (after_evaluation, evaluated),
+        **(retried if stepped else {}),
         "reflector": (after_reflection, ["review", *onward]),
         "review": (after_review, onward),
     }
@@ -166,14 +167,6 @@ def after_repair(
 def _skip(state: Any) -> dict[str, Any]:
     """The ``retry`` step: no update (its edges choose the way to the next attempt)."""
     return {}
-
-
-def route_after_reflection(state: State, runtime: Runtime[Any]) -> Literal["review", "actor"]:
-    """A new reflection waits for review when the context asks for it; otherwise (and by
-    default) the next trial starts at once."""
-    if get_context(runtime).review_reflections and state.pending_review:
-        return "review"
-    return "actor"
 
 
 def _validate_after(update: Any, state: Any, runtime: Runtime[Any], family: Family) -> Steps[None]:
@@ -470,19 +463,17 @@ def add_loop_routes(
     *,
     retry: Retry | None = None,
 ) -> StateGraph[Any, Any, Any, Any]:
-    """Add the loop's routers after the evaluator, the reflector and the review (with the
-    ``retry`` step under a :class:`Retry`)."""
+    """Add the loop's routers after the evaluator, the reflector and the review (:func:`_routes`;
+    the ``retry`` step under a :class:`Retry`); a review with only the actor after it is a
+    plain edge."""
     schema: Any = builder.context_schema or Context
-    if retry is None:
-        builder.add_conditional_edges(
-            "evaluator", route_after_evaluation, ["reflector", "select_answer"]
-        )
-        builder.add_conditional_edges("reflector", route_after_reflection)
-        builder.add_edge("review", "actor")
-        return builder
-    builder.add_node("retry", inline(_skip))
-    for source, (router, targets) in _retry_routes(retry, schema).items():
-        builder.add_conditional_edges(source, router, targets)
+    if retry is not None:
+        builder.add_node("retry", inline(_skip))
+    for source, (router, targets) in _routes(retry, schema).items():
+        if targets == ["actor"]:
+            builder.add_edge(source, "actor")
+        else:
+            builder.add_conditional_edges(source, router, targets)
     return builder
 
 

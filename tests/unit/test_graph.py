@@ -108,7 +108,7 @@ def test_a_placeholder_answer_is_asked_again(make_graph):
 def test_context_defaults_when_none_is_passed(make_graph):
     graph, _actor, _reflector = make_graph([answer("Elbe")])
     state = run(graph, None)
-    defaults = Context()
+    defaults = graph.builder.context_schema()  # the graph's own defaults, routers included
     assert state["trial"] == defaults.max_trials
     assert len(state["reflections"]) == min(defaults.memory_size, defaults.max_trials - 1)
 
