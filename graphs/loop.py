@@ -8,9 +8,9 @@
 
 A task family plugs in three node functions (see ``nodes``): an *actor* that returns its
 attempt (``answer``, ``trajectory`` and the family's own fields), an *evaluator* that returns
-an :class:`~reflexion.nodes.evaluator.Evaluation` (or, today, a family's ready trial record),
-and a *reflector* that returns a lesson, or none. Everything else about a trial is done here,
-around those nodes, once for every family:
+an :class:`~reflexion.nodes.evaluator.Evaluation`, and a *reflector* that returns a lesson,
+or none. Everything else about a trial is done here, around those nodes, once for every
+family:
 
 - before the actor (:func:`trial_actor`): the empty-task check, the ``trial_started`` event
   and, on the first trial with ``Context.lessons`` on, the lessons recalled from other
@@ -362,12 +362,16 @@ def trial_repair(repair: Any, family: Family, source: str) -> tuple[Any, type[An
     return loop_node(repair_node, acts=True, **_labels(repair, "repair", family)), schema
 
 
-def trial_record(state: Any, result: Any) -> Any:
+def trial_record(state: Any, result: object) -> dict[str, Any]:
     """The evaluator's update: its :class:`~reflexion.nodes.evaluator.Evaluation` as the
-    trial's record (``evaluations``) and the thread's ``solved``; an update a family built
-    itself (a dict) as it is."""
+    trial's record (``evaluations``, its evidence after the five keys every record has), the
+    thread's ``solved`` and the evaluation's other writes. Anything else is a one-line error:
+    every evaluator returns an ``Evaluation``."""
     if not isinstance(result, Evaluation):
-        return result
+        raise ReflexionError(
+            f"the evaluator returned a {type(result).__name__}: return an Evaluation "
+            "(reflexion.Evaluation: score, success, feedback)"
+        )
     record = TrialRecord(
         trial=state.trial,
         answer=state.answer,
@@ -380,8 +384,8 @@ def trial_record(state: Any, result: Any) -> Any:
 
 
 def trial_evaluator(evaluator: Any, family: Family) -> tuple[Node, type[Any] | None]:
-    """The evaluator node: the family's ``evaluator`` (returning an ``Evaluation``, or a
-    family's own update), then the trial record (:func:`trial_record`), the
+    """The evaluator node: the family's ``evaluator`` (returning an ``Evaluation``), then the
+    trial record (:func:`trial_record`), the
     ``attempt_scored`` event and lesson validation (see :func:`_validate_after`). The node has
     both paths (a sync function runs in a worker thread on the async one). Returns the node
     and the evaluator's own input schema."""

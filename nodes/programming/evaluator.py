@@ -71,7 +71,7 @@ def make_unit_test_evaluator() -> Node:
 
     def unit_test_evaluator(
         state: CodeState, runtime: Runtime[CodeContext]
-    ) -> Steps[Evaluation | dict[str, Any]]:
+    ) -> Steps[Evaluation]:
         ctx = get_context(runtime, CodeContext)
         if state.answer is None:
             reason = state.stop_reason or render("programming/no_code_block")

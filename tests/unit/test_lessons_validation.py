@@ -19,6 +19,7 @@ from reflexion.graphs.loop import build_reflexion_graph
 from reflexion.graphs.qa import qa_builder
 from reflexion.lessons import recall
 from reflexion.nodes import make_reflector
+from reflexion.nodes.evaluator import Evaluation
 from reflexion.nodes.qa import make_cot_actor
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
@@ -104,12 +105,11 @@ def test_every_evaluator_form_is_validated_after():
     """build_reflexion_graph validates lessons after an evaluator taking (state) only, an
     async one taking (state, runtime), and a Runnable, and keeps each one's verdict."""
 
-    def verdict(state: Any) -> dict[str, Any]:
+    def verdict(state: Any) -> Evaluation:
         ok = state.answer == "Vltava"
-        record = {"trial": state.trial, "success": ok, "answer": state.answer, "feedback": ""}
-        return {"evaluations": [record], "solved": ok}
+        return Evaluation(float(ok), ok, "")
 
-    async def async_verdict(state: Any, runtime: Any) -> dict[str, Any]:
+    async def async_verdict(state: Any, runtime: Any) -> Evaluation:
         assert runtime.context.lessons
         return verdict(state)
 

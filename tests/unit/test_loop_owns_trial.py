@@ -17,9 +17,9 @@ from langgraph.store.memory import InMemoryStore
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.core.state import TrialInput
+from reflexion.core.state import State, TrialInput
 from reflexion.core.steps import Steps, block
-from reflexion.graphs.loop import trial_start
+from reflexion.graphs.loop import build_reflexion_graph, trial_start
 
 ROOT = Path(__file__).parents[2]
 
@@ -177,3 +177,25 @@ def test_a_failed_check_or_an_empty_task_starts_no_trial():
             chunks.append(chunk)
     assert empty.value.args == ("the task is empty: give the question to answer",)
     assert chunks == []
+
+
+def test_an_evaluator_that_returns_no_evaluation_is_a_one_line_error():
+    """The loop builds every trial record itself, from an ``Evaluation``: an evaluator that
+    hands back a record (or anything else) of its own is refused, naming what to return."""
+
+    def actor(state: State) -> dict[str, Any]:
+        return {"answer": "42", "trajectory": ["Answer: 42"]}
+
+    def evaluator(state: State) -> dict[str, Any]:
+        return {"evaluations": [{"trial": 1, "success": True}], "solved": True}
+
+    def reflector(state: State) -> dict[str, Any]:
+        return {}
+
+    graph = build_reflexion_graph(actor, evaluator, reflector, family="t").compile()
+    with pytest.raises(ReflexionError) as bad:
+        graph.invoke({"task": "What is six times seven?"})
+    assert bad.value.args == (
+        "the evaluator returned a dict: return an Evaluation "
+        "(reflexion.Evaluation: score, success, feedback)",
+    )
