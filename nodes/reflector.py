@@ -63,6 +63,16 @@ def reflector_values(state: Any) -> dict[str, Any]:
     return {**attempt_values(state), "feedback": feedback}
 
 
+def reflection_turns(examples: str) -> list[BaseMessage]:
+    """The worked reflections of the prompt file ``examples`` as chat turns: each failed
+    attempt a user turn, its lesson (after ``Reflection:``) the assistant's."""
+    turns: list[BaseMessage] = []
+    for example in few_shot(examples):
+        attempt, _, lesson = example.partition("\nReflection:")
+        turns += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
+    return turns
+
+
 def reflection_messages(
     state: State,
     examples: str = "qa/reflect_examples",
@@ -84,9 +94,7 @@ def reflection_messages(
             else render("common/trial_failed")
         )
     messages: list[BaseMessage] = [SystemMessage(render(f"{prompts}_system"))]
-    for example in few_shot(examples):
-        attempt, _, lesson = example.partition("\nReflection:")
-        messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
+    messages += reflection_turns(examples)
     passages = state.passages.strip() if with_passages else ""
     user = render(
         f"{prompts}_task",

@@ -4,16 +4,17 @@ would read what it writes)."""
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from reflexion.nodes.programming.common import (
     problem_of,
     prompt_names,
 )
 from reflexion.nodes.programming.feedback import shown_feedback
+from reflexion.nodes.reflector import reflection_turns
 from reflexion.programming.context import CodeContext
 from reflexion.programming.state import CodeState
-from reflexion.prompts import few_shot, render
+from reflexion.prompts import render
 
 
 def code_reflection_messages(state: CodeState, ctx: CodeContext) -> list[BaseMessage]:
@@ -23,9 +24,7 @@ def code_reflection_messages(state: CodeState, ctx: CodeContext) -> list[BaseMes
     problem = problem_of(state)
     names = prompt_names(problem.language)
     messages: list[BaseMessage] = [SystemMessage(render("programming/reflect_system", **names))]
-    for example in few_shot("programming/reflect_examples"):
-        attempt, _, lesson = example.partition("\nReflection:")
-        messages += [HumanMessage(attempt.strip()), AIMessage("Reflection: " + lesson.strip())]
+    messages += reflection_turns("programming/reflect_examples")
     record = state.evaluations[-1] if state.evaluations else None
     feedback = shown_feedback(record, state, ctx)
     implementation = state.answer if state.answer else render("programming/no_implementation")
