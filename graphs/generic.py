@@ -21,15 +21,14 @@ from langgraph.graph import StateGraph
 
 from reflexion.core.context import Context
 from reflexion.core.state import State
-from reflexion.core.steps import Steps, block
+from reflexion.core.steps import Steps
 from reflexion.graphs.loop import build_reflexion_graph
 from reflexion.nodes.actor import make_chat_actor
-from reflexion.nodes.common import judge_llm
 from reflexion.nodes.evaluator import (
     EvaluateSteps,
     Evaluation,
     builtin_evaluation,
-    llm_judge_evaluation,
+    llm_judge,
     make_evaluator,
 )
 from reflexion.nodes.reflector import GENERIC_REFLECT_EXAMPLES, make_reflector
@@ -42,12 +41,11 @@ def generic_evaluation(judge_model: BaseChatModel | None = None) -> EvaluateStep
     """:func:`~reflexion.nodes.evaluator.builtin_evaluation` (the judge on ``judge_model``,
     default ``Context.evaluator_model``), with one rule for any task: exact match needs a
     reference, so without one the LLM judge decides."""
-    builtin = builtin_evaluation(judge_model)
+    builtin, judge = builtin_evaluation(judge_model), llm_judge(judge_model)
 
     def evaluate(state: State, ctx: Context) -> Steps[Evaluation]:
         if ctx.evaluator == "exact_match" and state.reference is None:
-            judge = yield from block(judge_llm, judge_model, ctx)
-            return (yield from llm_judge_evaluation(judge, state, ctx))
+            return (yield from judge(state, ctx))
         return (yield from builtin(state, ctx))
 
     return evaluate

@@ -195,17 +195,31 @@ def llm_judge_evaluation(
     return verdict_to_evaluation(verdict, ctx)
 
 
+def llm_judge(
+    model: BaseChatModel | None = None, template: BasePromptTemplate[Any] | None = None
+) -> EvaluateSteps:
+    """The LLM judge as evaluator steps: on ``model`` (default ``Context.evaluator_model``),
+    asked with ``template`` or our prompt (:func:`llm_judge_evaluation`)."""
+
+    def judge(state: State, ctx: Context) -> Steps[Evaluation]:
+        llm = yield from block(judge_llm, model, ctx)
+        return (yield from llm_judge_evaluation(llm, state, ctx, template))
+
+    return judge
+
+
 def builtin_evaluation(model: BaseChatModel | None = None) -> EvaluateSteps:
     """The evaluator ``Context.evaluator`` names: exact match, the LLM judge or agreement with
     the judge's own answer, the judge on ``model`` (default ``Context.evaluator_model``)."""
 
+    judge = llm_judge(model)
+
     def evaluate(state: State, ctx: Context) -> Steps[Evaluation]:
         if ctx.evaluator == "llm":
-            judge = yield from block(judge_llm, model, ctx)
-            return (yield from llm_judge_evaluation(judge, state, ctx))
+            return (yield from judge(state, ctx))
         if ctx.evaluator == "agreement":
-            judge = yield from block(judge_llm, model, ctx)
-            return (yield from agreement_evaluation(judge, state))
+            answerer = yield from block(judge_llm, model, ctx)
+            return (yield from agreement_evaluation(answerer, state))
         return exact_match_evaluation(state, ctx)
 
     return evaluate

@@ -16,8 +16,7 @@ from langchain_core.runnables import Runnable
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.state import State
-from reflexion.core.steps import Steps, block, steps_of
-from reflexion.nodes.common import judge_llm
+from reflexion.core.steps import Steps, steps_of
 from reflexion.nodes.evaluator import (
     CORRECT,
     INCORRECT,
@@ -25,7 +24,7 @@ from reflexion.nodes.evaluator import (
     EvaluateSteps,
     Evaluation,
     exact_match_evaluation,
-    llm_judge_evaluation,
+    llm_judge,
     no_answer_evaluation,
 )
 from reflexion.nodes.templates import kind, user_template
@@ -76,17 +75,6 @@ def _arity(fn: Callable[..., Any]) -> int:
     return arity
 
 
-def _judge(model: BaseChatModel | None, template: BasePromptTemplate[Any] | None) -> EvaluateSteps:
-    """Our LLM judge on ``model`` (default ``Context.evaluator_model``), asked with
-    ``template`` or our prompt."""
-
-    def judge(state: State, ctx: Context) -> Steps[Evaluation]:
-        llm = yield from block(judge_llm, model, ctx)
-        return (yield from llm_judge_evaluation(llm, state, ctx, template))
-
-    return judge
-
-
 def _judge_template(
     evaluator: object, prompt: ChatPromptTemplate | str | None
 ) -> BasePromptTemplate[Any] | None:
@@ -121,10 +109,10 @@ def user_evaluation(
     """
     template = _judge_template(evaluator, prompt)
     if isinstance(evaluator, BaseChatModel):
-        return _judge(evaluator, template)
+        return llm_judge(evaluator, template)
     if isinstance(evaluator, str):
         if evaluator == "llm":
-            return _judge(None, template)
+            return llm_judge(None, template)
         if evaluator == "exact_match":
             return steps_of(exact_match_evaluation)
         raise ReflexionError(

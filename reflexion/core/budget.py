@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, Literal
 
@@ -180,6 +181,18 @@ def _with_spent(update: Any, meter: _Meter, started: float) -> Any:
     return update  # another form of update: left as it is, uncounted
 
 
+@contextmanager
+def _metering() -> Iterator[tuple[_Meter, float]]:
+    """Within: every model call reports to a new meter (the run's prices); yields it with the
+    time it started."""
+    meter = _Meter(_prices())
+    reset = _METER.set(meter)
+    try:
+        yield meter, time.perf_counter()
+    finally:
+        _METER.reset(reset)
+
+
 def metered(node: Runnable[Any, Any]) -> Runnable[Any, Any]:
     """A Runnable node (an actor subgraph) whose update also adds what it spent to
     ``spent``; it stays a subgraph to LangGraph (drawn, checkpointed). The loop's other nodes
@@ -187,21 +200,13 @@ def metered(node: Runnable[Any, Any]) -> Runnable[Any, Any]:
     runnable = node
 
     def call(state: Any, config: RunnableConfig) -> Any:
-        meter, started = _Meter(_prices()), time.perf_counter()
-        reset = _METER.set(meter)
-        try:
+        with _metering() as (meter, started):
             update = runnable.invoke(state, config)
-        finally:
-            _METER.reset(reset)
         return _with_spent(update, meter, started)
 
     async def acall(state: Any, config: RunnableConfig) -> Any:
-        meter, started = _Meter(_prices()), time.perf_counter()
-        reset = _METER.set(meter)
-        try:
+        with _metering() as (meter, started):
             update = await runnable.ainvoke(state, config)
-        finally:
-            _METER.reset(reset)
         return _with_spent(update, meter, started)
 
     wrapped = RunnableLambda(call, afunc=acall, name=getattr(node, "name", None))
@@ -212,12 +217,8 @@ def metered(node: Runnable[Any, Any]) -> Runnable[Any, Any]:
 def metered_steps(steps: Generator[Any, Any, Any]) -> Generator[Any, Any, Any]:
     """A node core's run (:mod:`reflexion.core.steps`) whose update also adds what it spent
     to ``spent``: the meter is set while the core runs, on either driver's path."""
-    meter, started = _Meter(_prices()), time.perf_counter()
-    reset = _METER.set(meter)
-    try:
+    with _metering() as (meter, started):
         update = yield from steps
-    finally:
-        _METER.reset(reset)
     return _with_spent(update, meter, started)
 
 
