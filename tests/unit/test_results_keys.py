@@ -29,9 +29,7 @@ from reflexion.harness.bench.settings import (
     AFTER_FIRST_TRIAL,
     AFTER_FIRST_TRIAL_FIELDS,
     CONTEXTS,
-    FIRST_TRIAL_AS,
     FROM_FIRST_TRIAL,
-    MEMORY_FIELDS,
     NAMED_AS_BEFORE,
     NEVER_KEYED,
     REFLECTION_FIELDS,
@@ -260,14 +258,12 @@ def test_the_harness_tables_name_only_fields_and_agree():
         "FROM_FIRST_TRIAL": FROM_FIRST_TRIAL,
         "AFTER_FIRST_TRIAL_FIELDS": AFTER_FIRST_TRIAL_FIELDS,
         "NEVER_KEYED": NEVER_KEYED,
-        "MEMORY_FIELDS": MEMORY_FIELDS,
         "REFLECTION_FIELDS": REFLECTION_FIELDS,
-        "FIRST_TRIAL_AS": tuple(FIRST_TRIAL_AS),
     }
     for table, names in tables.items():
         assert len(set(names)) == len(names), table
         assert set(names) <= every, table
-    acting_later = (*NEVER_KEYED, *MEMORY_FIELDS, *REFLECTION_FIELDS)
+    acting_later = (*NEVER_KEYED, *REFLECTION_FIELDS)
     assert set(acting_later) <= set(AFTER_FIRST_TRIAL_FIELDS)
     assert set(AFTER_FIRST_TRIAL_FIELDS) <= set(AFTER_FIRST_TRIAL)
 

@@ -83,19 +83,9 @@ NEVER_KEYED = ("review_reflections",)
 """Fields that change no figure, so no run records them nor is named by them
 (``review_reflections``: a person may edit a reflection)."""
 
-MEMORY_FIELDS: tuple[str, ...] = ()
-"""Fields that act only under a strategy with memory (the last attempt or reflections): under
-the others a run does not record them. None at present."""
-
 REFLECTION_FIELDS = ("alfworld_memory",)
 """Fields that act only under a strategy where a reflector runs: under the others a run does
 not record them."""
-
-FIRST_TRIAL_AS: dict[str, dict[Any, Any]] = {}
-"""Per field, values that differ from another value only in what a retry or the reflector
-reads, mapped to that value: such a value and the one it maps to run the first trial alike, so
-paired runs share it, and a run with one attempt or with retries that read no feedback
-(``resample``) runs, and is named, as the value it maps to. None at present."""
 
 
 NAMED_AS_BEFORE = ("example_tests", "test_trust", "repair")
@@ -146,14 +136,6 @@ def result_settings(ctx: Context) -> dict[str, Any]:
     if not ctx.uses_reflections:
         left_out.add("reflector_model")  # no reflector runs
         left_out.update(REFLECTION_FIELDS)  # options that cannot act under this strategy
-        if not ctx.uses_last_attempt:
-            left_out.update(MEMORY_FIELDS)
-    if ctx.max_trials == 1 or not ctx.retries_read_feedback:
-        # One attempt, or retries that read no feedback: a value that differs from another
-        # only in what a retry reads (:data:`FIRST_TRIAL_AS`) runs as that one, and is named so.
-        values.update(
-            {k: to.get(values[k], values[k]) for k, to in FIRST_TRIAL_AS.items() if k in values}
-        )
     return {k: v for k, v in values.items() if k not in left_out}
 
 
@@ -174,10 +156,6 @@ def first_trial_key(settings: dict[str, Any]) -> str:
     """The thread key of the shared first trials that paired runs fork from: the name of the
     runs' settings without those that act only after the first trial (whatever the variant's
     label, so every variant of one bench, agent and language finds them)."""
-    shared = {
-        k: FIRST_TRIAL_AS[k].get(v, v) if k in FIRST_TRIAL_AS else v
-        for k, v in settings.items()
-        if k not in AFTER_FIRST_TRIAL
-    }
+    shared = {k: v for k, v in settings.items() if k not in AFTER_FIRST_TRIAL}
     stem = "-".join(str(shared[k]) for k in ("bench", "agent", "language") if k in shared)
     return thread_key(run_name(f"{stem}-first_trial", shared))
