@@ -1,7 +1,8 @@
 """The generic actor: a chat model with the generic Thought/Answer prompt (the generic graph's,
 and :func:`~reflexion.graphs.custom.create_reflexion_graph`'s for a model given no prompt), a
 prompt of your own, or any Runnable or function of yours. Each returns only its attempt; the
-loop (:mod:`reflexion.graphs.loop`) does the trial's bookkeeping around it."""
+loop (:mod:`reflexion.graphs.loop`) does the trial's bookkeeping around it. An attempt whose
+answer the evaluator already rejected in this thread is drawn again (``Context.repeat_guard``)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,15 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 
+from reflexion.core.answers import normalize_answer
 from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.state import State
 from reflexion.core.steps import Node, Steps, ask, block, steps_of
 from reflexion.core.window import reflection_window
 from reflexion.lessons import Family
-from reflexion.nodes.common import resolve_model
-from reflexion.nodes.memory import memory_block, with_lessons
+from reflexion.nodes.common import RESAMPLE_TEMPERATURE, resolve_model
+from reflexion.nodes.memory import memory_block, rejected_answers, with_lessons
 from reflexion.nodes.replies import read_answer
 from reflexion.nodes.templates import kind, user_template
 from reflexion.prompts import render
@@ -74,6 +76,32 @@ def _actor_inputs(state: State, runtime: Runtime[Context]) -> tuple[State, dict[
     }
 
 
+def _rejected(state: State, ctx: Context) -> set[str]:
+    """The normalised answers the repeat guard draws again (``Context.repeat_guard``): those of
+    the thread's failed trials, or none when the guard is off."""
+    if not ctx.repeat_guard:
+        return set()
+    return {normalize_answer(a) for a in rejected_answers(state.evaluations)}
+
+
+def _guarded(
+    draw: Callable[[bool], Steps[tuple[str | None, list[str]]]], state: State, ctx: Context
+) -> Steps[tuple[str | None, list[str]]]:
+    """An attempt under the repeat guard: ``draw(False)`` first; while its answer is one the
+    evaluator already rejected, ``draw(True)`` (a redraw) up to ``Context.repeat_guard`` times,
+    and the first redraw with an answer not rejected stands; when none has one, the first
+    attempt does."""
+    rejected = _rejected(state, ctx)
+    answer, trajectory = yield from draw(False)
+    if answer is None or normalize_answer(answer) not in rejected:
+        return answer, trajectory
+    for _ in range(ctx.repeat_guard):
+        again, steps = yield from draw(True)
+        if again is not None and normalize_answer(again) not in rejected:
+            return again, steps
+    return answer, trajectory
+
+
 def _attempt(answer: str | None, trajectory: list[str], reason: str | None) -> dict[str, Any]:
     """An actor's attempt: its answer, its trajectory and why it gave no answer."""
     return {
@@ -119,19 +147,27 @@ def make_chat_actor(
         state, inputs = _actor_inputs(state, runtime)
         override = model if isinstance(model, BaseChatModel) else None
         spec = model if isinstance(model, str) else ctx.actor_model
-        llm = yield from block(
-            resolve_model, override, spec, ctx, temperature=ctx.temperature, role="actor"
-        )
         if template is None:
-            reply = yield from ask(llm, default_actor_messages(state, ctx), stop=STOP)
+            messages: Any = default_actor_messages(state, ctx)
+            stop: list[str] | None = STOP
         else:
             values = {
                 **inputs,
                 "reflections": "\n".join(f"- {r}" for r in inputs["reflections"]),
                 "lessons": "\n".join(f"- {r}" for r in inputs["lessons"]),
             }
-            reply = yield from ask(llm, template.invoke(values))
-        answer, trajectory = read_reply(reply.text)
+            messages, stop = template.invoke(values), None
+
+        def draw(again: bool) -> Steps[tuple[str | None, list[str]]]:
+            # a redraw is hotter, where the model is named by a string
+            heat = max(ctx.temperature, RESAMPLE_TEMPERATURE) if again else ctx.temperature
+            llm = yield from block(
+                resolve_model, override, spec, ctx, temperature=heat, role="actor"
+            )
+            options = {"stop": stop} if stop is not None else {}
+            return read_reply((yield from ask(llm, messages, **options)).text)
+
+        answer, trajectory = yield from _guarded(draw, state, ctx)
         return _attempt(answer, trajectory, render("common/no_answer_in_reply"))
 
     named = model if isinstance(model, str) else model_label(model) if model else None
@@ -206,7 +242,11 @@ def make_actor(
 
     def custom_actor(state: State, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
         _, inputs = _actor_inputs(state, runtime)
-        answer, trajectory = _read_actor_output((yield from call(inputs)))
+
+        def draw(again: bool) -> Steps[tuple[str | None, list[str]]]:
+            return _read_actor_output((yield from call(inputs)))
+
+        answer, trajectory = yield from _guarded(draw, state, get_context(runtime))
         return _attempt(answer, trajectory, None)
 
     return Node(custom_actor, role="actor", family=family, acts=True, model=named)

@@ -7,7 +7,8 @@ answered ``OK.``, or a command sent to the environment) and records the observat
 turn is checkpointed and a resumed thread replays its commands into a fresh environment
 (:class:`~reflexion.alfworld.sessions.EnvSessions`). A trial ends when the environment closes
 the episode, at the step limit, when the prompt outgrows the context budget, or (with the
-heuristic evaluator) as soon as the heuristic holds.
+heuristic evaluator) as soon as the heuristic holds. A command the game refused earlier in the
+trial is drawn again hotter (``Context.repeat_guard``; off by default here: not measured).
 
 The engine's ``won`` flag is recorded per trial for scoring only (``episodes``); neither the
 agent nor the evaluators read it.
@@ -37,6 +38,7 @@ from reflexion.alfworld.turns import (
     EMPTY_REPLY,
     NOTHING,
     THINK_REPLY,
+    ParsedTurn,
     Turn,
     classify_failure,
     heuristic_trip,
@@ -108,6 +110,14 @@ def alfworld_messages(
     for turn, observation in zip(turns, observed, strict=True):
         messages += [AIMessage(turn["action"]), HumanMessage(observation)]
     return messages
+
+
+def refused_before(parsed: ParsedTurn, turns: list[Turn]) -> bool:
+    """Whether ``parsed`` is a command the game refused earlier in this trial (answered
+    "Nothing happens."): what ALFWorld's repeat guard draws again (``Context.repeat_guard``)."""
+    if parsed.is_think or not parsed.action:
+        return False
+    return any(t["action"] == parsed.action and t["observation"] == NOTHING for t in turns)
 
 
 @dataclass(kw_only=True)
@@ -229,6 +239,19 @@ def make_alfworld_actor(
             else {}
         )
         parsed = parse_turn((yield from ask(llm, messages, stop=STOP, **seed)).text)
+        if ctx.repeat_guard and refused_before(parsed, state.turns):
+            # a command the game already refused this trial: the same prompt, drawn hotter
+            hot = yield from block(actor_llm, model, ctx, hot=True)
+            for draw in range(1, ctx.repeat_guard + 1):
+                again_seed = (
+                    named_seed(hot, game.name, state.trial, len(state.turns), draw)
+                    if ctx.seeds == "retry"
+                    else {}
+                )
+                again = parse_turn((yield from ask(hot, messages, stop=STOP, **again_seed)).text)
+                if again.action and not refused_before(again, state.turns):
+                    parsed = again
+                    break
         commands = list(state.commands)
         if parsed.is_think:
             action, observation = parsed.action, THINK_REPLY

@@ -69,9 +69,7 @@ def make_unit_test_evaluator() -> Node:
     ``one_attempt``) and none came, a compiling attempt is the thread's last. It calls no
     model."""
 
-    def unit_test_evaluator(
-        state: CodeState, runtime: Runtime[CodeContext]
-    ) -> Steps[Evaluation]:
+    def unit_test_evaluator(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[Evaluation]:
         ctx = get_context(runtime, CodeContext)
         if state.answer is None:
             reason = state.stop_reason or render("programming/no_code_block")

@@ -6,7 +6,7 @@ and which answers a retry may not repeat (those judged incorrect so far: the rep
 from __future__ import annotations
 
 from reflexion.core.answers import normalize_answer
-from reflexion.core.context import Context, Guarded
+from reflexion.core.context import Context
 from reflexion.nodes.memory import HasMemory, rejected_answers
 
 
@@ -26,9 +26,9 @@ def judged_wrong(state: HasMemory, ctx: Context, *, resample: bool = False) -> s
     return {normalize_answer(a) for a in rejected_answers(state.evaluations)}
 
 
-def rejected_keys(state: HasMemory, ctx: Guarded) -> set[str]:
+def rejected_keys(state: HasMemory, ctx: Context) -> set[str]:
     """The normalised answers a retry may not repeat under the repeat guard
-    (``Guarded.repeat_guard``): those judged incorrect so far (:func:`judged_wrong`) when the
+    (``Context.repeat_guard``): those judged incorrect so far (:func:`judged_wrong`) when the
     guard is on; otherwise none."""
     if not ctx.repeat_guard:
         return set()

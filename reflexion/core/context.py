@@ -218,6 +218,7 @@ Trials = Annotated[int, Field(ge=1, le=100)]
 Window = Annotated[int, Field(ge=0, le=100)]
 Temperature = Annotated[float, Field(ge=0.0, le=2.0)]
 Tokens = Annotated[int, Field(ge=16, le=32768)]
+Guard = Annotated[int, Field(ge=0, le=10)]
 """The types of the budget fields a family's context may give another default
 (:func:`redefault`)."""
 
@@ -230,7 +231,8 @@ class Context:
     PRESETS: ClassVar[Presets] = {"paper": {"select_answer": "last"}}
     """What each preset sets of these fields (a family's context adds its own): ``paper``
     returns the last attempt, not the best by the evaluator's evidence (a family whose default
-    informs one retry only also informs every retry)."""
+    informs one retry only also informs every retry, one whose default guards against repeats
+    keeps a repeated attempt)."""
 
     actor_model: Model = field(
         default=DEFAULT_MODEL,
@@ -322,6 +324,15 @@ class Context:
             "informed (every retry reads it: the paper). See the choosing guide.",
         },
     )
+    repeat_guard: Guard = field(
+        default=0,
+        metadata={
+            "description": "The repeat guard: an attempt that repeats one the evaluator already "
+            "rejected (an answer, code, a ReAct search, a command ALFWorld refused) is drawn "
+            "again, hotter, up to this many times; 0 keeps the repeat (the paper). On (2) by "
+            "default in the chain-of-thought, ReAct and programming graphs, where it was measured.",
+        },
+    )
     review_reflections: bool = field(
         default=False,
         metadata={
@@ -409,26 +420,6 @@ class Seeded(Context, abstract=True):
             "description": "On models that take a seed (the embedded ones): retry seeds each "
             "retry's draws by the task, the trial and the draw (ALFWorld: each turn), so a "
             "rerun draws the same; process uses the model's one counter per process.",
-        },
-    )
-
-
-@settings_class
-class Guarded(Context, abstract=True):
-    """The base of the contexts whose actors redraw a repeated rejected attempt
-    (chain-of-thought, ReAct, programming): the one ``repeat_guard`` field they share (the
-    generic and ALFWorld actors have no repeat guard)."""
-
-    PRESETS: ClassVar[Presets] = {"paper": {"repeat_guard": 0}}
-    """``paper``: keeps a repeated attempt."""
-
-    repeat_guard: Annotated[int, Field(ge=0, le=10)] = field(
-        default=2,
-        metadata={
-            "description": "The repeat guard: when an attempt repeats one the evaluator "
-            "already rejected (an answer, code, a ReAct search), sample it again at temperature "
-            "0.8 up to this many times (the task families' actors; chain-of-thought then asks "
-            "once more in a turn of its own); 0 = keep the repeat (the paper).",
         },
     )
 

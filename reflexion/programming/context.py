@@ -9,7 +9,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field
 
 from reflexion.core.context import (
-    Guarded,
+    Guard,
     Retry,
     Seeded,
     Strategy,
@@ -29,7 +29,7 @@ REPAIRING: tuple[Strategy, ...] = ("last_attempt", "last_attempt_and_reflexion")
 
 
 @settings_class
-class CodeContext(Seeded, Guarded):
+class CodeContext(Seeded):
     """Settings of a programming run (Python or Rust). Under ``retry="one_attempt"`` the
     model writes no tests: one attempt has no retry for them to decide on."""
 
@@ -39,13 +39,13 @@ class CodeContext(Seeded, Guarded):
             "strategy": "last_attempt_and_reflexion",
             "retry": "informed",
             "compiler_fixes": False,
+            "repeat_guard": 0,
         }
     }
     """``paper``: the model's own tests, every one of which decides alike (none is doubted or
     held out; the prompt's examples do not become tests); every retry repairs the last attempt
     and reads the reflections (the default's first retry starts fresh, later ones are blind
-    redraws); no rustc fixes applied first. The base preset informs every retry and turns the
-    repeat guard off."""
+    redraws); no rustc fixes applied first; repeated code is kept."""
 
     RENAMED: ClassVar[dict[str, str]] = {
         "repair": "strategy: last_attempt or last_attempt_and_reflexion repairs the last attempt",
@@ -62,6 +62,7 @@ class CodeContext(Seeded, Guarded):
     temperature: Temperature = redefault("temperature", 0.0)
     max_tokens: Tokens = redefault("max_tokens", 768)
     retry: Retry = redefault("retry", "informed_once")
+    repeat_guard: Guard = redefault("repeat_guard", 2)
 
     max_tests: Annotated[int, Field(ge=1, le=100)] = field(
         default=6,

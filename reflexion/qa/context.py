@@ -13,8 +13,9 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field
 
 from reflexion.core.context import (
+    Context,
     ContextBudget,
-    Guarded,
+    Guard,
     Retry,
     Seeded,
     Trials,
@@ -34,20 +35,26 @@ REACT_FAMILY = "react"
 
 
 @settings_class
-class QAContext(Seeded, Guarded):
+class QAContext(Seeded):
     """Settings of a chain-of-thought question-answering run."""
 
-    PRESETS: ClassVar[Presets] = {"paper": {"retry": "informed"}}
+    PRESETS: ClassVar[Presets] = {"paper": {"retry": "informed", "repeat_guard": 0}}
     """``paper``: every retry is drawn with the memory (the default draws the one informed
-    retry first without it)."""
+    retry first without it), and a repeated rejected answer is kept."""
 
     max_trials: Trials = redefault("max_trials", 2)  # the HotPotQA figures' two trials
     retry: Retry = redefault("retry", "informed_once")
+    repeat_guard: Guard = redefault("repeat_guard", 2)
 
 
 @settings_class
-class ReActContext(Guarded):
+class ReActContext(Context):
     """Settings of a ReAct question-answering run (Wikipedia search and lookup)."""
+
+    PRESETS: ClassVar[Presets] = {"paper": {"repeat_guard": 0}}
+    """``paper``: a repeated search or rejected answer is kept."""
+
+    repeat_guard: Guard = redefault("repeat_guard", 2)
 
     max_steps: Annotated[int, Field(ge=1, le=100)] = field(
         default=6,
