@@ -8,7 +8,7 @@ The public API, loaded on first use so that ``import reflexion`` stays light::
 reflector reads), and each graph's own context: ``QAContext``, ``ReActContext``, ``CodeContext``,
 ``AlfworldContext``.
 
-The package is grouped by role: ``core`` (context, state, models, memory, lessons), one
+The package is grouped by role: ``core`` (context, state, models, memory), one
 package per task family (``qa``, ``programming``, ``alfworld``), ``data`` (the bundled data
 sets) and ``testing`` (fake chat models and a scripted game, for tests); the graphs, their
 nodes and the prompt files are ``reflexion.graphs``, ``reflexion.nodes`` and

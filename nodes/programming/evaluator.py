@@ -26,7 +26,7 @@ from reflexion.nodes.programming.feedback import render_outcomes
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import assemble
 from reflexion.programming.sandbox import Limits, OutcomeRecord, SuiteResult
-from reflexion.programming.state import CodeState, lesson_family
+from reflexion.programming.state import CodeState, graph_family
 from reflexion.prompts import render, template
 
 
@@ -69,9 +69,7 @@ def make_unit_test_evaluator() -> Node:
     ``one_attempt``) and none came, a compiling attempt is the thread's last. It calls no
     model."""
 
-    def unit_test_evaluator(
-        state: CodeState, runtime: Runtime[CodeContext]
-    ) -> Steps[Evaluation]:
+    def unit_test_evaluator(state: CodeState, runtime: Runtime[CodeContext]) -> Steps[Evaluation]:
         ctx = get_context(runtime, CodeContext)
         if state.answer is None:
             reason = state.stop_reason or render("programming/no_code_block")
@@ -82,7 +80,7 @@ def make_unit_test_evaluator() -> Node:
             return _without_tests(state, ctx, result)
         return _judged(state, ctx, result)
 
-    return Node(unit_test_evaluator, role="evaluator", family=lesson_family)
+    return Node(unit_test_evaluator, role="evaluator", family=graph_family)
 
 
 def _limits(state: CodeState, ctx: CodeContext) -> Limits:
