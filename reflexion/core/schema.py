@@ -55,7 +55,7 @@ class attribute)."""
 
 REMOVED = dict.fromkeys(
     ("lessons", "recall_k", "lesson_filter", "task_family"),
-    "the long-term lesson store, removed: it measured no better (commit cde2057 still has it)",
+    "the long-term lesson store (removed: it measured no better; commit cde2057 has it)",
 )
 """Context keys of features that were removed, and what each belonged to: a context recorded
 with an older thread may still carry them, and the warning says why they are ignored."""

@@ -206,7 +206,7 @@ def default_of(cls: type[Any], name: str) -> Any:
 def setting_problem(kind: str, name: str, value: str) -> str | None:
     """What is wrong with a page's ``name=value`` or default claim, or None."""
     if "." in name or (kind == "value" and (not value or value.isupper())):
-        return None  # a nested key (lessons.x) or a placeholder (cross_check=N)
+        return None  # a nested key (budget.x) or a placeholder (cross_check=N)
     owners = classes_with(name)
     if not owners:
         return None if name in NOT_SETTINGS else f"{name} is no field of a context class"
