@@ -50,7 +50,6 @@ NOT_SETTINGS = {
     "field": "the placeholder of field=value",
     "interrupt_before": "LangGraph's compile argument",
     "reflector_prompt": "create_reflexion_graph's argument",
-    "refresh_ttl": "a LangGraph store's argument",
     "source": "a fix's record (programming)",
     "subgraphs": "LangGraph's stream argument",
 }
