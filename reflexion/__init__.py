@@ -15,7 +15,7 @@ nodes and the prompt files are ``reflexion.graphs``, ``reflexion.nodes`` and
 ``reflexion.prompts``. The ``harness`` package, installed with the ``harness`` extra, is the
 laboratory beside the runtime: the ``reflexion`` command line, the benchmarks, their scoring
 and reports, the performance measurements, and the databases its runs keep their threads in
-(checkpointers and stores from a ``--db`` string, a thread's checkpoints read as trials).
+(checkpointers from a ``--db`` string, a thread's checkpoints read as trials).
 """
 
 from __future__ import annotations
