@@ -18,7 +18,7 @@ from reflexion.alfworld.state import (
     AlfworldInputState,
     AlfworldOutputState,
     AlfworldState,
-    lesson_family,
+    graph_family,
 )
 from reflexion.graphs.loop import build_reflexion_graph, trial_start
 from reflexion.nodes import make_reflector
@@ -45,20 +45,20 @@ def alfworld_builder(
     extra); ``sessions`` shares the live environments with the caller."""
     return build_reflexion_graph(
         make_alfworld_actor(
-            actor_model, env_factory, sessions, trial_start=trial_start, family=lesson_family
+            actor_model, env_factory, sessions, trial_start=trial_start, family=graph_family
         ),
         make_alfworld_evaluator(evaluator_model),
         make_reflector(
             reflector_model,
             messages=alfworld_reflection_messages,
             written=alfworld_written,
-            family=lesson_family,
+            family=graph_family,
             schema=AlfworldContext,
         ),
         state_schema=AlfworldState,
         input_schema=AlfworldInputState,
         output_schema=AlfworldOutputState,
-        family=lesson_family,
+        family=graph_family,
         context_schema=AlfworldContext,
     )
 

@@ -19,7 +19,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.prompts import ChatPromptTemplate
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
-from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
 from reflexion.core.context import Context, get_context
@@ -52,7 +51,6 @@ def create_reflexion_graph(
     evaluator_prompt: ChatPromptTemplate | str | None = None,
     name: str = "reflexion",
     checkpointer: Checkpointer = None,
-    store: BaseStore | None = None,
 ) -> CompiledStateGraph[Any, Context, Any, Any]:
     """A compiled Reflexion graph around your own actor and evaluator, with our reflector.
 
@@ -61,12 +59,12 @@ def create_reflexion_graph(
     - a chat model (or a ``provider:model`` string): it gets ``prompt`` — a
       ChatPromptTemplate, or a string taken as one user message, using ``{task}`` and any of
       ``{passages}``, ``{reflections}`` (the last Ω lessons, one ``- `` line each),
-      ``{lessons}`` (lessons recalled from other threads, likewise), ``{memory}`` (both, and
-      the last attempt under the ``last_attempt`` strategies, with headings) and ``{trial}``
+      ``{memory}`` (those, and the last attempt under the ``last_attempt`` strategies, with
+      headings) and ``{trial}``
       — or, without one, our generic actor prompt. Its reply is read by
       :func:`read_reply` (the text after the last ``Answer:`` marker, else the whole reply);
     - any Runnable (``prompt | model | parser``, an agent) or function: called with a dict of
-      ``task``, ``passages``, ``reflections``, ``lessons`` (lists of str), ``memory`` and
+      ``task``, ``passages``, ``reflections`` (a list of str), ``memory`` and
       ``trial``; it
       returns a str or an AIMessage (read as above) or a dict with ``answer`` and, optionally,
       ``trajectory`` (a list of str: what the reflector sees of the trial).
@@ -87,13 +85,13 @@ def create_reflexion_graph(
     ``{trial}``; the judge still replies with a verdict (structured output where the model has
     it). Either prompt naming another variable, or missing a required one, is a one-line
     error at build time. ``name`` names the compiled
-    graph and is the task family of its lessons (``Context.lessons``; ``Context.lessons.family``
-    overrides it). The graph's input is ``task``,
+    graph and is the task family its model calls are labelled with. The graph's input is
+    ``task``,
     ``passages``, ``reference`` (seen only by evaluators), ``task_id``; its output ``answer``,
     ``solved``, ``trial``, ``evaluations``, ``reflections``, ``stopped`` and ``spent``. Loop
     settings come from the run's context:
     ``graph.invoke(input, config, context=Context(max_trials=5, memory_size=1))``.
-    ``checkpointer`` and ``store`` go to ``compile``; leave ``checkpointer`` out for
+    ``checkpointer`` goes to ``compile``; leave it out for
     a subgraph (it uses its parent's) and for a LangGraph server.
     """
     actor_node = make_actor(actor, prompt, family=name)
@@ -113,5 +111,5 @@ def create_reflexion_graph(
         reflector_model, examples=GENERIC_REFLECT_EXAMPLES, family=name, template=template
     )
     return build_reflexion_graph(actor_node, user_evaluator, reflector, family=name).compile(
-        checkpointer=checkpointer, store=store, name=name
+        checkpointer=checkpointer, name=name
     )

@@ -34,7 +34,7 @@ from reflexion.nodes.evaluator import (
 from reflexion.nodes.reflector import GENERIC_REFLECT_EXAMPLES, make_reflector
 
 GENERIC_FAMILY = "reflexion"
-"""The task family of the generic graph's lessons (``Context.lessons``)."""
+"""The task family the generic graph's model calls are labelled with."""
 
 
 def generic_evaluation(judge_model: BaseChatModel | None = None) -> EvaluateSteps:

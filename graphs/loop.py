@@ -12,15 +12,13 @@ an :class:`~reflexion.nodes.evaluator.Evaluation`, and a *reflector* that return
 or none. Everything else about a trial is done here, around those nodes, once for every
 family:
 
-- before the actor (:func:`trial_actor`): the empty-task check, the ``trial_started`` event
-  and, on the first trial with ``Context.lessons`` on, the lessons recalled from other
-  threads; after it, the trial counter (``trial``). An actor that is a subgraph of its own
+- before the actor (:func:`trial_actor`): the empty-task check and the ``trial_started``
+  event; after it, the trial counter (``trial``). An actor that is a subgraph of its own
   (ReAct's, ALFWorld's) cannot be wrapped without its drawing and checkpoints changing: its
   first node, ``begin``, is made here instead (:func:`trial_start`, handed to the module that
   builds the subgraph), the same bookkeeping around the family's check and fresh trial;
 - after the evaluator (:func:`trial_evaluator`): the trial record built from the
-  ``Evaluation``, the ``attempt_scored`` event and the validation of the lessons shown in the
-  Ω window of a successful later trial;
+  ``Evaluation`` and the ``attempt_scored`` event;
 - one wrapper around every node but ``retry`` and ``select_answer`` (:func:`loop_node`): the
   labels of its model calls and the metering of what it spent (an actor subgraph:
   :func:`~reflexion.core.budget.metered`);
@@ -41,8 +39,7 @@ family adds its nodes before the first trial (the test writer) in its own graph 
 
 :func:`build_reflexion_graph` wires the state and the runtime context and returns the
 uncompiled builder, so callers choose the checkpointer (none for a LangGraph server, SQLite for
-the CLI, in-memory in tests) and the store (the long-term lessons of ``Context.lessons``:
-``compile(store=...)``, or the server's). ``review`` (``Context.review_reflections``) pauses
+the CLI, in-memory in tests). ``review`` (``Context.review_reflections``) pauses
 the thread with a LangGraph interrupt so a person can keep, edit or drop the new reflection; by
 default the reflector goes straight on to the actor. A run can also stop *before* the
 reflector with LangGraph's own ``interrupt_before=["reflector"]`` and go on with ``None`` as
@@ -67,14 +64,7 @@ from reflexion.core.progress import emit
 from reflexion.core.selection import chosen_index, succeeded
 from reflexion.core.state import InputState, OutputState, State, TrialRecord
 from reflexion.core.steps import Node, Steps, ask, inline, steps_of
-from reflexion.lessons import (
-    Family,
-    current_thread_id,
-    family_of,
-    store_of,
-    validate_lessons,
-    with_recalled,
-)
+from reflexion.core.tracing import Family
 from reflexion.nodes.common import Check, Fresh
 from reflexion.nodes.evaluator import Evaluation
 from reflexion.nodes.reflector import make_review
@@ -169,32 +159,11 @@ def _skip(state: Any) -> dict[str, Any]:
     return {}
 
 
-def _validate_after(update: Any, state: Any, runtime: Runtime[Any], family: Family) -> Steps[None]:
-    """Report the evaluator's new record on the custom stream (``attempt_scored``); with
-    lessons on, a successful trial 2 or later validates the thread's lessons shown in its Ω
-    window; otherwise the store is not touched."""
+def _scored(update: Any) -> None:
+    """Report the evaluator's new record on the custom stream (``attempt_scored``)."""
     scored = update.get("evaluations") if isinstance(update, dict) else None
     if scored:
         emit("attempt_scored", trial=scored[-1].get("trial"), record=dict(scored[-1]))
-    ctx = get_context(runtime)
-    if not ctx.lessons or not isinstance(update, dict):
-        return
-    records = update.get("evaluations") or []
-    record = records[-1] if records else None
-    if not isinstance(record, dict) or not record.get("success"):
-        return
-    trial = int(record.get("trial", getattr(state, "trial", 0)))
-    window = list(getattr(state, "reflections", None) or [])
-    if trial < 2 or not window:
-        return
-    yield from validate_lessons(
-        store_of(runtime),
-        family_of(family, state, ctx),
-        thread_id=current_thread_id(),
-        trial=trial,
-        window=window,
-        ttl_minutes=ctx.lessons.ttl_minutes,
-    )
 
 
 def select_answer(state: Any, runtime: Runtime[Any]) -> dict[str, Any]:
@@ -278,7 +247,6 @@ def _trial(
     state: Any,
     runtime: Runtime[Any],
     *,
-    family: Family,
     empty_task: str | None,
     check: Check | None = None,
     fresh: Fresh | None = None,
@@ -287,26 +255,23 @@ def _trial(
     """One trial's bookkeeping, for the actor node and a subgraph actor's first node alike, in
     this order: the empty-task check (``empty_task`` says what to give; ``None``: the family
     checks its own input), the family's ``check``, the ``trial_started`` event, the fresh
-    trial's fields (``fresh``, handed what ``check`` returned), on the first trial the lessons
-    recalled for the task of the state with those fields (``Context.lessons``), the
-    ``attempt`` made from that state, and the trial counter. Returns the update: recalled
-    lessons, counter, fields, then the attempt's own."""
+    trial's fields (``fresh``, handed what ``check`` returned), the ``attempt`` made from the
+    state with those fields, and the trial counter. Returns the update: counter, fields, then
+    the attempt's own."""
     if empty_task is not None and not state.task.strip():
         raise ReflexionError(f"the task is empty: {empty_task}")
     checked = (yield from check(state, runtime)) if check is not None else None
     emit("trial_started", trial=state.trial + 1)
     fields = (yield from fresh(state, runtime, checked)) if fresh is not None else {}
     fresh_state = replace(state, **fields) if fields else state
-    started, recalled = yield from with_recalled(fresh_state, runtime, family)
-    update = (yield from attempt(started, runtime)) if attempt is not None else {}
-    return {**recalled, "trial": state.trial + 1, **fields, **update}
+    update = (yield from attempt(fresh_state, runtime)) if attempt is not None else {}
+    return {"trial": state.trial + 1, **fields, **update}
 
 
 def trial_actor(actor: Any, family: Family, empty_task: str | None) -> tuple[Any, type[Any] | None]:
     """The actor node: the family's ``actor`` (a node that returns only its attempt) inside the
-    trial's bookkeeping (:func:`_trial`): before it, the empty-task check, the
-    ``trial_started`` event and, on the first trial, the lessons recalled from other threads
-    (``Context.lessons``), which the actor then sees in its state; after it, the trial counter.
+    trial's bookkeeping (:func:`_trial`): before it, the empty-task check and the
+    ``trial_started`` event; after it, the trial counter.
     An actor subgraph (a Runnable) runs as it is: its first node is :func:`trial_start`'s.
     Returns the node and its input schema."""
     if isinstance(actor, Runnable) and not isinstance(actor, Node):
@@ -314,9 +279,7 @@ def trial_actor(actor: Any, family: Family, empty_task: str | None) -> tuple[Any
     call, schema = _steps_and_schema(actor)
 
     def actor_node(state: Any, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
-        return (
-            yield from _trial(state, runtime, family=family, empty_task=empty_task, attempt=call)
-        )
+        return (yield from _trial(state, runtime, empty_task=empty_task, attempt=call))
 
     return loop_node(actor_node, acts=True, **_labels(actor, "actor", family)), schema
 
@@ -333,15 +296,11 @@ def trial_start(
     (:func:`_trial`) around the family's fresh trial. ``check(state, runtime)``, when given,
     checks the family's own input before the trial is announced (ALFWorld: the game);
     ``fresh(state, runtime, checked)``, given what it returned (or ``None``), gives the fields
-    the trial starts from (a ``task`` among them is what lessons are recalled for); the node
-    returns them with the recalled lessons and the trial counter."""
+    the trial starts from; the node returns them with the trial counter. ``family`` labels the
+    node."""
 
     def begin(state: Any, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
-        return (
-            yield from _trial(
-                state, runtime, family=family, empty_task=empty_task, check=check, fresh=fresh
-            )
-        )
+        return (yield from _trial(state, runtime, empty_task=empty_task, check=check, fresh=fresh))
 
     return Node(begin, role="actor", family=family, acts=True)
 
@@ -385,15 +344,14 @@ def trial_record(state: Any, result: object) -> dict[str, Any]:
 
 def trial_evaluator(evaluator: Any, family: Family) -> tuple[Node, type[Any] | None]:
     """The evaluator node: the family's ``evaluator`` (returning an ``Evaluation``), then the
-    trial record (:func:`trial_record`), the
-    ``attempt_scored`` event and lesson validation (see :func:`_validate_after`). The node has
+    trial record (:func:`trial_record`) and the ``attempt_scored`` event. The node has
     both paths (a sync function runs in a worker thread on the async one). Returns the node
     and the evaluator's own input schema."""
     call, schema = _steps_and_schema(evaluator)
 
     def evaluator_node(state: Any, runtime: Runtime[Any]) -> Steps[Any]:
         update = trial_record(state, (yield from call(state, runtime)))
-        yield from _validate_after(update, state, runtime, family)
+        _scored(update)
         return update
 
     labels = _labels(evaluator, "evaluator", family)
@@ -495,8 +453,8 @@ def build_reflexion_graph(
     retry: Retry | None = None,
 ) -> StateGraph[Any, Any, Any, Any]:
     """Wire actor, evaluator and reflector nodes into the Reflexion loop, with the review node
-    after the reflector; ``family`` is the task family of the lessons the actor recalls, the
-    review node edits and the evaluator validates (the reflector's); ``context_schema`` is the
+    after the reflector; ``family`` is the task family every node's model calls are labelled
+    with (:mod:`reflexion.core.tracing`); ``context_schema`` is the
     graph's context class: :class:`Context`, or a family's, which adds the fields its nodes
     read (what Studio's form and a server's schema then list); ``empty_task``, what the error
     on an empty task asks for; ``retry``, where a failed trial need not be reflected on or the

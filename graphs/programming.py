@@ -34,7 +34,7 @@ from reflexion.nodes.programming import (
 from reflexion.nodes.programming.compiler_fix import made_fix, make_compiler_fix, tries_compiler_fix
 from reflexion.nodes.programming.feedback import retry_reads_feedback
 from reflexion.programming.context import CodeContext
-from reflexion.programming.state import CodeInputState, CodeOutputState, CodeState, lesson_family
+from reflexion.programming.state import CodeInputState, CodeOutputState, CodeState, graph_family
 
 
 def _builder(
@@ -60,13 +60,13 @@ def _builder(
         actor,
         make_unit_test_evaluator(),
         reflector,
-        family=lesson_family,
+        family=graph_family,
         empty_task=None,  # the test writer checks the problem first
     )
-    writer, writer_input = family_node(make_test_writer(evaluator_model), "tests", lesson_family)
+    writer, writer_input = family_node(make_test_writer(evaluator_model), "tests", graph_family)
     builder.add_node("test_writer", writer, input_schema=writer_input)
     add_loop_routes(builder, retry=retry)
-    node, schema = trial_repair(repair, lesson_family, source="compiler")
+    node, schema = trial_repair(repair, graph_family, source="compiler")
     builder.add_node("compiler_fix", node, input_schema=schema)
     builder.add_conditional_edges("compiler_fix", *after_repair(made_fix))
     return builder
@@ -74,7 +74,7 @@ def _builder(
 
 def _reflector(model: BaseChatModel | None) -> Any:
     return make_reflector(
-        model, messages=code_reflection_messages, family=lesson_family, schema=CodeContext
+        model, messages=code_reflection_messages, family=graph_family, schema=CodeContext
     )
 
 
@@ -88,7 +88,7 @@ def programming_builder(
     unit-test evaluator (sandboxed) and the code reflector take turns. ``evaluator_model``
     writes the tests."""
     retry = Retry(reflects=retry_reads_feedback, repair="compiler_fix", repairs=tries_compiler_fix)
-    actor = make_code_actor(actor_model, family=lesson_family)
+    actor = make_code_actor(actor_model, family=graph_family)
     return _builder(
         actor, _reflector(reflector_model), retry, make_compiler_fix(), CodeContext, evaluator_model
     )

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
@@ -21,19 +21,18 @@ from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.state import State
 from reflexion.core.steps import Node, Steps, ask, block, steps_of
+from reflexion.core.tracing import Family
 from reflexion.core.window import reflection_window
-from reflexion.lessons import Family
 from reflexion.nodes.common import RESAMPLE_TEMPERATURE, resolve_model
-from reflexion.nodes.memory import memory_block, rejected_answers, with_lessons
+from reflexion.nodes.memory import memory_block, rejected_answers
 from reflexion.nodes.replies import read_answer
 from reflexion.nodes.templates import kind, user_template
 from reflexion.prompts import render
 
-ACTOR_VARIABLES = ("task", "passages", "reflections", "lessons", "memory", "trial")
+ACTOR_VARIABLES = ("task", "passages", "reflections", "memory", "trial")
 """What an actor gets each trial: the task, its passages, the reflections (the last Ω lessons of
-this thread), the lessons recalled from other threads (``Context.lessons``), ``memory`` (all of
-that as prompt text with headings, empty on a first trial without recalled lessons) and the
-1-based number of this trial. The reference answer is never among them."""
+this thread), ``memory`` (what the strategy keeps as prompt text with headings, empty on a first
+trial) and the 1-based number of this trial. The reference answer is never among them."""
 
 STOP = ["\nTask:", "\n---"]
 """Stop sequences of the default actor prompt (a small model may invent a next task)."""
@@ -59,8 +58,8 @@ def read_reply(text: str) -> tuple[str | None, list[str]]:
 
 
 def _actor_inputs(state: State, runtime: Runtime[Context]) -> tuple[State, dict[str, Any]]:
-    """The state the actor reads and its inputs (``reflections`` and ``lessons`` as lists),
-    from the state the loop hands it (lessons recalled on the first trial). A blind retry
+    """The state the actor reads and its inputs (``reflections`` as a list), from the state
+    the loop hands it. A blind retry
     (``Context.retry``: every one under ``resample``, those after the first under
     ``informed_once``) gets no reflections and no last attempt: the task alone."""
     ctx = get_context(runtime)
@@ -70,7 +69,6 @@ def _actor_inputs(state: State, runtime: Runtime[Context]) -> tuple[State, dict[
         "task": state.task,
         "passages": state.passages,
         "reflections": reflection_window(state.reflections, ctx),
-        "lessons": list(state.lessons),
         "memory": memory_block(state, ctx),
         "trial": state.trial + 1,
     }
@@ -113,14 +111,13 @@ def _attempt(answer: str | None, trajectory: list[str], reason: str | None) -> d
 
 def default_actor_messages(state: State, ctx: Context) -> list[BaseMessage]:
     """The generic actor prompt (``prompts/common/generic_system.md``, ``generic_task.md``): the
-    instructions (with the recalled lessons, as every built-in actor) and the task form a
-    stable prefix; the strategy's memory comes last."""
+    instructions and the task form a stable prefix; the strategy's memory comes last."""
     context_block = f"Context: {state.passages.strip()}" if state.passages.strip() else ""
     user = render("common/generic_task", context_block=context_block, task=state.task.strip())
-    memory = memory_block(state, ctx, lessons=False)
+    memory = memory_block(state, ctx)
     if memory:
         user = f"{user}\n\n{memory}"
-    return [with_lessons(render("common/generic_system"), state), HumanMessage(user)]
+    return [SystemMessage(render("common/generic_system")), HumanMessage(user)]
 
 
 def make_chat_actor(
@@ -132,8 +129,8 @@ def make_chat_actor(
     """An actor node around a chat model: ``model`` is a chat model, a ``provider:model``
     string, or ``None`` for ``Context.actor_model``. ``prompt`` (a ChatPromptTemplate, or a
     string made one user message, with variables among :data:`ACTOR_VARIABLES`) replaces the
-    generic actor prompt. The reply is read by :func:`read_reply`. ``family`` is the task
-    family whose lessons it recalls on the first trial (``Context.lessons``)."""
+    generic actor prompt. The reply is read by :func:`read_reply`. ``family`` labels its
+    model calls."""
     if model is not None and not isinstance(model, BaseChatModel | str):
         raise ReflexionError(
             f"the actor model is a {kind(model)}: pass a chat model or a provider:model string"
@@ -154,7 +151,6 @@ def make_chat_actor(
             values = {
                 **inputs,
                 "reflections": "\n".join(f"- {r}" for r in inputs["reflections"]),
-                "lessons": "\n".join(f"- {r}" for r in inputs["lessons"]),
             }
             messages, stop = template.invoke(values), None
 
@@ -237,7 +233,7 @@ def make_actor(
     else:
         raise ReflexionError(
             f"the actor is a {kind(actor)}: pass a chat model, a Runnable, or a function "
-            "taking a dict of task, passages, reflections, lessons, memory and trial"
+            "taking a dict of task, passages, reflections, memory and trial"
         )
 
     def custom_actor(state: State, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:

@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 
 from reflexion.core.context import Context
 from reflexion.core.steps import Node, Steps
-from reflexion.lessons import Family
+from reflexion.core.tracing import Family
 from reflexion.models.providers import EmbeddedChatModel, load_chat_model
 from reflexion.models.retries import takes_seed
 from reflexion.models.transport import transport_of

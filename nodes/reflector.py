@@ -1,10 +1,5 @@
 """The self-reflector: turns a failed trial into a short first-person lesson; the review node:
 a person reads, edits or drops that lesson before the next trial (``Context.review_reflections``).
-
-With ``Context.lessons`` on, every new reflection is also saved to the long-term lesson store
-(:mod:`reflexion.lessons`), not yet validated (the evaluator node marks it validated when a
-later trial of this thread that saw it succeeds); an edit in review updates it there and a drop
-deletes it.
 """
 
 from __future__ import annotations
@@ -22,18 +17,9 @@ from reflexion.core.context import Context, get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.progress import emit
 from reflexion.core.state import State
-from reflexion.core.steps import Node, Steps, ask, block, stored
+from reflexion.core.steps import Node, Steps, ask, block
+from reflexion.core.tracing import Family
 from reflexion.core.window import update_window
-from reflexion.lessons import (
-    Family,
-    current_thread_id,
-    family_of,
-    lesson_key,
-    namespace,
-    put_lesson,
-    save_lesson,
-    store_of,
-)
 from reflexion.nodes.common import attempt_values, resolve_model, trajectory_text
 from reflexion.nodes.replies import clean_reflection
 from reflexion.nodes.templates import kind
@@ -123,7 +109,7 @@ def make_reflector(
     whole prompt (a function of the state and the context, e.g. the programming reflector's);
     ``written`` gives a lesson that needs no model where the context asks for one (ALFWorld's
     facts), or None to ask the reflector model;
-    ``family`` is the task family its lessons are saved under (``Context.lessons``);
+    ``family`` labels its model calls;
     ``with_passages`` shows it the task's passages, as its actor saw them; ``schema`` is the
     graph's context class, which ``messages`` and ``written`` receive; ``template`` (a prompt
     of your own, rendered with :func:`reflector_values`) replaces the whole prompt, worked
@@ -131,8 +117,7 @@ def make_reflector(
 
     What it writes depends on the strategy: the previous trajectory (``last_attempt``), a new
     reflection appended to the Ω window (``reflexion``), both, or nothing (``none``). A new
-    reflection also goes to the lesson store (``Context.lessons``) and waits for review
-    (``pending_review``, with ``Context.review_reflections``).
+    reflection waits for review (``pending_review``, with ``Context.review_reflections``).
     """
 
     if model is not None and not isinstance(model, BaseChatModel | str):
@@ -171,18 +156,6 @@ def make_reflector(
             if lesson:
                 update["reflections"] = update_window(state.reflections, lesson, ctx.memory_size)
                 emit("reflection_written", trial=state.trial, text=update["reflections"][-1])
-                if ctx.lessons:
-                    yield from save_lesson(
-                        store_of(runtime),
-                        family_of(family, state, ctx),
-                        text=lesson,
-                        task=state.task,
-                        task_id=state.task_id,
-                        thread_id=current_thread_id(),
-                        trial=state.trial,
-                        ttl_minutes=ctx.lessons.ttl_minutes,
-                        max_per_family=ctx.lessons.max_per_family,
-                    )
                 if ctx.review_reflections:
                     update["pending_review"] = lesson
         return update
@@ -219,12 +192,12 @@ def review_decision(value: Any) -> tuple[str, str | None]:
 def make_review(family: Family) -> Node:
     """The review node: interrupts with the proposed reflection (and the trial, its feedback
     and the task) and applies the person's answer to the newest reflection of the window —
-    keep, replace or drop — and to its copy in the lesson store. The reflector's model is not
-    called again on resume: the proposal is in ``pending_review``. ``family`` must be the
-    reflector's."""
+    keep, replace or drop. The reflector's model is not called again on resume: the proposal
+    is in ``pending_review``. ``family`` labels the node, as the reflector's does."""
 
-    def review(state: Any, runtime: Runtime[Context]) -> Steps[dict[str, Any]]:
-        ctx = get_context(runtime)
+    def review(state: Any) -> Steps[dict[str, Any]]:
+        # a node core is a generator of steps (reflexion.core.steps); the review takes none
+        yield from ()
         proposed = state.pending_review
         if not proposed:
             return {"pending_review": None}
@@ -248,18 +221,6 @@ def make_review(family: Family) -> Node:
             update["reflections"] = window[:-1] if newest else window
         else:
             update["reflections"] = [*window[:-1], str(text)] if newest else window
-        if ctx.lessons:
-            store = store_of(runtime)
-            shared = family_of(family, state, ctx)
-            where = namespace(shared)
-            key = lesson_key(current_thread_id(), state.trial)
-            if action == DROP:
-                yield from stored(store, "delete", where, key)
-            elif (
-                item := (yield from stored(store, "get", where, key, refresh_ttl=False))
-            ) is not None:
-                edited = {**item.value, "text": text}
-                yield from put_lesson(store, shared, key, edited, ctx.lessons.ttl_minutes)
         return update
 
     return Node(review, role="review", family=family)

@@ -8,14 +8,14 @@ The public API, loaded on first use so that ``import reflexion`` stays light::
 reflector reads), and each graph's own context: ``QAContext``, ``ReActContext``, ``CodeContext``,
 ``AlfworldContext``.
 
-The package is grouped by role: ``core`` (context, state, models, memory, lessons), one
+The package is grouped by role: ``core`` (context, state, models, memory), one
 package per task family (``qa``, ``programming``, ``alfworld``), ``data`` (the bundled data
 sets) and ``testing`` (fake chat models and a scripted game, for tests); the graphs, their
 nodes and the prompt files are ``reflexion.graphs``, ``reflexion.nodes`` and
 ``reflexion.prompts``. The ``harness`` package, installed with the ``harness`` extra, is the
 laboratory beside the runtime: the ``reflexion`` command line, the benchmarks, their scoring
 and reports, the performance measurements, and the databases its runs keep their threads in
-(checkpointers and stores from a ``--db`` string, a thread's checkpoints read as trials).
+(checkpointers from a ``--db`` string, a thread's checkpoints read as trials).
 """
 
 from __future__ import annotations

@@ -31,17 +31,16 @@ from reflexion.core.schema import Bound, field_bound
 
 SOURCES: list[str] = [
     "reflexion.core.context.Context",
-    "reflexion.core.context.Lessons",
     "reflexion.core.context.Budget",
     "reflexion.qa.context.QAContext",
     "reflexion.qa.context.ReActContext",
     "reflexion.programming.context.CodeContext",
     "reflexion.alfworld.context.AlfworldContext",
 ]
-"""The context classes (dotted path), base first. ``Lessons`` and ``Budget`` are the nested
-``lessons`` and ``budget`` fields: their rows read ``lessons.<name>`` and ``budget.<name>``."""
+"""The context classes (dotted path), base first. ``Budget`` is the nested ``budget`` field:
+its rows read ``budget.<name>``."""
 
-NESTED = {"reflexion.core.context.Lessons": "lessons", "reflexion.core.context.Budget": "budget"}
+NESTED = {"reflexion.core.context.Budget": "budget"}
 """Classes that are a field of another, by the field's name."""
 
 GRAPHS = "langgraph.json"
@@ -78,7 +77,6 @@ MORE: dict[str, str] = {
     "strategy": "concepts.md#the-four-strategies",
     "memory_size": "concepts.md#the-memory-window",
     "select_answer": "concepts.md#which-answer-a-thread-returns",
-    "lessons": "concepts.md#long-term-lessons-beyond-the-paper",
     "budget": "guide/embedding.md#budgets-and-a-plateau-stop",
     "retry": "concepts.md#the-loop",
     "repeat_guard": "agents/qa.md#retries-beyond-the-paper",
@@ -188,7 +186,7 @@ def graph_classes() -> dict[str, type[Any]]:
 
 def graph_schemas() -> dict[str, set[str]]:
     """Each graph of ``langgraph.json`` with the fields of its context schema (a nested
-    class's as ``lessons.<name>``)."""
+    class's as ``budget.<name>``)."""
     return {graph_id: field_names(schema) for graph_id, schema in graph_classes().items()}
 
 

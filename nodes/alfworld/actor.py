@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 from langgraph.graph import START, StateGraph
@@ -33,7 +33,7 @@ from reflexion.alfworld.diagnosis import explained
 from reflexion.alfworld.env import Environment, TextWorldEnv
 from reflexion.alfworld.games import LIST_HINT, Game, resolve_game
 from reflexion.alfworld.sessions import EnvSessions
-from reflexion.alfworld.state import Episode, lesson_family
+from reflexion.alfworld.state import Episode, graph_family
 from reflexion.alfworld.turns import (
     EMPTY_REPLY,
     NOTHING,
@@ -48,14 +48,14 @@ from reflexion.core.context import get_context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.state import TrialInput
 from reflexion.core.steps import Node, Steps, ask, block
-from reflexion.lessons import Family
+from reflexion.core.tracing import Family
 from reflexion.nodes.common import (
     TrialStart,
     actor_llm,
     named_seed,
     prompt_tokens,
 )
-from reflexion.nodes.memory import memory_block, with_lessons
+from reflexion.nodes.memory import memory_block
 from reflexion.prompts import few_shot, render, template
 
 STOP = ["\n"]
@@ -94,11 +94,11 @@ def alfworld_messages(
     cacheable prefix); the memory follows the task, as in the paper, on a trial that reads it
     (``Context.retry``: a blind retry does not). ``AlfworldContext.alfworld_explain`` adds to
     each refused command's observation why it was likely refused."""
-    system = with_lessons(render("alfworld/system", max_steps=str(ctx.alfworld_steps)), state)
+    system = SystemMessage(render("alfworld/system", max_steps=str(ctx.alfworld_steps)))
     user = render("alfworld/task", observation=state.task.strip())
     # trial is this trial's number here (begin counted it)
     informed = state.trial <= 1 or ctx.informs(state.trial - 1)
-    if informed and (memory := memory_block(state, ctx, lessons=False)):
+    if informed and (memory := memory_block(state, ctx)):
         user = f"{user}\n\n{memory}"
     messages: list[BaseMessage] = [system]
     for example in few_shot(f"alfworld/examples_{kind}"):
@@ -140,9 +140,6 @@ class PlayOutput:
     stop_reason: str | None = None
     episodes: list[Episode] = field(default_factory=list)
     """The finished trial's record (one item; the Reflexion state appends it)."""
-    lessons: list[str] = field(default_factory=list)
-    """The lessons recalled on the first trial (``Context.lessons``), handed back unchanged
-    later."""
 
 
 @dataclass(kw_only=True)
@@ -161,15 +158,14 @@ def make_alfworld_actor(
     sessions: EnvSessions | None = None,
     *,
     trial_start: TrialStart,
-    family: Family = lesson_family,
+    family: Family = graph_family,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """The ALFWorld actor subgraph; ``model`` overrides ``Context.actor_model``;
     ``env_factory`` makes environments (default: the real TextWorld engine); ``sessions``
     shares live environments with the caller (tests inspect replays through it);
     ``trial_start`` is the loop's :func:`~reflexion.graphs.loop.trial_start`, which makes
     ``begin``: the trial's bookkeeping around the game's check and reset; ``family`` (of the
-    state, once ``kind`` is known) is the task family whose lessons ``begin`` recalls on the
-    first trial (``Context.lessons``)."""
+    state, once ``kind`` is known) labels its model calls."""
     live = sessions if sessions is not None else EnvSessions(env_factory or TextWorldEnv)
 
     def game_of(state: PlayInput, ctx: AlfworldContext) -> Game:
@@ -205,8 +201,8 @@ def make_alfworld_actor(
     def fresh(
         state: PlayState, runtime: Runtime[AlfworldContext], game: Game
     ) -> Steps[dict[str, Any]]:
-        """A trial starts from the game reset: its first observation is the task (and what
-        lessons are recalled for), with no turns yet."""
+        """A trial starts from the game reset: its first observation is the task, with no
+        turns yet."""
         observation = yield from block(live.start, thread_key(get_config()), game)
         return {
             "task": observation,

@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from reflexion.alfworld.context import AlfworldContext
-from reflexion.alfworld.state import AlfworldState, lesson_family
+from reflexion.alfworld.state import AlfworldState, graph_family
 from reflexion.core.context import get_context
 from reflexion.core.steps import Node, Steps, block
 from reflexion.nodes.common import (
@@ -69,4 +69,4 @@ def make_alfworld_evaluator(
             result = heuristic_evaluation(state)
         return result  # the loop makes it the trial's record
 
-    return Node(evaluator, role="evaluator", family=lesson_family)
+    return Node(evaluator, role="evaluator", family=graph_family)

@@ -17,15 +17,14 @@ import re
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from reflexion.core.context import get_context
 from reflexion.core.steps import Node, Steps, ask, block
+from reflexion.core.tracing import Family
 from reflexion.core.window import reflection_window
-from reflexion.lessons import Family
 from reflexion.nodes.common import actor_llm, named_seed
-from reflexion.nodes.memory import with_lessons
 from reflexion.nodes.programming.common import (
     STOPS,
     fenced,
@@ -36,7 +35,7 @@ from reflexion.nodes.programming.feedback import retry_reads_feedback, shown_fee
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem
 from reflexion.programming.replies import CodeParse, extract_code
-from reflexion.programming.state import CodeState, lesson_family
+from reflexion.programming.state import CodeState, graph_family
 from reflexion.prompts import render
 
 
@@ -56,7 +55,7 @@ def first_messages(state: CodeState) -> list[BaseMessage]:
     problem = problem_of(state)
     names = prompt_names(problem.language)
     task = render("programming/task", prompt=problem.prompt.strip(), **names)
-    return [with_lessons(render("programming/system", **names), state), HumanMessage(task)]
+    return [SystemMessage(render("programming/system", **names)), HumanMessage(task)]
 
 
 def code_messages(state: CodeState, ctx: CodeContext) -> list[BaseMessage]:
@@ -162,9 +161,9 @@ def draw_attempt(
     }
 
 
-def make_code_actor(model: BaseChatModel | None = None, *, family: Family = lesson_family) -> Node:
-    """The code actor node; ``model`` overrides ``Context.actor_model``; ``family`` is the task
-    family whose lessons it recalls on the first trial (``Context.lessons``). A retry is
+def make_code_actor(model: BaseChatModel | None = None, *, family: Family = graph_family) -> Node:
+    """The code actor node; ``model`` overrides ``Context.actor_model``; ``family`` labels its
+    model calls. A retry is
     prompted as ``Context.retry`` and ``Context.strategy`` say (:func:`code_messages`) and
     drawn by :func:`draw_attempt`."""
 

@@ -18,7 +18,7 @@ from reflexion.nodes.programming.common import did_compile, problem_of
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import rust_preamble
 from reflexion.programming.sandbox import fix_rust
-from reflexion.programming.state import CodeState, lesson_family
+from reflexion.programming.state import CodeState, graph_family
 
 
 def tries_compiler_fix(state: CodeState, ctx: CodeContext) -> bool:
@@ -57,4 +57,4 @@ def make_compiler_fix() -> Node:
             "compiler_fix": True,
         }
 
-    return Node(compiler_fix, role="compiler_fix", family=lesson_family, acts=True)
+    return Node(compiler_fix, role="compiler_fix", family=graph_family, acts=True)

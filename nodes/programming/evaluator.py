@@ -26,7 +26,7 @@ from reflexion.nodes.programming.feedback import render_outcomes
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import assemble
 from reflexion.programming.sandbox import Limits, OutcomeRecord, SuiteResult
-from reflexion.programming.state import CodeState, lesson_family
+from reflexion.programming.state import CodeState, graph_family
 from reflexion.prompts import render, template
 
 
@@ -80,7 +80,7 @@ def make_unit_test_evaluator() -> Node:
             return _without_tests(state, ctx, result)
         return _judged(state, ctx, result)
 
-    return Node(unit_test_evaluator, role="evaluator", family=lesson_family)
+    return Node(unit_test_evaluator, role="evaluator", family=graph_family)
 
 
 def _limits(state: CodeState, ctx: CodeContext) -> Limits:

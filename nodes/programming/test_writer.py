@@ -26,7 +26,7 @@ from reflexion.programming.sandbox import (
     Limits,
     check_rust_tests,
 )
-from reflexion.programming.state import CodeState, lesson_family
+from reflexion.programming.state import CodeState, graph_family
 from reflexion.prompts import render
 
 TEST_FORMS = {
@@ -90,4 +90,4 @@ def make_test_writer(
         written = yield from block(valid_tests, reply.text, problem, ctx)
         return {"tests": written, "written_tests": written}
 
-    return Node(test_writer, role="test_writer", family=lesson_family)
+    return Node(test_writer, role="test_writer", family=graph_family)

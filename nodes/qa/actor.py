@@ -19,17 +19,17 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
 from reflexion.core.state import State
 from reflexion.core.steps import Node, Steps, ask, block
-from reflexion.lessons import Family
+from reflexion.core.tracing import Family
 from reflexion.models.providers import EmbeddedChatModel
 from reflexion.nodes.common import actor_llm, named_seed
-from reflexion.nodes.memory import memory_block, with_lessons
+from reflexion.nodes.memory import memory_block
 from reflexion.nodes.qa.retry_memory import judged_wrong, rejected_keys, with_memory
 from reflexion.prompts import few_shot, render
 from reflexion.qa.context import QA_FAMILY, QAContext
@@ -63,12 +63,12 @@ def cot_messages(
     reliably than from examples pasted into one message).
     """
     rule = "\n" + render("qa/cot_context_rule") if with_passages else ""
-    messages: list[BaseMessage] = [with_lessons(render("qa/cot_system", context_rule=rule), state)]
+    messages: list[BaseMessage] = [SystemMessage(render("qa/cot_system", context_rule=rule))]
     for example in few_shot("qa/cot_examples"):
         messages.extend(_example_turns(example, with_passages=with_passages))
     context_block = f"Context: {state.passages.strip()}" if with_passages and state.passages else ""
     user = render("qa/cot_task", context_block=context_block, task=state.task.strip())
-    block = memory_block(state, ctx, lessons=False) if memory else ""
+    block = memory_block(state, ctx) if memory else ""
     return [*messages, HumanMessage(with_memory(user, block))]
 
 

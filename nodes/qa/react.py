@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
@@ -29,10 +29,10 @@ from reflexion.core.answers import normalize_answer
 from reflexion.core.context import get_context
 from reflexion.core.state import TrialInput
 from reflexion.core.steps import Node, Steps, ask, block
-from reflexion.lessons import Family
+from reflexion.core.tracing import Family
 from reflexion.models.providers import EmbeddedChatModel
 from reflexion.nodes.common import TrialStart, actor_llm, prompt_tokens
-from reflexion.nodes.memory import memory_block, with_lessons
+from reflexion.nodes.memory import memory_block
 from reflexion.nodes.qa.retry_memory import rejected_keys, with_memory
 from reflexion.prompts import few_shot, render, template
 from reflexion.qa.backends import get_backend
@@ -91,10 +91,8 @@ class ReactInput(TrialInput):
 
 @dataclass(kw_only=True)
 class ReactOutput:
-    """What one ReAct trial hands back to the Reflexion state (``lessons``: those recalled on
-    the first trial, handed back unchanged later)."""
+    """What one ReAct trial hands back to the Reflexion state."""
 
-    lessons: list[str] = field(default_factory=list)
     trial: int = 0
     trajectory: list[str] = field(default_factory=list)
     answer: str | None = None
@@ -139,14 +137,14 @@ def react_messages(state: ReactState, ctx: ReActContext) -> list[BaseMessage]:
     """Instructions, the few-shot trajectories, the question with its memory
     (:func:`~reflexion.nodes.qa.retry_memory.with_memory`), then this trial's steps."""
     messages: list[BaseMessage] = [
-        with_lessons(render("qa/react_system", max_steps=str(ctx.max_steps)), state)
+        SystemMessage(render("qa/react_system", max_steps=str(ctx.max_steps)))
     ]
     for example in few_shot("qa/react_examples"):
         messages += _example_turns(example)
     user = render("qa/react_task", task=state.task.strip())
     # trial is this trial's number here (begin counted it): a blind retry reads no memory
     informed = state.trial <= 1 or ctx.informs(state.trial - 1)
-    memory = memory_block(state, ctx, lessons=False) if informed else ""
+    memory = memory_block(state, ctx) if informed else ""
     messages.append(HumanMessage(with_memory(user, memory)))
     for step in state.steps:
         messages += [
@@ -200,8 +198,8 @@ def make_react_actor(
     """The ReAct actor subgraph; ``model`` overrides ``Context.actor_model`` and ``backend``
     overrides the Wikipedia chosen by ``ReActContext.wiki`` / ``ReActContext.corpus``;
     ``trial_start`` is the loop's :func:`~reflexion.graphs.loop.trial_start`, which makes
-    ``begin``: the trial's bookkeeping around the reset of the steps; ``family`` is the task
-    family whose lessons ``begin`` recalls on the first trial (``Context.lessons``)."""
+    ``begin``: the trial's bookkeeping around the reset of the steps; ``family`` labels its
+    model calls."""
 
     def tools(ctx: ReActContext) -> WikiTools:
         return WikiTools(backend if backend is not None else get_backend(ctx.wiki, ctx.corpus))

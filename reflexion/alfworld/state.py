@@ -81,7 +81,8 @@ class AlfworldOutputState(OutputState):
     episodes: list[Episode] = field(default_factory=list)
 
 
-def lesson_family(state: object) -> str:
-    """The task family of an ALFWorld thread's lessons (``Context.lessons``): ``alfworld-<kind>``
-    (put, clean, heat, cool, examine, puttwo), once the game's kind is known."""
+def graph_family(state: object) -> str:
+    """The task family an ALFWorld thread's model calls are labelled with
+    (:mod:`reflexion.core.tracing`): ``alfworld-<kind>`` (put, clean, heat, cool, examine,
+    puttwo), once the game's kind is known."""
     return f"alfworld-{getattr(state, 'kind', '') or 'unknown'}"

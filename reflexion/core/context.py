@@ -2,7 +2,7 @@
 
 :class:`Context` holds the settings of the loop itself: the three models, the trials and the Ω
 window, the strategy, the evaluator and its judge, sampling, answer selection, review and the
-long-term lessons. It is the generic graph's schema and the base of each task family's own
+budget. It is the generic graph's schema and the base of each task family's own
 (``QAContext``, ``ReActContext``, ``CodeContext``, ``AlfworldContext``), which add only the
 fields their nodes read, so each graph's form in Studio lists what acts in it.
 
@@ -35,7 +35,6 @@ DEFAULT_MODEL = os.environ.get(MODEL_VARIABLE, "").strip() or EMBEDDED_MODEL
 
 Strategy = Literal["none", "last_attempt", "reflexion", "last_attempt_and_reflexion"]
 EvaluatorKind = Literal["exact_match", "llm", "agreement"]
-LessonFilter = Literal["validated", "all"]
 RetrySeeds = Literal["retry", "process"]
 Retry = Literal["one_attempt", "resample", "informed_once", "informed"]
 
@@ -65,68 +64,6 @@ def context_budget_field() -> Any:
             "paper's context-window limit."
         },
     )
-
-
-@settings_class
-class Lessons:
-    """Long-term lessons: reflections kept across threads in the graph's store."""
-
-    enabled: bool = field(
-        default=False,
-        metadata={
-            "description": "Recall lessons from other threads' reflections (of the same task "
-            "family) on the first trial, and save this thread's reflections to the store. "
-            "Needs a store (compile(store=...) or a LangGraph server's)."
-        },
-    )
-    recall_k: Annotated[int, Field(ge=0, le=50)] = field(
-        default=3,
-        metadata={
-            "description": "How many past lessons a new thread recalls (by the store's semantic "
-            "search where it has an index, else BM25)."
-        },
-    )
-    filter: LessonFilter = field(
-        default="validated",
-        metadata={
-            "description": "Which lessons are recalled. validated: only those in their own "
-            "thread's reflection window when a later trial of it succeeded (evidence they helped); "
-            "all: every reflection."
-        },
-    )
-    family: str | None = field(
-        default=None,
-        metadata={
-            "description": "The namespace lessons are shared in (default: the graph's own, "
-            "e.g. qa, react, programming-py, alfworld-heat)."
-        },
-    )
-    ttl_minutes: Annotated[float, Field(gt=0)] | None = field(
-        default=None,
-        metadata={
-            "description": "Minutes a lesson lives after it was last written (saved, or "
-            "validated): recall skips an older one, and a store with TTL support (SQLite, "
-            "Postgres) gets it as the item's ttl. Unset: the store's own default_ttl "
-            "(langgraph.json store.ttl), else forever."
-        },
-    )
-    max_per_family: Annotated[int, Field(ge=1)] | None = field(
-        default=None,
-        metadata={
-            "description": "Most lessons kept per family: a save past it deletes unvalidated "
-            "lessons before validated ones, the least recently written first (never the one "
-            "just saved). Unset: no limit."
-        },
-    )
-
-    def __post_init__(self) -> None:
-        if self.family is not None and (not self.family.strip() or "." in self.family):
-            raise ContextError(
-                f"family is '{self.family}': give a non-empty name without dots, or leave it unset"
-            )
-
-    def __bool__(self) -> bool:
-        return self.enabled
 
 
 @settings_class
@@ -182,24 +119,10 @@ class Budget:
         return any(getattr(self, f.name) is not None for f in fields(self))
 
 
-def _lessons(own: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``lessons`` and ``budget`` as given by a server's JSON or a caller: for ``lessons``,
-    ``true``/``false`` is short for enabled (or not) with the defaults, an object gives
-    :class:`Lessons`' fields; an object gives :class:`Budget`'s."""
+def _budget(own: type, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``budget`` as given by a server's JSON or a caller: an object gives :class:`Budget`'s
+    fields."""
     values = dict(values)
-    lessons = values.get("lessons")
-    if isinstance(lessons, bool):
-        lessons = {"enabled": lessons}
-    if lessons is not None and not isinstance(lessons, dict | Lessons):
-        raise ContextError(
-            f"lessons is {lessons!r}: give true, false or an object of enabled, recall_k, "
-            "filter, family, ttl_minutes, max_per_family"
-        )
-    if isinstance(lessons, dict):
-        try:
-            values["lessons"] = Lessons(**lessons)
-        except ContextError as exc:
-            raise ContextError(f"lessons.{exc}") from None
     budget = values.get("budget")
     if budget is not None and not isinstance(budget, dict | Budget):
         raise ContextError(
@@ -223,7 +146,7 @@ Guard = Annotated[int, Field(ge=0, le=10)]
 (:func:`redefault`)."""
 
 
-@settings_class(normalize=_lessons)
+@settings_class(normalize=_budget)
 class Context:
     """Settings of one Reflexion run: what every Reflexion loop has (the generic graph's
     schema, and the base of each task family's)."""
@@ -342,14 +265,6 @@ class Context:
             "{'reflection': text} replaces it, {'action': 'drop'} removes it.",
         },
     )
-    lessons: Lessons = field(
-        default_factory=Lessons,
-        metadata={
-            "description": "Long-term lessons across threads: {enabled, recall_k, filter, "
-            "family, ttl_minutes, max_per_family}; true is short for enabled with the defaults."
-        },
-    )
-
     budget: Budget = field(
         default_factory=Budget,
         metadata={

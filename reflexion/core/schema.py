@@ -44,9 +44,6 @@ T = TypeVar("T")
 
 RENAMED = {
     "judge_mode": "judge_threshold: a score threshold, empty for a yes/no verdict",
-    "recall_k": "lessons.recall_k",
-    "lesson_filter": "lessons.filter",
-    "task_family": "lessons.family",
     "base_url": "the transport (REFLEXION_BASE_URL)",
     "max_retries": "the transport (REFLEXION_MAX_RETRIES)",
     "request_timeout": "the transport (REFLEXION_REQUEST_TIMEOUT)",
@@ -55,6 +52,13 @@ RENAMED = {
 """Context keys that were renamed before the first release, and what replaced each: an unknown
 key's warning names the replacement (a family's context class names its own in a ``RENAMED``
 class attribute)."""
+
+REMOVED = dict.fromkeys(
+    ("lessons", "recall_k", "lesson_filter", "task_family"),
+    "the long-term lesson store (removed: it measured no better; commit cde2057 has it)",
+)
+"""Context keys of features that were removed, and what each belonged to: a context recorded
+with an older thread may still carry them, and the warning says why they are ignored."""
 
 
 @functools.cache
@@ -78,6 +82,8 @@ def unknown_key_hint(key: str, own: type) -> str:
         renamed.update(vars(klass).get("RENAMED", {}))
     if key in renamed:
         return f"{key} is now {renamed[key]}"
+    if key in REMOVED:
+        return f"{key} belonged to {REMOVED[key]}"
     _import_context_modules()
     root = next((k for k in reversed(own.__mro__) if hasattr(k, "__pydantic_fields__")), own)
     pending, holders = [root], set()
@@ -95,7 +101,7 @@ CONFIG = ConfigDict(strict=True, arbitrary_types_allowed=False)
 
 
 Normalize = Callable[[type, dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
-"""Expands the shorthands some fields accept (``lessons=true``) into their values, and hands
+"""Expands the shorthands some fields accept (a ``budget`` object) into their values, and hands
 back attributes to set beside the fields (see :func:`settings_class`)."""
 
 

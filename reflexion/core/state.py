@@ -44,14 +44,13 @@ class TrialRecord(TypedDict):
 @dataclass(kw_only=True)
 class TrialInput:
     """What an actor subgraph (ReAct, ALFWorld) reads from the Reflexion state at the start of
-    a trial: the task, the trial number, the last trajectory, the reflections and lessons,
-    and the earlier trials' verdicts."""
+    a trial: the task, the trial number, the last trajectory, the reflections and the earlier
+    trials' verdicts."""
 
     task: str = ""
     trial: int = 0
     previous_trajectory: list[str] = field(default_factory=list)
     reflections: list[str] = field(default_factory=list)
-    lessons: list[str] = field(default_factory=list)
     evaluations: list[TrialRecord] = field(default_factory=list)
 
 
@@ -115,9 +114,6 @@ class State(InputState):
     """The last failed trial's trajectory, kept only for the ``last_attempt`` strategies."""
     reflections: list[str] = field(default_factory=list)
     """The window of the last Ω self-reflections, oldest first."""
-    lessons: list[str] = field(default_factory=list)
-    """Lessons recalled from other threads' reflections on the first trial
-    (``Context.lessons``); shown to the actor in every trial, apart from the Ω window."""
     pending_review: str | None = None
     """The new reflection waiting for a person's review (``Context.review_reflections``);
     ``None`` when nothing waits."""

@@ -1,15 +1,14 @@
 """One body of node code, two ways to run it: a node's calls out (a model, the sandbox or
-anything else that blocks, a store) are *steps* its code yields, and a sync or an async
-driver performs them.
+anything else that blocks) are *steps* its code yields, and a sync or an async driver
+performs them.
 
-A node's core is a generator: ``reply = yield from ask(llm, messages, stop=STOP)`` where a
-plain function would write ``reply = llm.invoke(messages, stop=STOP)``. :class:`Node` wraps
-such a core as a LangGraph node with both paths: ``graph.invoke`` drives it with the
-blocking calls (the same calls, in the same order, as a plain function), ``graph.ainvoke``
-awaits each one (``ainvoke``; the store's ``aput``/``asearch``/…; ``asyncio.to_thread`` for
-the sandbox and other blocking code), so a LangGraph server's event loop is not held by a
-thread per run. An exception raised by a step is thrown back into the core at its ``yield``.
-Each model call carries the run name, tags and metadata of :mod:`reflexion.core.tracing`.
+A node's core is a generator: ``reply = yield from ask(llm, messages, stop=STOP)`` where a plain
+function would write ``reply = llm.invoke(messages, stop=STOP)``. :class:`Node` wraps such a core as
+a LangGraph node with both paths: ``graph.invoke`` drives it with the blocking calls (the same
+calls, in the same order, as a plain function), ``graph.ainvoke`` awaits each one (``ainvoke``;
+``asyncio.to_thread`` for the sandbox and other blocking code), so a LangGraph server's event loop
+is not held by a thread per run. An exception raised by a step is thrown back into the core at its
+``yield``. Each model call carries the run name, tags and metadata of :mod:`reflexion.core.tracing`.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ from typing import Any, TypeVar
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.config import get_config, get_store, get_stream_writer
 from langgraph.runtime import get_runtime
-from langgraph.store.base import BaseStore
 
 from reflexion.core.tracing import Labels, labelled, traced_config
 
@@ -77,23 +75,6 @@ class Block(Step):
         return await asyncio.to_thread(self.fn, *self.args, **self.kwargs)
 
 
-@dataclass(frozen=True)
-class Store(Step):
-    """A store method (``get``, ``put``, ``search``, ``delete``), or its ``a``-prefixed
-    twin on the async path."""
-
-    store: BaseStore
-    method: str
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
-
-    def run(self) -> Any:
-        return getattr(self.store, self.method)(*self.args, **self.kwargs)
-
-    async def arun(self) -> Any:
-        return await getattr(self.store, f"a{self.method}")(*self.args, **self.kwargs)
-
-
 def ask(model: Runnable[Any, Any], value: Any, **kwargs: Any) -> Steps[Any]:
     """``model.invoke(value, **kwargs)`` (or ``ainvoke``), as a step."""
     return (yield Ask(model, value, kwargs))
@@ -103,11 +84,6 @@ def block(fn: Callable[..., T], *args: Any, **kwargs: Any) -> Steps[T]:
     """``fn(*args, **kwargs)``, in a worker thread on the async path, as a step."""
     result: T = yield Block(fn, args, kwargs)
     return result
-
-
-def stored(store: BaseStore, method: str, *args: Any, **kwargs: Any) -> Steps[Any]:
-    """``store.<method>(...)`` (or ``store.a<method>(...)``), as a step."""
-    return (yield Store(store, method, args, kwargs))
 
 
 def drive(steps: Steps[T]) -> T:

@@ -18,7 +18,7 @@ gets them as the built-in ones do, and ``with_structured_output`` or ``bind`` ke
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -28,6 +28,10 @@ from langchain_core.runnables import RunnableConfig
 
 from reflexion.core.context import get_context
 
+Family = str | Callable[[Any], str]
+"""A graph's task family as its model calls name it (``reflexion_graph``): a name, or a
+function of the state that gives it (per language, per ALFWorld task kind)."""
+
 
 @dataclass(frozen=True)
 class Labels:
@@ -35,7 +39,7 @@ class Labels:
     the state), and whether its calls belong to the trial it starts."""
 
     role: str
-    family: Any = None
+    family: Family | None = None
     acts: bool = False
 
 

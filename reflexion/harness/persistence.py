@@ -1,19 +1,19 @@
-"""Where threads and long-term memory live: a checkpointer and a store chosen by a string.
+"""Where threads live: a checkpointer chosen by a string.
 
-``--db`` (and :func:`open_checkpointer` / :func:`open_store`) takes
+``--db`` (and :func:`open_checkpointer`) takes
 
 * a plain path or ``sqlite:///PATH`` (``sqlite:////abs/path`` for an absolute one): a SQLite
   file, created with its parent directories when missing (the CLI's default);
 * ``postgresql://user:password@host:port/dbname`` (or ``postgres://…``, or with
   ``?sslmode=…`` and other libpq parameters): a PostgreSQL database, tables created on first
   use (needs the ``postgres`` extra);
-* ``:memory:``: an in-process saver and store that vanish with the process (tests, one-offs).
+* ``:memory:``: an in-process saver that vanishes with the process (tests, one-offs).
 
 Both backends come from the official packages (``langgraph-checkpoint-sqlite``,
-``langgraph-checkpoint-postgres``). Each opener gives its object its own connection.
-``SqliteSaver``, ``SqliteStore``, ``PostgresSaver`` and ``PostgresStore`` serialise their use of
-that connection with a lock, so one object is safe to share between the benchmark's worker
-threads (``--concurrency N``); the database, not the process, is the point of contact.
+``langgraph-checkpoint-postgres``). Each checkpointer has its own connection. ``SqliteSaver``
+and ``PostgresSaver`` serialise their use of that connection with a lock, so one object is safe
+to share between the benchmark's worker threads (``--concurrency N``); the database, not the
+process, is the point of contact.
 
 Anything that cannot be opened is a one-line :class:`ReflexionError` naming the target and the
 option to fix, raised before any work starts.
@@ -24,17 +24,14 @@ from __future__ import annotations
 import contextlib
 import re
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.store.base import BaseStore
-from langgraph.store.memory import InMemoryStore
-from langgraph.store.sqlite import SqliteStore
 
 from reflexion.core.errors import ReflexionError, first_line
 
@@ -117,16 +114,14 @@ def parse_target(db: str | Path, *, option: str = "--db") -> Target:
 # ---- SQLite ---------------------------------------------------------------------------------
 
 
-def _sqlite_connection(
-    target: Target, option: str, *, autocommit: bool = False
-) -> sqlite3.Connection:
+def _sqlite_connection(target: Target, option: str) -> sqlite3.Connection:
     assert target.path is not None
     try:
         target.path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(
             str(target.path),
             check_same_thread=False,
-            isolation_level=None if autocommit else "DEFERRED",
+            isolation_level="DEFERRED",
         )
     except (OSError, sqlite3.Error) as exc:
         raise ReflexionError(
@@ -170,10 +165,10 @@ def _postgres_connection(target: Target, option: str) -> Iterator[Any]:
         yield conn
 
 
-def _setup(obj: BaseCheckpointSaver[Any] | BaseStore, target: Target, option: str) -> None:
+def _setup(obj: BaseCheckpointSaver[Any], target: Target, option: str) -> None:
     """Create the tables (idempotent); a server that refuses is a one-line error."""
     try:
-        obj.setup()  # type: ignore[union-attr]
+        obj.setup()  # type: ignore[attr-defined]
     except (sqlite3.Error, OSError) as exc:
         raise ReflexionError(
             f"cannot open the thread database {target}: {exc}; pass {option} PATH"
@@ -190,87 +185,45 @@ def _setup(obj: BaseCheckpointSaver[Any] | BaseStore, target: Target, option: st
 # ---- openers --------------------------------------------------------------------------------
 
 
-_Opened = TypeVar("_Opened", BaseCheckpointSaver[Any], BaseStore)
-
-
 @contextlib.contextmanager
-def _open(
-    db: str | Path,
-    option: str,
-    *,
-    memory: Callable[[], _Opened],
-    sqlite: Callable[[sqlite3.Connection], _Opened],
-    postgres: Callable[[], Callable[[Any], _Opened]],
-    autocommit: bool = False,
-) -> Iterator[_Opened]:
-    """The object that ``memory()``, ``sqlite(connection)`` or ``postgres()(connection)`` (the
-    class, imported there) makes for ``db``'s kind, tables created, its connection closed on
-    exit."""
+def _open(db: str | Path, option: str) -> Iterator[BaseCheckpointSaver[Any]]:
+    """The checkpointer for ``db``'s kind, tables created, its connection closed on exit."""
     target = parse_target(db, option=option)
     if target.kind == "memory":
-        yield memory()
+        yield InMemorySaver()
         return
     if target.kind == "sqlite":
-        conn = _sqlite_connection(target, option, autocommit=autocommit)
+        conn = _sqlite_connection(target, option)
         try:
-            made = sqlite(conn)
-            _setup(made, target, option)
-            yield made
+            saver = SqliteSaver(conn)
+            _setup(saver, target, option)
+            yield saver
         finally:
             conn.close()
         return
     try:
-        make = postgres()
+        from langgraph.checkpoint.postgres import PostgresSaver
     except ImportError:
         raise ReflexionError(postgres_missing(option)) from None
     with _postgres_connection(target, option) as pg:
-        # One connection: the Postgres classes hold their lock around every statement, so
-        # concurrent benchmark threads take turns on it safely.
-        made = make(pg)
+        # One connection: PostgresSaver holds its lock around every statement, so concurrent
+        # benchmark threads take turns on it safely.
+        made: BaseCheckpointSaver[Any] = PostgresSaver(pg)
         _setup(made, target, option)
         yield made
-
-
-def _postgres_saver() -> Callable[[Any], BaseCheckpointSaver[Any]]:
-    from langgraph.checkpoint.postgres import PostgresSaver
-
-    return PostgresSaver
-
-
-def _postgres_store() -> Callable[[Any], BaseStore]:
-    from langgraph.store.postgres import PostgresStore
-
-    return PostgresStore
 
 
 def open_checkpointer(
     db: str | Path, *, option: str = "--db"
 ) -> contextlib.AbstractContextManager[BaseCheckpointSaver[Any]]:
     """A checkpointer on ``db`` (see the module docstring), tables created, closed on exit."""
-    return _open(db, option, memory=InMemorySaver, sqlite=SqliteSaver, postgres=_postgres_saver)
-
-
-def open_store(
-    db: str | Path, *, option: str = "--db"
-) -> contextlib.AbstractContextManager[BaseStore]:
-    """A LangGraph store on the same target as :func:`open_checkpointer` (the SQLite file
-    through a connection of its own, the PostgreSQL database, or in memory), set up."""
-    # Autocommit: SqliteStore issues its own BEGIN/COMMIT.
-    return _open(
-        db,
-        option,
-        memory=InMemoryStore,
-        sqlite=SqliteStore,
-        postgres=_postgres_store,
-        autocommit=True,
-    )
+    return _open(db, option)
 
 
 __all__ = [
     "MEMORY",
     "Target",
     "open_checkpointer",
-    "open_store",
     "parse_target",
     "postgres_missing",
 ]

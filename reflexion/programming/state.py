@@ -99,9 +99,10 @@ class CodeState(State, CodeInputState):
     (``CodeContext.compiler_fixes``) rather than the model's sample."""
 
 
-def lesson_family(state: object) -> str:
-    """The task family of a programming thread's lessons (``Context.lessons``):
-    ``programming-py`` or ``programming-rs``, by the state's language."""
+def graph_family(state: object) -> str:
+    """The task family a programming thread's model calls are labelled with
+    (:mod:`reflexion.core.tracing`): ``programming-py`` or ``programming-rs``, by the state's
+    language."""
     return f"programming-{getattr(state, 'language', 'py') or 'py'}"
 
 

@@ -29,9 +29,9 @@ WikiKind = Literal["offline", "live", "langchain"]
 
 
 QA_FAMILY = "qa"
-"""The task family of the chain-of-thought graph's lessons (``Context.lessons``)."""
+"""The task family the chain-of-thought graph's model calls are labelled with."""
 REACT_FAMILY = "react"
-"""The task family of the ReAct graph's lessons."""
+"""The task family the ReAct graph's model calls are labelled with."""
 
 
 @settings_class

@@ -1,7 +1,7 @@
-"""Threads and memory on a real PostgreSQL server: threads outlive the process that started
-them, `run --thread-id` resumes and `history` lists every trial with --db postgresql://…, the
-store round-trips, a concurrent benchmark shares one PostgresSaver, and a benchmark killed with
-SIGKILL loses and repeats nothing.
+"""Threads on a real PostgreSQL server: threads outlive the process that started them, `run
+--thread-id` resumes and `history` lists every trial with --db postgresql://…, a paired run's
+note and fork work there, a concurrent benchmark shares one PostgresSaver, and a benchmark
+killed with SIGKILL loses and repeats nothing.
 
 Needs a server: ``eval "$(bash .ci/postgres.sh start)"`` exports ``REFLEXION_TEST_POSTGRES``.
 Without it these tests skip, except under ``CI=1`` or ``REFLEXION_REQUIRE_POSTGRES=1`` (as
@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -24,13 +23,11 @@ from typing import Any
 import pytest
 
 from reflexion.core.context import Context
-from reflexion.core.steps import drive
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.datasets import load_hotpotqa
 from reflexion.harness.bench.driver import stream_thread
 from reflexion.harness.checkpoints import annotate_head, fork_thread, thread_history
-from reflexion.harness.persistence import open_checkpointer, open_store
-from reflexion.lessons import family_items, recall, save_lesson
+from reflexion.harness.persistence import open_checkpointer
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.crashkit import (
@@ -164,94 +161,6 @@ def test_cli_run_killed_then_resumed_and_listed(dsn, loopback, tmp_path):
     assert [(r["trial"], r["success"]) for r in listed] == [(1, False), (2, False), (3, True)]
     assert [r["reflection"] is not None for r in listed] == [True, True, False]
     assert listed[0]["reflection"].startswith("lesson 1:")
-
-
-def test_store_round_trip(dsn):
-    """PostgresStore: what is put is found by namespace search, read back by key, and gone
-    after delete, across connections."""
-    with open_store(dsn) as store:
-        store.put(("lessons", "hotpotqa"), "a", {"text": "read the dates"})
-        store.put(("lessons", "hotpotqa"), "b", {"text": "name the entity"})
-        store.put(("lessons", "alfworld"), "c", {"text": "open the drawer"})
-    with open_store(dsn) as store:
-        found = store.search(("lessons", "hotpotqa"))
-        assert sorted(i.value["text"] for i in found) == ["name the entity", "read the dates"]
-        item = store.get(("lessons", "alfworld"), "c")
-        assert item is not None and item.value == {"text": "open the drawer"}
-        store.delete(("lessons", "alfworld"), "c")
-        assert store.get(("lessons", "alfworld"), "c") is None
-
-
-def test_lessons_expire_and_are_bounded_on_postgres(dsn):
-    """PostgresStore supports TTL: a lesson saved with lessons.ttl_minutes carries it and the
-    store's own sweep deletes it (and only it); before the sweep the store still returns it,
-    but recall under that lifetime skips every lesson written longer ago; max_per_family
-    keeps the family at its limit, the least recently written going first."""
-    with open_store(dsn) as store:
-        assert store.supports_ttl
-        kept = drive(
-            save_lesson(store, "qa", text="Stays.", task="A?", task_id=None, thread_id="k", trial=1)
-        )
-        brief = drive(
-            save_lesson(
-                store,
-                "qa",
-                text="Gone soon.",
-                task="B?",
-                task_id=None,
-                thread_id="b",
-                trial=1,
-                ttl_minutes=0.005,
-            )
-        )
-        sql = "SELECT key, expires_at - updated_at AS left FROM store"
-        left = {r["key"]: r["left"] for r in store.conn.execute(sql).fetchall()}
-        assert left[kept] is None and 0 < left[brief].total_seconds() <= 0.3 + 0.01
-        time.sleep(0.6)
-        every: dict[str, Any] = {"exclude_thread": None, "lesson_filter": "all"}
-        # the store keeps an expired item until its sweep; recall's expiry does not wait
-        assert sorted(drive(recall(store, "qa", "Q?", 5, **every))) == ["Gone soon.", "Stays."]
-        assert drive(recall(store, "qa", "Q?", 5, ttl_minutes=0.005, **every)) == []
-        assert store.sweep_ttl() == 1
-        assert [i.key for i in drive(family_items(store, "qa"))] == [kept]
-        for n in range(3):
-            drive(
-                save_lesson(
-                    store,
-                    "qa",
-                    text=f"L{n}.",
-                    task=f"T{n}?",
-                    task_id=None,
-                    thread_id=f"t{n}",
-                    trial=1,
-                    max_per_family=2,
-                )
-            )
-        assert sorted(i.key for i in drive(family_items(store, "qa"))) == ["t1:1", "t2:1"]
-
-
-def test_lessons_are_recalled_by_meaning_on_an_indexed_postgres_store(dsn):
-    """A PostgresStore with an index (pgvector) recalls by meaning what BM25 would rank
-    last. Skips where the server has no pgvector extension to create."""
-    from langgraph.store.postgres import PostgresStore
-
-    from tests.unit.test_lessons_bounds import BY_MEANING, BY_WORD, DIMS, QUERY, concept_embed
-
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        row = conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
-        if row.fetchone() is None:
-            pytest.skip("this PostgreSQL server has no pgvector extension (vector)")
-    index = {"dims": DIMS, "embed": concept_embed}
-    with PostgresStore.from_conn_string(dsn, index=index) as store:  # type: ignore[arg-type]
-        store.setup()
-        for thread, (text, task) in (("a", BY_MEANING), ("b", BY_WORD)):
-            drive(
-                save_lesson(
-                    store, "qa", text=text, task=task, task_id=None, thread_id=thread, trial=1
-                )
-            )
-        found = drive(recall(store, "qa", QUERY, 2, exclude_thread=None, lesson_filter="all"))
-        assert found == [BY_MEANING[0], BY_WORD[0]]
 
 
 def test_concurrent_benchmark_on_postgres(dsn, loopback, reference, tmp_path):

@@ -14,7 +14,6 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.store.memory import InMemoryStore
 from pydantic import Field
 
 from reflexion import Context, create_reflexion_graph
@@ -67,9 +66,7 @@ def both(build: Build, start: dict[str, Any], ctx: Any) -> dict[str, Any]:
     return dict(seen[0][0])
 
 
-def test_qa_with_a_judge_and_lessons():
-    store = InMemoryStore()
-
+def test_qa_with_a_judge():
     def build() -> tuple[Any, dict[str, Scripted]]:
         models = {
             "actor": Scripted(
@@ -82,10 +79,10 @@ def test_qa_with_a_judge_and_lessons():
             actor_model=models["actor"],
             evaluator_model=models["judge"],
             reflector_model=models["reflector"],
-        ).compile(checkpointer=InMemorySaver(), store=store)
+        ).compile(checkpointer=InMemorySaver())
         return graph, models
 
-    ctx = QAContext(max_trials=3, evaluator="llm", lessons=True, retry="informed")
+    ctx = QAContext(max_trials=3, evaluator="llm", retry="informed")
     out = both(build, {"task": "Which river flows through Prague?", "task_id": "q1"}, ctx)
     assert out["answer"] == "Vltava" and out["solved"]
 

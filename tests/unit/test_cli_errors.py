@@ -568,7 +568,7 @@ def test_role_models_reach_the_context():
     from reflexion.core.context import Context
     from reflexion.harness.cli.bench import Common, Where
 
-    common = Common(Where(":memory:"), None, 3, "validated", ["reflector=local:a", "evaluator=o:b"])
+    common = Common(Where(":memory:"), None, ["reflector=local:a", "evaluator=o:b"])
     ctx = common.apply(Context())
     assert (ctx.actor_model, ctx.reflector_model, ctx.evaluator_model) == (
         Context().actor_model,

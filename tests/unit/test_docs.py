@@ -47,7 +47,7 @@ def pages() -> list[Path]:
 
 
 def source_classes(hook: ModuleType) -> list[tuple[str, type[Any]]]:
-    """Each class of the table with the prefix of its rows (``lessons.`` for the nested one)."""
+    """Each class of the table with the prefix of its rows (``budget.`` for the nested one)."""
     return [
         (f"{hook.NESTED[path]}." if path in hook.NESTED else "", hook.load(path))
         for path in hook.SOURCES
@@ -85,7 +85,7 @@ def test_the_configuration_table_has_every_field_as_the_code_has_it():
 def test_read_by_names_the_graphs_whose_schema_has_the_field():
     hook = config_hook()
     rows = {row["field"]: row["read_by"] for row in hook.rows()}
-    assert rows["max_trials"] == rows["lessons.recall_k"] == "all graphs"
+    assert rows["max_trials"] == rows["budget.tokens"] == "all graphs"
     assert rows["max_tests"] == "`reflexion_programming`"
     assert rows["max_steps"] == "`reflexion_react`"
     assert rows["context_budget"] == "`reflexion_react`, `reflexion_alfworld`"
@@ -124,7 +124,7 @@ def test_each_range_in_the_table_is_the_check_the_code_makes():
     hook = config_hook()
     checked = set()
     for prefix, cls in source_classes(hook):
-        if prefix:  # the nested lessons: checked through the context that holds them
+        if prefix:  # the nested budget: checked through the context that holds them
             continue
         hints = typing.get_type_hints(cls, include_extras=True)
         for f in dataclasses.fields(cls):

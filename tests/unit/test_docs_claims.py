@@ -50,7 +50,6 @@ NOT_SETTINGS = {
     "field": "the placeholder of field=value",
     "interrupt_before": "LangGraph's compile argument",
     "reflector_prompt": "create_reflexion_graph's argument",
-    "refresh_ttl": "a LangGraph store's argument",
     "source": "a fix's record (programming)",
     "subgraphs": "LangGraph's stream argument",
 }
@@ -206,7 +205,7 @@ def default_of(cls: type[Any], name: str) -> Any:
 def setting_problem(kind: str, name: str, value: str) -> str | None:
     """What is wrong with a page's ``name=value`` or default claim, or None."""
     if "." in name or (kind == "value" and (not value or value.isupper())):
-        return None  # a nested key (lessons.x) or a placeholder (cross_check=N)
+        return None  # a nested key (budget.x) or a placeholder (cross_check=N)
     owners = classes_with(name)
     if not owners:
         return None if name in NOT_SETTINGS else f"{name} is no field of a context class"

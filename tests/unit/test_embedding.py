@@ -15,7 +15,6 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.store.memory import InMemoryStore
 from typing_extensions import TypedDict
 
 from reflexion.core.context import Context
@@ -74,36 +73,22 @@ def test_runnable_actor_python_evaluator_fails_reflects_then_succeeds():
     assert seen[0]["reflections"] == [] and seen[0]["memory"] == ""
     assert seen[1]["reflections"] == [LESSON]
     assert LESSON in seen[1]["memory"]
-    assert set(seen[0]) == {"task", "passages", "reflections", "lessons", "memory", "trial"}
+    assert set(seen[0]) == {"task", "passages", "reflections", "memory", "trial"}
     assert len(model.prompts) == 1
     assert "Thought: I recall the Elbe." in model.prompt_text(0)
     assert "Vltava" not in model.prompt_text(0)
 
 
-def test_lessons_from_other_threads_reach_a_custom_actor():
-    """With ``Context.lessons`` and a store, a reflection written in one thread is recalled
-    for the next thread's first trial, under the graph's name as the task family."""
-    seen: list[dict[str, Any]] = []
-    store = InMemoryStore()
-    graph = create_reflexion_graph(
-        river_actor(seen),
-        lambda task, answer: answer == "Vltava",
-        reflector_model=reflector(),
-        name="rivers",
-        checkpointer=InMemorySaver(),
-        store=store,
-    )
-    ctx = Context(lessons=True)
-    run(graph, TASK, ctx)
-    assert seen[0]["lessons"] == []
-    assert [i.namespace for i in store.search(("reflexion", "lessons", "rivers"))] == [
-        ("reflexion", "lessons", "rivers")
-    ]
-    seen.clear()
-    # another task of the family (a lesson about the very same task is not recalled)
-    run(graph, {**TASK, "task": "Which river crosses the old town of Prague?"}, ctx)
-    assert seen[0]["lessons"] == [LESSON] and seen[0]["reflections"] == []
-    assert LESSON in seen[0]["memory"]
+def test_a_prompt_naming_the_removed_lessons_is_refused():
+    """``{lessons}`` (the long-term lesson store's, removed) is no actor variable any more: a
+    prompt naming it is a one-line error at build time."""
+    with pytest.raises(ReflexionError) as exc:
+        create_reflexion_graph(
+            ScriptedChatModel(replies=["Answer: x"]),
+            lambda task, answer: True,
+            prompt="{task}\n{lessons}",
+        )
+    assert "\n" not in str(exc.value) and "lessons" in str(exc.value)
 
 
 def test_chat_model_actor_with_user_chat_prompt_template():

@@ -1,5 +1,5 @@
 """The loop owns the trial: no actor or evaluator module but the loop's (graphs/loop.py) counts
-the trial, emits ``trial_started``, recalls lessons or builds a trial record; the actors that
+the trial, emits ``trial_started`` or builds a trial record; the actors that
 are subgraphs of their own (ReAct, ALFWorld) included: their first node is the loop's."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import pytest
 from langgraph.config import get_stream_writer
 from langgraph.graph import START, StateGraph
 from langgraph.runtime import Runtime
-from langgraph.store.memory import InMemoryStore
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
@@ -23,13 +22,10 @@ from reflexion.graphs.loop import build_reflexion_graph, trial_start
 
 ROOT = Path(__file__).parents[2]
 
-RECALLS = {"recall", "recall_update", "with_recalled"}
-"""The lesson store's reads for a trial (:mod:`reflexion.lessons`)."""
-
 
 def _bookkeeping(tree: ast.AST) -> list[str]:
-    """What of the trial's bookkeeping a module does: ``trial_started`` events, lessons
-    recalled, ``"trial": <...>.trial + 1`` in a state update (a dict with a spread or the
+    """What of the trial's bookkeeping a module does: ``trial_started`` events,
+    ``"trial": <...>.trial + 1`` in a state update (a dict with a spread or the
     attempt's keys; the trial's number among a prompt's inputs is no count), trial records
     built."""
     found = []
@@ -46,8 +42,6 @@ def _bookkeeping(tree: ast.AST) -> list[str]:
                 found.append(f"{node.lineno}: emits trial_started")
             if name in {"TrialRecord", "CodeTrialRecord"}:
                 found.append(f"{node.lineno}: builds a trial record")
-            if name in RECALLS:
-                found.append(f"{node.lineno}: recalls lessons")
         keys = {k.value for k in getattr(node, "keys", []) if isinstance(k, ast.Constant)}
         # a state update (a spread, or the attempt's keys), not a prompt's inputs
         update = None in getattr(node, "keys", []) or bool(keys & {"answer", "trajectory"})
@@ -81,7 +75,7 @@ def test_the_check_sees_the_loop():
     """The check finds what it looks for where it is (so an empty result above means
     something)."""
     found = _bookkeeping(ast.parse((ROOT / "graphs/loop.py").read_text()))
-    for what in ("trial_started", "counts the trial", "recalls lessons", "record"):
+    for what in ("trial_started", "counts the trial", "record"):
         assert any(what in f for f in found), what
 
 
@@ -102,7 +96,7 @@ def resolve(game: str) -> str:
 
 def start_graph(empty_task: str | None = None) -> Any:
     """A one-node actor subgraph whose ``begin`` is the loop's, around a game-like check and
-    fresh trial that say on the custom stream when they run; its store holds one lesson."""
+    fresh trial that say on the custom stream when they run."""
 
     def check(state: Play, runtime: Runtime[Context]) -> Steps[str]:
         get_stream_writer()({"step": "check"})
@@ -119,22 +113,13 @@ def start_graph(empty_task: str | None = None) -> Any:
     )
     builder.add_node("begin", begin)
     builder.add_edge(START, "begin")
-    store = InMemoryStore()
-    # recalled for the fresh task, the older lesson wins; for none, the newer would
-    for key, text, task in [
-        ("b:1", "Take the mug first.", "mug shelf"),
-        ("a:1", "Cross the river.", "river Prague"),
-    ]:
-        lesson = {"text": text, "task": task, "validated": True}
-        store.put(("reflexion", "lessons", "game-put"), key, lesson)
-    return builder.compile(store=store)
+    return builder.compile()
 
 
 def streamed(graph: Any, given: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The custom chunks of a run, in order, and its last values."""
     chunks, values = [], {}
-    ctx = Context(lessons={"enabled": True, "recall_k": 1})
-    for mode, chunk in graph.stream(given, context=ctx, stream_mode=["custom", "values"]):
+    for mode, chunk in graph.stream(given, context=Context(), stream_mode=["custom", "values"]):
         if mode == "custom":
             chunks.append(chunk)
         else:
@@ -144,8 +129,7 @@ def streamed(graph: Any, given: dict[str, Any]) -> tuple[list[dict[str, Any]], d
 
 def test_a_subgraph_actor_s_first_node_keeps_the_trial_s_books():
     """``trial_start``: the family's check, then ``trial_started``, then its fresh trial
-    (handed what the check returned); lessons recalled on the first trial for the fresh
-    task, in the family of the fresh state (its kind); the trial counted."""
+    (handed what the check returned); the trial counted."""
     graph = start_graph()
     chunks, values = streamed(graph, {"game": "g1"})
     assert chunks == [
@@ -155,11 +139,10 @@ def test_a_subgraph_actor_s_first_node_keeps_the_trial_s_books():
     ]
     assert values["task"] == "Your task is to: put some mug on shelf (G1)."
     assert (values["kind"], values["trial"]) == ("put", 1)
-    assert values["lessons"] == ["Take the mug first."]
-    # a later trial recalls nothing and counts on
-    chunks, values = streamed(graph, {"game": "g1", "trial": 2, "lessons": ["kept"]})
+    # a later trial counts on
+    chunks, values = streamed(graph, {"game": "g1", "trial": 2})
     assert chunks[1] == {"reflexion": "trial_started", "trial": 3}
-    assert (values["trial"], values["lessons"]) == (3, ["kept"])
+    assert values["trial"] == 3
 
 
 def test_a_failed_check_or_an_empty_task_starts_no_trial():

@@ -1,4 +1,4 @@
-"""Checkpointers and stores chosen by a connection string, their one-line errors, thread history
+"""Checkpointers chosen by a connection string, their one-line errors, thread history
 from checkpoints (every agent), the ``history`` command, and results lines recovered from
 checkpoints after a crash."""
 
@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.store.memory import InMemoryStore
-from langgraph.store.sqlite import SqliteStore
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
@@ -25,7 +24,7 @@ from reflexion.harness.bench.driver import run_benchmark, stream_thread
 from reflexion.harness.bench.ledger import BenchTask, Sink, recorded_lines
 from reflexion.harness.checkpoints import cut_short, thread_history, unfinished
 from reflexion.harness.cli.app import main
-from reflexion.harness.persistence import Target, open_checkpointer, open_store, parse_target
+from reflexion.harness.persistence import Target, open_checkpointer, parse_target
 from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_faults import server as server  # a fixture
@@ -90,36 +89,35 @@ def test_bad_targets_are_one_line_errors(text, needles):
         assert needle in str(exc.value)
 
 
-def test_sqlite_checkpointer_and_store_share_one_file(tmp_path):
-    """A path gives a SqliteSaver and a SqliteStore on the same file (created with its
-    directory), each with its own connection; what one process stores another reads."""
+def test_sqlite_checkpointer_makes_its_file(tmp_path):
+    """A path, or a ``sqlite:///`` URL, gives a SqliteSaver on that file (created with its
+    directory, tables set up); a second opener reads what the first wrote."""
     db = tmp_path / "sub" / "t.sqlite"
-    with open_checkpointer(str(db)) as saver, open_store(f"sqlite:///{db}") as store:
-        assert isinstance(saver, SqliteSaver) and isinstance(store, SqliteStore)
-        store.put(("lessons", "hotpotqa"), "k1", {"text": "check the dates"})
-    with open_store(db) as store:
-        found = store.search(("lessons",))
-        assert [item.value["text"] for item in found] == ["check the dates"]
+    config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    with open_checkpointer(str(db)) as saver:
+        assert isinstance(saver, SqliteSaver)
+        saver.put(config, empty_checkpoint(), {}, {})
+    with open_checkpointer(f"sqlite:///{db}") as saver:
+        assert saver.get_tuple(config) is not None
     tables = {r[0] for r in sqlite3.connect(db).execute("select name from sqlite_master")}
-    assert {"checkpoints", "writes", "store"} <= tables
+    assert {"checkpoints", "writes"} <= tables
 
 
 def test_memory_target_is_in_process():
-    """:memory: gives an InMemorySaver and an InMemoryStore."""
-    with open_checkpointer(":memory:") as saver, open_store(":memory:") as store:
-        assert isinstance(saver, InMemorySaver) and isinstance(store, InMemoryStore)
+    """:memory: gives an InMemorySaver."""
+    with open_checkpointer(":memory:") as saver:
+        assert isinstance(saver, InMemorySaver)
 
 
 def test_a_file_that_is_not_sqlite_is_refused_and_kept(tmp_path):
-    """Neither opener touches a file that is not a database: one line naming it and --db."""
+    """The opener does not touch a file that is not a database: one line naming it and --db."""
     notes = tmp_path / "notes.txt"
     notes.write_bytes(b"my notes\n" * 500)
-    for opener in (open_checkpointer, open_store):
-        with (
-            pytest.raises(ReflexionError, match=r"cannot open the thread database .*--db PATH"),
-            opener(str(notes)),
-        ):
-            pass
+    with (
+        pytest.raises(ReflexionError, match=r"cannot open the thread database .*--db PATH"),
+        open_checkpointer(str(notes)),
+    ):
+        pass
     assert notes.read_bytes() == b"my notes\n" * 500
 
 

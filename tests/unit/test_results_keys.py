@@ -177,12 +177,11 @@ def test_a_measured_files_settings_name_it_again(path: Path):
         assert gone in (["code_retry=auto"], ["alfworld_memory_place=system"]), gone
         return
     values = {k: v for k, v in completed(new).items() if k in own}
-    for nested in ("lessons", "budget"):  # the reference: lessons off, no budget
-        if values.get(nested) is None:
-            values.pop(nested, None)
+    if values.get("budget") is None:  # the reference: no budget
+        values.pop("budget", None)
     values |= {k: new[k] for k in ROLE_MODELS if k in new}
     ctx = context_from(values, cls)
-    assert all(getattr(ctx, k) == v for k, v in new.items() if k in own and k != "lessons")
+    assert all(getattr(ctx, k) == v for k, v in new.items() if k in own)
     again = {k: new[k] for k in (*BENCH_KEYS, *ADDED) if k in new}
     again |= result_settings(ctx)
     # the same settings, the fields added since the file was written at the reference
@@ -301,11 +300,11 @@ def test_a_name_shows_what_differs_from_the_reference_and_nothing_else():
         "evaluator_model": "local:qwen2.5-coder-1.5b",
         "max_trials": 4,
         "temperature": 0.7,
-        "lessons": {"enabled": True, "recall_k": 3, "filter": "all", "family": None},
+        "budget": {"tokens": 20000, "plateau_trials": 2},
     }
     assert run_name("programming-rs-reflexion", settings) == (
-        "programming-rs-reflexion__mbpp-rs__qwen2.5-coder-1.5b__lessons=enabled-true+"
-        "family-null+filter-all+recall_k-3__max_trials=4__reflector_model=openai_gpt-4o-mini"
+        "programming-rs-reflexion__mbpp-rs__qwen2.5-coder-1.5b__budget=plateau_trials-2+"
+        "tokens-20000__max_trials=4__reflector_model=openai_gpt-4o-mini"
     )
     assert tokens({"temperature": 0.7, "max_trials": 3}) == []  # the reference's values
 

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
 from reflexion.core.context import Context
@@ -28,11 +27,11 @@ PROPOSED = "I named the Elbe; I should check which river crosses Prague."
 REVIEW = QAContext(max_trials=2, review_reflections=True, retry="informed")
 
 
-def build(store: Any = None) -> tuple[Any, ScriptedChatModel, ScriptedChatModel]:
+def build() -> tuple[Any, ScriptedChatModel, ScriptedChatModel]:
     actor = ScriptedChatModel(replies=[answer("Elbe"), answer("Vltava")])
     reflector = ScriptedChatModel(replies=[f"Reflection: {PROPOSED}"])
     graph = qa_builder(with_passages=False, actor_model=actor, reflector_model=reflector).compile(
-        checkpointer=InMemorySaver(), store=store
+        checkpointer=InMemorySaver()
     )
     return graph, actor, reflector
 
@@ -123,24 +122,6 @@ def test_review_off_by_default_adds_no_step():
         "select_answer",
     ]
     assert graph.get_state(cfg()).values.get("pending_review") is None
-
-
-def test_an_edit_or_drop_reaches_the_lesson_store():
-    """With lessons on, an edited reflection replaces its stored lesson, a dropped one is
-    deleted from the store."""
-    ns = ("reflexion", "lessons", "qa")
-    ctx = Context(max_trials=2, review_reflections=True, lessons=True)
-    store = InMemoryStore()
-    graph, _, _ = build(store)
-    pause(graph, ctx)
-    assert store.get(ns, "t:1").value["text"] == PROPOSED  # type: ignore[union-attr]
-    graph.invoke(Command(resume="Edited lesson."), cfg(), context=ctx)
-    assert store.get(ns, "t:1").value["text"] == "Edited lesson."  # type: ignore[union-attr]
-    store = InMemoryStore()
-    graph, _, _ = build(store)
-    pause(graph, ctx)
-    graph.invoke(Command(resume={"action": "drop"}), cfg(), context=ctx)
-    assert store.get(ns, "t:1") is None
 
 
 def test_interrupt_before_the_reflector_then_resume():

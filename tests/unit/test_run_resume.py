@@ -6,6 +6,8 @@ loopback."""
 from __future__ import annotations
 
 import json
+import warnings
+from typing import Any
 
 import pytest
 
@@ -80,3 +82,43 @@ def test_run_takes_the_retry_and_a_resume_keeps_it(server, tmp_path, monkeypatch
         monkeypatch, capsys, "run", "--thread-id", "t", "--db", db, "--retry", "informed_once"
     )
     assert code == 2 and "started with another --retry" in err
+
+
+def _record_lessons(db: str, enabled: bool) -> None:
+    """Give thread 't' the ``lessons`` settings an older version recorded with every thread
+    (the long-term lesson store, since removed)."""
+    from reflexion.harness.checkpoints import annotate_head
+    from reflexion.harness.persistence import open_checkpointer
+
+    with open_checkpointer(db) as saver:
+        config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+        head = saver.get_tuple(config)
+        assert head is not None
+        settings = json.loads(head.metadata["settings"])  # type: ignore[typeddict-item]
+        settings["lessons"] = {"enabled": enabled, "recall_k": 3, "filter": "validated"}
+        annotate_head(saver, "t", {"settings": json.dumps(settings)})
+
+
+@pytest.mark.allow_hosts(["127.0.0.1"])
+def test_a_thread_recorded_with_the_removed_lessons_resumes_only_where_they_were_off(
+    server, tmp_path, monkeypatch, capsys
+):
+    """A thread an older version started records ``lessons``: off (every thread's default),
+    it resumes with no warning; on, the resume is refused with a one-line reason, since the
+    store it recalled from is gone."""
+    db = str(tmp_path / "t.sqlite")
+    server.script(["ok:Thought: hmm.\nAction: Finish[wrong]", "400"])
+    code, _, _ = cli(
+        monkeypatch, capsys, "run", "What is item 1?", "--reference", "x", "--thread-id", "t",
+        "--db", db, "--model", "openai:any-name", "--base-url", server.base_url,
+    )  # fmt: skip
+    assert code == 2
+    _record_lessons(db, enabled=True)
+    code, _, err = cli(monkeypatch, capsys, "run", "--thread-id", "t", "--db", db)
+    assert code == 2 and "thread 't' was started with --lessons, which was removed" in err
+    _record_lessons(db, enabled=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # none about the recorded key
+        code, out, err = cli(monkeypatch, capsys, "run", "--thread-id", "t", "--db", db)
+    assert code == 0, err
+    assert "resuming thread" in out

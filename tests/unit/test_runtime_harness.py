@@ -30,7 +30,6 @@ DISTRIBUTIONS = {
     "wikipedia": "wikipedia",
     "pydantic": "pydantic",
     "annotated-types": "annotated_types",
-    "rank-bm25": "rank_bm25",
     "typer": "typer",
     "rich": "rich",
     "matplotlib": "matplotlib",

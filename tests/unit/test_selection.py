@@ -283,10 +283,8 @@ def test_each_graph_offers_its_own_evaluators():
 
 
 def test_a_nested_fields_error_names_its_path():
-    with pytest.raises(
-        ReflexionError, match=r"^lessons\.filter is 'some': use one of validated, all$"
-    ):
-        Context(lessons={"filter": "some"})
+    with pytest.raises(ReflexionError, match=r"^budget\.tokens is 0: use 1 or more$"):
+        Context(budget={"tokens": 0})
 
 
 @pytest.mark.parametrize(
@@ -299,10 +297,9 @@ def test_a_nested_fields_error_names_its_path():
         ("judge_threshold", "high", "a number"),
         ("actor_model", 8080, "a string"),
         (
-            "lessons",
+            "budget",
             "yes",
-            "true, false or an object of enabled, recall_k, filter, family, ttl_minutes, "
-            "max_per_family",
+            "an object of tokens, cost, prompt_price, completion_price, seconds, plateau_trials",
         ),
     ],
 )
@@ -329,14 +326,16 @@ def test_unknown_context_keys_warn_and_known_ones_apply():
 
 
 def test_an_unknown_key_s_warning_names_what_to_write_instead():
-    """A renamed key names its replacement; a field of another graph's context names that
-    context; a typo asks for the spelling to be checked."""
+    """A renamed key names its replacement; a removed one, the feature it belonged to; a field
+    of another graph's context names that context; a typo asks for the spelling to be
+    checked."""
     with pytest.warns(UserWarning) as caught:
-        Context(judge_mode="score", recall_k=2)  # type: ignore[call-arg]
+        ctx = Context(judge_mode="score", lessons={"enabled": True})  # type: ignore[call-arg]
     message = str(caught[0].message)
     assert "judge_mode is now judge_threshold" in message
-    assert "recall_k is now lessons.recall_k" in message
-    assert "check the spelling" not in message
+    assert "lessons belonged to the long-term lesson store (removed" in message
+    assert "cde2057" in message and "check the spelling" not in message
+    assert not hasattr(ctx, "lessons")
     with pytest.warns(UserWarning, match="max_tests is a field of CodeContext"):
         QAContext(max_tests=3)  # type: ignore[call-arg]
     with pytest.warns(UserWarning, match=r"\(check the spelling;"):

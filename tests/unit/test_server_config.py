@@ -66,27 +66,6 @@ def test_the_generated_dockerfile_installs_each_dependency_as_declared(tmp_path)
     assert not any(c in install for c in "<>|&;")
 
 
-def test_the_server_store_expires_lessons_and_needs_no_embedding_model(tmp_path):
-    """``store`` in langgraph.json: a TTL (30 days after a lesson's last write, swept hourly,
-    reads refresh nothing, as recall's own expiry counts) and no ``index``, which would need
-    an embedding model the offline default does not have; the built image carries it to the
-    server (``LANGGRAPH_STORE``)."""
-    store = json.loads((ROOT / "langgraph.json").read_text())["store"]
-    assert store == {
-        "ttl": {"refresh_on_read": False, "sweep_interval_minutes": 60, "default_ttl": 43200}
-    }
-    out = tmp_path / "Dockerfile"
-    cli = Path(sys.executable).with_name("langgraph")
-    subprocess.run(
-        [str(cli), "dockerfile", "-c", str(ROOT / "langgraph.json"), str(out)],
-        check=True,
-        capture_output=True,
-        cwd=ROOT,
-    )
-    env = next(line for line in out.read_text().splitlines() if "LANGGRAPH_STORE=" in line)
-    assert json.loads(env.split("=", 1)[1].strip("'")) == store
-
-
 def default_model_with(value: str | None) -> str:
     env = {k: v for k, v in os.environ.items() if k != models.MODEL_VARIABLE}
     if value is not None:

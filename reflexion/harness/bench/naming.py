@@ -49,7 +49,7 @@ REFERENCE: dict[str, Any] = {
     "heuristic_repeats": 3,
     "internal_tests": "examples",  # recorded as example_tests and test_trust: names no file
     "judge_threshold": None,
-    "lessons": None,
+    "lessons": None,  # no longer a field (off: unnamed): the files it named keep their names
     "max_steps": 6,
     "max_tests": 6,
     "max_tokens": 384,
@@ -79,17 +79,17 @@ REFERENCE: dict[str, Any] = {
 }
 """The value of every setting that names a run, fixed once (2026-12-01): each field's default
 then, or, for the fields added while results files already existed, the behaviour runs had
-before them (the paper's, for every addition). The models other than the actor's are named
-only where they differ from it. A new field must be added here at the behaviour runs had before
-it existed (a unit test checks that every field is here). The fields that a setting of the loop
+before them (the paper's, for every addition). The models other than the actor's are named only
+where they differ from it. A new field must be added here at the behaviour runs had before it
+existed (a unit test checks that every field is here). The fields that a setting of the loop
 replaced (2026-12-04: ``answer_retry``, ``code_retry``, ``redraw_rejected``,
-``correct_rejected``, ``resample_repeats``, ``redraw_steps`` by ``retry`` and
-``repeat_guard``; the three per-family seeds by ``seeds``; ``show_rejected``, ``memory_first``,
+``correct_rejected``, ``resample_repeats``, ``redraw_steps`` by ``retry`` and ``repeat_guard``;
+the three per-family seeds by ``seeds``; ``show_rejected``, ``memory_first``,
 ``alfworld_memory_place`` and ``reflection_examples`` removed; 2026-12-05: ``generate_tests``,
-``heuristic_repeats``, ``heuristic_max_actions`` and ``alfworld_diagnosis`` removed) stay, for
-the files they name. Programming's ``internal_tests`` (2026-12-05) and the strategies that
-repair the last attempt replaced ``example_tests``, ``test_trust`` and ``repair``; a run still
-records those three, derived from the new fields
+``heuristic_repeats``, ``heuristic_max_actions``, ``alfworld_diagnosis`` and ``lessons``
+removed) stay, for the files they name. Programming's ``internal_tests`` (2026-12-05) and the
+strategies that repair the last attempt replaced ``example_tests``, ``test_trust`` and
+``repair``; a run still records those three, derived from the new fields
 (:func:`~reflexion.harness.bench.settings.named_as_before`), so they keep naming its files."""
 
 SHOWN_APART = ("bench", "agent", "language", "strategy_name", "strategy", "dataset")
@@ -101,11 +101,6 @@ ROLE_MODELS = ("evaluator_model", "reflector_model")
 
 LONGEST = 180
 """Characters a name may have before its tail becomes a digest (file systems allow 255)."""
-
-
-LESSONS_ADDED: dict[str, Any] = {"ttl_minutes": None, "max_per_family": None}
-"""``lessons`` keys added after runs with lessons were named, at the behaviour those runs had:
-a run's settings leave them out at that value, so their names and resumes stay as they were."""
 
 
 def _value(value: Any) -> str:

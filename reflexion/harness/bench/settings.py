@@ -15,7 +15,7 @@ from typing import Any
 
 from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.context import Context
-from reflexion.harness.bench.naming import LESSONS_ADDED, run_name, thread_key
+from reflexion.harness.bench.naming import run_name, thread_key
 from reflexion.models.transport import Transport, transport_of
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
@@ -51,7 +51,6 @@ FROM_FIRST_TRIAL = (
     "games",
     "internal_tests",
     "judge_threshold",
-    "lessons",
     "max_steps",
     "max_tests",
     "max_tokens",
@@ -112,8 +111,8 @@ def named_as_before(ctx: CodeContext, values: dict[str, Any]) -> dict[str, Any]:
 
 
 def result_settings(ctx: Context) -> dict[str, Any]:
-    """The settings of a run of ``ctx``: its fields (``lessons`` only when on, ``budget`` and
-    ``base_url`` only when set; a programming run's in the fields that name its files,
+    """The settings of a run of ``ctx``: its fields (``budget`` and ``base_url`` only when
+    set; a programming run's in the fields that name its files,
     :func:`named_as_before`), without those that cannot act in it."""
     values = asdict(ctx)
     if isinstance(ctx, CodeContext):
@@ -121,11 +120,6 @@ def result_settings(ctx: Context) -> dict[str, Any]:
     budget = values.pop("budget")
     if ctx.budget:
         values["budget"] = {k: v for k, v in budget.items() if v is not None}
-    lessons = values.pop("lessons")
-    if ctx.lessons:
-        values["lessons"] = {
-            k: v for k, v in lessons.items() if k not in LESSONS_ADDED or v != LESSONS_ADDED[k]
-        }
     base_url = transport_of(ctx).base_url
     if base_url is not None:
         values["base_url"] = base_url

@@ -32,12 +32,10 @@ from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import (
     compile_agent,
     console,
-    lesson_store,
     local_db,
     open_output,
     print_trial,
     resolve_models,
-    with_lessons,
 )
 from reflexion.harness.cli.options import STRATEGIES, choice
 from reflexion.harness.persistence import open_checkpointer
@@ -95,11 +93,10 @@ class Variant:
 @dataclass(frozen=True)
 class Where:
     """Where and how a bench runs its variants: the thread database, a LangGraph server (the
-    threads then live there), the lesson store, tasks at once, and a results file to use."""
+    threads then live there), tasks at once, and a results file to use."""
 
     db: str
     server: str | None = None
-    lessons: bool = False
     concurrency: int = 1
     output: Path | None = None
 
@@ -220,16 +217,13 @@ def run_variants(
             "[yellow]note:[/] on --server the server reaches the models as its environment "
             "says (REFLEXION_BASE_URL there); --base-url only names this run's settings"
         )
-    with (
-        open_checkpointer(local_db(where.db, where.server)) as saver,
-        lesson_store(where.db, where.lessons and where.server is None) as store,
-    ):
+    with open_checkpointer(local_db(where.db, where.server)) as saver:
         graphs: dict[str, Graph] = {}
         for variant in variants:
             graph = graphs.get(variant.agent) or (
-                variant.build().compile(checkpointer=saver, store=store)
+                variant.build().compile(checkpointer=saver)
                 if variant.build is not None
-                else compile_agent(saver, variant.agent, store)
+                else compile_agent(saver, variant.agent)
             )
             graphs[variant.agent] = graph
             settings = variant.settings
@@ -303,18 +297,15 @@ class Common:
 
     where: Where
     plot: Path | None
-    recall_k: int
-    lesson_filter: str
     role_models: list[str] | None = None
     preset: opt.PresetFields = field(default_factory=dict)
     """``--preset``'s fields that no option of the command sets, by context class
     (:func:`opt.preset_options`)."""
 
     def apply(self, ctx: opt.C) -> opt.C:
-        """``ctx`` with ``--preset`` (the fields no option of the command sets), ``--lessons``,
-        ``--recall-k``, ``--lesson-filter`` and each ``--role-model ROLE=MODEL`` applied."""
+        """``ctx`` with ``--preset`` (the fields no option of the command sets) and each
+        ``--role-model ROLE=MODEL`` applied."""
         ctx = opt.with_preset(ctx, self.preset)
-        ctx = with_lessons(ctx, self.where.lessons, self.recall_k, self.lesson_filter)
         for given in self.role_models or []:
             role, sep, model = given.partition("=")
             role = role.strip()
@@ -346,21 +337,18 @@ class Common:
 
 
 def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Give a bench command the options they all take. Its parameter ``common`` stands, in
-    its signature and so in ``--help``, for --concurrency, --output, --plot (described by
-    ``plot_help``), --db, --server, --lessons, --recall-k, --lesson-filter, --role-model
-    and --preset; the command gets their values as one :class:`Common`, and
-    ``--preset`` also sets the defaults of the command's options that set a preset's field
-    (:data:`opt.PRESET_OPTIONS`: an option given on the command line wins)."""
+    """Give a bench command the options they all take. Its parameter ``common`` stands, in its
+    signature and so in ``--help``, for --concurrency, --output, --plot (described by
+    ``plot_help``), --db, --server, --role-model and --preset; the command gets their values as
+    one :class:`Common`, and ``--preset`` also sets the defaults of the command's options that
+    set a preset's field (:data:`opt.PRESET_OPTIONS`: an option given on the command line
+    wins)."""
     shared: list[tuple[str, Any, Any]] = [
         ("concurrency", opt.ConcurrencyOpt, 1),
         ("output", opt.OutputOpt, None),
         ("plot", Annotated[Path | None, typer.Option("--plot", help=plot_help)], None),
         ("db", opt.DbOpt, opt.DEFAULT_DB),
         ("server", opt.ServerOpt, None),
-        ("lessons", opt.LessonsOpt, False),
-        ("recall_k", opt.RecallOpt, opt.DEFAULTS.lessons.recall_k),
-        ("lesson_filter", opt.LessonFilterOpt, opt.DEFAULTS.lessons.filter),
         ("role_models", opt.RoleModelOpt, None),
         ("preset", opt.PresetOpt, "default"),
     ]
@@ -384,8 +372,6 @@ def common_options(plot_help: str) -> Callable[[Callable[..., None]], Callable[.
             common = Common(
                 where,
                 plot=values.pop("plot"),
-                recall_k=values.pop("recall_k"),
-                lesson_filter=values.pop("lesson_filter"),
                 role_models=values.pop("role_models"),
                 preset=preset,
             )

@@ -1,33 +1,28 @@
 """What the commands do alike: the console, contexts from options, models loaded up front,
-the thread database and lesson store, and the results file."""
+the thread database, and the results file."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO, get_args
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.store.base import BaseStore
 from rich.console import Console
 from rich.markup import escape
 
-from reflexion.core.context import Context, EvaluatorKind, LessonFilter
+from reflexion.core.context import Context, EvaluatorKind
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.agents import AGENTS
 from reflexion.harness.bench.driver import Graph
 from reflexion.harness.cli.options import STRATEGIES, C, check_memory, choice
-from reflexion.harness.persistence import MEMORY, open_store, parse_target
+from reflexion.harness.persistence import MEMORY, parse_target
 from reflexion.models.transport import current_transport, set_transport
 from reflexion.nodes.common import resolve_model
 from reflexion.qa.context import QAContext, ReActContext, WikiKind
 
 QA_EVALUATORS: tuple[EvaluatorKind, ...] = get_args(EvaluatorKind)
 """The evaluators a question-answering run takes: every one of the base context's."""
-LESSON_FILTERS: tuple[LessonFilter, ...] = get_args(LessonFilter)
-"""The choices of ``--lesson-filter``."""
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -121,36 +116,15 @@ def require_db(db: str) -> None:
         raise ReflexionError(f"thread database {db} does not exist: pass --db PATH")
 
 
-def compile_agent(
-    saver: BaseCheckpointSaver[Any] | None, agent: str, store: BaseStore | None = None
-) -> Graph:
-    """The agent's graph with the thread database and, for ``--lessons``, the lesson store."""
-    return AGENTS[agent].build().compile(checkpointer=saver, store=store, name=f"reflexion-{agent}")
+def compile_agent(saver: BaseCheckpointSaver[Any] | None, agent: str) -> Graph:
+    """The agent's graph with the thread database."""
+    return AGENTS[agent].build().compile(checkpointer=saver, name=f"reflexion-{agent}")
 
 
 def local_db(db: str, server: str | None) -> str:
     """The checkpointer target of a bench: ``--db``, or an in-memory one with ``--server``
     (the threads then live on the server, so ``--db`` is neither opened nor created)."""
     return MEMORY if server is not None else db
-
-
-@contextlib.contextmanager
-def lesson_store(db: str, lessons: bool) -> Iterator[BaseStore | None]:
-    """``--lessons``: the long-term lesson store on the same target as ``--db``; else none."""
-    if not lessons:
-        yield None
-        return
-    with open_store(db) as store:
-        yield store
-
-
-def with_lessons(ctx: C, lessons: bool, recall_k: int, lesson_filter: str = "validated") -> C:
-    """``ctx`` with the ``--lessons`` / ``--recall-k`` / ``--lesson-filter`` options applied."""
-    chosen = choice(lesson_filter, LESSON_FILTERS, "--lesson-filter")
-    if not lessons:
-        return ctx
-    kept: LessonFilter = "all" if chosen == "all" else "validated"
-    return replace(ctx, lessons=replace(ctx.lessons, enabled=True, recall_k=recall_k, filter=kept))
 
 
 def open_output(path: Path) -> TextIO:

@@ -26,13 +26,11 @@ from reflexion.harness.checkpoints import thread_history, unfinished
 from reflexion.harness.cli.common import (
     compile_agent,
     console,
-    lesson_store,
     print_trial,
     qa_context,
     require_db,
     resolve_models,
     where,
-    with_lessons,
 )
 from reflexion.harness.cli.options import (
     DEFAULT_DB,
@@ -47,12 +45,9 @@ from reflexion.harness.cli.options import (
     CorpusOpt,
     DbOpt,
     EvaluatorOpt,
-    LessonFilterOpt,
-    LessonsOpt,
     MemoryOpt,
     ModelOpt,
     PresetOpt,
-    RecallOpt,
     SeedsOpt,
     StepsOpt,
     StrategyOpt,
@@ -136,9 +131,6 @@ def run(
     max_steps: StepsOpt = REACT_DEFAULTS.max_steps,
     thread_id: ThreadOpt = None,
     db: DbOpt = DEFAULT_DB,
-    lessons: LessonsOpt = False,
-    recall_k: RecallOpt = DEFAULTS.lessons.recall_k,
-    lesson_filter: LessonFilterOpt = DEFAULTS.lessons.filter,
     retry: AgentRetryOpt = None,
     seeds: SeedsOpt = QA_DEFAULTS.seeds,
     preset: PresetOpt = "default",
@@ -189,7 +181,7 @@ def run(
             memory_given=given(cli, "memory") and question is not None,
         )
         return set_fields(
-            with_lessons(with_preset(ctx, preset_left), lessons, recall_k, lesson_filter),
+            with_preset(ctx, preset_left),
             review_reflections=review,
             retry=retry_option["retry"] or ctx.retry,
             seeds=seeds,
@@ -222,9 +214,7 @@ def run(
                 )
             ctx = context_of(agent)
             if unfinished(found) is not None:  # a finished thread is shown whatever is asked
-                chosen = with_lessons(ctx, True, recall_k, lesson_filter)  # as given
-                asked = replace(ctx, lessons=replace(chosen.lessons, enabled=ctx.lessons.enabled))
-                ctx = _started_settings(cli, found, thread_id, asked)
+                ctx = _started_settings(cli, found, thread_id, ctx)
             task_input = None
         else:
             agent = agent or ("cot-gt" if passages else "cot")
@@ -236,18 +226,17 @@ def run(
                     "resume it, or choose a new --thread-id"
                 )
             task_input = {"task": question, "passages": passages, "reference": reference}
-        with lesson_store(db, ctx.lessons.enabled) as store:
-            graph = compile_agent(saver, agent, store)
-            if task_input is None and unfinished(found) is None:
-                _show_state(graph, thread_id)
-                return
-            resolve_models(ctx)
-            verb = "resuming thread" if task_input is None else "thread"
-            console.print(f"{verb} [bold]{escape(thread_id)}[/] ({agent})")
-            # checkpoint metadata keeps only plain values: the settings go as JSON text
-            recorded = {**asdict(ctx), "base_url": transport_of(ctx).base_url}
-            metadata = {"agent": agent, "settings": json.dumps(recorded)}
-            _run_to_end(graph, thread_id, task_input, ctx, metadata)
+        graph = compile_agent(saver, agent)
+        if task_input is None and unfinished(found) is None:
+            _show_state(graph, thread_id)
+            return
+        resolve_models(ctx)
+        verb = "resuming thread" if task_input is None else "thread"
+        console.print(f"{verb} [bold]{escape(thread_id)}[/] ({agent})")
+        # checkpoint metadata keeps only plain values: the settings go as JSON text
+        recorded = {**asdict(ctx), "base_url": transport_of(ctx).base_url}
+        metadata = {"agent": agent, "settings": json.dumps(recorded)}
+        _run_to_end(graph, thread_id, task_input, ctx, metadata)
 
 
 RUN_OPTIONS = {
@@ -260,29 +249,22 @@ RUN_OPTIONS = {
     "wiki": "wiki",
     "corpus": "corpus",
     "max_steps": "max_steps",
-    "lessons": "lessons.enabled",
-    "recall_k": "lessons.recall_k",
-    "lesson_filter": "lessons.filter",
     "retry": "retry",
     "seeds": "seeds",
 }
 """The options of ``run`` that set what a thread computes, and the context field each sets."""
 
 
-def _field(ctx: Context, path: str) -> Any:
-    """A context's field by its dotted name (``lessons.recall_k``); None where its graph's
-    context has no such field."""
-    value: Any = ctx
-    for part in path.split("."):
-        value = getattr(value, part, None)
-    return value
+def _field(ctx: Context, name: str) -> Any:
+    """A context's field; None where its graph's context has no such field."""
+    return getattr(ctx, name, None)
 
 
 def _started_settings(cli: typer.Context, found: Any, thread_id: str, ctx: C) -> C:
     """The settings a resumed thread started with (recorded in its checkpoint metadata), with this
     call's ``--base-url`` and ``--review``; an option given now that would change them is an
-    error (``ctx`` holds every option as given, lesson options included). A thread recorded
-    without them (started by an older version) runs with ``ctx``."""
+    error (``ctx`` holds every option as given). A thread recorded without them (started by an
+    older version) runs with ``ctx``; one started with the removed lesson store is refused."""
     text = (found.metadata or {}).get("settings")
     try:
         recorded = json.loads(text) if isinstance(text, str) else None
@@ -291,6 +273,12 @@ def _started_settings(cli: typer.Context, found: Any, thread_id: str, ctx: C) ->
     if not isinstance(recorded, dict):
         return ctx
     recorded_url = recorded.pop("base_url", None)  # the transport's, not a context field
+    lessons = recorded.pop("lessons", None)  # the removed lesson store's: off, it did nothing
+    if isinstance(lessons, dict) and lessons.get("enabled"):
+        raise ReflexionError(
+            f"thread '{thread_id}' was started with --lessons, which was removed (commit "
+            "cde2057 still has it): resume it there, or start a new thread"
+        )
     with warnings.catch_warnings():  # a thread of the last release recorded the old names
         warnings.simplefilter("ignore", DeprecationWarning)
         started = context_from(recorded, type(ctx))

@@ -112,20 +112,6 @@ DbOpt = Annotated[
 ThreadOpt = Annotated[
     str | None, typer.Option("--thread-id", help="Thread to start, resume or inspect.")
 ]
-LessonsOpt = Annotated[
-    bool,
-    typer.Option(
-        "--lessons",
-        help="Long-term lessons: recall the most relevant reflections of earlier threads of the "
-        "same task family (BM25) and save this run's, in a store on the --db target.",
-    ),
-]
-RecallOpt = Annotated[
-    int,
-    count_option(
-        "--recall-k", min=0, max=50, help="With --lessons: past lessons recalled per task."
-    ),
-]
 RetryOpt = Annotated[
     str,
     word_option(
@@ -176,14 +162,6 @@ RoleModelOpt = Annotated[
         show_default=False,
         help="A role's own provider:model (M) instead of --model: reflector=M or evaluator=M "
         "(the LLM judge, or the programming test writer); repeat for both.",
-    ),
-]
-LessonFilterOpt = Annotated[
-    str,
-    typer.Option(
-        "--lesson-filter",
-        help="With --lessons: validated (default) recalls only lessons in their own thread's "
-        "Ω window when a later trial of it succeeded; all recalls every reflection.",
     ),
 ]
 ServerOpt = Annotated[

@@ -1,1 +1,0 @@
-../../../reflexion/lessons.py
