@@ -86,13 +86,13 @@ def bench_alfworld(
             "--memory-entry",
             "<kind>",
             help="What a failed trial adds to memory: sightings (no model: the goal's objects "
-            "seen and where, nothing when none was seen); reflection (the reflector model's, "
-            "the paper); facts (no model: where the goal's objects were, refused commands and "
-            "why); leads (no model: the sightings, else the places not looked into).",
+            "seen and where, nothing when none was seen) or reflection (the reflector model's, "
+            "the paper).",
         ),
     ] = opt.ALFWORLD_DEFAULTS.alfworld_memory,
     seeds: opt.SeedsOpt = opt.ALFWORLD_DEFAULTS.seeds,
     retry: opt.RetryOpt = opt.ALFWORLD_DEFAULTS.retry,
+    repeat_guard: opt.RepeatGuardOpt = opt.ALFWORLD_DEFAULTS.repeat_guard,
     no_explain: Annotated[
         bool,
         typer.Option(
@@ -142,6 +142,7 @@ def bench_alfworld(
             alfworld_memory=entry,
             seeds=seeding,
             retry=retry,
+            repeat_guard=repeat_guard,
             alfworld_explain=not no_explain,
         )
         ctx = common.apply(ctx)

@@ -142,7 +142,8 @@ RepeatGuardOpt = Annotated[
         min=0,
         max=10,
         help="Redraws (at T = 0.8) of an attempt that repeats one already rejected (an "
-        "answer, code, a ReAct search); 0 keeps the repeat (the paper).",
+        "answer, code, a ReAct search, a command ALFWorld refused); 0 keeps the repeat (the "
+        "paper).",
     ),
 ]
 SeedsOpt = Annotated[
