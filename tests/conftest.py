@@ -11,8 +11,8 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.fakes import ScriptedChatModel
 from reflexion.models.transport import set_transport
-from reflexion.testing import ScriptedChatModel
 from tests.crashkit import LoopbackModel, loopback_model, reference_run
 
 

@@ -27,8 +27,8 @@ from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.datasets import load_hotpotqa
 from reflexion.harness.bench.driver import stream_thread
 from reflexion.harness.checkpoints import annotate_head, fork_thread, thread_history
+from reflexion.harness.fakes import ScriptedChatModel
 from reflexion.harness.persistence import open_checkpointer
-from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.crashkit import (
     PLAN,

@@ -17,8 +17,8 @@ from reflexion.graphs.qa import qa_builder, react_builder
 from reflexion.harness.bench.driver import run_benchmark, stream_thread
 from reflexion.harness.bench.ledger import Sink
 from reflexion.harness.bench.usage import UsageRecorder, merge, node_of, recorded_usage, totals
+from reflexion.harness.fakes import RuleChatModel, ScriptedChatModel
 from reflexion.qa.wiki import OfflineCorpus
-from reflexion.testing import RuleChatModel, ScriptedChatModel
 from tests.benchkit import QUESTIONS, bench, gold_on_trial, rows, tasks
 from tests.conftest import answer
 from tests.unit.test_wiki import PAGES, write_hotpotqa

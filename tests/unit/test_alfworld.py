@@ -28,13 +28,13 @@ from reflexion.core.errors import ReflexionError
 from reflexion.graphs.alfworld import alfworld_builder
 from reflexion.harness.bench.driver import run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink
-from reflexion.prompts import few_shot
-from reflexion.testing import (
+from reflexion.harness.fakes import (
     RuleChatModel,
     ScriptedChatModel,
     ScriptedGame,
     SeededScriptedChatModel,
 )
+from reflexion.prompts import few_shot
 
 GAME = "pick_and_place_simple-Mug-None-Shelf-1/trial_1"
 WIN = [

@@ -13,8 +13,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.core.context import Context
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.fakes import ScriptedChatModel, SeededScriptedChatModel
 from reflexion.qa.context import QAContext
-from reflexion.testing import ScriptedChatModel, SeededScriptedChatModel
 from tests.conftest import answer
 
 TASK = {

@@ -17,7 +17,7 @@ from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import solved_by_trial
 from reflexion.harness.bench.plots import learning_curve
 from reflexion.harness.cli.app import main
-from reflexion.testing import RuleChatModel
+from reflexion.harness.fakes import RuleChatModel
 from tests import benchkit
 from tests.benchkit import QUESTIONS, gold_on_trial, rows
 

@@ -18,9 +18,9 @@ from reflexion.core.budget import plateaued, stop_reason
 from reflexion.core.errors import ReflexionError
 from reflexion.core.progress import event_of
 from reflexion.graphs.qa import qa_builder, react_builder
+from reflexion.harness.fakes import ScriptedChatModel
 from reflexion.qa.context import QAContext, ReActContext
 from reflexion.qa.wiki import OfflineCorpus
-from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_wiki import PAGES, write_hotpotqa
 

@@ -26,10 +26,10 @@ from reflexion.core.context import Context, Retry
 from reflexion.graphs.alfworld import alfworld_builder
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder, react_builder
+from reflexion.harness.fakes import ScriptedChatModel, ScriptedGame
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
 from reflexion.qa.wiki import OfflineCorpus
-from reflexion.testing import ScriptedChatModel, ScriptedGame
 from tests.conftest import answer
 from tests.unit.test_alfworld import GAME as ALFWORLD_GAME
 from tests.unit.test_wiki import PAGES, write_hotpotqa

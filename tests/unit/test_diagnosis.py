@@ -20,7 +20,7 @@ from reflexion.alfworld.diagnosis import (
 from reflexion.alfworld.turns import NOTHING, Turn
 from reflexion.harness.bench.naming import tokens
 from reflexion.harness.bench.settings import first_trial_key, result_settings
-from reflexion.testing import ScriptedChatModel
+from reflexion.harness.fakes import ScriptedChatModel
 from tests.unit.test_alfworld import WIN, build, run
 from tests.unit.test_alfworld import games as games  # a fixture
 

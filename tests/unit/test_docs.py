@@ -21,9 +21,9 @@ from langchain_core.messages import BaseMessage
 from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import preset_values
+from reflexion.harness.fakes import RuleChatModel
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
-from reflexion.testing import RuleChatModel
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

@@ -13,9 +13,9 @@ from reflexion.core.errors import ReflexionError
 from reflexion.graphs.custom import create_reflexion_graph
 from reflexion.graphs.generic import generic_builder
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.fakes import ScriptedChatModel
 from reflexion.prompts import few_shot
 from reflexion.qa.context import QAContext
-from reflexion.testing import ScriptedChatModel
 
 TASK = {"task": "Which river flows through Prague?", "reference": "Vltava"}
 HOTPOTQA_EXAMPLE = "University of Oxford or the University of Cambridge"

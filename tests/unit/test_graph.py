@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from reflexion.core.context import Context
 from reflexion.core.window import update_window
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.fakes import ScriptedChatModel
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
-from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 
 TASK = {

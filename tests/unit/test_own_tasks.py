@@ -164,7 +164,7 @@ def test_the_help_names_the_loaders_keys_and_the_real_defaults(monkeypatch, caps
 
 OWN_GRAPH = """
 from reflexion import create_reflexion_graph
-from reflexion.testing import RuleChatModel
+from reflexion.harness.fakes import RuleChatModel
 
 
 class Named(RuleChatModel):

@@ -22,9 +22,9 @@ from reflexion.harness.bench.family_tables import qa_paired
 from reflexion.harness.bench.ledger import BenchTask, Sink, finished_tasks
 from reflexion.harness.checkpoints import annotate_head, fork_thread
 from reflexion.harness.cli.app import main
+from reflexion.harness.fakes import RuleChatModel
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
-from reflexion.testing import RuleChatModel
 
 QUESTIONS = {f"q{i}": (f"What is item {i}?", f"answer {i}") for i in range(3)}
 

@@ -19,10 +19,10 @@ from reflexion.core.context import Context
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import stream_thread
 from reflexion.harness.cli.app import main
+from reflexion.harness.fakes import InstantChatModel
 from reflexion.harness.perf import learning_cost, machine, overhead
 from reflexion.harness.perf.learning_cost import learning_cost_figures
 from reflexion.harness.perf.overhead import real_run_figures
-from reflexion.testing import InstantChatModel
 
 
 def cli(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:

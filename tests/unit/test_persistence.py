@@ -24,8 +24,8 @@ from reflexion.harness.bench.driver import run_benchmark, stream_thread
 from reflexion.harness.bench.ledger import BenchTask, Sink, recorded_lines
 from reflexion.harness.checkpoints import cut_short, thread_history, unfinished
 from reflexion.harness.cli.app import main
+from reflexion.harness.fakes import ScriptedChatModel
 from reflexion.harness.persistence import Target, open_checkpointer, parse_target
-from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_faults import server as server  # a fixture
 from tests.unit.test_programming import PROMPT, RIGHT, TESTS_REPLY, WRONG

@@ -23,9 +23,9 @@ from reflexion.graphs.qa import qa_builder
 from reflexion.harness.cli import alfworld, hotpotqa, one_thread, programming
 from reflexion.harness.cli import bench as bench_cli
 from reflexion.harness.cli.options import PRESET_OPTIONS
+from reflexion.harness.fakes import ScriptedChatModel
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext
-from reflexion.testing import ScriptedChatModel
 from tests.clikit import cli, one_line_error
 from tests.conftest import answer
 from tests.unit.test_faults import server as server  # a fixture

@@ -15,6 +15,7 @@ from reflexion.core.context import Context
 from reflexion.core.errors import DatasetError
 from reflexion.graphs.programming import programming_builder
 from reflexion.harness.bench.datasets import load_problems
+from reflexion.harness.fakes import ScriptedChatModel, SeededScriptedChatModel
 from reflexion.harness.scoring.programming import (
     answers_in_force,
     confusion,
@@ -29,7 +30,6 @@ from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem, assemble
 from reflexion.programming.replies import candidate_tests, extract_code, sample_tests
 from reflexion.programming.sandbox import SuiteResult, counted
-from reflexion.testing import ScriptedChatModel, SeededScriptedChatModel
 
 PROMPT = 'def add(a: int, b: int) -> int:\n    """Return the sum of a and b.\n    >>> add(2, 3)\n    5\n    """\n'
 HIDDEN = "def check(candidate):\n    assert candidate(40, 2) == 42  # HIDDEN-MARKER\n"

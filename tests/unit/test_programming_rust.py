@@ -11,10 +11,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.core.context import Context
 from reflexion.graphs.programming import programming_builder
+from reflexion.harness.fakes import ScriptedChatModel
 from reflexion.programming.context import CodeContext
 from reflexion.programming.sandbox import fix_rust
 from reflexion.programming.sandbox.fixes import Edit, apply_edits, suggested_edits
-from reflexion.testing import ScriptedChatModel
 from tests.sandboxkit import needs_rustc
 
 

@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reflexion import Context, create_reflexion_graph
 from reflexion.core.progress import event_of
 from reflexion.graphs.qa import qa_builder
-from reflexion.testing import ScriptedChatModel
+from reflexion.harness.fakes import ScriptedChatModel
 from tests.conftest import answer
 
 PRAGUE = {

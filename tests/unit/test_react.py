@@ -15,10 +15,10 @@ from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.progress import event_of
 from reflexion.graphs.qa import react_builder, react_graph
+from reflexion.harness.fakes import RuleChatModel, ScriptedChatModel
 from reflexion.nodes.qa.react import REACT_GRAMMAR
 from reflexion.qa.context import QAContext, ReActContext
 from reflexion.qa.wiki import OfflineCorpus
-from reflexion.testing import RuleChatModel, ScriptedChatModel
 from tests.unit.test_wiki import PAGES, write_hotpotqa
 
 TASK = {

@@ -27,8 +27,8 @@ from reflexion.harness.bench.remote import (
     server_thread_id,
 )
 from reflexion.harness.checkpoints import replay_from, unfinished
+from reflexion.harness.fakes import ScriptedChatModel
 from reflexion.harness.persistence import open_checkpointer
-from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_persistence import (
     cut_short_in_the_second_evaluator,

@@ -18,10 +18,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
 from reflexion.graphs.qa import react_builder
+from reflexion.harness.fakes import ScriptedChatModel
 from reflexion.qa.backends import get_backend
 from reflexion.qa.retriever import RetrieverBackend
 from reflexion.qa.wiki import LookupCursor, WikiTools
-from reflexion.testing import ScriptedChatModel
 
 DOCUMENTS = [
     Document(

@@ -17,8 +17,8 @@ from reflexion.core.errors import ReflexionError
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import stream_thread
 from reflexion.harness.cli.app import main
+from reflexion.harness.fakes import ScriptedChatModel
 from reflexion.qa.context import QAContext
-from reflexion.testing import ScriptedChatModel
 from tests.conftest import answer
 from tests.unit.test_faults import server as server  # a fixture
 

@@ -17,13 +17,13 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import chosen_index
 from reflexion.graphs.programming import programming_builder
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.fakes import ScriptedChatModel
 from reflexion.harness.scoring.programming import answers_in_force, score_thread
 from reflexion.nodes.programming.feedback import retry_reads_feedback
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem
 from reflexion.programming.state import CodeState
 from reflexion.qa.context import QAContext, ReActContext
-from reflexion.testing import ScriptedChatModel
 
 TWO_EXAMPLES = (
     'def add(a: int, b: int) -> int:\n    """Return the sum of a and b.\n'

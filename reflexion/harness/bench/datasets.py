@@ -182,6 +182,7 @@ def pack_games(src_dir: Path, out_file: Path) -> int:
         tmp.unlink(missing_ok=True)
     return len(games)
 
+
 # ---- programming ----------------------------------------------------------------------------
 # Two file formats are read, whatever their path (MBPP in MultiPL-E form works unchanged):
 # HumanEval (``task_id, prompt, entry_point, test`` with ``def check(candidate)``), JSONL or

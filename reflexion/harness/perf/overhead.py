@@ -24,10 +24,10 @@ from reflexion.graphs.qa import qa_builder
 from reflexion.harness.bench.driver import thread_config
 from reflexion.harness.bench.ledger import finished_tasks
 from reflexion.harness.bench.usage import UsageRecorder, merge, totals
+from reflexion.harness.fakes import InstantChatModel
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.harness.persistence import open_checkpointer, parse_target
 from reflexion.qa.context import QAContext
-from reflexion.testing import InstantChatModel
 
 WRONG_ACTOR = "Thought: The first name in the context looks right.\nAction: Finish[not the answer]"
 REFLECTION = (

@@ -1,1 +1,0 @@
-../../../reflexion/testing.py
