@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from reflexion.core.errors import ReflexionError
-from reflexion.graphs.agents import AGENTS
+from reflexion.harness.agents import AGENTS
 from reflexion.harness.bench.datasets import gold_passages, load_hotpotqa
 from reflexion.harness.bench.family_tables import judge_table, qa_paired, truth_curve
 from reflexion.harness.bench.plots import learning_curve

@@ -19,7 +19,7 @@ from rich.markup import escape
 from reflexion.core.context import Context, context_from
 from reflexion.core.errors import ProviderError, ReflexionError, first_line
 from reflexion.core.presets import PRESET_NAMES, preset_values
-from reflexion.graphs.agents import AGENTS
+from reflexion.harness.agents import AGENTS
 from reflexion.harness.bench.driver import Graph, snapshot, stream_thread
 from reflexion.harness.bench.reports import table
 from reflexion.harness.checkpoints import thread_history, unfinished

@@ -12,7 +12,7 @@ from rich.markup import escape
 from reflexion.core.context import Strategy
 from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import AnswerChoice
-from reflexion.graphs.agents import AGENTS
+from reflexion.harness.agents import AGENTS
 from reflexion.harness.bench.datasets import load_problems
 from reflexion.harness.bench.driver import Finalize
 from reflexion.harness.bench.family_tables import accepted_table, code_paired, code_summary
