@@ -23,7 +23,7 @@ from reflexion.core.state import State
 from reflexion.core.steps import drive
 from reflexion.graphs.custom import create_reflexion_graph, read_reply
 from reflexion.graphs.generic import generic_evaluation
-from reflexion.nodes import Evaluation
+from reflexion.nodes.evaluator import Evaluation
 from reflexion.testing import ScriptedChatModel
 
 ROOT = Path(__file__).parents[2]

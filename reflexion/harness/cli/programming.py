@@ -25,7 +25,7 @@ from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, one_model_context
 from reflexion.harness.scoring.programming import pass_curve, score_thread, write_human_eval_files
 from reflexion.models.providers import DEFAULT_MODEL
-from reflexion.nodes.programming import NO_TESTS, did_compile
+from reflexion.nodes.programming.common import NO_TESTS, did_compile
 from reflexion.programming.context import CodeContext, InternalTests
 from reflexion.programming.problems import CodeProblem, language_of
 from reflexion.programming.sandbox import rustc_path

@@ -40,7 +40,7 @@ from reflexion.harness.bench.ledger import load_finals
 from reflexion.harness.perf.code_retries import tie_stop
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.harness.scoring.programming import run_hidden
-from reflexion.nodes.programming import make_unit_test_evaluator
+from reflexion.nodes.programming.evaluator import make_unit_test_evaluator
 from reflexion.nodes.programming.feedback import failed_tests, held_out
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem, assemble
