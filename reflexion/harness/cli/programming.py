@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from reflexion.core.context import Strategy
+from reflexion.core.context import DEFAULT_MODEL, Strategy
 from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import AnswerChoice
 from reflexion.harness.agents import AGENTS
@@ -24,7 +24,6 @@ from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, one_model_context
 from reflexion.harness.scoring.programming import pass_curve, score_thread, write_human_eval_files
-from reflexion.models.providers import DEFAULT_MODEL
 from reflexion.nodes.programming.common import NO_TESTS, did_compile
 from reflexion.programming.context import CodeContext, InternalTests
 from reflexion.programming.problems import CodeProblem, language_of
