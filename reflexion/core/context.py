@@ -14,7 +14,7 @@ Every field has a default, so a graph runs when a caller passes no context; node
 from __future__ import annotations
 
 import os
-from dataclasses import InitVar, field, fields, replace
+from dataclasses import InitVar, field, fields
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, overload
 
 from langgraph.runtime import Runtime
@@ -345,15 +345,6 @@ def redefault(name: str, value: Any) -> Any:
     constraints; the annotation is written again, with the type above)."""
     base = next(f for f in fields(Context) if f.name == name)
     return field(default=value, metadata=dict(base.metadata))
-
-
-def with_fields(ctx: C, **changes: Any) -> C:
-    """``dataclasses.replace`` that keeps what the context carries beside its fields (the
-    run's transport, the preset it started from)."""
-    made = _carried(ctx, replace(ctx, **changes))
-    if hasattr(ctx, "_given"):
-        object.__setattr__(made, "_given", ctx._given | frozenset(changes))
-    return made
 
 
 def _carried(source: object, made: C) -> C:
