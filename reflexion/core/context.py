@@ -276,11 +276,6 @@ class Context:
 
     preset: InitVar[Preset | None] = field(default=None, metadata={"description": PRESET_HELP})
 
-    def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
-        """``abstract=True`` marks a shared base of two families' contexts (no graph's
-        schema)."""
-        super().__init_subclass__(**kwargs)
-
     def __post_init__(self, preset: Preset | None) -> None:
         """Nothing to check beyond the fields' own constraints (pydantic's)."""
 
@@ -325,7 +320,7 @@ C = TypeVar("C", bound=Context)
 
 
 @settings_class
-class Seeded(Context, abstract=True):
+class Seeded(Context):
     """The base of the contexts whose actors seed their draws (chain-of-thought, programming,
     ALFWorld): the one ``seeds`` field they share (the generic and ReAct actors draw no seed)."""
 
