@@ -21,14 +21,10 @@ from reflexion.alfworld.state import (
     graph_family,
 )
 from reflexion.graphs.loop import build_reflexion_graph, trial_start
-from reflexion.nodes import make_reflector
-from reflexion.nodes.alfworld import (
-    EnvFactory,
-    alfworld_reflection_messages,
-    alfworld_written,
-    make_alfworld_actor,
-    make_alfworld_evaluator,
-)
+from reflexion.nodes.alfworld.actor import EnvFactory, make_alfworld_actor
+from reflexion.nodes.alfworld.evaluator import make_alfworld_evaluator
+from reflexion.nodes.alfworld.reflection import alfworld_reflection_messages, alfworld_written
+from reflexion.nodes.reflector import make_reflector
 
 
 def alfworld_builder(

@@ -24,15 +24,13 @@ from reflexion.graphs.loop import (
     loop_graph,
     trial_repair,
 )
-from reflexion.nodes import make_reflector
-from reflexion.nodes.programming import (
-    code_reflection_messages,
-    make_code_actor,
-    make_test_writer,
-    make_unit_test_evaluator,
-)
+from reflexion.nodes.programming.actor import make_code_actor
 from reflexion.nodes.programming.compiler_fix import made_fix, make_compiler_fix, tries_compiler_fix
+from reflexion.nodes.programming.evaluator import make_unit_test_evaluator
 from reflexion.nodes.programming.feedback import retry_reads_feedback
+from reflexion.nodes.programming.reflection import code_reflection_messages
+from reflexion.nodes.programming.test_writer import make_test_writer
+from reflexion.nodes.reflector import make_reflector
 from reflexion.programming.context import CodeContext
 from reflexion.programming.state import CodeInputState, CodeOutputState, CodeState, graph_family
 

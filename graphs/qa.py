@@ -11,8 +11,10 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import StateGraph
 
 from reflexion.graphs.loop import build_reflexion_graph, trial_start
-from reflexion.nodes import EvaluateFn, make_evaluator, make_reflector
-from reflexion.nodes.qa import make_cot_actor, make_react_actor
+from reflexion.nodes.evaluator import EvaluateFn, make_evaluator
+from reflexion.nodes.qa.actor import make_cot_actor
+from reflexion.nodes.qa.react import make_react_actor
+from reflexion.nodes.reflector import make_reflector
 from reflexion.qa.context import QA_FAMILY, REACT_FAMILY, QAContext, ReActContext
 from reflexion.qa.wiki import WikiBackend
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reflexion.nodes.programming import render_outcomes
+from reflexion.nodes.programming.feedback import render_outcomes
 from reflexion.programming.sandbox import counted
 
 

@@ -11,8 +11,7 @@ Nothing here reads the feedback's text back: every decision rests on the outcome
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from reflexion.programming.context import CodeContext
 from reflexion.programming.sandbox import OutcomeRecord
@@ -69,17 +68,6 @@ def render_outcomes(
         held = sum(o["passed"] for o in outcomes if o["test"] in hidden)
         blocks.append(render("programming/held_out", held=str(len(hidden)), passed=str(held)))
     return "\n\n".join(blocks)
-
-
-def failed_tests(record: Mapping[str, Any], among: Iterable[str]) -> list[tuple[str, str]]:
-    """The failed tests of ``among`` that counted for a trial's verdict, in the tests' order,
-    each with its actual output or error."""
-    wanted = set(among)
-    return [
-        (o["test"], o["detail"].strip())
-        for o in record.get("outcomes", [])
-        if not o["passed"] and o["standing"] == "counted" and o["test"] in wanted
-    ]
 
 
 def own_tests_decide(state: CodeState) -> bool:

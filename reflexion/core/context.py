@@ -14,7 +14,7 @@ Every field has a default, so a graph runs when a caller passes no context; node
 from __future__ import annotations
 
 import os
-from dataclasses import InitVar, field, fields, replace
+from dataclasses import InitVar, field, fields
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, overload
 
 from langgraph.runtime import Runtime
@@ -276,11 +276,6 @@ class Context:
 
     preset: InitVar[Preset | None] = field(default=None, metadata={"description": PRESET_HELP})
 
-    def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
-        """``abstract=True`` marks a shared base of two families' contexts (no graph's
-        schema)."""
-        super().__init_subclass__(**kwargs)
-
     def __post_init__(self, preset: Preset | None) -> None:
         """Nothing to check beyond the fields' own constraints (pydantic's)."""
 
@@ -325,7 +320,7 @@ C = TypeVar("C", bound=Context)
 
 
 @settings_class
-class Seeded(Context, abstract=True):
+class Seeded(Context):
     """The base of the contexts whose actors seed their draws (chain-of-thought, programming,
     ALFWorld): the one ``seeds`` field they share (the generic and ReAct actors draw no seed)."""
 
@@ -345,15 +340,6 @@ def redefault(name: str, value: Any) -> Any:
     constraints; the annotation is written again, with the type above)."""
     base = next(f for f in fields(Context) if f.name == name)
     return field(default=value, metadata=dict(base.metadata))
-
-
-def with_fields(ctx: C, **changes: Any) -> C:
-    """``dataclasses.replace`` that keeps what the context carries beside its fields (the
-    run's transport, the preset it started from)."""
-    made = _carried(ctx, replace(ctx, **changes))
-    if hasattr(ctx, "_given"):
-        object.__setattr__(made, "_given", ctx._given | frozenset(changes))
-    return made
 
 
 def _carried(source: object, made: C) -> C:

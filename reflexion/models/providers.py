@@ -35,9 +35,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
-from reflexion.core.context import DEFAULT_MODEL as DEFAULT_MODEL  # re-exported
-from reflexion.core.context import EMBEDDED_MODEL as EMBEDDED_MODEL
-from reflexion.core.context import MODEL_VARIABLE as MODEL_VARIABLE
+from reflexion.core.context import DEFAULT_MODEL, EMBEDDED_MODEL, MODEL_VARIABLE
 from reflexion.core.data import cache_root
 from reflexion.core.errors import ModelError, first_line
 from reflexion.models.chat import OneReplyChatModel

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reflexion.core.context import Context
+from reflexion.core.context import DEFAULT_MODEL, Context
 from reflexion.graphs.qa import qa_builder, react_builder
 from reflexion.harness.bench.datasets import gold_passages, load_hotpotqa
 from reflexion.harness.cli.one_thread import installed_presets
-from reflexion.models.providers import DEFAULT_MODEL, PRESETS, resolve_preset
+from reflexion.models.providers import PRESETS, resolve_preset
 from reflexion.qa.context import QAContext, ReActContext
 from tests.clikit import reflexion
 

@@ -20,8 +20,8 @@ from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
 from reflexion.alfworld.games import load_games
+from reflexion.core.context import MODEL_VARIABLE
 from reflexion.harness.bench.datasets import select_games
-from reflexion.models.providers import MODEL_VARIABLE
 from tests.langgraph_server import ROOT, langgraph_dev
 
 pytestmark = [pytest.mark.integration, pytest.mark.enable_socket]

@@ -12,7 +12,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from reflexion.models.providers import MODEL_VARIABLE
+from reflexion.core.context import MODEL_VARIABLE
 from tests.langgraph_server import langgraph_dev
 from tests.unit.test_faults import FakeOpenAI
 from tests.unit.test_studio_inputs import examples

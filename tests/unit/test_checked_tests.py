@@ -13,8 +13,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reflexion.graphs.programming import programming_builder
 from reflexion.harness.bench.settings import first_trial_key
 from reflexion.harness.fakes import ScriptedChatModel
-from reflexion.harness.perf.code_retries import passed_tests, quotes_input, retry_figures
-from reflexion.nodes.programming.feedback import failed_tests, render_outcomes
+from reflexion.harness.perf.code_retries import (
+    failed_tests,
+    passed_tests,
+    quotes_input,
+    retry_figures,
+)
+from reflexion.nodes.programming.feedback import render_outcomes
 from reflexion.programming.context import CodeContext
 from tests.clikit import cli
 from tests.recordkit import code_record

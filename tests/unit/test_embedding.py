@@ -24,7 +24,7 @@ from reflexion.core.steps import drive
 from reflexion.graphs.custom import create_reflexion_graph, read_reply
 from reflexion.graphs.generic import generic_evaluation
 from reflexion.harness.fakes import ScriptedChatModel
-from reflexion.nodes import Evaluation
+from reflexion.nodes.evaluator import Evaluation
 
 ROOT = Path(__file__).parents[2]
 LESSON = "I named the Elbe, but Prague lies on the Vltava."

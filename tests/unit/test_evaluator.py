@@ -12,7 +12,7 @@ from reflexion.core.errors import ReflexionError
 from reflexion.core.state import State
 from reflexion.graphs.qa import qa_builder
 from reflexion.harness.fakes import ScriptedChatModel
-from reflexion.nodes import Evaluation
+from reflexion.nodes.evaluator import Evaluation
 from tests.conftest import answer
 
 TASK = {"task": "Which river flows through Prague?", "passages": "Prague lies on the Vltava."}

@@ -53,7 +53,8 @@ from reflexion.alfworld.turns import (
 from reflexion.core.answers import exact_match, normalize_answer
 from reflexion.core.errors import DatasetError
 from reflexion.harness.scoring.alfworld import FAILURE_CLASSES
-from reflexion.nodes.programming import render_outcomes, valid_tests
+from reflexion.nodes.programming.feedback import render_outcomes
+from reflexion.nodes.programming.test_writer import valid_tests
 from reflexion.nodes.replies import Verdict, clean_reflection, parse_verdict
 from reflexion.programming.context import CodeContext
 from reflexion.programming.examples import example_tests

@@ -33,11 +33,11 @@ def package_of(module: str) -> str:
 
 
 def test_graphs_nodes_and_prompts_import_inside_the_package():
-    import reflexion.graphs.agents
+    import reflexion.harness.agents
     import reflexion.nodes
     import reflexion.prompts
 
-    assert Path(reflexion.graphs.agents.__file__).parent == ROOT / "graphs"
+    assert Path(reflexion.graphs.loop.__file__).parent == ROOT / "graphs"
     assert Path(reflexion.nodes.__file__).parent == ROOT / "nodes"
     assert reflexion.prompts.load_prompt("qa/cot_system")
 

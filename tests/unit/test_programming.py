@@ -25,7 +25,7 @@ from reflexion.harness.scoring.programming import (
     score_thread,
     write_human_eval_files,
 )
-from reflexion.nodes.programming import render_outcomes
+from reflexion.nodes.programming.feedback import render_outcomes
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem, assemble
 from reflexion.programming.replies import candidate_tests, extract_code, sample_tests

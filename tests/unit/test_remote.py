@@ -14,9 +14,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ProviderError
-from reflexion.graphs.agents import AGENTS
 from reflexion.graphs.qa import graph as qa_graph
 from reflexion.graphs.qa import qa_builder
+from reflexion.harness.agents import AGENTS
 from reflexion.harness.bench.driver import run_benchmark, stream_thread
 from reflexion.harness.bench.ledger import BenchTask, Sink, final_row
 from reflexion.harness.bench.remote import (

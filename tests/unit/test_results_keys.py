@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from reflexion.alfworld.context import AlfworldContext
-from reflexion.core.context import Context, context_from, with_fields
+from reflexion.core.context import Context, context_from
 from reflexion.harness.bench.naming import (
     REFERENCE,
     ROLE_MODELS,
@@ -278,7 +278,8 @@ def test_a_field_the_tables_place_acts_as_they_say():
     """The tables drive what a run records and which first trials paired runs share."""
     alfworld = AlfworldContext(alfworld_memory="reflection")
     assert "alfworld_memory" in result_settings(alfworld)
-    assert "alfworld_memory" not in result_settings(with_fields(alfworld, strategy="none"))
+    quiet = AlfworldContext(alfworld_memory="reflection", strategy="none")
+    assert "alfworld_memory" not in result_settings(quiet)
     assert "review_reflections" not in result_settings(Context(review_reflections=True))
     base = {"bench": "hotpotqa", **result_settings(QAContext())}
     for name, value in (("max_trials", 5), ("seeds", "process"), ("select_answer", "last")):

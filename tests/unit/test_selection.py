@@ -417,7 +417,7 @@ def test_a_fresh_retry_shows_the_failures_and_reflection_but_not_the_previous_co
 def test_whether_an_answer_compiled_is_its_record_s_flag_never_its_feedback_s_text():
     """A record without ``compiled`` had no answer to build; the feedback's words decide
     nothing."""
-    from reflexion.nodes.programming import NOT_COMPILED, did_compile
+    from reflexion.nodes.programming.common import NOT_COMPILED, did_compile
 
     old: Any = {"trial": 1, "answer": "x", "score": 0.0, "success": False}
     assert did_compile({**old, "feedback": f"{NOT_COMPILED}\nerror", "compiled": False}) is False

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reflexion.alfworld.context import AlfworldContext
-from reflexion.graphs.agents import AGENTS
+from reflexion.harness.agents import AGENTS
 from reflexion.harness.bench.own_tasks import SERVED, load_graph
 from reflexion.programming.context import CodeContext
 from reflexion.qa.context import QAContext, ReActContext

@@ -13,7 +13,7 @@ from rich.markup import escape
 from reflexion.alfworld.context import AlfworldContext, AlfworldMemory
 from reflexion.alfworld.env import ENGINE_MISSING, engine_available
 from reflexion.alfworld.games import load_games
-from reflexion.core.context import RetrySeeds
+from reflexion.core.context import DEFAULT_MODEL, RetrySeeds
 from reflexion.core.errors import ReflexionError
 from reflexion.harness.bench.datasets import pack_games, select_games
 from reflexion.harness.bench.family_tables import alfworld_summary
@@ -25,7 +25,6 @@ from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, one_model_context
 from reflexion.harness.scoring.alfworld import failure_curves, self_evaluation, solved_curve, won_at
-from reflexion.models.providers import DEFAULT_MODEL
 
 
 @run.common_options(

@@ -23,7 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from reflexion.core.context import Context
 from reflexion.core.errors import ReflexionError
-from reflexion.graphs.agents import AGENTS
+from reflexion.harness.agents import AGENTS
 from reflexion.harness.bench.driver import Finalize, Graph, ServerGraph, run_benchmark
 from reflexion.harness.bench.ledger import BenchTask, Sink, finished_tasks
 from reflexion.harness.bench.naming import run_name, same_run, thread_key
@@ -77,7 +77,7 @@ class Variant:
     label: str
     """Its row in the tables and its line in the plot."""
     agent: str
-    """The graph that runs it (a name in :data:`reflexion.graphs.agents.AGENTS`)."""
+    """The graph that runs it (a name in :data:`reflexion.harness.agents.AGENTS`)."""
     ctx: Context
     settings: dict[str, Any]
     file_stem: str

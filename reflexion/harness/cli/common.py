@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from reflexion.core.context import Context, EvaluatorKind
 from reflexion.core.errors import ReflexionError
-from reflexion.graphs.agents import AGENTS
+from reflexion.harness.agents import AGENTS
 from reflexion.harness.bench.driver import Graph
 from reflexion.harness.cli.options import STRATEGIES, C, check_memory, choice
 from reflexion.harness.persistence import MEMORY, parse_target

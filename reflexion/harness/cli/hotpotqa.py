@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
+from reflexion.core.context import DEFAULT_MODEL
 from reflexion.core.errors import ReflexionError
-from reflexion.graphs.agents import AGENTS
+from reflexion.harness.agents import AGENTS
 from reflexion.harness.bench.datasets import gold_passages, load_hotpotqa
 from reflexion.harness.bench.family_tables import judge_table, qa_paired, truth_curve
 from reflexion.harness.bench.plots import learning_curve
@@ -18,7 +19,6 @@ from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, qa_context
 from reflexion.harness.scoring.reference import gold_scorer
-from reflexion.models.providers import DEFAULT_MODEL
 
 
 @run.common_options(plot_help="Learning-curve PNG (default: next to the results).")

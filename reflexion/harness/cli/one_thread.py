@@ -16,10 +16,10 @@ import typer
 from langgraph.types import Command
 from rich.markup import escape
 
-from reflexion.core.context import Context, context_from
+from reflexion.core.context import DEFAULT_MODEL, Context, context_from
 from reflexion.core.errors import ProviderError, ReflexionError, first_line
 from reflexion.core.presets import PRESET_NAMES, preset_values
-from reflexion.graphs.agents import AGENTS
+from reflexion.harness.agents import AGENTS
 from reflexion.harness.bench.driver import Graph, snapshot, stream_thread
 from reflexion.harness.bench.reports import table
 from reflexion.harness.checkpoints import thread_history, unfinished
@@ -62,7 +62,7 @@ from reflexion.harness.cli.options import (
     with_preset,
 )
 from reflexion.harness.persistence import open_checkpointer
-from reflexion.models.providers import DEFAULT_MODEL, PRESETS, Preset
+from reflexion.models.providers import PRESETS, Preset
 from reflexion.models.retries import describe_fault
 from reflexion.models.transport import current_transport, set_transport, transport_of
 from reflexion.qa.context import QAContext, ReActContext

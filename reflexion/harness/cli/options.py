@@ -14,7 +14,7 @@ from reflexion.alfworld.context import AlfworldContext
 from reflexion.core.context import Context, RetrySeeds, Strategy
 from reflexion.core.errors import ReflexionError
 from reflexion.core.presets import PRESET_NAMES, preset_values
-from reflexion.graphs.agents import AGENTS
+from reflexion.harness.agents import AGENTS
 from reflexion.programming.context import REPAIRING, CodeContext
 from reflexion.qa.context import QAContext, ReActContext
 

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from reflexion.core.context import Context
+from reflexion.core.context import DEFAULT_MODEL, Context
 from reflexion.core.errors import ReflexionError
 from reflexion.core.steps import Node
 from reflexion.harness.bench.naming import thread_key
@@ -23,7 +23,6 @@ from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, one_model_context
 from reflexion.harness.scoring.reference import gold_scorer
-from reflexion.models.providers import DEFAULT_MODEL
 
 GRAPH_DEFAULT = "Default: the graph's own (its context's default)."
 

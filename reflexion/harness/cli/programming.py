@@ -9,10 +9,10 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from reflexion.core.context import Strategy
+from reflexion.core.context import DEFAULT_MODEL, Strategy
 from reflexion.core.errors import ReflexionError
 from reflexion.core.selection import AnswerChoice
-from reflexion.graphs.agents import AGENTS
+from reflexion.harness.agents import AGENTS
 from reflexion.harness.bench.datasets import load_problems
 from reflexion.harness.bench.driver import Finalize
 from reflexion.harness.bench.family_tables import accepted_table, code_paired, code_summary
@@ -24,8 +24,7 @@ from reflexion.harness.cli import bench as run
 from reflexion.harness.cli import options as opt
 from reflexion.harness.cli.common import console, one_model_context
 from reflexion.harness.scoring.programming import pass_curve, score_thread, write_human_eval_files
-from reflexion.models.providers import DEFAULT_MODEL
-from reflexion.nodes.programming import NO_TESTS, did_compile
+from reflexion.nodes.programming.common import NO_TESTS, did_compile
 from reflexion.programming.context import CodeContext, InternalTests
 from reflexion.programming.problems import CodeProblem, language_of
 from reflexion.programming.sandbox import rustc_path

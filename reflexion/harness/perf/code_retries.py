@@ -44,12 +44,22 @@ from reflexion.harness.bench.datasets import load_problems
 from reflexion.harness.bench.ledger import load_finals, read_results
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.harness.scoring.programming import run_hidden
-from reflexion.nodes.programming.feedback import failed_tests
 from reflexion.programming.problems import CodeProblem
 from reflexion.programming.sandbox import Limits
 
 Judge = Callable[[str, str], bool]
 """``judge(task_id, code)``: whether the code passes the task's hidden tests."""
+
+
+def failed_tests(record: Mapping[str, Any], among: Iterable[str]) -> list[tuple[str, str]]:
+    """The failed tests of ``among`` that counted for a trial's verdict, in the tests' order,
+    each with its actual output or error."""
+    wanted = set(among)
+    return [
+        (o["test"], o["detail"].strip())
+        for o in record.get("outcomes", [])
+        if not o["passed"] and o["standing"] == "counted" and o["test"] in wanted
+    ]
 
 
 @dataclass

@@ -13,11 +13,11 @@ import typer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from rich.table import Column, Table
 
+from reflexion.core.context import DEFAULT_MODEL
 from reflexion.core.errors import ReflexionError
 from reflexion.harness.bench.datasets import gold_passages, load_hotpotqa
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.models.providers import (
-    DEFAULT_MODEL,
     LOCAL_PREFIX,
     EmbeddedChatModel,
     embedded_model,

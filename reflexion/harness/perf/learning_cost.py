@@ -13,12 +13,12 @@ import typer
 from rich.markup import escape
 from rich.table import Column, Table
 
+from reflexion.core.context import DEFAULT_MODEL
 from reflexion.core.errors import ReflexionError
 from reflexion.harness.bench.ledger import load_finals
 from reflexion.harness.bench.reports import outcome
 from reflexion.harness.bench.usage import merge, totals
 from reflexion.harness.perf.machine import JsonOpt, console, report
-from reflexion.models.providers import DEFAULT_MODEL
 
 BASELINES = ("none", "simple")
 """Strategy labels of the baselines (HotPotQA and ALFWorld: none; programming: simple)."""

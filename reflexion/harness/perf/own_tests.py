@@ -37,11 +37,11 @@ from reflexion.core.selection import chosen_index
 from reflexion.graphs.loop import trial_record
 from reflexion.harness.bench.datasets import humaneval_path, load_problems
 from reflexion.harness.bench.ledger import load_finals
-from reflexion.harness.perf.code_retries import tie_stop
+from reflexion.harness.perf.code_retries import failed_tests, tie_stop
 from reflexion.harness.perf.machine import JsonOpt, report
 from reflexion.harness.scoring.programming import run_hidden
-from reflexion.nodes.programming import make_unit_test_evaluator
-from reflexion.nodes.programming.feedback import failed_tests, held_out
+from reflexion.nodes.programming.evaluator import make_unit_test_evaluator
+from reflexion.nodes.programming.feedback import held_out
 from reflexion.programming.context import CodeContext
 from reflexion.programming.problems import CodeProblem, assemble
 from reflexion.programming.sandbox import Limits, run_python_tests

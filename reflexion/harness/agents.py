@@ -1,5 +1,5 @@
-"""The agents known by name: the one table that the CLI, the benchmark runners and a LangGraph
-server's graph ids (``langgraph.json``) read, so that a new agent is one row here."""
+"""The agents known by name: the one table that the CLI and the benchmark runners read (a row
+also names the ``langgraph.json`` graph that serves its agent), so a new agent is one row here."""
 
 from __future__ import annotations
 
