@@ -143,6 +143,24 @@ def test_the_command_prints_the_paired_table(server, tmp_path, monkeypatch, caps
     one_line_error(code, err, "does not exist")
 
 
+def test_the_command_takes_the_repeat_guard(server, tmp_path, monkeypatch, capsys):
+    """`bench tasks --repeat-guard 2` runs the graph with the guard on (off in the generic
+    graph by default), and the results files are named after it."""
+    server.decide = rule()
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
+    args = ["bench", "tasks", str(path), "--model", "openai:any-name", "--repeat-guard", "2"]
+    args += ["--base-url", server.base_url, "--db", str(tmp_path / "t.sqlite")]
+    args += ["--output-dir", str(tmp_path / "runs")]
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(sys, "argv", ["reflexion", *args])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code in (0, None), capsys.readouterr().err
+    names = [p.name for p in (tmp_path / "runs").glob("*.jsonl")]
+    assert names and all("repeat_guard=2" in name for name in names), names
+
+
 def test_the_help_names_the_loaders_keys_and_the_real_defaults(monkeypatch, capsys):
     """The task file's keys in --help are the loader's (passages, not context), and --db's
     default is where the command keeps its threads."""

@@ -122,3 +122,31 @@ def test_a_thread_recorded_with_the_removed_lessons_resumes_only_where_they_were
         code, out, err = cli(monkeypatch, capsys, "run", "--thread-id", "t", "--db", db)
     assert code == 0, err
     assert "resuming thread" in out
+
+
+@pytest.mark.allow_hosts(["127.0.0.1"])
+@pytest.mark.parametrize("guard", [None, "0"])
+def test_run_takes_the_repeat_guard(server, tmp_path, monkeypatch, capsys, guard):
+    """`run` draws again, hotter, a retry that repeats the rejected answer even with the memory
+    in its prompt (CoT's first retry is drawn without it, then with it), and not with
+    `--repeat-guard 0`; a resume of the unfinished thread that asks for another guard is
+    refused."""
+    db = str(tmp_path / "t.sqlite")
+    wrong = "ok:Thought: hmm.\nAction: Finish[wrong]"
+    server.script([wrong, "ok:I should name the item itself.", wrong, wrong, "400"])
+    guard_option = [] if guard is None else ["--repeat-guard", guard]
+    code, _, err = cli(
+        monkeypatch, capsys, "run", "What is item 1?", "--reference", "x", "--thread-id", "t",
+        "--db", db, "--model", "openai:any-name", "--base-url", server.base_url, *guard_option,
+    )  # fmt: skip
+    if guard is None:  # the repeat is drawn again by the actor, hotter (and the server fails)
+        assert code == 2 and len(server.requests) == 5, err
+        with_memory, fifth = server.requests[3], server.requests[4]
+        assert fifth["messages"] == with_memory["messages"]
+        assert fifth["temperature"] > with_memory.get("temperature", 0)
+        code, _, err = cli(
+            monkeypatch, capsys, "run", "--thread-id", "t", "--db", db, "--repeat-guard", "1"
+        )
+        assert code == 2 and "started with another --repeat-guard" in err
+    else:  # the repeat stands: trial 2, the last, is judged and the run ends
+        assert code == 0 and len(server.requests) == 4, err

@@ -48,6 +48,7 @@ from reflexion.harness.cli.options import (
     MemoryOpt,
     ModelOpt,
     PresetOpt,
+    RepeatGuardOpt,
     SeedsOpt,
     StepsOpt,
     StrategyOpt,
@@ -132,6 +133,7 @@ def run(
     thread_id: ThreadOpt = None,
     db: DbOpt = DEFAULT_DB,
     retry: AgentRetryOpt = None,
+    repeat_guard: RepeatGuardOpt = QA_DEFAULTS.repeat_guard,
     seeds: SeedsOpt = QA_DEFAULTS.seeds,
     preset: PresetOpt = "default",
     review: Annotated[
@@ -153,8 +155,8 @@ def run(
         raise ReflexionError("the question is empty: give the question text to answer")
     if agent is not None:
         agent = choice(agent, QUESTION_AGENTS, "--agent")
-    retry_option = {"retry": retry}
-    preset_left = preset_options(cli, retry_option, preset)  # --retry given wins
+    retry_option: dict[str, Any] = {"retry": retry, "repeat_guard": repeat_guard}
+    preset_left = preset_options(cli, retry_option, preset)  # --retry, --repeat-guard given win
     if retry_option["retry"] is not None:
         informed_retry(retry_option["retry"])
     if question is not None and evaluator == "exact_match" and reference is None:
@@ -184,6 +186,7 @@ def run(
             with_preset(ctx, preset_left),
             review_reflections=review,
             retry=retry_option["retry"] or ctx.retry,
+            repeat_guard=retry_option["repeat_guard"],
             seeds=seeds,
         )
 
@@ -250,6 +253,7 @@ RUN_OPTIONS = {
     "corpus": "corpus",
     "max_steps": "max_steps",
     "retry": "retry",
+    "repeat_guard": "repeat_guard",
     "seeds": "seeds",
 }
 """The options of ``run`` that set what a thread computes, and the context field each sets."""

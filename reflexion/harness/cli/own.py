@@ -172,6 +172,16 @@ def bench_tasks(
     temperature: Annotated[
         float | None, typer.Option("--temperature", metavar="T", help=GRAPH_DEFAULT)
     ] = None,
+    repeat_guard: Annotated[
+        int | None,
+        opt.count_option(
+            "--repeat-guard",
+            min=0,
+            max=10,
+            help="Redraws of an answer that repeats one already rejected; 0 keeps the repeat. "
+            + GRAPH_DEFAULT,
+        ),
+    ] = None,
     base_url: opt.BaseUrlOpt = None,
     limit: Annotated[
         int | None, opt.count_option("--limit", "-n", help="How many tasks (default: all).")
@@ -201,6 +211,7 @@ def bench_tasks(
             ("memory_size", memory),
             ("evaluator", evaluator),
             ("temperature", temperature),
+            ("repeat_guard", repeat_guard),
         )
         if value is not None
     }
